@@ -1,0 +1,116 @@
+"""The exceptions of Export Center, in one place.
+
+The hierarchy::
+
+    ExportCenterError
+    ├── ConfigError                  invalid environment variable; start-up stops
+    ├── RegistryError                registry file breaks a §10.3 rule (key + rule named)
+    ├── CommandDecodeError           a command body cannot be decoded: poison (§6.4)
+    ├── ApiError                     a business outcome for the HTTP envelope (§5)
+    └── ExportError                  something stopped one export run (§9.1)
+        ├── PermanentExportError     business error: task FAILED at once, no retry
+        │   ├── LimitExceededError   max-rows, 50 MB file size, 100 columns … (§11, §12)
+        │   └── ProviderContractError  Provider answered outside the contract (§10.1)
+        ├── TransientExportError     dependency error: automatic retry (§9.2)
+        │   ├── ProviderUnavailableError  5xx, connect/read timeout (§9.1)
+        │   ├── CursorNotAdvancingError   hasMore without an advancing cursor (§10.1)
+        │   ├── StorageUnavailableError   storage briefly unavailable
+        │   └── DeadlineExceededError     run passed execution_deadline_at (§8.3.1)
+        └── ExportAbortedError       the lease is lost: delete the file, write nothing (§8.3)
+
+Lower-layer errors (httpx, OSError, xlsxwriter) are translated into these at the edge of
+the pipeline, so the consumer slot decides the task's fate from the class alone.
+"""
+
+from __future__ import annotations
+
+
+class ExportCenterError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class ConfigError(ExportCenterError):
+    """An environment variable has an invalid value. The message names the variable."""
+
+
+class RegistryError(ExportCenterError):
+    """The registry breaks a validation rule of §10.3.
+
+    Attributes:
+        key: the offending YAML key path, e.g. ``definitions.CUSTOMER_LIST.provider-path``.
+        rule: the rule broken, in words.
+    """
+
+    def __init__(self, key: str, rule: str) -> None:
+        super().__init__(f"registry key {key!r}: {rule}")
+        self.key = key
+        self.rule = rule
+
+
+class CommandDecodeError(ExportCenterError):
+    """A command message body cannot be decoded or has an unsupported schemaVersion.
+
+    This is the only reason a consumer does not ack a message (§6.4); after the
+    redelivery limit the message goes to the dead-letter channel (§9.4).
+    """
+
+
+class ApiError(ExportCenterError):
+    """A business outcome reported in the envelope ``{"code", "message", "data"}`` (§5).
+
+    Attributes:
+        code: the envelope code as a string, e.g. ``"400"``, ``"403"``, ``"429"``.
+        http_status: the HTTP status; 200 for business outcomes (§5), 401 for a missing
+            or invalid bearer token.
+    """
+
+    def __init__(self, code: str, message: str, *, http_status: int = 200) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.http_status = http_status
+
+
+class ExportError(ExportCenterError):
+    """Base of the errors that end one export run. ``str(err)`` becomes failure_message."""
+
+
+class PermanentExportError(ExportError):
+    """A business error: the task goes FAILED at once, with no automatic retry (§9.1)."""
+
+
+class LimitExceededError(PermanentExportError):
+    """A hard limit was hit (max-rows, file size, columns, response size …). The message
+    names the limit and its value (§11: "任一超限即 FAILED 并写明具体上限")."""
+
+
+class ProviderContractError(PermanentExportError):
+    """The Provider answered a well-formed HTTP response that breaks the contract: a
+    business error code, a changed ``schemaHash``, an invalid snapshot token, malformed
+    columns (§10.1, §10.2)."""
+
+
+class TransientExportError(ExportError):
+    """A dependency error worth retrying with backoff (§9.1, §9.2)."""
+
+
+class ProviderUnavailableError(TransientExportError):
+    """Provider 5xx, connect timeout or read timeout (§9.1)."""
+
+
+class CursorNotAdvancingError(TransientExportError):
+    """``hasMore`` is true but ``nextCursor`` is empty or did not advance (§10.1)."""
+
+
+class StorageUnavailableError(TransientExportError):
+    """The storage could not be written or read for a reason that may pass (§9.1)."""
+
+
+class DeadlineExceededError(TransientExportError):
+    """The run passed ``execution_deadline_at`` (§8.3.1). Counted as transient; the
+    message names the limit, e.g. "execution exceeded the maximum duration of 30 minutes"."""
+
+
+class ExportAbortedError(ExportError):
+    """The run lost its lease (renewal matched 0 rows) or was cancelled. The executor
+    deletes its partial file and writes nothing else (§8.3, DESIGN invariant 8)."""

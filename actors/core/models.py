@@ -1,0 +1,306 @@
+"""Value types shared by every layer: the vocabulary between IO and logic.
+
+All are frozen dataclasses or string enums and do no IO. Datetimes are timezone-aware UTC
+(the store converts DB values at its edge). 64-bit ids are Python ``int`` here and become
+JSON strings only at the HTTP edge (§5: ``Long`` is rendered as a string).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from actors.core.errors import CommandDecodeError
+
+
+class TaskStatus(StrEnum):
+    """``file_export_task.status`` (§5 state machine)."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    EXPIRED = "EXPIRED"
+
+
+#: Statuses that count against the per-user and per-type active limits (§14).
+ACTIVE_STATUSES: tuple[TaskStatus, ...] = (TaskStatus.PENDING, TaskStatus.RUNNING)
+#: Statuses in which no executor will ever touch the task again.
+TERMINAL_STATUSES: tuple[TaskStatus, ...] = (
+    TaskStatus.SUCCEEDED,
+    TaskStatus.FAILED,
+    TaskStatus.EXPIRED,
+)
+
+
+class OutboxStatus(StrEnum):
+    """``file_export_outbox.status`` (§7.4). Only QUARANTINED is terminal (§9.4)."""
+
+    PENDING = "PENDING"
+    CLAIMED = "CLAIMED"
+    SENT = "SENT"
+    QUARANTINED = "QUARANTINED"
+
+
+class ColumnType(StrEnum):
+    """Cell types a Provider may declare for a column (§11)."""
+
+    STRING = "STRING"
+    INTEGER = "INTEGER"
+    DECIMAL = "DECIMAL"
+    BOOLEAN = "BOOLEAN"
+    DATE = "DATE"
+    DATETIME = "DATETIME"
+
+
+class AppCode(StrEnum):
+    """Access domain of a caller and scope of an export type (§10.3 ``app-scope``)."""
+
+    PLATFORM = "PLATFORM"
+    MERCHANT = "MERCHANT"
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnDef:
+    """One column of a Provider's schema (§10.1 ``columns``).
+
+    ``width`` is in Excel character units, already validated to 1..255 or ``None``.
+    """
+
+    key: str
+    title: str
+    type: ColumnType
+    width: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExportDefinition:
+    """One registry entry (§10.3), already validated.
+
+    Attributes mirror the YAML keys: ``provider-service`` … ``batch-size``. Row counts are
+    rows; ``max_attempts`` is the automatic-retry ceiling snapshotted into a task at create.
+    """
+
+    export_type: str
+    provider_service: str
+    provider_path: str
+    required_permission: str
+    app_scope: AppCode
+    enabled: bool = True
+    max_rows: int = 200_000
+    max_attempts: int = 3
+    batch_size: int = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Registry:
+    """The set of export definitions in force; replaced whole on a valid reload (§10.3)."""
+
+    definitions: Mapping[str, ExportDefinition] = field(default_factory=dict)
+
+    def get(self, export_type: str) -> ExportDefinition | None:
+        """Return the definition for ``export_type`` or ``None`` if it is not registered."""
+        return self.definitions.get(export_type)
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """The authenticated caller, from the JWT (§12).
+
+    ``user_id`` and ``tenant_id`` are 64-bit ids; ``perms`` are permission codes such as
+    ``platform:customer:export``.
+    """
+
+    user_id: int
+    tenant_id: int
+    app_code: AppCode
+    perms: frozenset[str] = frozenset()
+
+    def has(self, perm: str) -> bool:
+        return perm in self.perms
+
+
+#: Permission that lets a caller see and download every task of its tenant and app (§12).
+DOWNLOAD_ALL_PERMISSION = "platform:download:all"
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A row of ``file_export_task`` (§7.3, §8.3.1). Datetimes are aware UTC or ``None``."""
+
+    id: int
+    task_no: str
+    export_type: str
+    task_name: str
+    format: str
+    status: TaskStatus
+    parameters_json: str
+    tenant_id: int
+    app_code: str
+    requested_by: int
+    dispatch_version: int
+    attempt_count: int
+    max_attempts: int
+    next_retry_at: datetime
+    lease_owner: str | None
+    lease_until: datetime | None
+    last_heartbeat_at: datetime | None
+    execution_deadline_at: datetime | None
+    processed_rows: int
+    total_rows: int | None
+    file_name: str | None
+    object_key: str | None
+    content_type: str | None
+    size_bytes: int | None
+    failure_message: str | None
+    requested_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+    expires_at: datetime | None
+    updated_at: datetime | None = None
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return json.loads(self.parameters_json)
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxRow:
+    """A row of ``file_export_outbox`` (§7.2)."""
+
+    id: int
+    event_id: str
+    task_id: int
+    dispatch_version: int
+    topic: str
+    tag: str
+    message_key: str
+    payload_json: str
+    status: OutboxStatus
+    attempt_count: int
+    next_retry_at: datetime
+    lease_owner: str | None
+    lease_until: datetime | None
+    sent_at: datetime | None
+    last_error: str | None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+COMMAND_SCHEMA_VERSION = 1
+COMMAND_TAG = "EXPORT_TASK"
+#: Message properties that locate a command without its body (§6.4, §9.4.2).
+LOCATING_PROPERTIES = ("eventId", "taskId", "dispatchVersion", "schemaVersion")
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """The export command message (§6.4): identifiers only, never business data."""
+
+    event_id: str
+    task_id: int
+    export_type: str
+    dispatch_version: int
+    occurred_at: str
+    trace_id: str
+    schema_version: int = COMMAND_SCHEMA_VERSION
+
+    @classmethod
+    def new(cls, task_id: int, export_type: str, dispatch_version: int, occurred_at: str,
+            trace_id: str | None = None) -> Command:
+        """A command with a fresh UUID ``eventId`` (§6.4)."""
+        return cls(
+            event_id=str(uuid.uuid4()),
+            task_id=task_id,
+            export_type=export_type,
+            dispatch_version=dispatch_version,
+            occurred_at=occurred_at,
+            trace_id=trace_id or uuid.uuid4().hex,
+        )
+
+    def to_json(self) -> str:
+        """The JSON body; ``taskId`` is a string as every 64-bit id on the wire (§6.4)."""
+        return json.dumps(
+            {
+                "schemaVersion": self.schema_version,
+                "eventId": self.event_id,
+                "taskId": str(self.task_id),
+                "exportType": self.export_type,
+                "dispatchVersion": self.dispatch_version,
+                "occurredAt": self.occurred_at,
+                "traceId": self.trace_id,
+            },
+            separators=(",", ":"),
+        )
+
+    def properties(self) -> dict[str, str]:
+        """The four locating fields as message properties, equal to the payload (§6.4)."""
+        return {
+            "eventId": self.event_id,
+            "taskId": str(self.task_id),
+            "dispatchVersion": str(self.dispatch_version),
+            "schemaVersion": str(self.schema_version),
+        }
+
+    @classmethod
+    def from_json(cls, body: str | bytes) -> Command:
+        """Decode a command body.
+
+        Raises:
+            CommandDecodeError: the body is not JSON, a field is missing or of the wrong
+                type, or ``schemaVersion`` is unsupported. Such a message is poison (§6.4):
+                the consumer must not ack it, so it ends in the DLQ.
+        """
+        try:
+            data = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CommandDecodeError(f"body is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise CommandDecodeError("body is not a JSON object")
+        version = data.get("schemaVersion")
+        if version != COMMAND_SCHEMA_VERSION or isinstance(version, bool):
+            raise CommandDecodeError(f"unsupported schemaVersion {version!r}")
+        try:
+            task_id = int(data["taskId"])
+            dispatch_version = data["dispatchVersion"]
+            event_id = data["eventId"]
+            export_type = data["exportType"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CommandDecodeError(f"missing or malformed field: {exc}") from None
+        if not isinstance(dispatch_version, int) or isinstance(dispatch_version, bool):
+            raise CommandDecodeError("dispatchVersion is not an integer")
+        if not isinstance(event_id, str) or not event_id or not isinstance(export_type, str):
+            raise CommandDecodeError("eventId/exportType must be non-empty strings")
+        return cls(
+            event_id=event_id,
+            task_id=task_id,
+            export_type=export_type,
+            dispatch_version=dispatch_version,
+            occurred_at=str(data.get("occurredAt", "")),
+            trace_id=str(data.get("traceId", "")),
+            schema_version=version,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderBatch:
+    """One validated Provider response page (§10.1 ``data``).
+
+    ``columns`` is set on the first batch only; ``rows`` are dicts keyed by column key
+    with raw JSON values (typing happens in the writer). ``total_rows`` is an estimate
+    for progress display only (§10.2).
+    """
+
+    schema_version: int
+    schema_hash: str
+    snapshot_token: str | None
+    columns: tuple[ColumnDef, ...] | None
+    rows: list[dict[str, Any]]
+    next_cursor: str | None
+    has_more: bool
+    total_rows: int | None

@@ -1,0 +1,1 @@
+"""Command transports: the embedded bus and RocketMQ, behind one interface."""

@@ -1,0 +1,1 @@
+"""Persistence: schema per dialect, store interface, transitions, SQLite and MySQL stores."""

@@ -1,0 +1,1 @@
+"""HTTP side: app factory, API, auth, metrics and health, demo Provider."""
