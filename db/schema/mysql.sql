@@ -1,0 +1,77 @@
+-- Export Center schema, MySQL 8 / MariaDB 10.11 dialect: the seed's DDL (§7.2, §7.3, §8.3.1).
+-- Applied idempotently by `export-center migrate`. All times are UTC DATETIME(3); the
+-- session time zone is pinned to +00:00 by the store.
+
+CREATE TABLE IF NOT EXISTS file_export_task (
+  id BIGINT UNSIGNED NOT NULL COMMENT 'task id (snowflake)',
+  task_no VARCHAR(64) NOT NULL COMMENT 'human-facing task number',
+  export_type VARCHAR(64) NOT NULL,
+  task_name VARCHAR(128) NOT NULL,
+  format VARCHAR(16) NOT NULL DEFAULT 'XLSX',
+  status VARCHAR(24) NOT NULL DEFAULT 'PENDING' COMMENT 'PENDING/RUNNING/SUCCEEDED/FAILED/EXPIRED',
+  parameters_json TEXT NOT NULL COMMENT 'normalised parameter JSON',
+  parameters_hash CHAR(64) NOT NULL COMMENT 'sha256 of parameters_json, for the 60 s duplicate check',
+  tenant_id BIGINT NOT NULL,
+  app_code VARCHAR(32) NOT NULL,
+  processed_rows BIGINT NOT NULL DEFAULT 0,
+  total_rows BIGINT NULL,
+  file_name VARCHAR(255) NULL,
+  object_key VARCHAR(255) NULL,
+  content_type VARCHAR(128) NULL,
+  size_bytes BIGINT NULL,
+  failure_message VARCHAR(1000) NULL,
+  dispatch_version INT NOT NULL DEFAULT 1 COMMENT 'bumped only for a new execution attempt (§3 principle 5)',
+  attempt_count INT NOT NULL DEFAULT 0 COMMENT 'execution attempts',
+  max_attempts INT NOT NULL DEFAULT 3 COMMENT 'snapshotted from the registry at create',
+  next_retry_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) COMMENT 'earliest execution time; all backoff',
+  lease_owner VARCHAR(128) NULL,
+  lease_until DATETIME(3) NULL,
+  last_heartbeat_at DATETIME(3) NULL,
+  execution_deadline_at DATETIME(3) NULL COMMENT 'this run must finish before it (§8.3.1)',
+  requested_by BIGINT NOT NULL,
+  requested_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  started_at DATETIME(3) NULL,
+  completed_at DATETIME(3) NULL,
+  expires_at DATETIME(3) NULL,
+  created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
+  PRIMARY KEY (id),
+  UNIQUE KEY uk_file_export_task_no (task_no),
+  KEY idx_file_export_dispatch (status, next_retry_at, id),
+  KEY idx_file_export_lease (status, lease_until),
+  KEY idx_file_export_requester (tenant_id, app_code, requested_by, id),
+  KEY idx_file_export_type_status (export_type, status)
+) ENGINE=InnoDB COMMENT='export tasks: source of truth for scheduling and the download center';
+
+CREATE TABLE IF NOT EXISTS file_export_outbox (
+  id BIGINT UNSIGNED NOT NULL COMMENT 'outbox id (snowflake)',
+  event_id VARCHAR(64) NOT NULL COMMENT 'delivery intent id (UUID)',
+  task_id BIGINT UNSIGNED NOT NULL,
+  dispatch_version INT NOT NULL,
+  topic VARCHAR(128) NOT NULL,
+  tag VARCHAR(64) NOT NULL,
+  message_key VARCHAR(64) NOT NULL,
+  payload_json JSON NOT NULL,
+  status VARCHAR(24) NOT NULL DEFAULT 'PENDING' COMMENT 'PENDING/CLAIMED/SENT/QUARANTINED',
+  attempt_count INT NOT NULL DEFAULT 0 COMMENT 'send attempts of this row',
+  next_retry_at DATETIME(3) NOT NULL,
+  lease_owner VARCHAR(128) NULL,
+  lease_until DATETIME(3) NULL,
+  sent_at DATETIME(3) NULL,
+  last_error VARCHAR(1000) NULL,
+  created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
+  PRIMARY KEY (id),
+  UNIQUE KEY uk_file_export_outbox_event (event_id),
+  UNIQUE KEY uk_file_export_outbox_task_version (task_id, dispatch_version),
+  KEY idx_file_export_outbox_publish (status, next_retry_at, id),
+  KEY idx_file_export_outbox_task (task_id, dispatch_version, status, sent_at)
+) ENGINE=InnoDB COMMENT='transactional outbox of export commands (§7.2)';
+
+CREATE TABLE IF NOT EXISTS file_export_task_guard (
+  guard_key VARCHAR(32) NOT NULL,
+  updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  PRIMARY KEY (guard_key)
+) ENGINE=InnoDB COMMENT='single-row lock serialising task creation (§7.2)';
+
+INSERT IGNORE INTO file_export_task_guard (guard_key) VALUES ('GLOBAL_CREATE');

@@ -1,0 +1,79 @@
+-- Export Center schema, SQLite dialect (embedded mode).
+-- Mirrors db/schema/mysql.sql (the seed's DDL, §7.2, §7.3, §8.3.1) column for column.
+-- Timestamps are INTEGER epoch milliseconds (UTC): SQLite has no DATETIME(3), and integer
+-- arithmetic keeps every lease/backoff comparison exact to the millisecond.
+
+CREATE TABLE IF NOT EXISTS file_export_task (
+  id INTEGER NOT NULL PRIMARY KEY,
+  task_no TEXT NOT NULL,
+  export_type TEXT NOT NULL,
+  task_name TEXT NOT NULL,
+  format TEXT NOT NULL DEFAULT 'XLSX',
+  status TEXT NOT NULL DEFAULT 'PENDING',
+  parameters_json TEXT NOT NULL,
+  parameters_hash TEXT NOT NULL,
+  tenant_id INTEGER NOT NULL,
+  app_code TEXT NOT NULL,
+  processed_rows INTEGER NOT NULL DEFAULT 0,
+  total_rows INTEGER NULL,
+  file_name TEXT NULL,
+  object_key TEXT NULL,
+  content_type TEXT NULL,
+  size_bytes INTEGER NULL,
+  failure_message TEXT NULL,
+  dispatch_version INTEGER NOT NULL DEFAULT 1,
+  attempt_count INTEGER NOT NULL DEFAULT 0,
+  max_attempts INTEGER NOT NULL DEFAULT 3,
+  next_retry_at INTEGER NOT NULL,
+  lease_owner TEXT NULL,
+  lease_until INTEGER NULL,
+  last_heartbeat_at INTEGER NULL,
+  execution_deadline_at INTEGER NULL,
+  requested_by INTEGER NOT NULL,
+  requested_at INTEGER NOT NULL,
+  started_at INTEGER NULL,
+  completed_at INTEGER NULL,
+  expires_at INTEGER NULL,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS uk_file_export_task_no ON file_export_task (task_no);
+CREATE INDEX IF NOT EXISTS idx_file_export_dispatch ON file_export_task (status, next_retry_at, id);
+CREATE INDEX IF NOT EXISTS idx_file_export_lease ON file_export_task (status, lease_until);
+CREATE INDEX IF NOT EXISTS idx_file_export_requester
+  ON file_export_task (tenant_id, app_code, requested_by, id);
+CREATE INDEX IF NOT EXISTS idx_file_export_type_status ON file_export_task (export_type, status);
+
+CREATE TABLE IF NOT EXISTS file_export_outbox (
+  id INTEGER NOT NULL PRIMARY KEY,
+  event_id TEXT NOT NULL,
+  task_id INTEGER NOT NULL,
+  dispatch_version INTEGER NOT NULL,
+  topic TEXT NOT NULL,
+  tag TEXT NOT NULL,
+  message_key TEXT NOT NULL,
+  payload_json TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'PENDING',
+  attempt_count INTEGER NOT NULL DEFAULT 0,
+  next_retry_at INTEGER NOT NULL,
+  lease_owner TEXT NULL,
+  lease_until INTEGER NULL,
+  sent_at INTEGER NULL,
+  last_error TEXT NULL,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS uk_file_export_outbox_event ON file_export_outbox (event_id);
+CREATE UNIQUE INDEX IF NOT EXISTS uk_file_export_outbox_task_version
+  ON file_export_outbox (task_id, dispatch_version);
+CREATE INDEX IF NOT EXISTS idx_file_export_outbox_publish
+  ON file_export_outbox (status, next_retry_at, id);
+CREATE INDEX IF NOT EXISTS idx_file_export_outbox_task
+  ON file_export_outbox (task_id, dispatch_version, status, sent_at);
+
+CREATE TABLE IF NOT EXISTS file_export_task_guard (
+  guard_key TEXT NOT NULL PRIMARY KEY,
+  updated_at INTEGER NOT NULL
+);
+-- The single guard row the create transaction locks (§7.2). Start-up fails without it.
+INSERT OR IGNORE INTO file_export_task_guard (guard_key, updated_at) VALUES ('GLOBAL_CREATE', 0);

@@ -1,0 +1,396 @@
+"""The export store: every state transition of tasks and outbox rows, dialect-neutral.
+
+Each public method is one transaction built from the SQL texts in ``db.transitions``. The
+store makes no decisions of its own beyond the ones the seed puts inside a transaction
+(limits under the guard lock, the attempt ceiling of an automatic retry); the decisions are
+pure functions in ``actors.core`` and the actors carry them out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from actors.core import dispatch
+from actors.core.backoff import should_retry
+from actors.core.errors import ConfigError
+from actors.core.ids import IdGenerator
+from actors.core.limits import NormalisedParameters
+from actors.core.models import (
+    COMMAND_TAG,
+    Command,
+    OutboxRow,
+    OutboxStatus,
+    Principal,
+    Task,
+    TaskStatus,
+)
+from db import transitions as T
+from db.database import Database, DuplicateKeyError, Tx
+
+_TASK_TIMES = (
+    "next_retry_at", "lease_until", "last_heartbeat_at", "execution_deadline_at",
+    "requested_at", "started_at", "completed_at", "expires_at", "updated_at",
+)
+_OUTBOX_TIMES = ("next_retry_at", "lease_until", "sent_at", "created_at", "updated_at")
+
+
+class _Sql:
+    """All transition texts rendered once for one dialect."""
+
+    def __init__(self, db: Database) -> None:
+        for name in dir(T):
+            value = getattr(T, name)
+            if name.isupper() and isinstance(value, str) and not name.endswith("_COLUMNS"):
+                setattr(self, name, db.dialect.render(value))
+
+
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    """What the API has validated for a create (§5)."""
+
+    export_type: str
+    task_name: str
+    format: str
+    parameters: NormalisedParameters
+    principal: Principal
+    max_attempts: int
+
+
+class CreateOutcome(StrEnum):
+    CREATED = "created"
+    DUPLICATE = "duplicate"          # same user+type+params within the window (§14)
+    USER_LIMIT = "user_limit"        # the user already has the maximum active tasks
+    TYPE_LIMIT = "type_limit"        # the export type already has the maximum active tasks
+
+
+@dataclass(frozen=True, slots=True)
+class CreateResult:
+    outcome: CreateOutcome
+    task: Task | None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimResult:
+    """Result of a claim (§8.2): ``task`` when claimed, else the no-claim branch."""
+
+    task: Task | None
+    no_claim: dispatch.NoClaim | None
+
+
+class RetryOutcome(StrEnum):
+    SCHEDULED = "scheduled"          # PENDING with a new version and a new outbox row
+    FAILED = "failed"                # attempts exhausted: FAILED
+    LOST = "lost"                    # fencing matched nothing: another owner or version
+
+
+@dataclass(frozen=True, slots=True)
+class CreateLimits:
+    """Create-time limits (§14)."""
+
+    duplicate_window_seconds: float = 60
+    max_active_per_user: int = 3
+    max_active_per_type: int = 5
+
+
+class ExportStore:
+    """Transitions over a ``Database``.
+
+    Args:
+        db: the SQLite or MySQL database.
+        ids: snowflake generator for task and outbox ids.
+        topic: the command topic written into outbox rows, with ``MQ_TOPIC_PREFIX`` (§6.2).
+        clock_label: returns an ISO-8601 instance-clock time, used only for the command's
+            ``occurredAt`` label (§8.6 allows instance clocks for labels).
+    """
+
+    def __init__(self, db: Database, ids: IdGenerator, *, topic: str,
+                 clock_label: Any = None) -> None:
+        self.db = db
+        self.ids = ids
+        self.topic = topic
+        self._sql = _Sql(db)
+        self._label = clock_label or (lambda: datetime.now(UTC).isoformat(timespec="milliseconds"))
+
+    @property
+    def sql(self) -> Any:
+        """The rendered SQL texts (for tests and for the reconciler)."""
+        return self._sql
+
+    # -- conversions --------------------------------------------------------------------
+
+    def task_from_row(self, row: Mapping[str, Any]) -> Task:
+        d = dict(row)
+        d.pop("db_now", None)
+        for key in _TASK_TIMES:
+            d[key] = self.db.dialect.to_datetime(d.get(key))
+        d["status"] = TaskStatus(d["status"])
+        for key in ("id", "tenant_id", "requested_by"):
+            d[key] = int(d[key])
+        return Task(**d)
+
+    def outbox_from_row(self, row: Mapping[str, Any]) -> OutboxRow:
+        d = dict(row)
+        for key in _OUTBOX_TIMES:
+            d[key] = self.db.dialect.to_datetime(d.get(key))
+        d["status"] = OutboxStatus(d["status"])
+        d["id"] = int(d["id"])
+        d["task_id"] = int(d["task_id"])
+        if not isinstance(d["payload_json"], str):
+            d["payload_json"] = json.dumps(d["payload_json"])
+        return OutboxRow(**d)
+
+    # -- basics -------------------------------------------------------------------------
+
+    async def db_now(self) -> datetime:
+        """The database clock (§8.6)."""
+        async with self.db.transaction() as tx:
+            row = await tx.fetchone(self._sql.DB_NOW)
+        assert row is not None
+        now = self.db.dialect.to_datetime(row["db_now"])
+        assert now is not None
+        return now
+
+    async def check_guard_row(self) -> None:
+        """Start-up check (§7.2): the ``GLOBAL_CREATE`` guard row must exist.
+
+        Raises:
+            ConfigError: the row is missing; task creation could not be serialised.
+        """
+        async with self.db.transaction() as tx:
+            row = await tx.fetchone(self._sql.LOCK_CREATE_GUARD)
+        if row is None:
+            raise ConfigError(
+                "file_export_task_guard has no GLOBAL_CREATE row; run `export-center migrate`"
+            )
+
+    async def get_task(self, task_id: int) -> Task | None:
+        async with self.db.transaction() as tx:
+            row = await tx.fetchone(self._sql.GET_TASK, {"id": task_id})
+        return self.task_from_row(row) if row else None
+
+    async def list_tasks(
+        self, principal: Principal, *, all_users: bool, status: str | None, limit: int,
+        offset: int,
+    ) -> tuple[list[Task], int]:
+        """Tasks visible to ``principal`` (§12 ownership), newest first, and the total."""
+        params = {
+            "tenant_id": principal.tenant_id, "app_code": principal.app_code.value,
+            "requested_by": principal.user_id, "all_users": 1 if all_users else 0,
+            "status": status, "limit": limit, "offset": offset,
+        }
+        async with self.db.transaction() as tx:
+            rows = await tx.fetchall(self._sql.LIST_TASKS_SCOPED, params)
+            total = await tx.fetchone(self._sql.COUNT_TASKS_SCOPED, params)
+        return [self.task_from_row(r) for r in rows], int(total["n"]) if total else 0
+
+    async def list_outbox(self, task_id: int) -> list[OutboxRow]:
+        async with self.db.transaction() as tx:
+            rows = await tx.fetchall(self._sql.LIST_OUTBOX_FOR_TASK, {"task_id": task_id})
+        return [self.outbox_from_row(r) for r in rows]
+
+    # -- create (§7.2, §14) -------------------------------------------------------------
+
+    async def create_task(self, new: NewTask, limits: CreateLimits = CreateLimits()) -> CreateResult:
+        """Create a task and its first outbox row in one transaction under the guard lock.
+
+        Order inside the transaction (§7.2): lock ``GLOBAL_CREATE``; 60-second duplicate
+        check (returns the existing active task); per-user and per-type active limits;
+        insert task; insert outbox row (same version 1). Nothing is sent here (invariant 2).
+        """
+        p = new.principal
+        async with self.db.transaction(lock=True) as tx:
+            await tx.fetchone(self._sql.LOCK_CREATE_GUARD)
+            scope = {"tenant_id": p.tenant_id, "app_code": p.app_code.value,
+                     "requested_by": p.user_id}
+            dup = await tx.fetchone(self._sql.FIND_DUPLICATE_ACTIVE, {
+                **scope, "export_type": new.export_type,
+                "parameters_hash": new.parameters.sha256,
+                "window_seconds": limits.duplicate_window_seconds,
+            })
+            if dup is not None:
+                return CreateResult(CreateOutcome.DUPLICATE, self.task_from_row(dup))
+            by_user = await tx.fetchone(self._sql.COUNT_ACTIVE_BY_USER, scope)
+            if by_user and int(by_user["n"]) >= limits.max_active_per_user:
+                return CreateResult(CreateOutcome.USER_LIMIT, None)
+            by_type = await tx.fetchone(self._sql.COUNT_ACTIVE_BY_TYPE,
+                                        {"export_type": new.export_type})
+            if by_type and int(by_type["n"]) >= limits.max_active_per_type:
+                return CreateResult(CreateOutcome.TYPE_LIMIT, None)
+            task_id = self.ids.next_id()
+            await tx.execute(self._sql.INSERT_TASK, {
+                **scope, "id": task_id, "task_no": f"EXP{task_id}",
+                "export_type": new.export_type, "task_name": new.task_name,
+                "format": new.format, "parameters_json": new.parameters.json,
+                "parameters_hash": new.parameters.sha256, "max_attempts": new.max_attempts,
+            })
+            await self._insert_outbox(tx, task_id, new.export_type, 1, next_retry_at=None)
+            row = await tx.fetchone(self._sql.GET_TASK, {"id": task_id})
+        assert row is not None
+        return CreateResult(CreateOutcome.CREATED, self.task_from_row(row))
+
+    async def _insert_outbox(self, tx: Tx, task_id: int, export_type: str, version: int,
+                             next_retry_at: Any) -> Command:
+        """Insert the outbox row for (task, version); ``next_retry_at`` is a raw DB value
+        to copy (§9.2 step 4) or ``None`` for "now". Raises DuplicateKeyError if a row for
+        this version exists (the unique key, §7.2)."""
+        cmd = Command.new(task_id, export_type, version, self._label())
+        params = {
+            "id": self.ids.next_id(), "event_id": cmd.event_id, "task_id": task_id,
+            "dispatch_version": version, "topic": self.topic, "tag": COMMAND_TAG,
+            "message_key": str(task_id), "payload_json": cmd.to_json(),
+        }
+        if next_retry_at is None:
+            await tx.execute(self._sql.INSERT_OUTBOX_NOW, params)
+        else:
+            await tx.execute(self._sql.INSERT_OUTBOX_AT, {**params, "next_retry_at": next_retry_at})
+        return cmd
+
+    # -- publisher (§7.4) ---------------------------------------------------------------
+
+    async def claim_due_outbox(self, owner: str, lease_seconds: float, limit: int) -> list[OutboxRow]:
+        """Claim due PENDING rows in two steps (select ids, then a conditional update per
+        id), so the lock range stays one row (§7.4). Returns the rows this owner won, with
+        ``attempt_count`` already incremented."""
+        async with self.db.transaction() as tx:
+            ids = [r["id"] for r in await tx.fetchall(self._sql.SELECT_DUE_OUTBOX, {"limit": limit})]
+        won: list[OutboxRow] = []
+        for outbox_id in ids:
+            async with self.db.transaction() as tx:
+                n = await tx.execute(self._sql.CLAIM_OUTBOX, {
+                    "id": outbox_id, "owner": owner, "lease_seconds": lease_seconds})
+                row = await tx.fetchone(self._sql.GET_OUTBOX, {"id": outbox_id}) if n else None
+            if row is not None:
+                won.append(self.outbox_from_row(row))
+        return won
+
+    async def mark_outbox_sent(self, outbox_id: int, owner: str) -> bool:
+        async with self.db.transaction() as tx:
+            return await tx.execute(self._sql.MARK_OUTBOX_SENT, {"id": outbox_id, "owner": owner}) == 1
+
+    async def mark_outbox_send_failed(self, outbox_id: int, owner: str, backoff_seconds: float,
+                                      error: str) -> bool:
+        async with self.db.transaction() as tx:
+            return await tx.execute(self._sql.MARK_OUTBOX_SEND_FAILED, {
+                "id": outbox_id, "owner": owner, "backoff_seconds": backoff_seconds,
+                "last_error": error[:1000]}) == 1
+
+    # -- consumer (§8.2 – §8.4, §9.2) ---------------------------------------------------
+
+    async def claim_task(self, task_id: int, dispatch_version: int, owner: str,
+                         lease_seconds: float, max_duration_seconds: float) -> ClaimResult:
+        """The atomic claim of §8.2 with the deadline of §8.3.1, all by DB time. On 0 rows
+        the task is re-read and the branch classified (every branch acks)."""
+        async with self.db.transaction() as tx:
+            n = await tx.execute(self._sql.CLAIM_TASK, {
+                "id": task_id, "dispatch_version": dispatch_version, "owner": owner,
+                "lease_seconds": lease_seconds, "max_duration_seconds": max_duration_seconds})
+            row = await tx.fetchone(self._sql.GET_TASK, {"id": task_id})
+        if n == 1 and row is not None:
+            return ClaimResult(self.task_from_row(row), None)
+        if row is None:
+            return ClaimResult(None, dispatch.NoClaim.TASK_MISSING)
+        now = self.db.dialect.to_datetime(row["db_now"])
+        assert now is not None
+        return ClaimResult(None, dispatch.classify_no_claim(self.task_from_row(row),
+                                                            dispatch_version, now))
+
+    def _fence(self, task: Task, owner: str) -> dict[str, Any]:
+        return {"id": task.id, "dispatch_version": task.dispatch_version, "owner": owner}
+
+    async def renew_lease(self, task: Task, owner: str, lease_seconds: float) -> bool:
+        """§8.3.1 renewal. False means: lease lost, version changed or deadline passed."""
+        async with self.db.transaction() as tx:
+            return await tx.execute(self._sql.RENEW_LEASE, {
+                **self._fence(task, owner), "lease_seconds": lease_seconds}) == 1
+
+    async def report_progress(self, task: Task, owner: str, processed_rows: int,
+                              total_rows: int | None) -> bool:
+        async with self.db.transaction() as tx:
+            return await tx.execute(self._sql.REPORT_PROGRESS, {
+                **self._fence(task, owner), "processed_rows": processed_rows,
+                "total_rows": total_rows}) == 1
+
+    async def complete_task(self, task: Task, owner: str, *, file_name: str, object_key: str,
+                            content_type: str, size_bytes: int, rows: int,
+                            retention_seconds: float) -> bool:
+        """§8.4 final commit, fenced by version, owner, status and deadline. False means
+        the caller must delete its file."""
+        async with self.db.transaction() as tx:
+            return await tx.execute(self._sql.COMPLETE_TASK, {
+                **self._fence(task, owner), "file_name": file_name, "object_key": object_key,
+                "content_type": content_type, "size_bytes": size_bytes, "total_rows": rows,
+                "processed_rows": rows, "retention_seconds": retention_seconds}) == 1
+
+    async def fail_task(self, task: Task, owner: str, failure_message: str) -> bool:
+        """Permanent failure (§9.1): FAILED at once, fenced."""
+        async with self.db.transaction() as tx:
+            return await tx.execute(self._sql.FAIL_TASK, {
+                **self._fence(task, owner), "failure_message": failure_message[:1000]}) == 1
+
+    async def schedule_retry(self, task: Task, owner: str, failure_message: str,
+                             backoff_seconds: float) -> RetryOutcome:
+        """Transient failure (§9.2) in one transaction: FAILED if the attempts are spent,
+        else PENDING with ``dispatch_version + 1``, ``next_retry_at`` by DB time, progress
+        reset, ``failure_message`` kept, and a new outbox row whose ``next_retry_at``
+        equals the task's (so the publisher cannot send it early). The caller has already
+        deleted its partial file (§9.5)."""
+        fence = self._fence(task, owner)
+        message = failure_message[:1000]
+        async with self.db.transaction(lock=True) as tx:
+            row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
+            if (row is None or row["status"] != TaskStatus.RUNNING
+                    or row["dispatch_version"] != task.dispatch_version
+                    or row["lease_owner"] != owner):
+                return RetryOutcome.LOST
+            if not should_retry(int(row["attempt_count"]), int(row["max_attempts"])):
+                n = await tx.execute(self._sql.FAIL_TASK, {**fence, "failure_message": message})
+                return RetryOutcome.FAILED if n == 1 else RetryOutcome.LOST
+            n = await tx.execute(self._sql.SCHEDULE_RETRY, {
+                **fence, "failure_message": message, "backoff_seconds": backoff_seconds})
+            if n != 1:
+                return RetryOutcome.LOST
+            after = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
+            assert after is not None
+            await self._insert_outbox(tx, task.id, task.export_type,
+                                      int(after["dispatch_version"]),
+                                      next_retry_at=after["next_retry_at"])
+        return RetryOutcome.SCHEDULED
+
+    async def own_run_past_deadline(self, task: Task, owner: str) -> bool:
+        """After a final commit matched 0 rows: is this still our RUNNING attempt whose
+        deadline has passed (§8.4 → timeout retry), rather than a lost lease?"""
+        async with self.db.transaction() as tx:
+            row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
+        if row is None:
+            return False
+        t = self.task_from_row(row)
+        now = self.db.dialect.to_datetime(row["db_now"])
+        return (t.status == TaskStatus.RUNNING and t.dispatch_version == task.dispatch_version
+                and t.lease_owner == owner and t.execution_deadline_at is not None
+                and now is not None and t.execution_deadline_at <= now)
+
+    # -- manual retry (§9.3) ------------------------------------------------------------
+
+    async def manual_retry(self, task: Task) -> Task | None:
+        """FAILED → PENDING with a new version and a new outbox row, attempts reset.
+        Returns the updated task, or ``None`` if the task was no longer FAILED at that
+        version (a concurrent retry won). Authorisation and ``enabled`` are checked by the
+        caller before (§9.3); the caller deletes any leftover file."""
+        async with self.db.transaction(lock=True) as tx:
+            n = await tx.execute(self._sql.MANUAL_RETRY, {
+                "id": task.id, "dispatch_version": task.dispatch_version})
+            if n != 1:
+                return None
+            try:
+                await self._insert_outbox(tx, task.id, task.export_type,
+                                          task.dispatch_version + 1, next_retry_at=None)
+            except DuplicateKeyError:
+                pass  # a row for this version exists already: the unique key absorbed it
+            row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
+        assert row is not None
+        return self.task_from_row(row)

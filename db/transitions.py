@@ -1,0 +1,223 @@
+"""One SQL text per transition, written once for every dialect (see ``db.dialect``).
+
+Every time decision reads the DB clock through ``{now}`` (§8.6, DESIGN invariant 7).
+Every executor write is fenced by id + dispatch_version + lease_owner + status RUNNING
+(DESIGN invariant 8). Each UPDATE also sets ``updated_at`` because SQLite has no
+``ON UPDATE`` clause.
+
+Names follow the transition they perform; the seed section that defines it is given.
+"""
+
+from __future__ import annotations
+
+TASK_COLUMNS = (
+    "id, task_no, export_type, task_name, format, status, parameters_json, tenant_id, "
+    "app_code, requested_by, dispatch_version, attempt_count, max_attempts, next_retry_at, "
+    "lease_owner, lease_until, last_heartbeat_at, execution_deadline_at, processed_rows, "
+    "total_rows, file_name, object_key, content_type, size_bytes, failure_message, "
+    "requested_at, started_at, completed_at, expires_at, updated_at"
+)
+OUTBOX_COLUMNS = (
+    "id, event_id, task_id, dispatch_version, topic, tag, message_key, payload_json, status, "
+    "attempt_count, next_retry_at, lease_owner, lease_until, sent_at, last_error, created_at, "
+    "updated_at"
+)
+
+DB_NOW = "SELECT {now} AS db_now"
+
+# --- create (§7.2, §14) -------------------------------------------------------------------
+
+LOCK_CREATE_GUARD = (
+    "SELECT guard_key FROM file_export_task_guard WHERE guard_key = 'GLOBAL_CREATE' {for_update}"
+)
+
+FIND_DUPLICATE_ACTIVE = f"""
+SELECT {TASK_COLUMNS} FROM file_export_task
+ WHERE tenant_id = :tenant_id AND app_code = :app_code AND requested_by = :requested_by
+   AND export_type = :export_type AND parameters_hash = :parameters_hash
+   AND status IN ('PENDING', 'RUNNING')
+   AND requested_at >= {{now-:window_seconds}}
+ ORDER BY id DESC LIMIT 1
+"""
+
+COUNT_ACTIVE_BY_USER = """
+SELECT COUNT(*) AS n FROM file_export_task
+ WHERE tenant_id = :tenant_id AND app_code = :app_code AND requested_by = :requested_by
+   AND status IN ('PENDING', 'RUNNING')
+"""
+
+COUNT_ACTIVE_BY_TYPE = """
+SELECT COUNT(*) AS n FROM file_export_task
+ WHERE export_type = :export_type AND status IN ('PENDING', 'RUNNING')
+"""
+
+INSERT_TASK = """
+INSERT INTO file_export_task
+  (id, task_no, export_type, task_name, format, status, parameters_json, parameters_hash,
+   tenant_id, app_code, requested_by, dispatch_version, attempt_count, max_attempts,
+   next_retry_at, processed_rows, requested_at, created_at, updated_at)
+VALUES
+  (:id, :task_no, :export_type, :task_name, :format, 'PENDING', :parameters_json,
+   :parameters_hash, :tenant_id, :app_code, :requested_by, 1, 0, :max_attempts,
+   {now}, 0, {now}, {now}, {now})
+"""
+
+# The outbox row's next_retry_at is passed in when it must equal the task's (§9.2 step 4);
+# ``{now}`` otherwise.
+INSERT_OUTBOX_NOW = """
+INSERT INTO file_export_outbox
+  (id, event_id, task_id, dispatch_version, topic, tag, message_key, payload_json, status,
+   attempt_count, next_retry_at, created_at, updated_at)
+VALUES
+  (:id, :event_id, :task_id, :dispatch_version, :topic, :tag, :message_key, :payload_json,
+   'PENDING', 0, {now}, {now}, {now})
+"""
+
+INSERT_OUTBOX_AT = """
+INSERT INTO file_export_outbox
+  (id, event_id, task_id, dispatch_version, topic, tag, message_key, payload_json, status,
+   attempt_count, next_retry_at, created_at, updated_at)
+VALUES
+  (:id, :event_id, :task_id, :dispatch_version, :topic, :tag, :message_key, :payload_json,
+   'PENDING', 0, :next_retry_at, {now}, {now})
+"""
+
+# --- reads ------------------------------------------------------------------------------
+
+GET_TASK = f"SELECT {TASK_COLUMNS}, {{now}} AS db_now FROM file_export_task WHERE id = :id"
+
+LIST_TASKS_SCOPED = f"""
+SELECT {TASK_COLUMNS} FROM file_export_task
+ WHERE tenant_id = :tenant_id AND app_code = :app_code
+   AND (:all_users = 1 OR requested_by = :requested_by)
+   AND (:status IS NULL OR status = :status)
+ ORDER BY id DESC LIMIT :limit OFFSET :offset
+"""
+
+COUNT_TASKS_SCOPED = """
+SELECT COUNT(*) AS n FROM file_export_task
+ WHERE tenant_id = :tenant_id AND app_code = :app_code
+   AND (:all_users = 1 OR requested_by = :requested_by)
+   AND (:status IS NULL OR status = :status)
+"""
+
+GET_OUTBOX = f"SELECT {OUTBOX_COLUMNS} FROM file_export_outbox WHERE id = :id"
+
+LIST_OUTBOX_FOR_TASK = (
+    f"SELECT {OUTBOX_COLUMNS} FROM file_export_outbox WHERE task_id = :task_id ORDER BY id"
+)
+
+# --- publisher (§7.4) -------------------------------------------------------------------
+
+SELECT_DUE_OUTBOX = """
+SELECT id FROM file_export_outbox
+ WHERE status = 'PENDING' AND next_retry_at <= {now}
+ ORDER BY next_retry_at, id LIMIT :limit
+"""
+
+CLAIM_OUTBOX = """
+UPDATE file_export_outbox
+   SET status = 'CLAIMED', lease_owner = :owner,
+       lease_until = {now+:lease_seconds},
+       attempt_count = attempt_count + 1, updated_at = {now}
+ WHERE id = :id AND status = 'PENDING' AND next_retry_at <= {now}
+"""
+
+MARK_OUTBOX_SENT = """
+UPDATE file_export_outbox
+   SET status = 'SENT', sent_at = {now}, lease_owner = NULL, lease_until = NULL,
+       updated_at = {now}
+ WHERE id = :id AND status = 'CLAIMED' AND lease_owner = :owner
+"""
+
+MARK_OUTBOX_SEND_FAILED = """
+UPDATE file_export_outbox
+   SET status = 'PENDING', next_retry_at = {now+:backoff_seconds}, last_error = :last_error,
+       lease_owner = NULL, lease_until = NULL, updated_at = {now}
+ WHERE id = :id AND status = 'CLAIMED' AND lease_owner = :owner
+"""
+
+# --- consumer (§8.2 – §8.4) -------------------------------------------------------------
+
+CLAIM_TASK = """
+UPDATE file_export_task
+   SET status = 'RUNNING',
+       attempt_count = attempt_count + 1,
+       started_at = {now},
+       lease_owner = :owner,
+       lease_until = {now+:lease_seconds},
+       last_heartbeat_at = {now},
+       execution_deadline_at = {now+:max_duration_seconds},
+       processed_rows = 0,
+       total_rows = NULL,
+       failure_message = NULL,
+       updated_at = {now}
+ WHERE id = :id
+   AND dispatch_version = :dispatch_version
+   AND status = 'PENDING'
+   AND next_retry_at <= {now}
+"""
+
+RENEW_LEASE = """
+UPDATE file_export_task
+   SET lease_until = {now+:lease_seconds},
+       last_heartbeat_at = {now},
+       updated_at = {now}
+ WHERE id = :id AND status = 'RUNNING'
+   AND dispatch_version = :dispatch_version AND lease_owner = :owner
+   AND execution_deadline_at > {now}
+"""
+
+# Progress is for display; the lease is for correctness: separate writes (§8.3).
+REPORT_PROGRESS = """
+UPDATE file_export_task
+   SET processed_rows = :processed_rows, total_rows = :total_rows, updated_at = {now}
+ WHERE id = :id AND status = 'RUNNING'
+   AND dispatch_version = :dispatch_version AND lease_owner = :owner
+"""
+
+COMPLETE_TASK = """
+UPDATE file_export_task
+   SET status = 'SUCCEEDED', file_name = :file_name, object_key = :object_key,
+       content_type = :content_type, size_bytes = :size_bytes,
+       total_rows = :total_rows, processed_rows = :processed_rows,
+       completed_at = {now},
+       expires_at = {now+:retention_seconds},
+       lease_owner = NULL, lease_until = NULL, failure_message = NULL, updated_at = {now}
+ WHERE id = :id AND status = 'RUNNING'
+   AND dispatch_version = :dispatch_version AND lease_owner = :owner
+   AND execution_deadline_at > {now}
+"""
+
+FAIL_TASK = """
+UPDATE file_export_task
+   SET status = 'FAILED', failure_message = :failure_message, completed_at = {now},
+       object_key = NULL, lease_owner = NULL, lease_until = NULL, updated_at = {now}
+ WHERE id = :id AND status = 'RUNNING'
+   AND dispatch_version = :dispatch_version AND lease_owner = :owner
+"""
+
+# §9.2 step 3: new version, backoff by DB time, progress reset, failure_message kept.
+SCHEDULE_RETRY = """
+UPDATE file_export_task
+   SET status = 'PENDING', dispatch_version = dispatch_version + 1,
+       next_retry_at = {now+:backoff_seconds},
+       failure_message = :failure_message,
+       processed_rows = 0, total_rows = NULL, object_key = NULL,
+       lease_owner = NULL, lease_until = NULL, updated_at = {now}
+ WHERE id = :id AND status = 'RUNNING'
+   AND dispatch_version = :dispatch_version AND lease_owner = :owner
+"""
+
+# --- manual retry (§9.3) ----------------------------------------------------------------
+
+MANUAL_RETRY = """
+UPDATE file_export_task
+   SET status = 'PENDING', dispatch_version = dispatch_version + 1,
+       next_retry_at = {now}, failure_message = NULL, attempt_count = 0,
+       processed_rows = 0, total_rows = NULL, started_at = NULL, completed_at = NULL,
+       object_key = NULL, file_name = NULL, size_bytes = NULL, content_type = NULL,
+       lease_owner = NULL, lease_until = NULL, execution_deadline_at = NULL,
+       updated_at = {now}
+ WHERE id = :id AND status = 'FAILED' AND dispatch_version = :dispatch_version
+"""
