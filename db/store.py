@@ -45,7 +45,8 @@ class _Sql:
     def __init__(self, db: Database) -> None:
         for name in dir(T):
             value = getattr(T, name)
-            if name.isupper() and isinstance(value, str) and not name.endswith("_COLUMNS"):
+            if (name.isupper() and not name.startswith("_") and isinstance(value, str)
+                    and not name.endswith("_COLUMNS")):
                 setattr(self, name, db.dialect.render(value))
 
 
@@ -80,6 +81,21 @@ class ClaimResult:
 
     task: Task | None
     no_claim: dispatch.NoClaim | None
+
+
+class QuarantineOutcome(StrEnum):
+    QUARANTINED = "quarantined"      # outbox QUARANTINED + task FAILED, one row each
+    MISMATCH = "mismatch"            # stale version / event id mismatch: nothing changed
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSample:
+    """Gauge values (§13), seconds and counts by DB time."""
+
+    queue_age_seconds: float
+    outbox_pending: int
+    outbox_oldest_age_seconds: float
+    outbox_max_attempt: int
 
 
 class RetryOutcome(StrEnum):
@@ -308,6 +324,12 @@ class ExportStore:
             return await tx.execute(self._sql.RENEW_LEASE, {
                 **self._fence(task, owner), "lease_seconds": lease_seconds}) == 1
 
+    async def record_object_key(self, task: Task, owner: str, object_key: str) -> bool:
+        """Record the key of the file this attempt is about to write (fenced)."""
+        async with self.db.transaction() as tx:
+            return await tx.execute(self._sql.RECORD_OBJECT_KEY, {
+                **self._fence(task, owner), "object_key": object_key}) == 1
+
     async def report_progress(self, task: Task, owner: str, processed_rows: int,
                               total_rows: int | None) -> bool:
         async with self.db.transaction() as tx:
@@ -394,3 +416,137 @@ class ExportStore:
             row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
         assert row is not None
         return self.task_from_row(row)
+
+    # -- reconciler (§8.5, §15) ---------------------------------------------------------
+
+    async def redispatch_missing_outbox(self, grace_seconds: float, limit: int) -> int:
+        """Case A of §8.5-1: PENDING tasks past the grace with no outbox row for their
+        current version get one, *same version*. The unique key absorbs a racing insert.
+        Returns rows inserted."""
+        async with self.db.transaction() as tx:
+            rows = await tx.fetchall(self._sql.SELECT_TASKS_WITHOUT_OUTBOX, {
+                "grace_seconds": grace_seconds, "limit": limit})
+        inserted = 0
+        for r in rows:
+            try:
+                async with self.db.transaction() as tx:
+                    await self._insert_outbox(tx, int(r["id"]), r["export_type"],
+                                              int(r["dispatch_version"]), next_retry_at=None)
+                inserted += 1
+            except DuplicateKeyError:
+                pass
+        return inserted
+
+    async def redispatch_stale_sent(self, stale_seconds: float, grace_seconds: float,
+                                    limit: int) -> int:
+        """Case B of §8.5-1: a SENT row whose task is still PENDING at that version after
+        ``stale_seconds`` goes back to PENDING (same row, same version). Returns rows reset."""
+        params = {"stale_seconds": stale_seconds, "grace_seconds": grace_seconds}
+        async with self.db.transaction() as tx:
+            ids = [r["id"] for r in await tx.fetchall(self._sql.SELECT_STALE_SENT_OUTBOX,
+                                                      {**params, "limit": limit})]
+        reset = 0
+        for outbox_id in ids:
+            async with self.db.transaction() as tx:
+                reset += await tx.execute(self._sql.REDISPATCH_STALE_SENT,
+                                          {**params, "id": outbox_id})
+        return reset
+
+    async def expired_leases(self, limit: int) -> list[Task]:
+        """RUNNING tasks whose lease has expired by DB time (§8.5-2)."""
+        async with self.db.transaction() as tx:
+            rows = await tx.fetchall(self._sql.SELECT_EXPIRED_LEASES, {"limit": limit})
+        return [self.task_from_row(r) for r in rows]
+
+    async def recover_expired_lease(self, task: Task, failure_message: str,
+                                    exhausted_message: str) -> RetryOutcome:
+        """§8.5-2 for one task, in one transaction: new version + new outbox row if
+        attempts remain, else FAILED. ``LOST`` if the lease was renewed meanwhile."""
+        params = {"id": task.id, "dispatch_version": task.dispatch_version}
+        async with self.db.transaction(lock=True) as tx:
+            if should_retry(task.attempt_count, task.max_attempts):
+                n = await tx.execute(self._sql.RECOVER_LEASE_RETRY,
+                                     {**params, "failure_message": failure_message[:1000]})
+                if n != 1:
+                    return RetryOutcome.LOST
+                await self._insert_outbox(tx, task.id, task.export_type,
+                                          task.dispatch_version + 1, next_retry_at=None)
+                return RetryOutcome.SCHEDULED
+            n = await tx.execute(self._sql.RECOVER_LEASE_FAIL,
+                                 {**params, "failure_message": exhausted_message[:1000]})
+            return RetryOutcome.FAILED if n == 1 else RetryOutcome.LOST
+
+    async def release_expired_outbox_claims(self) -> int:
+        """§8.5-3: CLAIMED rows whose publisher lease expired go back to PENDING."""
+        async with self.db.transaction() as tx:
+            return await tx.execute(self._sql.RELEASE_EXPIRED_OUTBOX_CLAIMS)
+
+    async def expired_files(self, limit: int) -> list[tuple[int, str | None]]:
+        """SUCCEEDED tasks past ``expires_at``: (task id, object key)."""
+        async with self.db.transaction() as tx:
+            rows = await tx.fetchall(self._sql.SELECT_EXPIRED_FILES, {"limit": limit})
+        return [(int(r["id"]), r["object_key"]) for r in rows]
+
+    async def mark_expired(self, task_id: int) -> bool:
+        async with self.db.transaction() as tx:
+            return await tx.execute(self._sql.MARK_EXPIRED, {"id": task_id}) == 1
+
+    async def file_is_referenced(self, task_id: int, object_key: str) -> bool:
+        """Is ``object_key`` the file of a SUCCEEDED task or of a RUNNING attempt?"""
+        async with self.db.transaction() as tx:
+            row = await tx.fetchone(self._sql.GET_TASK_FILE_STATE, {"id": task_id})
+        return (row is not None and row["object_key"] == object_key
+                and row["status"] in (TaskStatus.SUCCEEDED, TaskStatus.RUNNING))
+
+    async def prune_sent_outbox(self, retention_seconds: float, chunk: int = 5000) -> int:
+        """Delete SENT rows older than the retention, at most ``chunk`` (§15)."""
+        params = {"retention_seconds": retention_seconds}
+        async with self.db.transaction() as tx:
+            bound = await tx.fetchone(self._sql.SELECT_PRUNE_BOUND, {**params, "offset": chunk - 1})
+            if bound is None:  # fewer than ``chunk`` candidates: delete them all
+                bound = {"id": 2**63 - 1}
+            return await tx.execute(self._sql.PRUNE_SENT_OUTBOX, {**params, "max_id": bound["id"]})
+
+    async def sample_queues(self) -> QueueSample:
+        async with self.db.transaction() as tx:
+            now_row = await tx.fetchone(self._sql.DB_NOW)
+            q = await tx.fetchone(self._sql.SAMPLE_QUEUE)
+            o = await tx.fetchone(self._sql.SAMPLE_OUTBOX)
+        to_dt = self.db.dialect.to_datetime
+        assert now_row is not None and q is not None and o is not None
+        now = to_dt(now_row["db_now"])
+        assert now is not None
+
+        def age(value: Any) -> float:
+            at = to_dt(value)
+            return max(0.0, (now - at).total_seconds()) if at is not None else 0.0
+
+        return QueueSample(age(q["oldest"]), int(o["pending"] or 0), age(o["oldest"]),
+                           int(o["max_attempt"] or 0))
+
+    # -- DLQ (§9.4.2) -------------------------------------------------------------------
+
+    async def quarantine(self, event_id: str, task_id: int, dispatch_version: int,
+                         reason: str) -> QuarantineOutcome:
+        """Quarantine the outbox row and fail the task in one transaction, asserting one
+        row each; on any other count roll back and report a mismatch (a stale version or
+        a foreign event id must not touch the current attempt)."""
+
+        class _Mismatch(Exception):
+            pass
+
+        try:
+            async with self.db.transaction(lock=True) as tx:
+                n1 = await tx.execute(self._sql.QUARANTINE_OUTBOX, {
+                    "event_id": event_id, "task_id": task_id,
+                    "dispatch_version": dispatch_version,
+                    "last_error": f"DLQ quarantine: {reason}"[:1000]})
+                n2 = await tx.execute(self._sql.FAIL_QUARANTINED_TASK, {
+                    "id": task_id, "dispatch_version": dispatch_version,
+                    "failure_message": "the export command message was corrupted; "
+                                       "please start the export again"})
+                if n1 != 1 or n2 != 1:
+                    raise _Mismatch
+        except _Mismatch:
+            return QuarantineOutcome.MISMATCH
+        return QuarantineOutcome.QUARANTINED

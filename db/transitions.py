@@ -168,6 +168,15 @@ UPDATE file_export_task
    AND execution_deadline_at > {now}
 """
 
+# The file this attempt writes, recorded before the first byte so every failure path —
+# including lease recovery after a crash (§8.5-2 selects object_key) — can delete it (§9.5).
+RECORD_OBJECT_KEY = """
+UPDATE file_export_task
+   SET object_key = :object_key, updated_at = {now}
+ WHERE id = :id AND status = 'RUNNING'
+   AND dispatch_version = :dispatch_version AND lease_owner = :owner
+"""
+
 # Progress is for display; the lease is for correctness: separate writes (§8.3).
 REPORT_PROGRESS = """
 UPDATE file_export_task
@@ -220,4 +229,124 @@ UPDATE file_export_task
        lease_owner = NULL, lease_until = NULL, execution_deadline_at = NULL,
        updated_at = {now}
  WHERE id = :id AND status = 'FAILED' AND dispatch_version = :dispatch_version
+"""
+
+# --- reconciler (§8.5, §15) -------------------------------------------------------------
+
+# (1) case A: the current version has no outbox row at all -> insert one, same version.
+# NOT EXISTS has no status filter on purpose: a QUARANTINED row blocks it too (§9.4).
+SELECT_TASKS_WITHOUT_OUTBOX = """
+SELECT t.id, t.export_type, t.dispatch_version FROM file_export_task t
+ WHERE t.status = 'PENDING'
+   AND t.next_retry_at <= {now-:grace_seconds}
+   AND NOT EXISTS (SELECT 1 FROM file_export_outbox o
+                    WHERE o.task_id = t.id AND o.dispatch_version = t.dispatch_version)
+ ORDER BY t.next_retry_at, t.id LIMIT :limit
+"""
+
+# (1) case B: SENT long ago while the task is still PENDING at that version -> the same
+# row back to PENDING (same version; status 'SENT' excludes QUARANTINED rows).
+_STALE_SENT_CONDITION = """
+       OUTBOX.status = 'SENT'
+   AND OUTBOX.sent_at <= {now-:stale_seconds}
+   AND EXISTS (SELECT 1 FROM file_export_task t
+                WHERE t.id = OUTBOX.task_id AND t.dispatch_version = OUTBOX.dispatch_version
+                  AND t.status = 'PENDING'
+                  AND t.next_retry_at <= {now-:grace_seconds})
+"""
+SELECT_STALE_SENT_OUTBOX = (
+    "SELECT o.id FROM file_export_outbox o WHERE"
+    + _STALE_SENT_CONDITION.replace("OUTBOX.", "o.") + " ORDER BY o.sent_at, o.id LIMIT :limit"
+)
+# Re-checks the whole condition per row; MySQL cannot subquery the updated table, so the
+# correlation names the table itself.
+REDISPATCH_STALE_SENT = (
+    "UPDATE file_export_outbox SET status = 'PENDING', next_retry_at = {now},"
+    " lease_owner = NULL, lease_until = NULL, updated_at = {now}"
+    " WHERE id = :id AND"
+    + _STALE_SENT_CONDITION.replace("OUTBOX.", "file_export_outbox.")
+)
+
+# (2) expired RUNNING leases.
+SELECT_EXPIRED_LEASES = f"""
+SELECT {TASK_COLUMNS} FROM file_export_task
+ WHERE status = 'RUNNING' AND lease_until <= {{now}}
+ ORDER BY lease_until, id LIMIT :limit
+"""
+
+RECOVER_LEASE_RETRY = """
+UPDATE file_export_task
+   SET status = 'PENDING', dispatch_version = dispatch_version + 1, next_retry_at = {now},
+       failure_message = :failure_message, processed_rows = 0, total_rows = NULL,
+       object_key = NULL, lease_owner = NULL, lease_until = NULL, updated_at = {now}
+ WHERE id = :id AND dispatch_version = :dispatch_version AND status = 'RUNNING'
+   AND lease_until <= {now}
+"""
+
+RECOVER_LEASE_FAIL = """
+UPDATE file_export_task
+   SET status = 'FAILED', failure_message = :failure_message, completed_at = {now},
+       object_key = NULL, lease_owner = NULL, lease_until = NULL, updated_at = {now}
+ WHERE id = :id AND dispatch_version = :dispatch_version AND status = 'RUNNING'
+   AND lease_until <= {now}
+"""
+
+# (3) CLAIMED outbox rows whose publisher lease expired: back to PENDING, same version.
+RELEASE_EXPIRED_OUTBOX_CLAIMS = """
+UPDATE file_export_outbox
+   SET status = 'PENDING', next_retry_at = {now}, lease_owner = NULL, lease_until = NULL,
+       updated_at = {now}
+ WHERE status = 'CLAIMED' AND lease_until <= {now}
+"""
+
+# (4) retention (§15): delete the file first, mark EXPIRED only after.
+SELECT_EXPIRED_FILES = """
+SELECT id, object_key FROM file_export_task
+ WHERE status = 'SUCCEEDED' AND expires_at <= {now}
+ ORDER BY expires_at, id LIMIT :limit
+"""
+
+MARK_EXPIRED = """
+UPDATE file_export_task SET status = 'EXPIRED', updated_at = {now}
+ WHERE id = :id AND status = 'SUCCEEDED' AND expires_at <= {now}
+"""
+
+GET_TASK_FILE_STATE = "SELECT status, object_key FROM file_export_task WHERE id = :id"
+
+# SENT rows older than the retention, at most 5000 per statement (§15). The bound comes
+# from the 5000th candidate id so one statement text serves both dialects.
+SELECT_PRUNE_BOUND = """
+SELECT id FROM file_export_outbox
+ WHERE status = 'SENT' AND sent_at <= {now-:retention_seconds}
+ ORDER BY id LIMIT 1 OFFSET :offset
+"""
+PRUNE_SENT_OUTBOX = """
+DELETE FROM file_export_outbox
+ WHERE status = 'SENT' AND sent_at <= {now-:retention_seconds} AND id <= :max_id
+"""
+
+# Gauges (§13).
+SAMPLE_QUEUE = """
+SELECT MIN(next_retry_at) AS oldest FROM file_export_task
+ WHERE status = 'PENDING' AND next_retry_at <= {now}
+"""
+SAMPLE_OUTBOX = """
+SELECT COUNT(*) AS pending, MIN(created_at) AS oldest, MAX(attempt_count) AS max_attempt
+  FROM file_export_outbox WHERE status IN ('PENDING', 'CLAIMED')
+"""
+
+# --- DLQ quarantine (§9.4.2): both in one transaction, one row each --------------------
+
+QUARANTINE_OUTBOX = """
+UPDATE file_export_outbox
+   SET status = 'QUARANTINED', last_error = :last_error, updated_at = {now}
+ WHERE event_id = :event_id AND task_id = :task_id AND dispatch_version = :dispatch_version
+   AND status IN ('SENT', 'PENDING', 'CLAIMED')
+"""
+
+FAIL_QUARANTINED_TASK = """
+UPDATE file_export_task
+   SET status = 'FAILED', failure_message = :failure_message, completed_at = {now},
+       lease_owner = NULL, lease_until = NULL, updated_at = {now}
+ WHERE id = :id AND dispatch_version = :dispatch_version AND status = 'PENDING'
 """

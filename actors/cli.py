@@ -1,0 +1,198 @@
+"""The ``export-center`` command line: serve, demo, token, migrate."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import httpx
+import trio
+
+from actors.config import Settings, load_settings
+from actors.core.errors import ConfigError
+from actors.core.models import AppCode
+
+API = "/api/platform/v1/files/export-tasks"
+DEMO_PERMS = ("platform:customer:export",)
+DEMO_MAX_ROWS = 500_000  # registry ceiling for max-rows (§10.3)
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)-8s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def _settings_or_exit(**overrides: Any) -> Settings:
+    try:
+        return load_settings(**overrides)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@click.group()
+def main() -> None:
+    """Export Center: asynchronous exports with a download center."""
+
+
+@main.command()
+def serve() -> None:
+    """Run the whole service in one process (configured by environment variables)."""
+    settings = _settings_or_exit()
+    configure_logging(settings.log_level)
+    from actors.runtime import serve as run_service
+
+    try:
+        trio.run(run_service, settings)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@main.command()
+def migrate() -> None:
+    """Apply the database schema idempotently and check the guard row."""
+    settings = _settings_or_exit()
+    from actors.runtime import open_database
+
+    try:
+        db = open_database(settings)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    db._conn.close()
+    click.echo(f"schema applied to {settings.resolved_database_url}")
+
+
+@main.command()
+@click.option("--user", "user_id", required=True, type=int, help="user id (sub)")
+@click.option("--tenant", "tenant_id", required=True, type=int, help="tenant id")
+@click.option("--app", "app_code", required=True, type=click.Choice([a.value for a in AppCode]))
+@click.option("--perm", "perms", multiple=True, help="permission code; repeat for several")
+@click.option("--ttl", default=12 * 3600, show_default=True, help="lifetime in seconds")
+def token(user_id: int, tenant_id: int, app_code: str, perms: tuple[str, ...], ttl: int) -> None:
+    """Print a JWT for calling the API (FILE_EXPORT_JWT_SECRET or the embedded dev secret)."""
+    settings = _settings_or_exit()
+    from actors.runtime import resolve_jwt_secret
+    from web.auth import issue_token
+
+    try:
+        secret, _ = resolve_jwt_secret(settings)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(issue_token(secret, user_id=user_id, tenant_id=tenant_id, app_code=app_code,
+                           perms=perms, ttl_seconds=ttl))
+
+
+@main.command()
+@click.option("--rows", default=10_000, show_default=True,
+              type=click.IntRange(1, DEMO_MAX_ROWS), help="rows the demo Provider serves")
+@click.option("--out", default="customer-list.xlsx", show_default=True,
+              type=click.Path(dir_okay=False, path_type=Path), help="where to save the file")
+@click.option("--verbose", is_flag=True, help="show the service's logs")
+def demo(rows: int, out: Path, verbose: bool) -> None:
+    """Run a CUSTOMER_LIST export end to end on an embedded instance and save the XLSX."""
+    configure_logging("INFO" if verbose else "WARNING")
+    with tempfile.TemporaryDirectory(prefix="export-center-demo-") as tmp:
+        registry = Path(tmp) / "registry.yaml"
+        registry.write_text(_demo_registry(max(rows, 200_000)))
+        settings = _settings_or_exit(
+            data_dir=Path(tmp), database_url=f"sqlite:///{tmp}/export-center.db",
+            storage_dir=Path(tmp) / "files", http_bind="127.0.0.1:0", transport="embedded",
+            demo_provider=True, provider_urls={}, registry=registry,
+            jwt_secret=secrets.token_urlsafe(32), reconciler_enabled=True,
+            publisher_enabled=True, consumer_enabled=True)
+        ok = trio.run(_demo, settings, rows, out)
+    sys.exit(0 if ok else 1)
+
+
+def _demo_registry(max_rows: int) -> str:
+    return (
+        "definitions:\n"
+        "  CUSTOMER_LIST:\n"
+        "    provider-service: demo-service\n"
+        "    provider-path: /internal/exports/v1/CUSTOMER_LIST/batches\n"
+        "    required-permission: platform:customer:export\n"
+        "    app-scope: PLATFORM\n"
+        "    enabled: true\n"
+        f"    max-rows: {max_rows}\n"
+        "    max-attempts: 3\n"
+        "    batch-size: 1000\n"
+    )
+
+
+async def _demo(settings: Settings, rows: int, out: Path) -> bool:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from actors.runtime import serve as run_service
+    from web.auth import issue_token
+
+    console = Console(stderr=True)
+    async with trio.open_nursery() as nursery:
+        rt = await nursery.start(lambda task_status: run_service(
+            settings, install_signal_handlers=False, task_status=task_status))
+        token = issue_token(rt.jwt_secret, user_id=1001, tenant_id=0,
+                            app_code=AppCode.PLATFORM, perms=DEMO_PERMS)
+        headers = {"Authorization": f"Bearer {token}"}
+        try:
+            # Closed before the stop, so the server has no open connection to wait for.
+            async with httpx.AsyncClient(base_url=rt.base_url, headers=headers,
+                                         timeout=30) as client:
+                ok = await _demo_export(client, rows, out, console, Progress(
+                    TextColumn("[bold]CUSTOMER_LIST[/bold] {task.fields[status]}"), BarColumn(),
+                    MofNCompleteColumn(), TimeElapsedColumn(), console=console))
+        finally:
+            rt.request_stop()
+    return ok
+
+
+async def _demo_export(client: httpx.AsyncClient, rows: int, out: Path, console: Any,
+                       progress: Any) -> bool:
+    started = time.perf_counter()
+    created = (await client.post(API, json={
+        "exportType": "CUSTOMER_LIST", "format": "XLSX", "taskName": "Customer list",
+        "parameters": {"rowCount": rows}})).json()
+    if created["code"] != "200":
+        console.print(f"[red]create failed: {created['code']} {created['message']}")
+        return False
+    task_id = created["data"]["id"]
+    with progress:
+        bar = progress.add_task("export", total=rows, status="PENDING")
+        while True:
+            task = (await client.get(f"{API}/{task_id}")).json()["data"]
+            done = int(task["processedRows"])
+            total = int(task["totalRows"]) if task["totalRows"] else rows
+            progress.update(bar, completed=done, total=total, status=task["status"])
+            if task["status"] in ("SUCCEEDED", "FAILED", "EXPIRED"):
+                break
+            await trio.sleep(0.2)
+    if task["status"] != "SUCCEEDED":
+        console.print(f"[red]export {task['status']}: {task['failureMessage']}")
+        return False
+    out.parent.mkdir(parents=True, exist_ok=True)
+    size = 0
+    async with client.stream("GET", f"{API}/{task_id}/download") as resp:
+        if resp.status_code != 200 or not resp.headers.get("content-type", "").startswith(
+                "application/vnd.openxmlformats"):
+            console.print(f"[red]download failed: HTTP {resp.status_code}")
+            return False
+        with open(out, "wb") as f:
+            async for chunk in resp.aiter_bytes():
+                f.write(chunk)
+                size += len(chunk)
+    seconds = time.perf_counter() - started
+    exported = int(task["processedRows"])
+    print(f"exported {exported} rows, {size} bytes in {seconds:.2f} s "
+          f"({exported / seconds:,.0f} rows/s) -> {out}")
+    return True
+
+
+if __name__ == "__main__":
+    main()

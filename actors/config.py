@@ -1,0 +1,222 @@
+"""Settings from the environment, with the seed's variable names (§16.3, ops guide).
+
+Every timing is configurable so tests can run in seconds. Durations named ``*_MS`` are
+milliseconds; every other duration is seconds (fractions allowed) unless the name says
+minutes or days. An invalid value stops start-up with a ``ConfigError`` naming the variable.
+
+The three staged switches (reconciler / publisher / consumer) default to on in embedded
+mode and to off with the RocketMQ transport, as the operations guide requires for a first
+deployment ("三个开关默认均为 false").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings.exceptions import SettingsError
+
+from actors.core.errors import ConfigError
+
+
+def _env(name: str) -> Any:
+    return Field(None, validation_alias=AliasChoices(name))
+
+
+class Settings(BaseSettings):
+    """All configuration. Attribute docs give the variable, unit and default."""
+
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=False)
+
+    # -- where things are ---------------------------------------------------------------
+    data_dir: Path = Field(Path("./var"), validation_alias=AliasChoices("FILE_EXPORT_DATA_DIR"))
+    """FILE_EXPORT_DATA_DIR: embedded data directory (SQLite file, files, dev secret)."""
+    database_url: str | None = _env("FILE_EXPORT_DATABASE_URL")
+    """FILE_EXPORT_DATABASE_URL: ``sqlite:///PATH`` or ``mysql://user:pw@host:port/db``;
+    default ``sqlite:///<data_dir>/export-center.db``."""
+    storage_dir: Path | None = _env("FILE_EXPORT_STORAGE_DIR")
+    """FILE_EXPORT_STORAGE_DIR: local storage root; default ``<data_dir>/files``."""
+    transport: Literal["embedded", "rocketmq"] = Field(
+        "embedded", validation_alias=AliasChoices("FILE_EXPORT_TRANSPORT"))
+    http_bind: str = Field("127.0.0.1:8080", validation_alias=AliasChoices("FILE_EXPORT_HTTP_BIND"))
+    """FILE_EXPORT_HTTP_BIND: ``host:port``; port 0 picks a free port."""
+    registry: Path | None = _env("FILE_EXPORT_REGISTRY")
+    """FILE_EXPORT_REGISTRY: registry YAML; default the packaged demo registry."""
+    provider_urls: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict, validation_alias=AliasChoices("FILE_EXPORT_PROVIDER_URLS"))
+    """FILE_EXPORT_PROVIDER_URLS: JSON object service → base URL; fixed at start, and the
+    set of its keys is the Provider allowlist (§10.3)."""
+    demo_provider: bool = Field(True, validation_alias=AliasChoices("FILE_EXPORT_DEMO_PROVIDER"))
+    """FILE_EXPORT_DEMO_PROVIDER: mount the demo ``CUSTOMER_LIST`` Provider as service
+    ``demo-service`` at this server's own URL."""
+    jwt_secret: str | None = _env("FILE_EXPORT_JWT_SECRET")
+    internal_service_token: str | None = _env("INTERNAL_SERVICE_TOKEN")
+    instance_id: str = Field(
+        default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}",
+        validation_alias=AliasChoices("FILE_EXPORT_INSTANCE_ID"))
+    """FILE_EXPORT_INSTANCE_ID: ``lease_owner`` of this process; default ``host:pid``."""
+    log_level: str = Field("INFO", validation_alias=AliasChoices("FILE_EXPORT_LOG_LEVEL"))
+
+    # -- staged switches (ops guide) ------------------------------------------------------
+    reconciler_enabled: bool | None = _env("FILE_EXPORT_RECONCILER_ENABLED")
+    publisher_enabled: bool | None = _env("FILE_EXPORT_PUBLISHER_ENABLED")
+    consumer_enabled: bool | None = _env("FILE_EXPORT_CONSUMER_ENABLED")
+    consumer_concurrency: int = Field(
+        4, ge=1, le=64, validation_alias=AliasChoices("FILE_EXPORT_CONSUMER_CONCURRENCY"))
+
+    # -- timings (§16.3) ------------------------------------------------------------------
+    publisher_poll_ms: int = Field(
+        5000, ge=10, validation_alias=AliasChoices("FILE_EXPORT_PUBLISHER_POLL_MS"))
+    publisher_batch_size: int = Field(
+        50, ge=1, le=1000, validation_alias=AliasChoices("FILE_EXPORT_PUBLISHER_BATCH_SIZE"))
+    publisher_lease_seconds: float = Field(
+        60, gt=0, validation_alias=AliasChoices("FILE_EXPORT_PUBLISHER_LEASE_SECONDS"))
+    reconciler_poll_ms: int = Field(
+        30000, ge=10, validation_alias=AliasChoices("FILE_EXPORT_RECONCILER_POLL_MS"))
+    redispatch_grace_seconds: float = Field(
+        60, ge=0, validation_alias=AliasChoices("FILE_EXPORT_REDISPATCH_GRACE_SECONDS"))
+    sent_stale_seconds: float = Field(
+        600, gt=0, validation_alias=AliasChoices("FILE_EXPORT_SENT_STALE_SECONDS"))
+    task_lease_seconds: float = Field(
+        300, gt=0, validation_alias=AliasChoices("FILE_EXPORT_TASK_LEASE_SECONDS"))
+    task_heartbeat_seconds: float = Field(
+        60, gt=0, validation_alias=AliasChoices("FILE_EXPORT_TASK_HEARTBEAT_SECONDS"))
+    max_duration_minutes: float = Field(
+        30, gt=0, validation_alias=AliasChoices("FILE_EXPORT_MAX_DURATION_MINUTES"))
+    max_file_size_mb: float = Field(
+        50, gt=0, validation_alias=AliasChoices("FILE_EXPORT_MAX_FILE_SIZE_MB"))
+    retention_days: float = Field(
+        7, gt=0, validation_alias=AliasChoices("FILE_EXPORT_RETENTION_DAYS"))
+    retry_backoff_seconds: Annotated[tuple[float, ...], NoDecode] = Field(
+        (60.0, 900.0), validation_alias=AliasChoices("FILE_EXPORT_RETRY_BACKOFF_SECONDS"))
+    """FILE_EXPORT_RETRY_BACKOFF_SECONDS: comma-separated execution retry delays (§9.2)."""
+    publish_backoff_seconds: Annotated[tuple[float, ...], NoDecode] = Field(
+        (5.0, 15.0, 60.0, 300.0, 900.0),
+        validation_alias=AliasChoices("FILE_EXPORT_PUBLISH_BACKOFF_SECONDS"))
+    """FILE_EXPORT_PUBLISH_BACKOFF_SECONDS: comma-separated send retry delays (§7.4)."""
+    shutdown_grace_seconds: float = Field(
+        60, ge=0, validation_alias=AliasChoices("FILE_EXPORT_SHUTDOWN_GRACE_SECONDS"))
+
+    # -- message queue (§6.2) -------------------------------------------------------------
+    mq_topic_prefix: str | None = _env("MQ_TOPIC_PREFIX")
+    rocketmq_name_server: str | None = _env("ROCKETMQ_NAME_SERVER")
+    max_reconsume_times: int = Field(
+        2, ge=0, le=16, validation_alias=AliasChoices("FILE_EXPORT_MAX_RECONSUME_TIMES"))
+
+    @field_validator("provider_urls", mode="before")
+    @classmethod
+    def _parse_provider_urls(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value) if value.strip() else {}
+            except ValueError as exc:
+                raise ValueError(f"is not valid JSON: {exc}") from None
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and v.startswith(("http://", "https://"))
+            for k, v in value.items()
+        ):
+            raise ValueError('must be a JSON object of service name -> "http(s)://" base URL')
+        return value
+
+    @field_validator("retry_backoff_seconds", "publish_backoff_seconds", mode="before")
+    @classmethod
+    def _parse_schedule(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            parts = [p.strip() for p in value.split(",") if p.strip()]
+            if not parts:
+                raise ValueError("must list at least one delay in seconds, e.g. 60,900")
+            try:
+                value = tuple(float(p) for p in parts)
+            except ValueError:
+                raise ValueError("must be comma-separated seconds, e.g. 60,900") from None
+        if any(v < 0 for v in value):
+            raise ValueError("delays must not be negative")
+        return value
+
+    @field_validator("http_bind")
+    @classmethod
+    def _check_bind(cls, value: str) -> str:
+        host, sep, port = value.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ValueError("must be host:port, e.g. 127.0.0.1:8080")
+        return value
+
+    @model_validator(mode="after")
+    def _derive(self) -> Settings:
+        default_on = self.transport == "embedded"
+        for name in ("reconciler_enabled", "publisher_enabled", "consumer_enabled"):
+            if getattr(self, name) is None:
+                setattr(self, name, default_on)
+        if self.transport == "rocketmq":
+            if self.mq_topic_prefix is None:
+                # §6.2: checked for "is set", an explicit empty string is valid (production)
+                raise ValueError("MQ_TOPIC_PREFIX must be set when FILE_EXPORT_TRANSPORT=rocketmq")
+            if not self.rocketmq_name_server:
+                raise ValueError(
+                    "ROCKETMQ_NAME_SERVER must be set when FILE_EXPORT_TRANSPORT=rocketmq")
+        if self.task_heartbeat_seconds >= self.task_lease_seconds:
+            raise ValueError(
+                "FILE_EXPORT_TASK_HEARTBEAT_SECONDS must be well below "
+                "FILE_EXPORT_TASK_LEASE_SECONDS (§8.3.1)")
+        return self
+
+    # -- derived values -----------------------------------------------------------------
+    @property
+    def topic_prefix(self) -> str:
+        return self.mq_topic_prefix or ""
+
+    @property
+    def command_topic(self) -> str:
+        return f"{self.topic_prefix}file-export-command-v1"
+
+    @property
+    def worker_group(self) -> str:
+        return f"{self.topic_prefix}file-export-worker-v1"
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'export-center.db'}"
+
+    @property
+    def resolved_storage_dir(self) -> Path:
+        return self.storage_dir or self.data_dir / "files"
+
+    @property
+    def max_file_bytes(self) -> int:
+        return int(self.max_file_size_mb * 1024 * 1024)
+
+    @property
+    def bind_host_port(self) -> tuple[str, int]:
+        host, _, port = self.http_bind.rpartition(":")
+        return host, int(port)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read settings from the environment (plus ``overrides`` by field name, for tests).
+
+    Raises:
+        ConfigError: a value is invalid; the message names the environment variable.
+    """
+    try:
+        return Settings(**{_alias(k): v for k, v in overrides.items()})
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"]) or "configuration"
+            problems.append(f"{loc}: {err['msg']}")
+        raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
+    except SettingsError as exc:
+        raise ConfigError(f"invalid configuration: {exc}") from None
+
+
+def _alias(field_name: str) -> str:
+    field = Settings.model_fields[field_name]
+    alias = field.validation_alias
+    if isinstance(alias, AliasChoices):
+        return str(alias.choices[0])
+    return field_name

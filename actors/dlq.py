@@ -1,0 +1,72 @@
+"""The DLQ handler (§9.4): quarantine poison commands so the reconciler never re-sends them.
+
+It reads the locating properties (``eventId``, ``taskId``, ``dispatchVersion``,
+``schemaVersion``), never the body, which is what is broken. One transaction quarantines
+the outbox row and fails the task, asserting one row each. A stale version or a foreign
+event id changes nothing. A message without usable properties is logged CRITICAL with its
+message id and properties, and acked: the handler never produces a second-level dead
+letter (§9.4.3). Database failures are retried without limit before acking.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from actors.metrics import Metrics
+from actors.transport.base import CommandTransport, Delivery
+from db.store import ExportStore, QuarantineOutcome
+
+log = logging.getLogger("actors.dlq")
+
+_DB_RETRY_MAX_SECONDS = 30.0
+
+
+class DlqHandler:
+    def __init__(self, store: ExportStore, transport: CommandTransport, metrics: Metrics) -> None:
+        self.store = store
+        self.transport = transport
+        self.metrics = metrics
+
+    async def run(self) -> None:
+        while True:
+            delivery = await self.transport.receive_dead_letter()
+            await self.handle(delivery)
+
+    async def handle(self, delivery: Delivery) -> QuarantineOutcome | None:
+        """Handle one dead-lettered message; returns the outcome, ``None`` if the message
+        could not be located."""
+        self.metrics.dlq_messages.inc()
+        props = dict(delivery.properties)
+        try:
+            event_id = props["eventId"]
+            task_id = int(props["taskId"])
+            version = int(props["dispatchVersion"])
+            if not event_id:
+                raise ValueError("empty eventId")
+        except (KeyError, ValueError) as exc:
+            log.critical("DLQ message %s lacks locating properties (%s); acked without "
+                         "action. properties=%r", delivery.message_id, exc, props)
+            await delivery.ack()
+            return None
+        reason = (f"undecodable command after {delivery.reconsume_times + 1} deliveries "
+                  f"(message {delivery.message_id})")
+        delay = 0.5
+        while True:
+            try:
+                outcome = await self.store.quarantine(event_id, task_id, version, reason)
+                break
+            except Exception:
+                log.exception("DLQ quarantine of task %s failed; retrying in %.1fs", task_id, delay)
+                await trio.sleep(delay)
+                delay = min(delay * 2, _DB_RETRY_MAX_SECONDS)
+        if outcome == QuarantineOutcome.QUARANTINED:
+            log.error("poison command quarantined: task %s event %s v%d; task FAILED",
+                      task_id, event_id, version)
+        else:
+            log.warning("DLQ message for task %s event %s v%d matches no current attempt "
+                        "(stale version or foreign event id); acked, nothing changed",
+                        task_id, event_id, version)
+        await delivery.ack()
+        return outcome

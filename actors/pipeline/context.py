@@ -1,0 +1,59 @@
+"""One execution attempt's context, shared by the consumer slot and the pipeline.
+
+``RunContext`` carries the claimed task and the abort machinery: a trio cancel scope for
+the run, and a ``threading.Event`` that a worker thread writing the XLSX can poll without
+touching trio (§8.3: "执行主线程在每个可中断点检查该标志").
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import trio
+
+from actors.core.models import Task
+
+
+class AbortReason(StrEnum):
+    LEASE_LOST = "lease_lost"        # renewal matched 0 rows: version/owner/deadline changed
+    DEADLINE = "deadline"            # execution_deadline_at reached (§8.3.1)
+    WATCHDOG_FAILED = "watchdog_failed"  # renewal itself kept failing (§8.3: abort, don't ignore)
+    SHUTDOWN = "shutdown"            # process stopping after the grace period
+
+
+@dataclass(frozen=True, slots=True)
+class ExportResult:
+    """What a successful pipeline run produced."""
+
+    object_key: str
+    file_name: str
+    content_type: str
+    size_bytes: int
+    rows: int
+
+
+@dataclass
+class RunContext:
+    """One execution attempt: the claimed task plus its abort machinery.
+
+    ``abort_flag`` is a ``threading.Event`` so a worker thread writing the XLSX can see an
+    abort without touching trio. ``object_key`` is set by the pipeline as soon as it has
+    created the file, so every failure path can delete it (§9.5).
+    """
+
+    task: Task
+    owner: str
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    abort_flag: threading.Event = field(default_factory=threading.Event)
+    abort_reason: AbortReason | None = None
+    object_key: str | None = None
+
+    def abort(self, reason: AbortReason) -> None:
+        if self.abort_reason is None:
+            self.abort_reason = reason
+        self.abort_flag.set()
+        self.scope.cancel()
+
+

@@ -1,0 +1,113 @@
+"""The export body: Provider batches → XLSX → storage, for one claimed attempt.
+
+Called by a consumer slot inside the run's cancel scope, with the lease watchdog beside
+it. XLSX encoding is CPU-bound and runs in a worker thread (DESIGN §7), one batch per
+call, so the event loop keeps renewing leases and serving HTTP; the thread sees an abort
+through ``RunContext.abort_flag`` at its next write.
+
+Definition values that protect downstream services (``provider-*``, ``batch-size``,
+``max-rows``) are read from the registry *at execution time* (§10.4).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import datetime
+from typing import BinaryIO
+
+import trio
+
+from actors.config import Settings
+from actors.core.errors import (
+    ExportAbortedError,
+    PermanentExportError,
+    StorageUnavailableError,
+)
+from actors.pipeline.context import ExportResult, RunContext
+from actors.pipeline.provider_client import ProviderClient, iterate_batches
+from actors.pipeline.storage import XLSX_CONTENT_TYPE, ExportStorage, new_object_key
+from actors.pipeline.xlsx_writer import XlsxExportWriter
+from actors.registry_source import RegistryHolder
+from db.store import ExportStore
+
+log = logging.getLogger("actors.pipeline.runner")
+
+_UNSAFE_NAME = re.compile(r'[\\/:*?"<>|\x00-\x1f]+')
+
+
+def download_file_name(task_name: str, at: datetime) -> str:
+    """A user-facing file name: the task name (unsafe characters replaced) plus a
+    timestamp from the instance clock, which only labels the file (§8.6)."""
+    base = _UNSAFE_NAME.sub("_", task_name).strip(" ._") or "export"
+    return f"{base[:100]}_{at:%Y%m%d_%H%M%S}.xlsx"
+
+
+class ExportRunner:
+    """The pipeline callable given to consumer slots: ``await runner(ctx)``."""
+
+    def __init__(self, store: ExportStore, storage: ExportStorage, provider: ProviderClient,
+                 registry: RegistryHolder, settings: Settings) -> None:
+        self.store = store
+        self.storage = storage
+        self.provider = provider
+        self.registry = registry
+        self.settings = settings
+
+    async def __call__(self, ctx: RunContext) -> ExportResult:
+        task = ctx.task
+        definition = self.registry.current.get(task.export_type)
+        if definition is None:
+            raise PermanentExportError(f"export type {task.export_type} is no longer registered")
+        key = new_object_key(task.id)
+        if not await self.store.record_object_key(task, ctx.owner, key):
+            raise ExportAbortedError("export aborted: lease lost before writing")
+        out: BinaryIO = await self.storage.create(key)
+        ctx.object_key = key
+        writer: XlsxExportWriter | None = None
+        try:
+            async for batch in iterate_batches(
+                self.provider, definition, task_id=task.id, tenant_id=task.tenant_id,
+                app_code=task.app_code, requested_by=task.requested_by,
+                dispatch_version=task.dispatch_version, parameters=task.parameters,
+            ):
+                if writer is None:
+                    assert batch.columns is not None  # iterate_batches guarantees it
+                    writer = XlsxExportWriter(
+                        out, batch.columns, max_rows=definition.max_rows,
+                        max_bytes=self.settings.max_file_bytes, abort=ctx.abort_flag)
+                await _in_thread(writer.write_rows, batch.rows)
+                await self.store.report_progress(task, ctx.owner, writer.rows_written,
+                                                 batch.total_rows)
+            assert writer is not None
+            size = await _in_thread(writer.close)
+            await _in_thread(_close_durably, out)
+        except BaseException:
+            if writer is not None:
+                writer.discard()
+            out.close()
+            raise
+        return ExportResult(
+            object_key=key,
+            file_name=download_file_name(task.task_name, datetime.now()),
+            content_type=XLSX_CONTENT_TYPE,
+            size_bytes=size,
+            rows=writer.rows_written,
+        )
+
+
+def _close_durably(out: BinaryIO) -> None:
+    import os
+
+    out.flush()
+    os.fsync(out.fileno())
+    out.close()
+
+
+async def _in_thread(fn, *args):  # type: ignore[no-untyped-def]
+    """Run blocking writer work in a thread; translate OS errors (disk full …) into the
+    transient storage error of §9.1."""
+    try:
+        return await trio.to_thread.run_sync(fn, *args)
+    except OSError as exc:
+        raise StorageUnavailableError(f"storage write failed: {exc.strerror or exc}") from exc

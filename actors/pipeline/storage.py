@@ -1,0 +1,175 @@
+"""Export file storage (§11.1): the ``ExportStorage`` interface and a local directory.
+
+Object keys are ``exports/{taskId}/{uuid}.xlsx``, generated and validated by the service
+only (§11.1, §15): a key that does not match the pattern is refused before it touches the
+filesystem, so no caller can reach a path outside the storage root.
+
+Blocking file IO runs in worker threads (``trio.to_thread``) so the event loop keeps
+renewing leases and serving HTTP.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Protocol
+
+import trio
+
+from actors.core.errors import StorageUnavailableError
+
+OBJECT_KEY_PATTERN = re.compile(r"^exports/(\d{1,20})/([0-9a-f]{32})\.xlsx$")
+XLSX_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+_CHUNK = 256 * 1024
+
+
+def new_object_key(task_id: int) -> str:
+    """A fresh key ``exports/{taskId}/{uuid}.xlsx`` for one execution attempt."""
+    return f"exports/{task_id}/{uuid.uuid4().hex}.xlsx"
+
+
+def validate_object_key(key: str) -> str:
+    """Return ``key`` if it is a service-generated key, else raise ``ValueError``."""
+    if not OBJECT_KEY_PATTERN.match(key):
+        raise ValueError(f"invalid object key {key!r}")
+    return key
+
+
+@dataclass(frozen=True, slots=True)
+class StoredObject:
+    """A stored file seen by a listing: key, size in bytes, modification time (epoch s)."""
+
+    key: str
+    size: int
+    mtime: float
+
+
+class ExportStorage(Protocol):
+    """Where export files live. Consumers, API and reconciler depend only on this."""
+
+    async def create(self, key: str) -> BinaryIO:
+        """Create the object for writing and return a seekable binary file (sync API, to
+        be written from a worker thread). Fails if it exists.
+
+        Raises:
+            StorageUnavailableError: the storage cannot be written now.
+        """
+        ...
+
+    async def size(self, key: str) -> int | None:
+        """Size in bytes, or ``None`` if the object does not exist."""
+        ...
+
+    def load(self, key: str) -> AsyncIterator[bytes]:
+        """Stream the object's bytes. Raises FileNotFoundError if it does not exist."""
+        ...
+
+    async def delete(self, key: str) -> bool:
+        """Delete the object; True if it existed. Deleting a missing object is not an error
+        (a retried cleanup must be idempotent, §15)."""
+        ...
+
+    async def list_objects(self) -> list[StoredObject]:
+        """Every object under ``exports/`` (for the orphan scan, §8.5-4)."""
+        ...
+
+
+class LocalDirectoryStorage:
+    """``ExportStorage`` on a local (or shared, §11.1 option B) directory.
+
+    Args:
+        root: the storage directory (``FILE_EXPORT_STORAGE_DIR``); created if missing.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def path_for(self, key: str) -> Path:
+        """The filesystem path of a validated key."""
+        path = (self.root / validate_object_key(key)).resolve()
+        if self.root not in path.parents:
+            raise ValueError(f"object key escapes the storage root: {key!r}")
+        return path
+
+    async def create(self, key: str) -> BinaryIO:
+        path = self.path_for(key)
+
+        def _open() -> BinaryIO:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return open(path, "xb")  # CREATE_NEW: never overwrite another attempt's file
+
+        try:
+            return await trio.to_thread.run_sync(_open)
+        except OSError as exc:
+            raise _storage_error("create", key, exc) from exc
+
+    async def size(self, key: str) -> int | None:
+        path = self.path_for(key)
+        try:
+            return (await trio.to_thread.run_sync(path.stat)).st_size
+        except FileNotFoundError:
+            return None
+
+    async def load(self, key: str) -> AsyncIterator[bytes]:
+        path = self.path_for(key)
+        f = await trio.to_thread.run_sync(open, path, "rb")
+        try:
+            while chunk := await trio.to_thread.run_sync(f.read, _CHUNK):
+                yield chunk
+        finally:
+            f.close()
+
+    async def delete(self, key: str) -> bool:
+        path = self.path_for(key)
+
+        def _delete() -> bool:
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                return False
+            try:
+                path.parent.rmdir()  # drop the per-task folder once it is empty
+            except OSError:
+                pass
+            return True
+
+        try:
+            return await trio.to_thread.run_sync(_delete)
+        except OSError as exc:
+            raise _storage_error("delete", key, exc) from exc
+
+    async def list_objects(self) -> list[StoredObject]:
+        base = self.root / "exports"
+
+        def _scan() -> list[StoredObject]:
+            found: list[StoredObject] = []
+            if not base.is_dir():
+                return found
+            for path in base.glob("*/*.xlsx"):
+                key = path.relative_to(self.root).as_posix()
+                if OBJECT_KEY_PATTERN.match(key):
+                    try:
+                        st = path.stat()
+                    except FileNotFoundError:
+                        continue
+                    found.append(StoredObject(key, st.st_size, st.st_mtime))
+            return found
+
+        return await trio.to_thread.run_sync(_scan)
+
+    async def total_bytes(self) -> int:
+        """Bytes used by all export objects (``export_storage_bytes``, §13)."""
+        return sum(o.size for o in await self.list_objects())
+
+
+def _storage_error(op: str, key: str, exc: OSError) -> Exception:
+    # A full disk is not going to fix itself within one run, but it is an operational
+    # condition, not a property of the export: retry with backoff (§9.1 "存储短暂不可用").
+    reason = "disk full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
+    return StorageUnavailableError(f"storage {op} failed for {key}: {reason}")

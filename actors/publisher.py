@@ -1,0 +1,93 @@
+"""The outbox publisher (§7.4): claim due rows with a lease, send, record the outcome.
+
+Woken at once by the API after a create or retry commits; polls every
+``FILE_EXPORT_PUBLISHER_POLL_MS`` as the fallback. A send failure puts the row back to
+PENDING with backoff computed from the claim-time ``attempt_count``; there is no terminal
+state for sending (DESIGN invariant 6).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import trio
+
+from actors.config import Settings
+from actors.core.backoff import publish_backoff
+from actors.core.models import COMMAND_SCHEMA_VERSION, OutboxRow
+from actors.metrics import Metrics
+from actors.transport.base import CommandTransport, OutgoingMessage
+from actors.wakeup import Wakeup
+from db.store import ExportStore
+
+log = logging.getLogger("actors.publisher")
+
+#: Far below the 60 s outbox lease, so a send never outlives its claim (§7.4).
+SEND_TIMEOUT_SECONDS = 3.0
+
+
+def outgoing_message(row: OutboxRow) -> OutgoingMessage:
+    """The message for an outbox row: body = stored payload; the four locating fields as
+    properties, taken from the outbox columns, which equal the payload's (§6.4)."""
+    try:
+        schema_version = json.loads(row.payload_json).get("schemaVersion", COMMAND_SCHEMA_VERSION)
+    except (ValueError, AttributeError):
+        schema_version = COMMAND_SCHEMA_VERSION
+    return OutgoingMessage(
+        topic=row.topic, tag=row.tag, key=row.message_key, body=row.payload_json,
+        properties={
+            "eventId": row.event_id,
+            "taskId": str(row.task_id),
+            "dispatchVersion": str(row.dispatch_version),
+            "schemaVersion": str(schema_version),
+        },
+    )
+
+
+class Publisher:
+    def __init__(self, store: ExportStore, transport: CommandTransport, settings: Settings,
+                 metrics: Metrics, wakeup: Wakeup) -> None:
+        self.store = store
+        self.transport = transport
+        self.settings = settings
+        self.metrics = metrics
+        self.wakeup = wakeup
+        self.owner = settings.instance_id
+
+    async def run(self) -> None:
+        """Publish forever: drain due rows, then wait for a wake-up or the poll interval."""
+        poll = self.settings.publisher_poll_ms / 1000
+        while True:
+            claimed = await self.publish_due()
+            if claimed < self.settings.publisher_batch_size:
+                await self.wakeup.wait(poll)
+
+    async def publish_due(self) -> int:
+        """One round: claim up to ``publisher_batch_size`` due rows and send each.
+        Returns how many rows were claimed."""
+        rows = await self.store.claim_due_outbox(
+            self.owner, self.settings.publisher_lease_seconds, self.settings.publisher_batch_size)
+        for row in rows:
+            await self._send_one(row)
+        return len(rows)
+
+    async def _send_one(self, row: OutboxRow) -> None:
+        error: str | None = None
+        with trio.move_on_after(SEND_TIMEOUT_SECONDS) as scope:
+            try:
+                await self.transport.send(outgoing_message(row))
+            except Exception as exc:  # any send failure backs off; none is terminal
+                error = f"{type(exc).__name__}: {exc}"
+        if scope.cancelled_caught:
+            error = f"send timed out after {SEND_TIMEOUT_SECONDS:g}s"
+        if error is None:
+            self.metrics.outbox_send.labels("sent").inc()
+            if not await self.store.mark_outbox_sent(row.id, self.owner):
+                log.warning("outbox %s sent but its claim was lost (duplicate is harmless)", row.id)
+            return
+        delay = publish_backoff(row.attempt_count, self.settings.publish_backoff_seconds)
+        self.metrics.outbox_send.labels("failed").inc()
+        log.warning("outbox %s task %s send attempt %d failed: %s; next try in %gs",
+                    row.id, row.task_id, row.attempt_count, error, delay)
+        await self.store.mark_outbox_send_failed(row.id, self.owner, delay, error)

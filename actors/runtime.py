@@ -1,0 +1,266 @@
+"""Composition root: build the services and run the whole service as one nursery tree.
+
+```
+root (signals -> graceful stop)
+├── web          hypercorn.trio.serve(QuartTrio app), stopped through its shutdown trigger
+├── publisher    supervised
+├── slot ×N      supervised consumer slots
+├── reconciler   supervised
+├── dlq handler  supervised
+└── registry     hot reload on file change / SIGHUP
+```
+
+Stop order on SIGTERM/SIGINT (§14): stop taking commands; let running exports finish
+within ``FILE_EXPORT_SHUTDOWN_GRACE_SECONDS``; cancel what is left (its lease expires and
+the reconciler recovers it); stop the web server through hypercorn's shutdown trigger; exit.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve as hypercorn_serve
+
+from actors.config import Settings
+from actors.consumer import ConsumerSlot
+from actors.core.errors import ConfigError
+from actors.core.ids import IdGenerator
+from actors.core.models import AppCode
+from actors.metrics import Metrics
+from actors.pipeline.provider_client import ProviderClient
+from actors.pipeline.runner import ExportRunner
+from actors.pipeline.storage import LocalDirectoryStorage
+from actors.publisher import Publisher
+from actors.registry_source import (
+    RegistryHolder,
+    default_registry_path,
+    load_registry_file,
+    watch_registry,
+)
+from actors.supervisor import supervise
+from actors.transport.embedded import EmbeddedBus
+from actors.wakeup import Wakeup
+from db.sqlite import SqliteDatabase, wall_clock_ms
+from db.store import ExportStore
+
+log = logging.getLogger("actors.runtime")
+
+DEMO_SERVICE = "demo-service"
+DEMO_ADMIN_PERMS = ("platform:customer:export", "platform:download:all")
+
+
+@dataclass
+class Runtime:
+    """Handle to a running service, given to ``nursery.start(serve, …)`` callers."""
+
+    settings: Settings
+    urls: list[str]
+    store: ExportStore
+    storage: LocalDirectoryStorage
+    transport: Any
+    metrics: Metrics
+    jwt_secret: str
+    stop: trio.Event = field(default_factory=trio.Event)
+    slots: list[ConsumerSlot] = field(default_factory=list)
+
+    @property
+    def base_url(self) -> str:
+        return self.urls[0]
+
+    def request_stop(self) -> None:
+        self.stop.set()
+
+
+def open_database(settings: Settings, clock_ms: Callable[[], int] = wall_clock_ms) -> SqliteDatabase:
+    """Open (and in embedded mode create) the database named by the URL."""
+    url = settings.resolved_database_url
+    if url.startswith("sqlite:///"):
+        db = SqliteDatabase(url[len("sqlite:///"):] or ":memory:", clock_ms=clock_ms)
+        db.migrate()
+        return db
+    if url.startswith("mysql://"):
+        raise ConfigError("FILE_EXPORT_DATABASE_URL: the MySQL store is not available yet")
+    raise ConfigError("FILE_EXPORT_DATABASE_URL must start with sqlite:/// or mysql://")
+
+
+def resolve_jwt_secret(settings: Settings) -> tuple[str, bool]:
+    """The JWT secret, and whether it is the embedded dev secret.
+
+    Without ``FILE_EXPORT_JWT_SECRET`` in embedded mode, a random secret is kept in
+    ``<data_dir>/dev-jwt-secret`` (mode 0600) so tokens survive restarts. With the
+    RocketMQ transport (production) the variable is required.
+    """
+    if settings.jwt_secret:
+        return settings.jwt_secret, False
+    if settings.transport != "embedded":
+        raise ConfigError("FILE_EXPORT_JWT_SECRET must be set outside embedded mode")
+    path = Path(settings.data_dir) / "dev-jwt-secret"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(32))
+        path.chmod(0o600)
+    return path.read_text().strip(), True
+
+
+def _service_token(settings: Settings) -> str:
+    if settings.internal_service_token:
+        return settings.internal_service_token
+    if settings.provider_urls:
+        raise ConfigError("INTERNAL_SERVICE_TOKEN must be set when FILE_EXPORT_PROVIDER_URLS "
+                          "names real Providers (§10.1)")
+    return secrets.token_urlsafe(24)  # only the built-in demo Provider checks it
+
+
+async def serve(settings: Settings, *, install_signal_handlers: bool = True,
+                db_clock_ms: Callable[[], int] = wall_clock_ms,
+                task_status: trio.TaskStatus[Runtime] = trio.TASK_STATUS_IGNORED) -> None:
+    """Run the service until SIGTERM/SIGINT or ``Runtime.request_stop()``.
+
+    Args:
+        settings: validated settings.
+        install_signal_handlers: listen for SIGTERM/SIGINT (main thread only).
+        db_clock_ms: the SQLite DB clock (tests may inject one).
+        task_status: receives the ``Runtime`` once the service is ready (``/healthz`` 200).
+
+    Raises:
+        ConfigError: invalid configuration or missing guard row; nothing was started.
+    """
+    from web.app import Services, create_app  # composition root: the one place that wires web
+
+    db = open_database(settings, db_clock_ms)
+    store = ExportStore(db, IdGenerator(wall_clock_ms), topic=settings.command_topic)
+    await store.check_guard_row()
+    storage = LocalDirectoryStorage(settings.resolved_storage_dir)
+    metrics = Metrics()
+    allowed = set(settings.provider_urls) | ({DEMO_SERVICE} if settings.demo_provider else set())
+    registry_path = settings.registry or default_registry_path()
+    registry = RegistryHolder(load_registry_file(registry_path, allowed))
+    jwt_secret, dev_secret = resolve_jwt_secret(settings)
+    service_token = _service_token(settings)
+    base_urls: dict[str, str] = dict(settings.provider_urls)
+    provider = ProviderClient(base_urls, service_token, observer=metrics)
+    transport = EmbeddedBus(settings.max_reconsume_times)
+    wakeup = Wakeup()
+    services = Services(store=store, storage=storage, registry=registry, metrics=metrics,
+                        wakeup=wakeup, jwt_secret=jwt_secret)
+    blueprints = []
+    if settings.demo_provider:
+        from web.demo_provider import create_demo_provider_blueprint
+
+        blueprints.append(create_demo_provider_blueprint(
+            service_token=service_token, snapshot_secret=secrets.token_bytes(32)))
+    app = create_app(services, extra_blueprints=blueprints)
+
+    stopping = trio.Event()   # stop taking commands
+    web_stop = trio.Event()   # hypercorn shutdown trigger
+    runner = ExportRunner(store, storage, provider, registry, settings)
+    try:
+        async with trio.open_nursery() as root:
+            hc = HypercornConfig()
+            hc.bind = [settings.http_bind]
+            hc.accesslog = None
+            hc.errorlog = logging.getLogger("hypercorn.error")
+            hc.graceful_timeout = 5
+            urls: list[str] = await root.start(partial(
+                hypercorn_serve, app, hc, shutdown_trigger=web_stop.wait))
+            if settings.demo_provider:
+                base_urls.setdefault(DEMO_SERVICE, urls[0])
+            rt = Runtime(settings, urls, store, storage, transport, metrics, jwt_secret)
+
+            async with trio.open_nursery() as actors:
+                actors.start_soon(partial(
+                    watch_registry, registry, registry_path, allowed,
+                    on_reload_failed=lambda err: metrics.registry_reload_failures.inc()))
+                if settings.publisher_enabled:
+                    publisher = Publisher(store, transport, settings, metrics, wakeup)
+                    actors.start_soon(supervise, "publisher", publisher.run, metrics)
+                slots_done = trio.Event()
+                if settings.consumer_enabled:
+                    rt.slots = [
+                        ConsumerSlot(f"slot-{i}", store, transport, storage, settings, metrics,
+                                     runner, stopping)
+                        for i in range(settings.consumer_concurrency)
+                    ]
+                    actors.start_soon(_run_slots, rt.slots, metrics, slots_done)
+                else:
+                    slots_done.set()
+                if settings.reconciler_enabled:
+                    from actors.reconciler import Reconciler
+
+                    reconciler = Reconciler(store, storage, settings, metrics)
+                    actors.start_soon(supervise, "reconciler", reconciler.run, metrics)
+                from actors.dlq import DlqHandler
+
+                actors.start_soon(supervise, "dlq-handler",
+                                  DlqHandler(store, transport, metrics).run, metrics)
+
+                services.ready.set()
+                _announce(settings, rt, dev_secret)
+                task_status.started(rt)
+                await _wait_for_stop(rt.stop, install_signal_handlers)
+
+                log.info("stopping: no new commands; waiting up to %gs for running exports",
+                         settings.shutdown_grace_seconds)
+                stopping.set()
+                for slot in rt.slots:
+                    slot.stop_receiving()
+                with trio.move_on_after(settings.shutdown_grace_seconds):
+                    await slots_done.wait()
+                if not slots_done.is_set():
+                    log.warning("grace period over: cancelling running exports; their leases "
+                                "expire and the reconciler recovers them")
+                actors.cancel_scope.cancel()
+            web_stop.set()
+    finally:
+        await provider.aclose()
+        await transport.aclose()
+        await db.aclose()
+    log.info("stopped")
+
+
+async def _run_slots(slots: list[ConsumerSlot], metrics: Metrics, done: trio.Event) -> None:
+    try:
+        async with trio.open_nursery() as n:
+            for slot in slots:
+                n.start_soon(supervise, slot.name, slot.run, metrics)
+    finally:
+        done.set()
+
+
+async def _wait_for_stop(stop: trio.Event, install_signal_handlers: bool) -> None:
+    if not install_signal_handlers or threading.current_thread() is not threading.main_thread():
+        await stop.wait()
+        return
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as n:
+            async def on_signal() -> None:
+                async for signum in signals:
+                    log.info("received %s", signal.Signals(signum).name)
+                    stop.set()
+                    return
+
+            n.start_soon(on_signal)
+            await stop.wait()
+            n.cancel_scope.cancel()
+
+
+def _announce(settings: Settings, rt: Runtime, dev_secret: bool) -> None:
+    log.info("Export Center ready at %s (instance %s, transport %s, %d consumer slots)",
+             rt.base_url, settings.instance_id, settings.transport,
+             settings.consumer_concurrency if settings.consumer_enabled else 0)
+    if dev_secret:
+        from web.auth import issue_token
+
+        token = issue_token(rt.jwt_secret, user_id=1, tenant_id=0, app_code=AppCode.PLATFORM,
+                            perms=DEMO_ADMIN_PERMS)
+        log.info("demo administrator token (embedded dev secret): %s", token)

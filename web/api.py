@@ -1,0 +1,195 @@
+"""The export-task API (§5): create, list, detail, download, retry.
+
+Business outcomes answer HTTP 200 with the envelope; ``code == "200"`` means success
+(§5). A missing or invalid token answers 401. Ownership follows §12: tenant + app +
+requester, or ``platform:download:all`` for every requester of the caller's tenant and
+app. A task the caller may not see is reported as not found, so ids do not leak.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from quart import Blueprint, Response, current_app, request
+
+from actors.core.errors import ApiError
+from actors.core.limits import normalise_parameters
+from actors.core.models import DOWNLOAD_ALL_PERMISSION, Principal, Task, TaskStatus
+from db.store import CreateOutcome, NewTask
+from web.auth import principal_from_header
+from web.serialize import envelope, task_json
+
+if TYPE_CHECKING:
+    from web.app import Services
+
+log = logging.getLogger("web.api")
+
+PREFIX = "/api/platform/v1/files/export-tasks"
+MAX_TASK_NAME = 128
+MAX_PAGE_SIZE = 100
+
+api = Blueprint("export_tasks", __name__)
+
+
+def services() -> Services:
+    return current_app.config["SERVICES"]  # type: ignore[no-any-return]
+
+
+def caller() -> Principal:
+    return principal_from_header(services().jwt_secret, request.headers.get("Authorization"))
+
+
+def ok(data: Any, message: str = "success") -> dict[str, Any]:
+    return envelope(data, message=message)
+
+
+async def _json_body() -> dict[str, Any]:
+    body = await request.get_json(force=True, silent=True)
+    if not isinstance(body, dict):
+        raise ApiError("400", "request body must be a JSON object")
+    return body
+
+
+def owns(principal: Principal, task: Task) -> bool:
+    """§12 ownedTask: same tenant and app, and the requester or download:all."""
+    return (task.tenant_id == principal.tenant_id
+            and task.app_code == principal.app_code.value
+            and (task.requested_by == principal.user_id
+                 or principal.has(DOWNLOAD_ALL_PERMISSION)))
+
+
+async def owned_task(principal: Principal, raw_id: str) -> Task:
+    try:
+        task_id = int(raw_id)
+    except ValueError:
+        raise ApiError("400", f"invalid task id {raw_id!r}") from None
+    task = await services().store.get_task(task_id)
+    if task is None or not owns(principal, task):
+        raise ApiError("404", f"export task {raw_id} not found")
+    return task
+
+
+def check_definition(principal: Principal, export_type: str) -> Any:
+    """Registry checks of create and manual retry (§9.3, §10.4, §12): registered,
+    enabled, app scope and required permission. Returns the definition."""
+    definition = services().registry.current.get(export_type)
+    if definition is None:
+        raise ApiError("400", f"unknown export type {export_type!r}")
+    if not definition.enabled:
+        raise ApiError("403", f"export type {export_type} is disabled")
+    if definition.app_scope != principal.app_code:
+        raise ApiError("403", f"export type {export_type} is not available to app "
+                              f"{principal.app_code.value}")
+    if not principal.has(definition.required_permission):
+        raise ApiError("403", f"missing permission {definition.required_permission}")
+    return definition
+
+
+@api.post(PREFIX)
+async def create_task() -> Any:
+    principal = caller()
+    body = await _json_body()
+    export_type = body.get("exportType")
+    if not isinstance(export_type, str) or not export_type:
+        raise ApiError("400", "exportType is required")
+    fmt = body.get("format", "XLSX")
+    if fmt != "XLSX":
+        raise ApiError("400", "format must be XLSX (the only supported format)")
+    task_name = body.get("taskName") or export_type
+    if not isinstance(task_name, str) or len(task_name) > MAX_TASK_NAME:
+        raise ApiError("400", f"taskName must be a string of at most {MAX_TASK_NAME} characters")
+    definition = check_definition(principal, export_type)
+    params = normalise_parameters(body.get("parameters"))
+    svc = services()
+    result = await svc.store.create_task(
+        NewTask(export_type, task_name, fmt, params, principal, definition.max_attempts),
+        svc.create_limits)
+    if result.outcome == CreateOutcome.USER_LIMIT:
+        raise ApiError("429", f"you already have {svc.create_limits.max_active_per_user} "
+                              "active export tasks; wait until one finishes")
+    if result.outcome == CreateOutcome.TYPE_LIMIT:
+        raise ApiError("429", f"export type {export_type} already has "
+                              f"{svc.create_limits.max_active_per_type} active tasks; "
+                              "try again later")
+    assert result.task is not None
+    if result.outcome == CreateOutcome.DUPLICATE:
+        return ok(task_json(result.task), "duplicate submission: the active task is returned")
+    svc.metrics.task_created.labels(export_type).inc()
+    svc.wakeup.set()  # the row is committed: let the publisher send it now (§7.4)
+    log.info("task %s created: type %s by user %s", result.task.id, export_type,
+             principal.user_id)
+    return ok(task_json(result.task))
+
+
+@api.get(PREFIX)
+async def list_tasks() -> Any:
+    principal = caller()
+    status = request.args.get("status") or None
+    if status is not None and status not in TaskStatus.__members__:
+        raise ApiError("400", f"status must be one of {', '.join(TaskStatus.__members__)}")
+    try:
+        page = int(request.args.get("page", "1"))
+        size = int(request.args.get("pageSize", "20"))
+    except ValueError:
+        raise ApiError("400", "page and pageSize must be integers") from None
+    if page < 1 or not 1 <= size <= MAX_PAGE_SIZE:
+        raise ApiError("400", f"page must be ≥ 1 and pageSize 1..{MAX_PAGE_SIZE}")
+    tasks, total = await services().store.list_tasks(
+        principal, all_users=principal.has(DOWNLOAD_ALL_PERMISSION), status=status,
+        limit=size, offset=(page - 1) * size)
+    return ok({"items": [task_json(t) for t in tasks], "total": str(total), "page": page,
+               "pageSize": size})
+
+
+@api.get(PREFIX + "/<task_id>")
+async def get_task(task_id: str) -> Any:
+    return ok(task_json(await owned_task(caller(), task_id)))
+
+
+@api.get(PREFIX + "/<task_id>/download")
+async def download(task_id: str) -> Any:
+    task = await owned_task(caller(), task_id)
+    if task.status == TaskStatus.EXPIRED:
+        raise ApiError("410", "the file has expired and was deleted")
+    if task.status != TaskStatus.SUCCEEDED or not task.object_key:
+        raise ApiError("409", f"the task is {task.status.value}; only SUCCEEDED tasks "
+                              "can be downloaded")
+    storage = services().storage
+    size = await storage.size(task.object_key)
+    if size is None:
+        log.error("task %s: file %s missing from storage", task.id, task.object_key)
+        raise ApiError("404", "the export file is missing from storage")
+    name = task.file_name or f"{task.task_no}.xlsx"
+    ascii_name = name.encode("ascii", "replace").decode().replace("?", "_").replace('"', "_")
+    headers = {
+        "Content-Disposition":
+            f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(name)}",
+        "Content-Length": str(size),
+        "Cache-Control": "no-store",
+    }
+    return Response(storage.load(task.object_key), status=200,
+                    content_type=task.content_type or "application/octet-stream",
+                    headers=headers)
+
+
+@api.post(PREFIX + "/<task_id>/retry")
+async def retry(task_id: str) -> Any:
+    principal = caller()
+    task = await owned_task(principal, task_id)
+    if task.status != TaskStatus.FAILED:
+        raise ApiError("409", f"only FAILED tasks can be retried; the task is "
+                              f"{task.status.value}")
+    # §9.3: identity, tenant, permission and enabled are checked again now.
+    check_definition(principal, task.export_type)
+    svc = services()
+    if task.object_key:
+        await svc.storage.delete(task.object_key)  # leftover of the failed attempt (§9.5)
+    updated = await svc.store.manual_retry(task)
+    if updated is None:
+        raise ApiError("409", "the task changed meanwhile; reload and try again")
+    svc.wakeup.set()
+    log.info("task %s manually retried as v%d by user %s", task.id, updated.dispatch_version,
+             principal.user_id)
+    return ok(task_json(updated))

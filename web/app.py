@@ -1,0 +1,83 @@
+"""The HTTP app factory: a QuartTrio app over the services the runtime builds.
+
+Actors never run in ``app.nursery`` (DESIGN §7): the runtime owns them and passes the
+services in here. The app only serves requests.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from quart import Response, jsonify
+from quart_trio import QuartTrio
+from werkzeug.exceptions import HTTPException
+
+from actors.core.errors import ApiError
+from actors.metrics import Metrics
+from actors.pipeline.storage import ExportStorage
+from actors.registry_source import RegistryHolder
+from actors.wakeup import Wakeup
+from db.store import CreateLimits, ExportStore
+from web.api import api
+from web.serialize import envelope
+
+log = logging.getLogger("web.app")
+
+
+@dataclass
+class Services:
+    """What the routes need. ``ready`` is set by the runtime once every actor runs."""
+
+    store: ExportStore
+    storage: ExportStorage
+    registry: RegistryHolder
+    metrics: Metrics
+    wakeup: Wakeup
+    jwt_secret: str
+    create_limits: CreateLimits = field(default_factory=CreateLimits)
+    ready: trio.Event = field(default_factory=trio.Event)
+
+
+def create_app(services: Services, *, extra_blueprints: list[Any] | None = None) -> QuartTrio:
+    """Build the app.
+
+    Args:
+        services: the runtime's services.
+        extra_blueprints: further blueprints, e.g. the demo Provider.
+    """
+    app = QuartTrio("export-center")
+    app.config["SERVICES"] = services
+    app.config["MAX_CONTENT_LENGTH"] = 64 * 1024  # create bodies are tiny (§12: params ≤ 4 KB)
+    app.register_blueprint(api)
+    for bp in extra_blueprints or []:
+        app.register_blueprint(bp)
+
+    @app.errorhandler(ApiError)
+    async def _api_error(exc: ApiError) -> Any:
+        return jsonify(envelope(None, code=exc.code, message=exc.message)), exc.http_status
+
+    @app.errorhandler(HTTPException)
+    async def _http_error(exc: HTTPException) -> Any:
+        code = exc.code or 500
+        return jsonify(envelope(None, code=str(code), message=exc.description or exc.name)), code
+
+    @app.errorhandler(Exception)
+    async def _unexpected(exc: Exception) -> Any:
+        log.error("unhandled error", exc_info=exc)
+        return jsonify(envelope(None, code="500", message="internal error")), 500
+
+    @app.get("/healthz")
+    async def healthz() -> Any:
+        if not services.ready.is_set():
+            return jsonify({"status": "starting"}), 503
+        return jsonify({"status": "ok"})
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(generate_latest(services.metrics.registry), content_type=CONTENT_TYPE_LATEST)
+
+    return app

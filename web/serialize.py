@@ -1,0 +1,47 @@
+"""JSON shapes of the API (§5): camelCase, 64-bit numbers as strings, ISO-8601 times."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from actors.core.models import Task
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat(timespec="milliseconds") if value is not None else None
+
+
+def _str(value: int | None) -> str | None:
+    return str(value) if value is not None else None
+
+
+def task_json(task: Task) -> dict[str, Any]:
+    """The task as the API returns it. ``id``, ``processedRows``, ``totalRows`` and
+    ``sizeBytes`` are 64-bit and therefore strings; small counters stay numbers."""
+    return {
+        "id": str(task.id),
+        "taskNo": task.task_no,
+        "exportType": task.export_type,
+        "taskName": task.task_name,
+        "format": task.format,
+        "status": task.status.value,
+        "dispatchVersion": task.dispatch_version,
+        "attemptCount": task.attempt_count,
+        "maxAttempts": task.max_attempts,
+        "processedRows": str(task.processed_rows),
+        "totalRows": _str(task.total_rows),
+        "fileName": task.file_name,
+        "sizeBytes": _str(task.size_bytes),
+        "failureMessage": task.failure_message,
+        "requestedAt": _iso(task.requested_at),
+        "startedAt": _iso(task.started_at),
+        "completedAt": _iso(task.completed_at),
+        "expiresAt": _iso(task.expires_at),
+        "nextRetryAt": _iso(task.next_retry_at),
+    }
+
+
+def envelope(data: Any = None, *, code: str = "200", message: str = "success") -> dict[str, Any]:
+    """The response envelope ``{"code", "message", "data"}`` (§5)."""
+    return {"code": code, "message": message, "data": data}
