@@ -1,0 +1,620 @@
+"""Provider client: one §10.1 batch call, validated, and the cursor loop over a whole export.
+
+This module is the boundary between httpx and the export pipeline. Every httpx error and
+every answer outside the contract is translated here into the §9.1 classes of
+:mod:`actors.core.errors`, so the consumer slot decides a task's fate from the class alone
+and never sees an httpx exception::
+
+    ProviderUnavailableError  (transient)  connect error / timeout, read timeout, any other
+                                           transport error, HTTP 5xx, HTTP 429
+    CursorNotAdvancingError   (transient)  hasMore with an empty or unchanged nextCursor
+    ProviderContractError     (permanent)  other HTTP status, envelope code != "200" (this
+                                           covers an invalid or expired snapshot token,
+                                           §10.2), non-JSON or malformed data, schemaHash
+                                           or snapshotToken changed between batches
+    LimitExceededError        (permanent)  body over 4 MB, more than 100 columns (§12)
+
+:class:`ProviderClient` makes one request (:meth:`ProviderClient.fetch_batch`);
+:func:`iterate_batches` drives the cursor, echoes the snapshot token and checks the
+cross-batch rules of §10.1 and §10.2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeGuard, cast
+
+import httpx
+import trio
+
+from actors.core.errors import (
+    CursorNotAdvancingError,
+    ExportError,
+    LimitExceededError,
+    ProviderContractError,
+    ProviderUnavailableError,
+)
+from actors.core.models import ColumnDef, ColumnType, ExportDefinition, ProviderBatch
+
+#: Header that carries the shared internal token; the user's bearer token is never
+#: forwarded (§12).
+SERVICE_TOKEN_HEADER = "X-Internal-Service-Token"
+#: The only response schema version this client understands (§10.1 ``schemaVersion``).
+SUPPORTED_SCHEMA_VERSION = 1
+#: The File Service only bounds the opaque token and echoes it (§10.2).
+MAX_SNAPSHOT_TOKEN_CHARS = 512
+#: Column width bounds in Excel character units (§11: "列宽上限 ≤255").
+MIN_COLUMN_WIDTH = 1
+MAX_COLUMN_WIDTH = 255
+
+#: How much of a 4xx body we read to quote the Provider's message in failure_message.
+_ERROR_DETAIL_BYTES = 8 * 1024
+#: Longest Provider-supplied text we copy into an error message (it ends up in
+#: failure_message, shown in the download center).
+_QUOTE_CHARS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRequest:
+    """One §10.1 request body.
+
+    Attributes:
+        task_id: ``file_export_task.id`` (64-bit).
+        tenant_id: tenant of the task; ``0`` is the platform tenant. Required (§10.1).
+        app_code: access domain of the task (``PLATFORM`` / ``MERCHANT``). Required.
+        requested_by: user id of the requester (64-bit). Required: a MERCHANT Provider
+            filters by this user's data scope (§10.1).
+        dispatch_version: the execution attempt this request belongs to.
+        parameters: the task's business parameters, sent as they are.
+        cursor: ``nextCursor`` of the previous batch, ``None`` for the first batch.
+        snapshot_token: the first batch's ``snapshotToken``, ``None`` for the first batch.
+        limit: maximum rows wanted in this batch (the registry's ``batch-size``).
+    """
+
+    task_id: int
+    tenant_id: int
+    app_code: str
+    requested_by: int
+    dispatch_version: int
+    parameters: Mapping[str, Any]
+    cursor: str | None
+    snapshot_token: str | None
+    limit: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON body in §10.1 camelCase, 64-bit ids as strings (§5).
+
+        Returns:
+            A dict ready for ``json.dumps``.
+
+        Raises:
+            ValueError: ``tenantId``, ``appCode`` or ``requestedBy`` is missing, or another
+                field has the wrong type. The tenant fields are the Provider's only way to
+                scope its query (§10.1: "这是原设计的严重缺口"), so the request is never
+                sent without them.
+        """
+        if not _is_int(self.tenant_id) or self.tenant_id < 0:
+            raise ValueError(f"tenantId is required (§10.1), got {self.tenant_id!r}")
+        if not isinstance(self.app_code, str) or not self.app_code:
+            raise ValueError(f"appCode is required (§10.1), got {self.app_code!r}")
+        if not _is_int(self.requested_by) or self.requested_by < 0:
+            raise ValueError(f"requestedBy is required (§10.1), got {self.requested_by!r}")
+        if not _is_int(self.task_id):
+            raise ValueError(f"taskId must be an integer, got {self.task_id!r}")
+        if not _is_int(self.dispatch_version):
+            raise ValueError(f"dispatchVersion must be an integer, got {self.dispatch_version!r}")
+        if not _is_int(self.limit) or self.limit < 1:
+            raise ValueError(f"limit must be a positive integer, got {self.limit!r}")
+        if not isinstance(self.parameters, Mapping):
+            raise ValueError("parameters must be a mapping")
+        return {
+            "taskId": str(self.task_id),
+            "tenantId": str(self.tenant_id),
+            "appCode": str(self.app_code),
+            "requestedBy": str(self.requested_by),
+            "dispatchVersion": self.dispatch_version,
+            "parameters": dict(self.parameters),
+            "cursor": self.cursor,
+            "snapshotToken": self.snapshot_token,
+            "limit": self.limit,
+        }
+
+
+class ProviderObserver(Protocol):
+    """Receives one observation per Provider request (metrics, §13)."""
+
+    def observe_request(self, service: str, export_type: str, seconds: float, ok: bool) -> None:
+        """Record one request.
+
+        Args:
+            service: the registry's ``provider-service``.
+            export_type: the export type requested.
+            seconds: duration from sending to a validated batch or an error, in seconds of
+                trio's clock.
+            ok: ``True`` when a valid batch came back; ``False`` for any §9.1 error.
+        """
+
+
+class ProviderClient:
+    """Calls §10.1 Provider endpoints and validates their answers.
+
+    The client is safe to share between consumer slots: each call is one independent
+    request and the only state is the connection pool.
+
+    Args:
+        base_urls: ``provider-service`` name -> base URL such as ``http://127.0.0.1:8080``.
+            Read at every call, so the caller may pass a live mapping that it fills once
+            the server has bound its port, and a changed address applies to in-flight tasks
+            (§10.4: provider-service is taken at execution time).
+        service_token: value of ``X-Internal-Service-Token`` (§12).
+        http: an ``httpx.AsyncClient`` to use (tests pass one with a ``MockTransport``).
+            The caller keeps ownership: :meth:`aclose` closes only a client made here.
+        connect_timeout: seconds to connect and to wait for a pooled connection (§14: 3 s).
+        read_timeout: seconds between bytes on the wire, and to write the request
+            (§14: 15 s, set for the export client alone, not a global default).
+        max_response_bytes: largest accepted response body in bytes, enforced while
+            reading (§11, §12: 4 MB).
+        max_columns: largest accepted column count (§11, §12: 100).
+        observer: told about every request that was sent, ok or not.
+
+    Raises:
+        ValueError: a timeout or limit is not positive, or the service token is empty.
+    """
+
+    def __init__(
+        self,
+        base_urls: Mapping[str, str],
+        service_token: str,
+        *,
+        http: httpx.AsyncClient | None = None,
+        connect_timeout: float = 3.0,
+        read_timeout: float = 15.0,
+        max_response_bytes: int = 4 * 1024 * 1024,
+        max_columns: int = 100,
+        observer: ProviderObserver | None = None,
+    ) -> None:
+        if not service_token:
+            raise ValueError("service_token must not be empty (§12)")
+        if connect_timeout <= 0 or read_timeout <= 0:
+            raise ValueError("timeouts must be positive seconds")
+        if max_response_bytes < 1 or max_columns < 1:
+            raise ValueError("max_response_bytes and max_columns must be positive")
+        self._base_urls = base_urls
+        self._service_token = service_token
+        self._connect_timeout = connect_timeout
+        self._read_timeout = read_timeout
+        self._timeout = httpx.Timeout(
+            connect=connect_timeout, read=read_timeout, write=read_timeout, pool=connect_timeout
+        )
+        self._max_response_bytes = max_response_bytes
+        self._max_columns = max_columns
+        self._observer = observer
+        self._owns_http = http is None
+        # trust_env=False: internal calls go straight to the service; an HTTP(S)_PROXY in
+        # the environment must not see the internal token (§12). Redirects are not
+        # followed: the target must stay the allow-listed service (§10.3, no SSRF).
+        self._http = (
+            http
+            if http is not None
+            else httpx.AsyncClient(timeout=self._timeout, follow_redirects=False, trust_env=False)
+        )
+
+    async def aclose(self) -> None:
+        """Close the connection pool if this client created it."""
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def fetch_batch(
+        self, definition: ExportDefinition, request: BatchRequest
+    ) -> ProviderBatch:
+        """POST one §10.1 request and return the validated batch.
+
+        The body is streamed and counted while it arrives; reading stops as soon as it
+        passes ``max_response_bytes``, so an oversized answer never sits in memory whole.
+        Rows are checked against ``request.limit``. Cross-batch rules (schemaHash,
+        snapshot token, cursor progress) belong to :func:`iterate_batches`.
+
+        Args:
+            definition: the registry entry; ``provider_service`` picks the base URL and
+                ``provider_path`` is appended to it.
+            request: the request body.
+
+        Returns:
+            The batch. ``columns`` is ``None`` when the Provider omitted them.
+
+        Raises:
+            ValueError: a tenant field is missing; nothing was sent.
+            ProviderUnavailableError: no base URL for the service, connect error or
+                timeout, read or write timeout, other transport error, HTTP 5xx or 429.
+            ProviderContractError: another non-200 HTTP status, envelope code other than
+                "200" (the Provider's code and message are quoted), a body that is not JSON,
+                a malformed or missing field, an unknown column type, a column width outside
+                1..255, a snapshot token over 512 characters, more rows than
+                ``request.limit``.
+            LimitExceededError: the body passed ``max_response_bytes`` or there are more
+                than ``max_columns`` columns.
+        """
+        body = _encode(request)  # raises ValueError before any IO
+        service = definition.provider_service
+        started = trio.current_time()
+        try:
+            raw = await self._post(definition, body)
+            batch = self._parse(raw, service, request.limit)
+        except ExportError:
+            self._observe(definition, started, ok=False)
+            raise
+        # Cancellation and programming errors are not observed: they say nothing about
+        # the Provider's health.
+        self._observe(definition, started, ok=True)
+        return batch
+
+    def _observe(self, definition: ExportDefinition, started: float, *, ok: bool) -> None:
+        if self._observer is not None:
+            self._observer.observe_request(
+                definition.provider_service,
+                definition.export_type,
+                trio.current_time() - started,
+                ok,
+            )
+
+    async def _post(self, definition: ExportDefinition, body: bytes) -> bytes:
+        """Send the request and return the body bytes of an HTTP 200 answer."""
+        service = definition.provider_service
+        base_url = self._base_urls.get(service)
+        if not base_url:
+            # Transient: §10.4 reads provider-service at execution time, so a fixed
+            # configuration applies to the retry.
+            raise ProviderUnavailableError(f"no base URL configured for provider {service}")
+        url = base_url.rstrip("/") + definition.provider_path
+        headers = {
+            SERVICE_TOKEN_HEADER: self._service_token,
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
+        try:
+            async with self._http.stream(
+                "POST", url, content=body, headers=headers, timeout=self._timeout
+            ) as response:
+                await self._check_status(response, service)
+                return await self._read_limited(response)
+        except httpx.ConnectTimeout as exc:
+            raise ProviderUnavailableError(
+                f"provider {service} connect timeout ({self._connect_timeout:g} s)"
+            ) from exc
+        except httpx.ReadTimeout as exc:
+            raise ProviderUnavailableError(
+                f"provider {service} read timeout ({self._read_timeout:g} s)"
+            ) from exc
+        except httpx.TimeoutException as exc:
+            raise ProviderUnavailableError(
+                f"provider {service} {type(exc).__name__}: {exc}"
+            ) from exc
+        except httpx.DecodingError as exc:
+            # The bytes arrived but their Content-Encoding is broken: a bad answer, not a
+            # broken link.
+            raise ProviderContractError(
+                f"provider {service} sent an undecodable body: {exc}"
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise ProviderUnavailableError(
+                f"provider {service} unreachable: {type(exc).__name__}: {exc}"
+            ) from exc
+        except httpx.InvalidURL as exc:
+            raise ProviderUnavailableError(
+                f"provider {service} has an invalid base URL: {exc}"
+            ) from exc
+
+    async def _check_status(self, response: httpx.Response, service: str) -> None:
+        status = response.status_code
+        if status == 200:
+            return
+        if status >= 500 or status == 429:
+            raise ProviderUnavailableError(f"provider {service} answered HTTP {status}")
+        detail = await _error_detail(response)
+        suffix = f": {detail}" if detail else ""
+        raise ProviderContractError(f"provider {service} answered HTTP {status}{suffix}")
+
+    async def _read_limited(self, response: httpx.Response) -> bytes:
+        """Read the body, failing as soon as it is known to exceed the limit (§11)."""
+        declared = response.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self._max_response_bytes:
+            raise self._too_large(f"Content-Length {declared}")
+        chunks: list[bytes] = []
+        received = 0
+        # Decoded bytes are counted, so a compressed body cannot expand past the limit.
+        # aclosing: leaving the loop early finalises httpx's generator here, in this task.
+        # httpx's inner generators (aiter_raw, the byte streams) are still only collected,
+        # and trio reports them with a ResourceWarning (encode/httpx#3686); harmless: the
+        # stream context closes the response and its connection.
+        async with contextlib.aclosing(_body_chunks(response)) as body:
+            async for chunk in body:
+                received += len(chunk)
+                if received > self._max_response_bytes:
+                    raise self._too_large(f"more than {self._max_response_bytes} bytes read")
+                chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _too_large(self, seen: str) -> LimitExceededError:
+        limit = self._max_response_bytes
+        return LimitExceededError(
+            f"provider response body exceeds the limit of {_format_bytes(limit)} "
+            f"({limit} bytes; {seen})"
+        )
+
+    def _parse(self, raw: bytes, service: str, limit: int) -> ProviderBatch:
+        try:
+            envelope = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            raise ProviderContractError(f"provider {service} answered non-JSON: {exc}") from None
+        if not isinstance(envelope, dict):
+            raise ProviderContractError(f"provider {service} answered JSON that is not an object")
+        code = envelope.get("code")
+        if isinstance(code, bool) or not isinstance(code, str | int):
+            raise ProviderContractError(f"provider {service} envelope has no code")
+        if str(code) != "200":
+            message = envelope.get("message")
+            raise ProviderContractError(
+                f"provider {service} answered code {_clip(str(code))}: {_clip(str(message))}"
+            )
+        data = envelope.get("data")
+        if not isinstance(data, dict):
+            raise ProviderContractError(f"provider {service} envelope data is not an object")
+        try:
+            return parse_batch_data(data, limit=limit, max_columns=self._max_columns)
+        except ProviderContractError as exc:
+            raise ProviderContractError(f"provider {service}: {exc}") from None
+
+
+def parse_batch_data(data: Mapping[str, Any], *, limit: int, max_columns: int) -> ProviderBatch:
+    """Validate the §10.1 ``data`` object and build a :class:`ProviderBatch`. Pure.
+
+    Args:
+        data: the envelope's ``data``.
+        limit: the ``limit`` that was requested; more rows than this is a contract breach.
+        max_columns: the column limit (§12: 100).
+
+    Returns:
+        The batch; ``rows`` is the list from the response (not copied).
+
+    Raises:
+        ProviderContractError: a field is missing or of the wrong type, ``schemaVersion``
+            is not 1, a column is malformed, ``snapshotToken`` is over 512 characters,
+            there are more rows than ``limit``.
+        LimitExceededError: more than ``max_columns`` columns.
+    """
+    version = data.get("schemaVersion")
+    if version != SUPPORTED_SCHEMA_VERSION or not _is_int(version):
+        raise ProviderContractError(f"unsupported schemaVersion {_clip(repr(version))}")
+    schema_hash = data.get("schemaHash")
+    if not isinstance(schema_hash, str) or not schema_hash:
+        raise ProviderContractError("schemaHash is missing or not a string")
+    token = data.get("snapshotToken")
+    if token is not None and not isinstance(token, str):
+        raise ProviderContractError("snapshotToken is not a string")
+    if token is not None and len(token) > MAX_SNAPSHOT_TOKEN_CHARS:
+        raise ProviderContractError(
+            f"snapshotToken has {len(token)} characters; the limit is "
+            f"{MAX_SNAPSHOT_TOKEN_CHARS} (§10.2)"
+        )
+    raw_columns = data.get("columns")
+    columns = None if raw_columns is None else _parse_columns(raw_columns, max_columns)
+    rows = data.get("rows")
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        raise ProviderContractError("rows is not a list of objects")
+    if len(rows) > limit:
+        raise ProviderContractError(
+            f"batch has {len(rows)} rows; the batch-size limit is {limit} rows (§12)"
+        )
+    next_cursor = data.get("nextCursor")
+    if next_cursor is not None and not isinstance(next_cursor, str):
+        raise ProviderContractError("nextCursor is not a string")
+    has_more = data.get("hasMore")
+    if not isinstance(has_more, bool):
+        raise ProviderContractError("hasMore is missing or not a boolean")
+    return ProviderBatch(
+        schema_version=SUPPORTED_SCHEMA_VERSION,
+        schema_hash=schema_hash,
+        snapshot_token=token,
+        columns=columns,
+        rows=rows,
+        next_cursor=next_cursor,
+        has_more=has_more,
+        total_rows=_parse_total_rows(data.get("totalRows")),
+    )
+
+
+def _parse_columns(raw: Any, max_columns: int) -> tuple[ColumnDef, ...]:
+    if not isinstance(raw, list):
+        raise ProviderContractError("columns is not a list")
+    if len(raw) > max_columns:
+        raise LimitExceededError(
+            f"provider declared {len(raw)} columns; the limit is {max_columns} columns"
+        )
+    columns: list[ColumnDef] = []
+    seen: set[str] = set()
+    for index, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise ProviderContractError(f"columns[{index}] is not an object")
+        key, title, kind, width = (item.get(f) for f in ("key", "title", "type", "width"))
+        if not isinstance(key, str) or not key:
+            raise ProviderContractError(f"columns[{index}].key is missing or not a string")
+        if key in seen:
+            raise ProviderContractError(f"columns[{index}].key {_clip(key)!r} is duplicated")
+        seen.add(key)
+        if not isinstance(title, str):
+            raise ProviderContractError(f"columns[{index}].title is missing or not a string")
+        if not isinstance(kind, str) or kind not in ColumnType.__members__:
+            raise ProviderContractError(
+                f"columns[{index}].type {_clip(repr(kind))} is not one of "
+                f"{', '.join(t.value for t in ColumnType)}"
+            )
+        column_type = ColumnType(kind)
+        if width is not None and (
+            not _is_int(width) or not MIN_COLUMN_WIDTH <= width <= MAX_COLUMN_WIDTH
+        ):
+            raise ProviderContractError(
+                f"columns[{index}].width {_clip(repr(width))} is not an integer in "
+                f"{MIN_COLUMN_WIDTH}..{MAX_COLUMN_WIDTH}"
+            )
+        columns.append(ColumnDef(key=key, title=title, type=column_type, width=width))
+    return tuple(columns)
+
+
+def _parse_total_rows(value: Any) -> int | None:
+    # An estimate for progress only (§10.2); accepted as a number or, as Long values are
+    # rendered on the wire (§5), as a string of digits.
+    if value is None:
+        return None
+    if _is_int(value) and value >= 0:
+        return int(value)
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    raise ProviderContractError(f"totalRows {_clip(repr(value))} is not a non-negative integer")
+
+
+async def iterate_batches(
+    client: ProviderClient,
+    definition: ExportDefinition,
+    *,
+    task_id: int,
+    tenant_id: int,
+    app_code: str,
+    requested_by: int,
+    dispatch_version: int,
+    parameters: Mapping[str, Any],
+) -> AsyncIterator[ProviderBatch]:
+    """Yield every batch of one export, enforcing the cross-batch rules of §10.1/§10.2.
+
+    The first request has no cursor and no token and asks for ``definition.batch_size``
+    rows. Each later request sends the previous ``nextCursor`` and the first batch's
+    ``snapshotToken`` unchanged. A batch is yielded only after it passed every check, so
+    the writer never sees rows of a run that is already known to fail. Iteration ends after
+    the batch with ``hasMore`` false.
+
+    Use it as ``async with contextlib.aclosing(iterate_batches(...)) as batches:`` so an
+    abandoned iteration is closed in the caller's task (trio's rule for async generators).
+
+    Args:
+        client: the Provider client.
+        definition: the registry entry as read at execution time (§10.4).
+        task_id, tenant_id, app_code, requested_by, dispatch_version: from the task row;
+            the tenant fields are sent on every request (§10.1).
+        parameters: the task's business parameters.
+
+    Yields:
+        Each validated batch; only the first carries ``columns``, as the Provider sent it.
+
+    Raises:
+        ValueError: a tenant field is missing (nothing is sent).
+        ProviderContractError: the first batch has no columns; a later batch has another
+            ``schemaHash`` (the Provider changed its columns mid-export: permanent, §10.1)
+            or returns a snapshot token other than the one echoed.
+        CursorNotAdvancingError: ``hasMore`` is true while ``nextCursor`` is empty or equal
+            to the cursor just sent (transient, §10.1).
+        ProviderUnavailableError, LimitExceededError: see
+            :meth:`ProviderClient.fetch_batch`, which also checks rows ≤ ``batch_size``.
+    """
+    limit = definition.batch_size
+    cursor: str | None = None
+    token: str | None = None
+    schema_hash: str | None = None
+    while True:
+        request = BatchRequest(
+            task_id=task_id,
+            tenant_id=tenant_id,
+            app_code=app_code,
+            requested_by=requested_by,
+            dispatch_version=dispatch_version,
+            parameters=parameters,
+            cursor=cursor,
+            snapshot_token=token,
+            limit=limit,
+        )
+        batch = await client.fetch_batch(definition, request)
+        if schema_hash is None:
+            if not batch.columns:
+                raise ProviderContractError("the first batch carries no columns (§10.1)")
+            schema_hash = batch.schema_hash
+            token = batch.snapshot_token
+        else:
+            if batch.schema_hash != schema_hash:
+                raise ProviderContractError(
+                    f"schemaHash changed between batches ({_clip(schema_hash)} -> "
+                    f"{_clip(batch.schema_hash)}): the Provider changed its columns during "
+                    "the export (§10.1)"
+                )
+            # A later batch may omit the token (we already hold it) but must not swap it:
+            # a new snapshot would mix rows from two points in time (§10.2).
+            if batch.snapshot_token is not None and batch.snapshot_token != token:
+                raise ProviderContractError("snapshotToken changed between batches (§10.2)")
+        if len(batch.rows) > limit:
+            raise ProviderContractError(
+                f"batch has {len(batch.rows)} rows; the batch-size limit is {limit} rows"
+            )
+        if batch.has_more and not batch.next_cursor:
+            raise CursorNotAdvancingError("provider answered hasMore with an empty nextCursor")
+        if batch.has_more and batch.next_cursor == cursor:
+            raise CursorNotAdvancingError(
+                f"provider answered hasMore without advancing the cursor ({_clip(cursor or '')})"
+            )
+        yield batch
+        if not batch.has_more:
+            return
+        cursor = batch.next_cursor
+
+
+async def _error_detail(response: httpx.Response) -> str:
+    """The Provider's envelope message from a small error body, or ``""``."""
+    received = bytearray()
+    try:
+        async with contextlib.aclosing(_body_chunks(response)) as body:
+            async for chunk in body:
+                received += chunk
+                if len(received) > _ERROR_DETAIL_BYTES:
+                    return ""
+        envelope = json.loads(bytes(received))
+    except (httpx.HTTPError, ValueError, RecursionError):
+        return ""
+    if isinstance(envelope, dict) and envelope.get("message") is not None:
+        return f"code {_clip(str(envelope.get('code')))}: {_clip(str(envelope['message']))}"
+    return ""
+
+
+def _encode(request: BatchRequest) -> bytes:
+    """The request body as UTF-8 JSON.
+
+    Raises:
+        ValueError: a tenant field is missing, or the parameters hold something JSON cannot
+            represent (an object, NaN).
+    """
+    body = request.to_json()
+    try:
+        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"parameters are not JSON-serialisable: {exc}") from None
+    return text.encode("utf-8")
+
+
+def _body_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
+    # httpx types aiter_bytes() as an AsyncIterator; it is an async generator, which is
+    # what contextlib.aclosing needs.
+    return cast("AsyncGenerator[bytes, None]", response.aiter_bytes())
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _QUOTE_CHARS else text[:_QUOTE_CHARS] + "…"
+
+
+def _format_bytes(size: int) -> str:
+    if size % (1024 * 1024) == 0:
+        return f"{size // (1024 * 1024)} MB"
+    if size % 1024 == 0:
+        return f"{size // 1024} KB"
+    return f"{size} bytes"

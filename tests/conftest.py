@@ -1,0 +1,102 @@
+"""Shared fixtures.
+
+The DB clock follows trio's clock (``db_clock``), so tests on pytest-trio's mock clock move
+database time and test time together (DESIGN §7): a lease that expires after 300 s of mock
+time has expired in the DB as well, with no wall-clock waiting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from actors.config import Settings, load_settings
+from actors.core.ids import IdGenerator
+from actors.core.limits import normalise_parameters
+from actors.core.models import AppCode, Principal, Task
+from actors.metrics import Metrics
+from actors.pipeline.storage import LocalDirectoryStorage
+from db.sqlite import SqliteDatabase, wall_clock_ms
+from db.store import ExportStore, NewTask
+
+#: 2027-01-15T08:00:00Z: DB time at trio time 0 in tests.
+DB_EPOCH_MS = 1_800_000_000_000
+TOPIC = "test-file-export-command-v1"
+
+
+def trio_db_clock() -> int:
+    """DB clock in epoch ms that follows trio's (mock) clock."""
+    return DB_EPOCH_MS + int(trio.current_time() * 1000)
+
+
+@pytest.fixture
+def db_clock() -> Callable[[], int]:
+    return trio_db_clock
+
+
+@pytest.fixture
+async def store(db_clock: Callable[[], int]) -> AsyncIterator[ExportStore]:
+    db = SqliteDatabase(":memory:", clock_ms=db_clock)
+    db.migrate()
+    yield ExportStore(db, IdGenerator(wall_clock_ms), topic=TOPIC)
+    await db.aclose()
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> LocalDirectoryStorage:
+    return LocalDirectoryStorage(tmp_path / "files")
+
+
+@pytest.fixture
+def metrics() -> Metrics:
+    return Metrics()
+
+
+def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
+    """Settings for tests: short timings, isolated data directory."""
+    base: dict[str, Any] = {
+        "data_dir": tmp_path, "http_bind": "127.0.0.1:0", "jwt_secret": "test-secret",
+        "instance_id": "test-instance", "provider_urls": {}, "registry": None,
+        "database_url": f"sqlite:///{tmp_path}/export-center.db",
+        "storage_dir": tmp_path / "files", "transport": "embedded",
+    }
+    base.update(overrides)
+    return load_settings(**base)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return make_settings(tmp_path, task_lease_seconds=10, task_heartbeat_seconds=2,
+                         max_duration_minutes=1, retry_backoff_seconds=(60, 900))
+
+
+def principal(user_id: int = 7, *, tenant_id: int = 0, app: AppCode = AppCode.PLATFORM,
+              perms: tuple[str, ...] = ("platform:customer:export",)) -> Principal:
+    return Principal(user_id, tenant_id, app, frozenset(perms))
+
+
+def new_task(user_id: int = 7, *, export_type: str = "CUSTOMER_LIST",
+             params: dict[str, Any] | None = None, max_attempts: int = 3,
+             tenant_id: int = 0) -> NewTask:
+    return NewTask(export_type, "Customers", "XLSX",
+                   normalise_parameters(params if params is not None else {"n": user_id}),
+                   principal(user_id, tenant_id=tenant_id), max_attempts)
+
+
+async def create(store: ExportStore, **kwargs: Any) -> Task:
+    """Create a task and return it (asserts it was created, not a duplicate)."""
+    result = await store.create_task(new_task(**kwargs))
+    assert result.task is not None, result.outcome
+    return result.task
+
+
+async def claim(store: ExportStore, task: Task, owner: str = "owner-a", *,
+                lease: float = 10, max_duration: float = 60) -> Task:
+    """Claim ``task`` at its current version; asserts the claim succeeded."""
+    result = await store.claim_task(task.id, task.dispatch_version, owner, lease, max_duration)
+    assert result.task is not None, result.no_claim
+    return result.task

@@ -1,0 +1,342 @@
+"""Store contract: every transition, by DB time (runs on the mock clock).
+
+Docstrings name the §19.1 bullet a test covers.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from actors.core.dispatch import NoClaim
+from actors.core.models import OutboxStatus, TaskStatus
+from db.database import DuplicateKeyError
+from db.store import CreateOutcome, ExportStore, QuarantineOutcome, RetryOutcome
+from tests.conftest import claim, create, new_task
+
+# --- create ------------------------------------------------------------------------------
+
+
+async def test_create_writes_task_and_outbox_row_in_one_transaction(store: ExportStore) -> None:
+    """§19.1 任务与 Outbox 同事务创建。"""
+    task = await create(store)
+    assert task.status == TaskStatus.PENDING and task.dispatch_version == 1
+    rows = await store.list_outbox(task.id)
+    assert len(rows) == 1
+    assert (rows[0].dispatch_version, rows[0].status, rows[0].attempt_count) == (
+        1, OutboxStatus.PENDING, 0)
+    assert rows[0].message_key == str(task.id)
+
+
+async def test_failed_outbox_insert_rolls_back_the_task(store: ExportStore,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """§19.1 任务插入失败时 Outbox 不落库 (and the converse: no task without its row)."""
+
+    async def boom(*args: object, **kwargs: object) -> None:
+        raise DuplicateKeyError("simulated")
+
+    monkeypatch.setattr(store, "_insert_outbox", boom)
+    with pytest.raises(DuplicateKeyError):
+        await store.create_task(new_task())
+    tasks, total = await store.list_tasks(new_task().principal, all_users=True, status=None,
+                                          limit=10, offset=0)
+    assert total == 0 and tasks == []
+
+
+async def test_duplicate_submission_within_60s_returns_the_same_task(store: ExportStore) -> None:
+    first = await create(store, params={"keyword": "a", "status": "ACTIVE"})
+    # same parameters in another key order normalise to the same JSON
+    again = await store.create_task(new_task(params={"status": "ACTIVE", "keyword": "a"}))
+    assert again.outcome == CreateOutcome.DUPLICATE
+    assert again.task is not None and again.task.id == first.id
+    assert len(await store.list_outbox(first.id)) == 1
+
+
+async def test_same_parameters_after_the_window_create_a_new_task(
+        store: ExportStore, autojump_clock: trio.testing.MockClock) -> None:
+    first = await create(store, params={"k": 1})
+    await trio.sleep(61)
+    second = await store.create_task(new_task(params={"k": 1}))
+    assert second.outcome == CreateOutcome.CREATED
+    assert second.task is not None and second.task.id != first.id
+
+
+async def test_fourth_active_task_of_a_user_is_refused(store: ExportStore) -> None:
+    for i in range(3):
+        await create(store, params={"i": i})
+    result = await store.create_task(new_task(params={"i": 3}))
+    assert result.outcome == CreateOutcome.USER_LIMIT and result.task is None
+
+
+async def test_sixth_active_task_of_a_type_is_refused(store: ExportStore) -> None:
+    for user in range(5):
+        await create(store, user_id=100 + user)
+    result = await store.create_task(new_task(user_id=200))
+    assert result.outcome == CreateOutcome.TYPE_LIMIT
+
+
+async def test_finished_tasks_do_not_count_against_the_limits(store: ExportStore) -> None:
+    tasks = [await create(store, params={"i": i}) for i in range(3)]
+    running = await claim(store, tasks[0])
+    assert await store.fail_task(running, "owner-a", "boom")
+    assert (await store.create_task(new_task(params={"i": 9}))).outcome == CreateOutcome.CREATED
+
+
+async def test_concurrent_creates_respect_limits_under_the_guard(store: ExportStore) -> None:
+    """§19.1 并发创建：由 file_export_task_guard 串行复核，最终只创建允许数量的任务与 Outbox。"""
+    outcomes: list[CreateOutcome] = []
+
+    async def one(i: int) -> None:
+        outcomes.append((await store.create_task(new_task(params={"i": i}))).outcome)
+
+    async with trio.open_nursery() as n:
+        for i in range(8):
+            n.start_soon(one, i)
+    assert outcomes.count(CreateOutcome.CREATED) == 3
+    assert outcomes.count(CreateOutcome.USER_LIMIT) == 5
+
+
+# --- publisher ---------------------------------------------------------------------------
+
+
+async def test_publisher_claims_due_rows_and_not_future_ones(
+        store: ExportStore, autojump_clock: trio.testing.MockClock) -> None:
+    """§19.1 Publisher：到点领取、未到点不领取。"""
+    task = await create(store)
+    [row] = await store.claim_due_outbox("pub-a", 60, 50)
+    assert row.attempt_count == 1 and row.status == OutboxStatus.CLAIMED
+    assert await store.mark_outbox_send_failed(row.id, "pub-a", 5, "broker down")
+    assert await store.claim_due_outbox("pub-a", 60, 50) == []  # inside the 5 s backoff
+    await trio.sleep(5)
+    [again] = await store.claim_due_outbox("pub-a", 60, 50)
+    assert again.task_id == task.id and again.attempt_count == 2
+    assert again.last_error == "broker down"
+
+
+async def test_only_one_concurrent_publisher_claim_wins(store: ExportStore) -> None:
+    """§19.1 Publisher：并发领取只有一个成功。"""
+    await create(store)
+    results = []
+
+    async def claimer(owner: str) -> None:
+        results.append(await store.claim_due_outbox(owner, 60, 50))
+
+    async with trio.open_nursery() as n:
+        n.start_soon(claimer, "pub-a")
+        n.start_soon(claimer, "pub-b")
+    assert sorted(len(r) for r in results) == [0, 1]
+
+
+async def test_sent_marks_the_row_and_clears_the_lease(store: ExportStore) -> None:
+    """§19.1 Publisher：发送成功标记 SENT。"""
+    task = await create(store)
+    [row] = await store.claim_due_outbox("pub-a", 60, 50)
+    assert await store.mark_outbox_sent(row.id, "pub-a")
+    [sent] = await store.list_outbox(task.id)
+    assert sent.status == OutboxStatus.SENT and sent.sent_at is not None
+    assert sent.lease_owner is None and sent.lease_until is None
+
+
+async def test_expired_publisher_claim_can_be_claimed_again(
+        store: ExportStore, autojump_clock: trio.testing.MockClock) -> None:
+    """§19.1 Publisher：租约超时可被重新领取 (via the reconciler's release, §8.5-3)."""
+    await create(store)
+    [row] = await store.claim_due_outbox("pub-a", 60, 50)
+    assert await store.release_expired_outbox_claims() == 0  # lease still valid
+    await trio.sleep(60)
+    assert await store.release_expired_outbox_claims() == 1
+    [again] = await store.claim_due_outbox("pub-b", 60, 50)
+    assert again.id == row.id and again.attempt_count == 2
+    assert not await store.mark_outbox_sent(row.id, "pub-a")  # the old claimer lost it
+
+
+# --- claim: the seven branches of §8.2 ---------------------------------------------------
+
+
+async def test_claim_sets_lease_deadline_and_resets_progress_by_db_time(
+        store: ExportStore, autojump_clock: trio.testing.MockClock) -> None:
+    """§19.1 deadline：抢占时按数据库时钟写入。"""
+    task = await create(store)
+    await trio.sleep(3)
+    now = await store.db_now()
+    running = await claim(store, task, lease=300, max_duration=1800)
+    assert running.status == TaskStatus.RUNNING and running.attempt_count == 1
+    assert running.started_at == now and running.last_heartbeat_at == now
+    assert (running.lease_until - now).total_seconds() == 300
+    assert (running.execution_deadline_at - now).total_seconds() == 1800
+    assert running.processed_rows == 0 and running.total_rows is None
+
+
+async def test_no_claim_task_missing(store: ExportStore) -> None:
+    """§19.1 Consumer 抢占 §8.2 分支：任务不存在。"""
+    result = await store.claim_task(12345, 1, "c", 10, 60)
+    assert result.task is None and result.no_claim == NoClaim.TASK_MISSING
+
+
+async def test_no_claim_stale_version(store: ExportStore) -> None:
+    """§19.1 §8.2 分支：dispatch_version 大于消息中的值。"""
+    task = await create(store)
+    running = await claim(store, task)
+    assert await store.schedule_retry(running, "owner-a", "503", 0) == RetryOutcome.SCHEDULED
+    result = await store.claim_task(task.id, 1, "c", 10, 60)
+    assert result.no_claim == NoClaim.STALE_VERSION
+
+
+async def test_no_claim_terminal(store: ExportStore) -> None:
+    """§19.1 §8.2 分支：SUCCEEDED / FAILED / EXPIRED。"""
+    task = await create(store)
+    running = await claim(store, task)
+    assert await store.fail_task(running, "owner-a", "bad parameters")
+    assert (await store.claim_task(task.id, 1, "c", 10, 60)).no_claim == NoClaim.TERMINAL
+
+
+async def test_no_claim_running_elsewhere(store: ExportStore) -> None:
+    """§19.1 §8.2 分支：RUNNING 且 lease_until > now。"""
+    task = await create(store)
+    await claim(store, task, "owner-a")
+    assert (await store.claim_task(task.id, 1, "owner-b", 10, 60)).no_claim == (
+        NoClaim.RUNNING_ELSEWHERE)
+
+
+async def test_no_claim_running_with_expired_lease_is_left_to_the_reconciler(
+        store: ExportStore, autojump_clock: trio.testing.MockClock) -> None:
+    """§19.1 §8.2 分支：RUNNING 且 lease_until <= now → ack, no takeover."""
+    task = await create(store)
+    await claim(store, task, "owner-a", lease=10)
+    await trio.sleep(11)
+    result = await store.claim_task(task.id, 1, "owner-b", 10, 60)
+    assert result.no_claim == NoClaim.RUNNING_LEASE_EXPIRED
+    assert (await store.get_task(task.id)).lease_owner == "owner-a"
+
+
+async def test_no_claim_in_backoff_window(store: ExportStore) -> None:
+    """§19.1 §8.2 分支：PENDING 且 next_retry_at > now。"""
+    task = await create(store)
+    running = await claim(store, task)
+    await store.schedule_retry(running, "owner-a", "503", 60)
+    result = await store.claim_task(task.id, 2, "owner-b", 10, 60)
+    assert result.no_claim == NoClaim.IN_BACKOFF
+
+
+async def test_no_claim_lost_race(store: ExportStore) -> None:
+    """§19.1 §8.2 分支：PENDING 且到点但更新仍为 0 (a concurrent claimer won)."""
+    task = await create(store)
+    results = []
+
+    async def claimer(owner: str) -> None:
+        results.append(await store.claim_task(task.id, 1, owner, 10, 60))
+
+    async with trio.open_nursery() as n:
+        n.start_soon(claimer, "a")
+        n.start_soon(claimer, "b")
+    assert sum(r.task is not None for r in results) == 1
+    # The loser re-read the task RUNNING with a live lease: the same ack-only outcome.
+    assert [r.no_claim for r in results if r.task is None] == [NoClaim.RUNNING_ELSEWHERE]
+
+
+# --- leases, commit, retry ---------------------------------------------------------------
+
+
+async def test_renewal_within_the_same_millisecond_is_not_a_lost_lease(
+        store: ExportStore) -> None:
+    """A renewal that changes no value still matched the row (FOUND_ROWS semantics)."""
+    running = await claim(store, await create(store))
+    assert await store.renew_lease(running, "owner-a", 10)
+    assert await store.renew_lease(running, "owner-a", 10)  # same mock instant
+
+
+async def test_renewal_fails_after_the_deadline(
+        store: ExportStore, autojump_clock: trio.testing.MockClock) -> None:
+    """§19.1 deadline：超过 deadline 后 watchdog 不再续租。"""
+    running = await claim(store, await create(store), lease=10, max_duration=30)
+    for _ in range(5):
+        await trio.sleep(5)
+        assert await store.renew_lease(running, "owner-a", 10)
+    await trio.sleep(6)
+    assert not await store.renew_lease(running, "owner-a", 10)
+    assert await store.own_run_past_deadline(running, "owner-a")
+
+
+async def test_commit_after_deadline_is_refused(
+        store: ExportStore, autojump_clock: trio.testing.MockClock) -> None:
+    """§19.1 deadline：最终提交 SQL 执行时已超时的竞态必须提交失败。"""
+    running = await claim(store, await create(store), lease=100, max_duration=30)
+    await trio.sleep(31)
+    assert not await store.complete_task(
+        running, "owner-a", file_name="f.xlsx", object_key="exports/1/" + "a" * 32 + ".xlsx",
+        content_type="x", size_bytes=1, rows=1, retention_seconds=60)
+    assert await store.own_run_past_deadline(running, "owner-a")
+
+
+async def test_commit_with_changed_version_is_refused(store: ExportStore,
+                                                      autojump_clock: trio.testing.MockClock
+                                                      ) -> None:
+    """§19.1 结果提交：版本已变时提交失败。"""
+    running = await claim(store, await create(store), lease=10)
+    await trio.sleep(11)
+    [expired] = await store.expired_leases(20)
+    assert await store.recover_expired_lease(expired, "lost", "lost") == RetryOutcome.SCHEDULED
+    assert not await store.complete_task(
+        running, "owner-a", file_name="f", object_key="exports/1/" + "b" * 32 + ".xlsx",
+        content_type="x", size_bytes=1, rows=1, retention_seconds=60)
+    assert not await store.own_run_past_deadline(running, "owner-a")
+
+
+async def test_transient_failure_bumps_version_and_writes_outbox_with_same_next_retry_at(
+        store: ExportStore) -> None:
+    """§19.1 Consumer：临时失败递增版本并写新 Outbox。"""
+    task = await create(store)
+    running = await claim(store, task)
+    assert await store.report_progress(running, "owner-a", 500, 1000)
+    assert await store.schedule_retry(running, "owner-a", "provider 503", 60) == (
+        RetryOutcome.SCHEDULED)
+    after = await store.get_task(task.id)
+    assert after.status == TaskStatus.PENDING and after.dispatch_version == 2
+    assert after.failure_message == "provider 503"  # kept for display (§9.2)
+    assert after.processed_rows == 0 and after.total_rows is None and after.lease_owner is None
+    rows = await store.list_outbox(task.id)
+    new_row = [r for r in rows if r.dispatch_version == 2][0]
+    assert new_row.next_retry_at == after.next_retry_at
+    assert new_row.attempt_count == 0  # §19.1 Outbox 与任务 attempt_count 相互独立
+    assert (after.next_retry_at - after.updated_at).total_seconds() == 60
+
+
+async def test_transient_failure_at_max_attempts_fails_the_task(store: ExportStore) -> None:
+    """§19.1 Consumer：达到 max_attempts 转 FAILED。"""
+    task = await create(store, max_attempts=1)
+    running = await claim(store, task)
+    assert await store.schedule_retry(running, "owner-a", "503", 0) == RetryOutcome.FAILED
+    after = await store.get_task(task.id)
+    assert after.status == TaskStatus.FAILED and after.dispatch_version == 1
+    assert len(await store.list_outbox(task.id)) == 1
+
+
+async def test_permanent_failure_fails_at_once(store: ExportStore) -> None:
+    """§19.1 Consumer：永久失败直接 FAILED。"""
+    task = await create(store)
+    running = await claim(store, task)
+    assert await store.fail_task(running, "owner-a", "schemaHash changed between batches")
+    after = await store.get_task(task.id)
+    assert after.status == TaskStatus.FAILED and after.completed_at is not None
+    assert after.failure_message == "schemaHash changed between batches"
+
+
+async def test_retry_by_a_fenced_out_owner_is_lost(store: ExportStore) -> None:
+    running = await claim(store, await create(store), "owner-a")
+    assert await store.schedule_retry(running, "intruder", "503", 0) == RetryOutcome.LOST
+    assert not await store.fail_task(running, "intruder", "x")
+
+
+async def test_manual_retry_only_from_failed_and_resets_the_attempt(store: ExportStore) -> None:
+    """§19.1 人工重试：只允许 FAILED、递增版本、清空上次现场。"""
+    task = await create(store)
+    running = await claim(store, task)
+    assert await store.manual_retry(running) is None  # RUNNING: refused
+    await store.fail_task(running, "owner-a", "boom")
+    failed = await store.get_task(task.id)
+    retried = await store.manual_retry(failed)
+    assert retried is not None and retried.status == TaskStatus.PENDING
+    assert retried.dispatch_version == 2 and retried.attempt_count == 0
+    assert retried.failure_message is None and retried.started_at is None
+    assert {r.dispatch_version for r in await store.list_outbox(task.id)} == {1, 2}
+    assert await store.manual_retry(failed) is None  # the same FAILED version twice: once

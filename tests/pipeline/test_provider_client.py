@@ -1,0 +1,624 @@
+"""Provider client (§10.1, §10.2, §9.1, §12, §14): error mapping, limits, cursor loop.
+
+Edge cases a real server cannot easily produce run against ``httpx.MockTransport``; one
+integration test runs the real demo Provider behind hypercorn on port 0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+import hypercorn.config
+import hypercorn.trio
+import pytest
+import trio
+from quart_trio import QuartTrio
+
+from actors.core.errors import (
+    CursorNotAdvancingError,
+    LimitExceededError,
+    ProviderContractError,
+    ProviderUnavailableError,
+)
+from actors.core.models import AppCode, ColumnType, ExportDefinition, ProviderBatch
+from actors.pipeline.provider_client import (
+    BatchRequest,
+    ProviderClient,
+    iterate_batches,
+)
+from web.demo_provider import DEMO_COLUMNS, DEMO_SCHEMA_HASH, create_demo_provider_blueprint
+
+TOKEN = "internal-token"
+SERVICE = "customer-service"
+BASE_URL = "http://provider.test"
+DEFINITION = ExportDefinition(
+    export_type="CUSTOMER_LIST",
+    provider_service=SERVICE,
+    provider_path="/internal/exports/v1/CUSTOMER_LIST/batches",
+    required_permission="platform:customer:export",
+    app_scope=AppCode.PLATFORM,
+    batch_size=2,
+)
+COLUMNS = [
+    {"key": "id", "title": "ID", "type": "INTEGER", "width": 10},
+    {"key": "name", "title": "Name", "type": "STRING"},
+]
+TASK = {
+    "task_id": 190000000000000001,
+    "tenant_id": 0,
+    "app_code": "PLATFORM",
+    "requested_by": 1900000000000000009,
+    "dispatch_version": 1,
+    "parameters": {"status": "ACTIVE"},
+}
+
+Handler = Callable[[httpx.Request], Any]
+
+
+class RecordingObserver:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, float, bool]] = []
+
+    def observe_request(self, service: str, export_type: str, seconds: float, ok: bool) -> None:
+        self.calls.append((service, export_type, seconds, ok))
+
+
+def envelope(data: Any, code: str = "200", message: str = "success") -> dict[str, Any]:
+    return {"code": code, "message": message, "data": data}
+
+
+def batch_data(**overrides: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "schemaVersion": 1,
+        "schemaHash": "sha256:abc",
+        "snapshotToken": "snap-1",
+        "columns": COLUMNS,
+        "rows": [{"id": 1, "name": "a"}],
+        "nextCursor": "1",
+        "hasMore": False,
+        "totalRows": 1,
+    }
+    data.update(overrides)
+    return data
+
+
+def make_client(handler: Handler, **kwargs: Any) -> ProviderClient:
+    http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    return ProviderClient({SERVICE: BASE_URL}, TOKEN, http=http, **kwargs)
+
+
+def make_request(**overrides: Any) -> BatchRequest:
+    fields: dict[str, Any] = {**TASK, "cursor": None, "snapshot_token": None, "limit": 2}
+    fields.update(overrides)
+    return BatchRequest(**fields)
+
+
+def answering(data: Any, status: int = 200) -> Handler:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, json=data)
+
+    return handler
+
+
+async def fetch(handler: Handler, **kwargs: Any) -> ProviderBatch:
+    return await make_client(handler, **kwargs).fetch_batch(DEFINITION, make_request())
+
+
+# --- one request: success and request shape ------------------------------------------------
+
+
+async def test_fetch_batch_posts_contract_body_with_service_token() -> None:
+    """The body is §10.1 camelCase with 64-bit ids as strings; the internal token is sent."""
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json=envelope(batch_data()))
+
+    batch = await fetch(handler)
+
+    (request,) = seen
+    assert request.method == "POST"
+    assert str(request.url) == BASE_URL + DEFINITION.provider_path
+    assert request.headers["X-Internal-Service-Token"] == TOKEN
+    assert json.loads(request.content) == {
+        "taskId": "190000000000000001",
+        "tenantId": "0",
+        "appCode": "PLATFORM",
+        "requestedBy": "1900000000000000009",
+        "dispatchVersion": 1,
+        "parameters": {"status": "ACTIVE"},
+        "cursor": None,
+        "snapshotToken": None,
+        "limit": 2,
+    }
+    assert batch.schema_hash == "sha256:abc"
+    assert batch.snapshot_token == "snap-1"
+    assert batch.columns is not None
+    assert [(c.key, c.type, c.width) for c in batch.columns] == [
+        ("id", ColumnType.INTEGER, 10),
+        ("name", ColumnType.STRING, None),
+    ]
+    assert batch.rows == [{"id": 1, "name": "a"}]
+    assert (batch.next_cursor, batch.has_more, batch.total_rows) == ("1", False, 1)
+
+
+async def test_base_url_is_read_at_call_time() -> None:
+    """A live mapping filled after construction (the server binds later) is honoured."""
+    urls: dict[str, str] = {}
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        return httpx.Response(200, json=envelope(batch_data()))
+
+    http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    client = ProviderClient(urls, TOKEN, http=http)
+    with pytest.raises(ProviderUnavailableError, match="no base URL"):
+        await client.fetch_batch(DEFINITION, make_request())
+    urls[SERVICE] = "http://late.test/"
+    await client.fetch_batch(DEFINITION, make_request())
+    assert seen == ["http://late.test" + DEFINITION.provider_path]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("tenant_id", None), ("app_code", ""), ("app_code", None), ("requested_by", None)],
+)
+async def test_missing_tenant_field_raises_before_sending(field: str, value: Any) -> None:
+    """§19.1 "Provider 客户端：租户字段必填": no request leaves without tenant fields."""
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json=envelope(batch_data()))
+
+    with pytest.raises(ValueError, match="required"):
+        await make_client(handler).fetch_batch(DEFINITION, make_request(**{field: value}))
+    assert sent == []
+
+
+async def test_unserialisable_parameters_raise_before_sending() -> None:
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json=envelope(batch_data()))
+
+    request = make_request(parameters={"when": object()})
+    with pytest.raises(ValueError, match="JSON"):
+        await make_client(handler).fetch_batch(DEFINITION, request)
+    assert sent == []
+
+
+async def test_observer_sees_every_request_with_outcome() -> None:
+    observer = RecordingObserver()
+    await fetch(answering(envelope(batch_data())), observer=observer)
+    with pytest.raises(ProviderUnavailableError):
+        await fetch(answering({}, status=503), observer=observer)
+    assert [(s, t, ok) for s, t, _, ok in observer.calls] == [
+        (SERVICE, "CUSTOMER_LIST", True),
+        (SERVICE, "CUSTOMER_LIST", False),
+    ]
+    assert all(seconds >= 0 for _, _, seconds, _ in observer.calls)
+
+
+# --- transport and HTTP status mapping (§9.1) --------------------------------------------
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504, 429])
+async def test_5xx_and_429_are_provider_unavailable(status: int) -> None:
+    with pytest.raises(ProviderUnavailableError, match=f"HTTP {status}"):
+        await fetch(answering({}, status=status))
+
+
+@pytest.mark.parametrize(
+    ("error", "phrase"),
+    [
+        (httpx.ConnectTimeout, "connect timeout"),
+        (httpx.ReadTimeout, "read timeout"),
+        (httpx.WriteTimeout, "WriteTimeout"),
+        (httpx.PoolTimeout, "PoolTimeout"),
+        (httpx.ConnectError, "unreachable"),
+        (httpx.RemoteProtocolError, "unreachable"),
+    ],
+)
+async def test_timeouts_and_transport_errors_are_provider_unavailable(
+    error: type[httpx.TransportError], phrase: str
+) -> None:
+    """§19.1 "Provider 客户端：超时判临时失败" (§14: connect 3 s / read 15 s)."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise error("boom", request=request)
+
+    with pytest.raises(ProviderUnavailableError, match=phrase) as info:
+        await fetch(handler)
+    assert isinstance(info.value.__cause__, error)
+
+
+async def test_read_timeout_while_streaming_body_is_provider_unavailable() -> None:
+    """A timeout after the headers, in the middle of the body, is still transient."""
+
+    async def body() -> AsyncIterator[bytes]:
+        yield b'{"code":"200",'
+        raise httpx.ReadTimeout("stalled")
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=body())
+
+    with pytest.raises(ProviderUnavailableError, match="read timeout \\(15 s\\)"):
+        await fetch(handler)
+
+
+async def test_each_request_carries_section_14_timeouts() -> None:
+    """Connect 3 s, read 15 s on every request, even through a caller's httpx client (§14)."""
+    seen: list[dict[str, float]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.extensions["timeout"])
+        return httpx.Response(200, json=envelope(batch_data()))
+
+    await fetch(handler)
+    assert seen == [{"connect": 3.0, "read": 15.0, "write": 15.0, "pool": 3.0}]
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 302, 204])
+async def test_other_http_status_is_provider_contract_error(status: int) -> None:
+    with pytest.raises(ProviderContractError, match=f"HTTP {status}"):
+        await fetch(answering({}, status=status))
+
+
+async def test_4xx_quotes_provider_envelope_message() -> None:
+    handler = answering(envelope(None, code="401", message="invalid token"), status=401)
+    with pytest.raises(ProviderContractError, match="HTTP 401: code 401: invalid token"):
+        await fetch(handler)
+
+
+async def test_envelope_error_code_is_provider_contract_error_with_code_and_message() -> None:
+    """An invalid or expired snapshot token is a permanent business error (§10.2)."""
+    handler = answering(envelope(None, code="409", message="snapshot token invalid or expired"))
+    with pytest.raises(ProviderContractError, match="code 409: snapshot token invalid"):
+        await fetch(handler)
+
+
+# --- response size (§11, §12: ≤ 4 MB, checked while reading) ------------------------------
+
+
+async def test_oversize_content_length_fails_before_reading_body() -> None:
+    pulled: list[int] = []
+
+    async def body() -> AsyncIterator[bytes]:
+        pulled.append(1)
+        yield b"{}"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        headers = {"Content-Length": str(4 * 1024 * 1024 + 1)}
+        return httpx.Response(200, headers=headers, content=body())
+
+    with pytest.raises(LimitExceededError, match="4 MB"):
+        await fetch(handler)
+    assert pulled == []
+
+
+#: Abandoning a streamed body leaves httpx's nested async generators to the garbage
+#: collector, which trio reports as a ResourceWarning (encode/httpx#3686).
+ABANDONED_HTTPX_STREAM = "ignore:Async generator 'httpx[.]:ResourceWarning"
+
+
+@pytest.mark.filterwarnings(ABANDONED_HTTPX_STREAM)
+async def test_oversize_streamed_body_stops_reading_at_the_limit() -> None:
+    """Without Content-Length the chunks are counted and reading stops past 4 MB."""
+    chunk = b" " * 65_536
+    pulled = 0
+
+    async def endless() -> AsyncIterator[bytes]:
+        nonlocal pulled
+        while True:
+            pulled += 1
+            yield chunk
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=endless())
+
+    with pytest.raises(LimitExceededError, match="4 MB"):
+        await fetch(handler)
+    assert pulled == 4 * 1024 * 1024 // len(chunk) + 1
+
+
+async def test_body_at_the_limit_is_accepted() -> None:
+    payload = json.dumps(envelope(batch_data())).encode()
+    batch = await fetch(
+        lambda request: httpx.Response(200, content=payload), max_response_bytes=len(payload)
+    )
+    assert batch.rows == [{"id": 1, "name": "a"}]
+
+
+# --- malformed answers (§10.1) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"<html>oops</html>", b"[1, 2]", b'{"code": "200"}', b'{"message": "no code"}', b"\xff\xfe"],
+    ids=["html", "array", "no-data", "no-code", "bad-bytes"],
+)
+async def test_non_json_or_non_envelope_is_provider_contract_error(content: bytes) -> None:
+    with pytest.raises(ProviderContractError):
+        await fetch(lambda request: httpx.Response(200, content=content))
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"schemaVersion": 2},
+        {"schemaVersion": "1"},
+        {"schemaHash": None},
+        {"schemaHash": ""},
+        {"snapshotToken": 42},
+        {"rows": None},
+        {"rows": {"id": 1}},
+        {"rows": [[1, "a"]]},
+        {"hasMore": "false"},
+        {"hasMore": None},
+        {"nextCursor": 2},
+        {"totalRows": -1},
+        {"totalRows": "many"},
+        {"columns": "id,name"},
+        {"columns": [{"key": "id", "title": "ID", "type": "UUID"}]},
+        {"columns": [{"key": "id", "title": "ID", "type": "INTEGER", "width": 0}]},
+        {"columns": [{"key": "id", "title": "ID", "type": "INTEGER", "width": 256}]},
+        {"columns": [{"key": "id", "title": "ID", "type": "INTEGER", "width": "9"}]},
+        {"columns": [{"key": "", "title": "ID", "type": "INTEGER"}]},
+        {"columns": [{"key": "id", "type": "INTEGER"}]},
+        {"columns": [{"key": "id", "title": "a", "type": "STRING"}] * 2},
+        {"rows": [{"id": 1}, {"id": 2}, {"id": 3}]},
+    ],
+    ids=[
+        "schema-version-2",
+        "schema-version-string",
+        "schema-hash-missing",
+        "schema-hash-empty",
+        "token-not-string",
+        "rows-missing",
+        "rows-object",
+        "rows-of-arrays",
+        "has-more-string",
+        "has-more-missing",
+        "cursor-number",
+        "total-negative",
+        "total-word",
+        "columns-string",
+        "column-type-unknown",
+        "column-width-0",
+        "column-width-256",
+        "column-width-string",
+        "column-key-empty",
+        "column-title-missing",
+        "column-key-duplicated",
+        "rows-over-limit",
+    ],
+)
+async def test_malformed_data_is_provider_contract_error(overrides: dict[str, Any]) -> None:
+    with pytest.raises(ProviderContractError):
+        await fetch(answering(envelope(batch_data(**overrides))))
+
+
+async def test_more_than_100_columns_is_limit_exceeded() -> None:
+    columns = [{"key": f"c{i}", "title": f"C{i}", "type": "STRING"} for i in range(101)]
+    with pytest.raises(LimitExceededError, match="101 columns; the limit is 100"):
+        await fetch(answering(envelope(batch_data(columns=columns))))
+
+
+async def test_exactly_100_columns_is_accepted() -> None:
+    columns = [{"key": f"c{i}", "title": f"C{i}", "type": "STRING"} for i in range(100)]
+    batch = await fetch(answering(envelope(batch_data(columns=columns))))
+    assert batch.columns is not None and len(batch.columns) == 100
+
+
+async def test_snapshot_token_over_512_chars_is_provider_contract_error() -> None:
+    """§10.2: the File Service bounds the opaque token to 512 characters."""
+    await fetch(answering(envelope(batch_data(snapshotToken="t" * 512))))
+    with pytest.raises(ProviderContractError, match="513 characters"):
+        await fetch(answering(envelope(batch_data(snapshotToken="t" * 513))))
+
+
+async def test_total_rows_as_digit_string_is_accepted() -> None:
+    batch = await fetch(answering(envelope(batch_data(totalRows="2500"))))
+    assert batch.total_rows == 2500
+
+
+# --- the cursor loop (iterate_batches) ------------------------------------------------------
+
+
+class ScriptedProvider:
+    """Answers the n-th request with the n-th data object and records every request."""
+
+    def __init__(self, *pages: dict[str, Any]) -> None:
+        self.pages = list(pages)
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        return httpx.Response(200, json=envelope(self.pages[len(self.requests) - 1]))
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return [json.loads(r.content) for r in self.requests]
+
+
+async def collect(provider: ScriptedProvider) -> list[ProviderBatch]:
+    client = make_client(provider)
+    batches: list[ProviderBatch] = []
+    async with contextlib.aclosing(iterate_batches(client, DEFINITION, **TASK)) as stream:
+        async for batch in stream:
+            batches.append(batch)
+    return batches
+
+
+def page(rows: list[int], cursor: str | None, more: bool, **extra: Any) -> dict[str, Any]:
+    return batch_data(
+        rows=[{"id": i, "name": str(i)} for i in rows], nextCursor=cursor, hasMore=more, **extra
+    )
+
+
+async def test_iterate_echoes_cursor_and_snapshot_token_with_tenant_fields() -> None:
+    """Later requests echo the first token unchanged; tenant fields and token every time."""
+    provider = ScriptedProvider(
+        page([1, 2], "2", True),
+        page([3, 4], "4", True, columns=None),
+        page([5], "5", False, columns=None),
+    )
+    batches = await collect(provider)
+
+    assert [row["id"] for b in batches for row in b.rows] == [1, 2, 3, 4, 5]
+    assert [(b["cursor"], b["snapshotToken"], b["limit"]) for b in provider.bodies] == [
+        (None, None, 2),
+        ("2", "snap-1", 2),
+        ("4", "snap-1", 2),
+    ]
+    for request, body in zip(provider.requests, provider.bodies, strict=True):
+        assert request.headers["X-Internal-Service-Token"] == TOKEN
+        assert (body["tenantId"], body["appCode"], body["requestedBy"]) == (
+            "0",
+            "PLATFORM",
+            "1900000000000000009",
+        )
+
+
+async def test_iterate_accepts_later_batches_that_omit_token() -> None:
+    provider = ScriptedProvider(page([1, 2], "2", True), page([3], "3", False, snapshotToken=None))
+    batches = await collect(provider)
+    assert len(batches) == 2
+    assert provider.bodies[1]["snapshotToken"] == "snap-1"
+
+
+async def test_schema_hash_change_between_batches_is_permanent() -> None:
+    """§19.1 "Provider 客户端：schemaHash 变化判永久失败" (§10.1)."""
+    provider = ScriptedProvider(
+        page([1, 2], "2", True), page([3], "3", False, schemaHash="sha256:other")
+    )
+    with pytest.raises(ProviderContractError, match="schemaHash changed between batches"):
+        await collect(provider)
+
+
+@pytest.mark.parametrize("cursor", [None, ""], ids=["null", "empty"])
+async def test_has_more_without_next_cursor_is_transient(cursor: str | None) -> None:
+    """§19.1 "Provider 客户端：游标未推进判临时失败": hasMore with no nextCursor."""
+    provider = ScriptedProvider(page([1, 2], cursor, True))
+    with pytest.raises(CursorNotAdvancingError):
+        await collect(provider)
+
+
+async def test_cursor_not_advancing_is_transient() -> None:
+    """§19.1 "Provider 客户端：游标未推进判临时失败": nextCursor equals the cursor sent."""
+    provider = ScriptedProvider(page([1, 2], "2", True), page([3, 4], "2", True, columns=None))
+    with pytest.raises(CursorNotAdvancingError):
+        await collect(provider)
+    assert len(provider.requests) == 2
+
+
+async def test_snapshot_token_changed_between_batches_is_contract_error() -> None:
+    provider = ScriptedProvider(page([1, 2], "2", True), page([3], "3", False, snapshotToken="x"))
+    with pytest.raises(ProviderContractError, match="snapshotToken changed"):
+        await collect(provider)
+
+
+async def test_rows_over_batch_size_is_contract_error() -> None:
+    """§12: a batch holds at most batch-size rows."""
+    provider = ScriptedProvider(page([1, 2, 3], "3", False))
+    with pytest.raises(ProviderContractError, match="batch-size limit is 2 rows"):
+        await collect(provider)
+
+
+async def test_first_batch_without_columns_is_contract_error() -> None:
+    provider = ScriptedProvider(page([1], "1", False, columns=None))
+    with pytest.raises(ProviderContractError, match="no columns"):
+        await collect(provider)
+
+
+async def test_iterate_requires_tenant_fields() -> None:
+    """§19.1 "Provider 客户端：租户字段必填" for the loop too: nothing is sent."""
+    provider = ScriptedProvider(page([1], "1", False))
+    client = make_client(provider)
+    task = {**TASK, "requested_by": None}
+    with pytest.raises(ValueError, match="requestedBy"):
+        async with contextlib.aclosing(iterate_batches(client, DEFINITION, **task)) as stream:
+            async for _ in stream:
+                pass
+    assert provider.requests == []
+
+
+# --- against the real demo Provider over HTTP --------------------------------------------
+
+
+async def test_demo_provider_over_http_yields_every_row_in_order() -> None:
+    """The real Provider behind hypercorn: 2500 rows in batches of 1000, tampering rejected."""
+    app = QuartTrio(__name__)
+    app.register_blueprint(
+        create_demo_provider_blueprint(service_token=TOKEN, snapshot_secret=b"secret")
+    )
+    config = hypercorn.config.Config()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    stop = trio.Event()
+    base_urls: dict[str, str] = {}  # filled once the server has bound its port
+    client = ProviderClient(base_urls, TOKEN)
+    definition = ExportDefinition(
+        export_type="CUSTOMER_LIST",
+        provider_service=SERVICE,
+        provider_path="/internal/exports/v1/CUSTOMER_LIST/batches",
+        required_permission="platform:customer:export",
+        app_scope=AppCode.PLATFORM,
+        batch_size=1000,
+    )
+    task = {**TASK, "parameters": {"rowCount": 2500}}
+    async with trio.open_nursery() as nursery:
+        urls = await nursery.start(
+            functools.partial(hypercorn.trio.serve, app, config, shutdown_trigger=stop.wait)
+        )
+        base_urls[SERVICE] = urls[0]
+        try:
+            await _export_and_tamper(client, definition, task)
+        finally:
+            await client.aclose()
+            stop.set()
+
+
+async def _export_and_tamper(
+    client: ProviderClient, definition: ExportDefinition, task: dict[str, Any]
+) -> None:
+    batches: list[ProviderBatch] = []
+    async with contextlib.aclosing(iterate_batches(client, definition, **task)) as stream:
+        async for batch in stream:
+            batches.append(batch)
+
+    assert [len(b.rows) for b in batches] == [1000, 1000, 500]
+    ids = [row["customerId"] for b in batches for row in b.rows]
+    assert ids == list(range(1, 2501))
+    assert batches[0].columns == DEMO_COLUMNS
+    assert all(b.columns is None for b in batches[1:])
+    assert all(b.schema_hash == DEMO_SCHEMA_HASH for b in batches)
+    assert batches[0].total_rows == 2500
+
+    token = batches[0].snapshot_token
+    assert token is not None
+    tampered = token[:-1] + ("0" if token[-1] != "0" else "1")
+    request = BatchRequest(
+        **task, cursor="1000", snapshot_token=tampered, limit=definition.batch_size
+    )
+    with pytest.raises(ProviderContractError, match="code 409"):
+        await client.fetch_batch(definition, request)
+
+
+@pytest.mark.filterwarnings(ABANDONED_HTTPX_STREAM)
+async def test_large_4xx_body_is_not_quoted() -> None:
+    """Only a small error body is read for its message; a large one is cut off unread."""
+    handler = answering(envelope(None, code="400", message="x" * 20_000), status=400)
+    with pytest.raises(
+        ProviderContractError, match=r"^provider customer-service answered HTTP 400$"
+    ):
+        await fetch(handler)
