@@ -138,6 +138,13 @@ class Settings(BaseSettings):
             raise ValueError("delays must not be negative")
         return value
 
+    @field_validator("jwt_secret")
+    @classmethod
+    def _check_secret(cls, value: str | None) -> str | None:
+        if value is not None and len(value.encode()) < 32:
+            raise ValueError("must be at least 32 bytes (HS256 key length, RFC 7518 §3.2)")
+        return value
+
     @field_validator("http_bind")
     @classmethod
     def _check_bind(cls, value: str) -> str:

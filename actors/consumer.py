@@ -172,7 +172,8 @@ class ConsumerSlot:
 
     def _deadline_message(self) -> str:
         minutes = self.settings.max_duration_minutes
-        return f"execution exceeded the maximum duration of {minutes:g} minutes"
+        unit = "minute" if minutes == 1 else "minutes"
+        return f"execution exceeded the maximum duration of {minutes:g} {unit}"
 
     async def _commit(self, ctx: RunContext, result: ExportResult) -> None:
         task = ctx.task

@@ -220,6 +220,9 @@ async def serve(settings: Settings, *, install_signal_handlers: bool = True,
                     log.warning("grace period over: cancelling running exports; their leases "
                                 "expire and the reconciler recovers them")
                 actors.cancel_scope.cancel()
+            # The Provider client may hold a keep-alive connection to this very server
+            # (demo Provider): close it first so hypercorn has nothing to wait for.
+            await provider.aclose()
             web_stop.set()
     finally:
         await provider.aclose()

@@ -46,9 +46,15 @@ async def store(db_clock: Callable[[], int]) -> AsyncIterator[ExportStore]:
     await db.aclose()
 
 
+async def run_inline(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run a blocking call on the trio thread: keeps the autojump clock deterministic."""
+    return fn(*args)
+
+
 @pytest.fixture
 def storage(tmp_path: Path) -> LocalDirectoryStorage:
-    return LocalDirectoryStorage(tmp_path / "files")
+    """Real local storage; file IO inline so mock-clock tests stay deterministic."""
+    return LocalDirectoryStorage(tmp_path / "files", offload=run_inline)
 
 
 @pytest.fixture
@@ -59,7 +65,7 @@ def metrics() -> Metrics:
 def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
     """Settings for tests: short timings, isolated data directory."""
     base: dict[str, Any] = {
-        "data_dir": tmp_path, "http_bind": "127.0.0.1:0", "jwt_secret": "test-secret",
+        "data_dir": tmp_path, "http_bind": "127.0.0.1:0", "jwt_secret": "test-secret-" + "x" * 32,
         "instance_id": "test-instance", "provider_urls": {}, "registry": None,
         "database_url": f"sqlite:///{tmp_path}/export-center.db",
         "storage_dir": tmp_path / "files", "transport": "embedded",

@@ -55,11 +55,12 @@ _QUOTE_MAX = 40
 _INTEGER_RE = re.compile(r"[+-]?[0-9]+")
 # Plain decimal notation only: Decimal() would also take "NaN", "Infinity", "1_000", " 1 ".
 _DECIMAL_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_DATE_RE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+# These regexes decide what is accepted; datetime.fromisoformat (C, fast) then converts.
+# fromisoformat alone would also take week dates, basic format and other ISO variants.
+_DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _DATETIME_RE = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt ]([0-9]{2}):([0-9]{2})"
-    r"(?::([0-9]{2})(?:[.,]([0-9]{1,9}))?)?"
-    r"(?:[Zz]|[+-]([0-9]{2})(?::?([0-9]{2}))?)?"
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]{1,9})?)?"
+    r"(?P<off>[Zz]|[+-](?P<oh>[0-9]{2})(?::?(?P<om>[0-9]{2}))?)?"
 )
 
 CellKind = Literal["blank", "string", "number", "boolean", "datetime"]
@@ -88,6 +89,8 @@ class Cell:
 
 
 BLANK = Cell("blank", None)
+_TRUE = Cell("boolean", True)
+_FALSE = Cell("boolean", False)
 
 
 def to_cell(column: ColumnDef, value: Any) -> Cell:
@@ -131,11 +134,12 @@ def text_cell(text: str, warning: str | None = None, *, invalid: bool = False) -
 
 def _limited(text: str, warning: str | None, invalid: bool) -> Cell:
     # Fast path: a string of at most half the limit cannot exceed it even in UTF-16.
+    # Positional arguments: a frozen dataclass is slow to build and this runs per cell.
     if len(text) <= EXCEL_MAX_CELL_CHARS // 2:
-        return Cell("string", text, warning=warning, invalid=invalid)
+        return Cell("string", text, False, warning, False, invalid)
     units = _utf16_len(text)
     if units <= EXCEL_MAX_CELL_CHARS:
-        return Cell("string", text, warning=warning, invalid=invalid)
+        return Cell("string", text, False, warning, False, invalid)
     note = f"cell truncated from {units} to {EXCEL_MAX_CELL_CHARS} characters"
     return Cell(
         "string",
@@ -227,7 +231,7 @@ def _decimal(column_type: ColumnType, value: Any) -> Cell:
         return _invalid(column_type, value)
     try:
         result = float(number)
-    except OverflowError:
+    except (OverflowError, ValueError):  # huge int; Decimal("sNaN") refuses float()
         return _invalid(column_type, value, "out of range")
     if not math.isfinite(result):
         return _invalid(column_type, value, "not finite")
@@ -236,22 +240,22 @@ def _decimal(column_type: ColumnType, value: Any) -> Cell:
 
 def _boolean(column_type: ColumnType, value: Any) -> Cell:
     if isinstance(value, bool):
-        return Cell("boolean", value)
+        return _TRUE if value else _FALSE
     if isinstance(value, str):
         lowered = value.lower()
         if lowered == "true":
-            return Cell("boolean", True)
+            return _TRUE
         if lowered == "false":
-            return Cell("boolean", False)
+            return _FALSE
     return _invalid(column_type, value)
 
 
 def _date(column_type: ColumnType, value: Any) -> Cell:
     if isinstance(value, date):
         moment = datetime(value.year, value.month, value.day)
-    elif isinstance(value, str) and (match := _DATE_RE.fullmatch(value)):
+    elif isinstance(value, str) and _DATE_RE.fullmatch(value):
         try:
-            moment = datetime(*(int(part) for part in match.groups()))
+            moment = datetime.fromisoformat(value)
         except ValueError:
             return _invalid(column_type, value)
     else:
@@ -265,14 +269,15 @@ def _datetime(column_type: ColumnType, value: Any) -> Cell:
     elif isinstance(value, date):
         moment = datetime(value.year, value.month, value.day)
     elif isinstance(value, str) and (match := _DATETIME_RE.fullmatch(value)):
-        year, month, day, hour, minute, second, fraction, off_h, off_m = match.groups()
-        if (off_h and int(off_h) > 23) or (off_m and int(off_m) > 59):
-            return _invalid(column_type, value, "bad offset")
-        # Nanosecond fractions (e.g. from Java) are cut to Python's microseconds.
-        micros = int((fraction or "0")[:6].ljust(6, "0"))
+        wall = value
+        if match.group("off"):
+            off_h, off_m = match.group("oh", "om")
+            if (off_h and int(off_h) > 23) or (off_m and int(off_m) > 59):
+                return _invalid(column_type, value, "bad offset")
+            wall = value[: match.start("off")]  # keep the wall time, drop the offset
         try:
-            moment = datetime(int(year), int(month), int(day), int(hour), int(minute),
-                              int(second or 0), micros)
+            # Python 3.11+: any fraction length (nanoseconds from Java are cut to micros).
+            moment = datetime.fromisoformat(wall)
         except ValueError:
             return _invalid(column_type, value)
     else:
@@ -284,7 +289,7 @@ def _excel_datetime(column_type: ColumnType, raw: Any, moment: datetime, *,
                     date_only: bool) -> Cell:
     if moment < EXCEL_MIN_DATETIME:
         return _invalid(column_type, raw, "before 1900-01-01")
-    return Cell("datetime", moment, is_date_only=date_only)
+    return Cell("datetime", moment, date_only)
 
 
 _CONVERTERS = {

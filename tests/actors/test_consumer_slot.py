@@ -1,0 +1,272 @@
+"""Consumer slot: ack discipline, lease watchdog, deadline guard and settling (§8.1 – §8.4).
+
+All timing runs on pytest-trio's autojump mock clock with the DB clock following it; the
+"slow" parts of a run are trio sleeps inside an injected pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import pytest
+import trio
+
+from actors.config import Settings
+from actors.consumer import ConsumerSlot
+from actors.core.errors import LimitExceededError, ProviderUnavailableError
+from actors.core.models import Command, Task, TaskStatus
+from actors.metrics import Metrics
+from actors.pipeline.context import ExportResult, RunContext
+from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
+from actors.reconciler import Reconciler
+from actors.transport.embedded import EmbeddedBus
+from db.store import ExportStore
+from tests.conftest import claim, create
+
+
+
+def make_slot(store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
+              metrics: Metrics, pipeline: Callable[[RunContext], Awaitable[ExportResult]],
+              transport: EmbeddedBus | None = None) -> ConsumerSlot:
+    return ConsumerSlot("slot-0", store, transport or EmbeddedBus(), storage, settings,
+                        metrics, pipeline, trio.Event(), rand=lambda: 0.5)
+
+
+async def start_file(store: ExportStore, storage: LocalDirectoryStorage, ctx: RunContext) -> str:
+    """What the real pipeline does first: record the key, create the file."""
+    key = new_object_key(ctx.task.id)
+    assert await store.record_object_key(ctx.task, ctx.owner, key)
+    f = await storage.create(key)
+    ctx.object_key = key
+    f.write(b"partial xlsx bytes")
+    f.close()
+    return key
+
+
+async def claimed(store: ExportStore, settings: Settings, **kw: object) -> Task:
+    return await claim(store, await create(store), settings.instance_id,
+                       lease=settings.task_lease_seconds,
+                       max_duration=settings.max_duration_minutes * 60, **kw)
+
+
+async def test_watchdog_keeps_a_slow_final_write_alive(
+        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
+        metrics: Metrics) -> None:
+    """§19.1 watchdog 续租覆盖写盘阶段: the last batch is in and the final write takes 3.5×
+    the lease with no batch progress; the lease is renewed throughout, the reconciler
+    never takes the task, and it ends SUCCEEDED."""
+    task = await claimed(store, settings)
+    reconciler = Reconciler(store, storage, settings, metrics)
+    renewals_seen: list[object] = []
+
+    async def pipeline(ctx: RunContext) -> ExportResult:
+        key = await start_file(store, storage, ctx)
+        for _ in range(7):  # 35 s "final write" against a 10 s lease
+            await trio.sleep(5)
+            assert (await reconciler.reconcile_once())["lease_recover"] == 0
+            renewals_seen.append((await store.get_task(task.id)).last_heartbeat_at)
+        return ExportResult(key, "customers.xlsx", "application/x", 18, 1)
+
+    await make_slot(store, storage, settings, metrics, pipeline).execute(task)
+    done = await store.get_task(task.id)
+    assert done.status == TaskStatus.SUCCEEDED and done.dispatch_version == 1
+    assert len(set(renewals_seen)) == len(renewals_seen)  # the heartbeat kept moving
+    assert await storage.size(done.object_key) == 18
+
+
+async def test_lost_lease_aborts_the_run_and_leaves_no_file(
+        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
+        metrics: Metrics) -> None:
+    """§19.1 watchdog：租约被剥夺时置中止标志，执行中止、删除半成品文件、不写任务表。"""
+    task = await claimed(store, settings)
+    keys: list[str] = []
+
+    async def pipeline(ctx: RunContext) -> ExportResult:
+        keys.append(await start_file(store, storage, ctx))
+        # Someone else takes the task over (as lease recovery would): version + owner change.
+        async with store.db.transaction() as tx:
+            await tx.execute("UPDATE file_export_task SET dispatch_version = 2, "
+                             "lease_owner = 'other' WHERE id = :id", {"id": task.id})
+        await trio.sleep(10_000)  # only the abort can end this
+        raise AssertionError("not reached")
+
+    started = trio.current_time()
+    await make_slot(store, storage, settings, metrics, pipeline).execute(task)
+    assert trio.current_time() - started <= settings.task_heartbeat_seconds + 0.1
+    assert await storage.size(keys[0]) is None
+    after = await store.get_task(task.id)
+    assert (after.status, after.dispatch_version, after.lease_owner) == (
+        TaskStatus.RUNNING, 2, "other")  # untouched by the aborted executor
+    assert after.failure_message is None and len(await store.list_outbox(task.id)) == 1
+
+
+async def test_a_failing_watchdog_aborts_the_run(
+        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
+        metrics: Metrics, monkeypatch: pytest.MonkeyPatch) -> None:
+    """§19.1 watchdog 自身异常也置中止标志: renewals that keep raising abort the run before
+    the lease could run out, and the file is deleted."""
+    task = await claimed(store, settings)
+    keys: list[str] = []
+
+    async def broken_renew(*args: object, **kwargs: object) -> bool:
+        raise OSError("database unreachable")
+
+    async def pipeline(ctx: RunContext) -> ExportResult:
+        keys.append(await start_file(store, storage, ctx))
+        monkeypatch.setattr(store, "renew_lease", broken_renew)
+        await trio.sleep(10_000)
+        raise AssertionError("not reached")
+
+    started = trio.current_time()
+    await make_slot(store, storage, settings, metrics, pipeline).execute(task)
+    assert trio.current_time() - started < settings.task_lease_seconds
+    assert await storage.size(keys[0]) is None
+
+
+async def test_deadline_aborts_the_run_and_schedules_a_retry_naming_the_limit(
+        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
+        metrics: Metrics) -> None:
+    """§19.1 deadline：超过 deadline 后触发中止 (transient: retried, message names the limit)."""
+    task = await claimed(store, settings)
+
+    async def pipeline(ctx: RunContext) -> ExportResult:
+        await start_file(store, storage, ctx)
+        await trio.sleep(10_000)
+        raise AssertionError("not reached")
+
+    started = trio.current_time()
+    await make_slot(store, storage, settings, metrics, pipeline).execute(task)
+    assert trio.current_time() - started == pytest.approx(60, abs=0.1)
+    after = await store.get_task(task.id)
+    assert after.status == TaskStatus.PENDING and after.dispatch_version == 2
+    assert after.failure_message == "execution exceeded the maximum duration of 1 minute"
+    assert await storage.list_objects() == []
+
+
+async def test_commit_racing_past_the_deadline_deletes_the_file_and_retries(
+        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
+        metrics: Metrics, monkeypatch: pytest.MonkeyPatch) -> None:
+    """§19.1 deadline：预检查通过但最终提交 SQL 执行时已超时的竞态必须提交失败、删除文件并进入超时重试。"""
+    task = await claimed(store, settings)
+    real_complete = store.complete_task
+
+    async def late_complete(*args: object, **kwargs: object) -> bool:
+        await trio.sleep(61)  # the commit reaches the DB after the deadline
+        return await real_complete(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "complete_task", late_complete)
+    keys: list[str] = []
+
+    async def pipeline(ctx: RunContext) -> ExportResult:
+        keys.append(await start_file(store, storage, ctx))
+        return ExportResult(keys[0], "f.xlsx", "x", 18, 1)
+
+    slot = make_slot(store, storage, settings, metrics, pipeline)
+    slot._deadline_guard = _never  # type: ignore[method-assign]  # isolate the SQL check
+    await slot.execute(task)
+    assert await storage.size(keys[0]) is None
+    after = await store.get_task(task.id)
+    assert after.status == TaskStatus.PENDING and after.dispatch_version == 2
+    assert "maximum duration" in (after.failure_message or "")
+
+
+async def _never(ctx: RunContext) -> None:
+    await trio.sleep_forever()
+
+
+async def test_permanent_error_fails_the_task_and_deletes_the_file(
+        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
+        metrics: Metrics) -> None:
+    task = await claimed(store, settings)
+
+    async def pipeline(ctx: RunContext) -> ExportResult:
+        await start_file(store, storage, ctx)
+        raise LimitExceededError("export exceeds max-rows 10")
+
+    await make_slot(store, storage, settings, metrics, pipeline).execute(task)
+    after = await store.get_task(task.id)
+    assert after.status == TaskStatus.FAILED and after.failure_message == (
+        "export exceeds max-rows 10")
+    assert after.object_key is None and await storage.list_objects() == []
+
+
+async def test_transient_error_schedules_a_retry_with_backoff(
+        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
+        metrics: Metrics) -> None:
+    task = await claimed(store, settings)
+
+    async def pipeline(ctx: RunContext) -> ExportResult:
+        await start_file(store, storage, ctx)
+        raise ProviderUnavailableError("provider answered HTTP 503")
+
+    await make_slot(store, storage, settings, metrics, pipeline).execute(task)
+    after = await store.get_task(task.id)
+    assert after.status == TaskStatus.PENDING and after.dispatch_version == 2
+    # rand 0.5 -> no jitter: exactly the first backoff step (60 s) by DB time
+    assert (after.next_retry_at - after.updated_at).total_seconds() == 60
+    assert after.failure_message == "provider answered HTTP 503"
+    assert await storage.list_objects() == []
+
+
+@dataclass
+class RecordingDelivery:
+    body: str
+    properties: dict[str, str] = field(default_factory=dict)
+    reconsume_times: int = 0
+    message_id: str = "m-1"
+    events: list[str] = field(default_factory=list)
+
+    async def ack(self) -> None:
+        self.events.append("ack")
+
+    async def reject(self) -> None:
+        self.events.append("reject")
+
+
+async def test_claimed_command_is_acked_before_the_export_runs(
+        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
+        metrics: Metrics) -> None:
+    task = await create(store)
+    delivery = RecordingDelivery(Command.new(task.id, task.export_type, 1, "t").to_json())
+
+    async def pipeline(ctx: RunContext) -> ExportResult:
+        delivery.events.append("run")
+        key = await start_file(store, storage, ctx)
+        return ExportResult(key, "f.xlsx", "x", 18, 1)
+
+    await make_slot(store, storage, settings, metrics, pipeline).handle(delivery)
+    assert delivery.events == ["ack", "run"]
+
+
+async def test_every_no_claim_branch_acks(
+        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
+        metrics: Metrics) -> None:
+    """§19.1 Consumer 抢占：每个分支都必须断言返回 CONSUME_SUCCESS (ack)."""
+    task = await create(store)
+    await claim(store, task, "someone-else")
+    deliveries = [
+        RecordingDelivery(Command.new(task.id, task.export_type, 1, "t").to_json()),  # running
+        RecordingDelivery(Command.new(999, "CUSTOMER_LIST", 1, "t").to_json()),  # missing
+    ]
+
+    async def pipeline(ctx: RunContext) -> ExportResult:
+        raise AssertionError("must not run")
+
+    slot = make_slot(store, storage, settings, metrics, pipeline)
+    for d in deliveries:
+        await slot.handle(d)
+    assert [d.events for d in deliveries] == [["ack"], ["ack"]]
+
+
+async def test_undecodable_command_is_rejected_not_acked(
+        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
+        metrics: Metrics) -> None:
+    """§19.1 主 Consumer 反序列化失败时不确认消费。"""
+    delivery = RecordingDelivery("{not json")
+
+    async def pipeline(ctx: RunContext) -> ExportResult:
+        raise AssertionError("must not run")
+
+    await make_slot(store, storage, settings, metrics, pipeline).handle(delivery)
+    assert delivery.events == ["reject"]

@@ -1,0 +1,352 @@
+"""XlsxExportWriter (§11): typed cells read back with openpyxl, sheets, limits, abort, cleanup."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import random
+import string
+import threading
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import openpyxl
+import pytest
+from openpyxl.utils.escape import unescape
+
+from actors.core.errors import ExportAbortedError, LimitExceededError, StorageUnavailableError
+from actors.core.models import ColumnDef, ColumnType
+from actors.pipeline.xlsx_writer import XlsxExportWriter, format_megabytes
+
+MB = 1024 * 1024
+HOSTILE = ["=1+1", "+x", "-x", "@x", "\tx", "\rx"]
+
+TYPED_COLUMNS = [
+    ColumnDef("id", "ID", ColumnType.INTEGER, width=8),
+    ColumnDef("name", "Name", ColumnType.STRING, width=30),
+    ColumnDef("amount", "Amount", ColumnType.DECIMAL),
+    ColumnDef("active", "Active", ColumnType.BOOLEAN, width=0),
+    ColumnDef("born", "Born", ColumnType.DATE, width=12),
+    ColumnDef("seen", "Seen", ColumnType.DATETIME, width=400),
+]
+
+
+@pytest.fixture
+def tmpdir_path(tmp_path: Path) -> Path:
+    path = tmp_path / "spool"
+    path.mkdir()
+    return path
+
+
+def make_writer(out: Any, columns: list[ColumnDef], tmpdir: Path, **kwargs: Any
+                ) -> XlsxExportWriter:
+    kwargs.setdefault("max_rows", 200_000)
+    kwargs.setdefault("max_bytes", 50 * MB)
+    return XlsxExportWriter(out, columns, tmpdir=str(tmpdir), **kwargs)
+
+
+def typed_row(i: int) -> dict[str, Any]:
+    return {
+        "id": i,
+        "name": f"name {i}",
+        "amount": f"{i}.25",
+        "active": i % 2 == 0,
+        "born": "1990-05-17",
+        "seen": "2024-03-01T10:20:30+08:00",
+    }
+
+
+def write_file(path: Path, columns: list[ColumnDef], rows: list[dict[str, Any]],
+               tmpdir: Path, **kwargs: Any) -> tuple[int, XlsxExportWriter]:
+    with path.open("wb") as out:
+        writer = make_writer(out, columns, tmpdir, **kwargs)
+        writer.write_rows(rows)
+        size = writer.close()
+    return size, writer
+
+
+def test_typed_columns_hostile_strings_and_long_cell_read_back_as_typed_cells(
+    tmp_path: Path, tmpdir_path: Path
+) -> None:
+    rows = [typed_row(i) for i in range(1, 4)]
+    rows += [{"id": 100 + n, "name": text} for n, text in enumerate(HOSTILE)]
+    rows.append({"id": 200, "name": "L" * 40_000})
+    path = tmp_path / "out.xlsx"
+
+    size, writer = write_file(path, TYPED_COLUMNS, rows, tmpdir_path)
+
+    assert size == path.stat().st_size
+    assert writer.rows_written == len(rows)
+    assert writer.warnings.truncated == 1
+    book = openpyxl.load_workbook(path, read_only=False)
+    assert book.sheetnames == ["Export"]
+    sheet = book["Export"]
+    values = list(sheet.iter_rows(values_only=True))
+    assert values[0] == ("ID", "Name", "Amount", "Active", "Born", "Seen")
+    assert all(cell.font.b for cell in sheet[1])
+    assert len(values) == 1 + len(rows)
+
+    first = sheet[2]
+    assert type(first[0].value) is int and first[0].value == 1
+    assert first[1].value == "name 1"
+    assert type(first[2].value) is float and first[2].value == 1.25
+    assert first[3].value is False and sheet[3][3].value is True
+    assert first[4].value == datetime(1990, 5, 17) and first[4].number_format == "yyyy-mm-dd"
+    assert first[5].value == datetime(2024, 3, 1, 10, 20, 30)
+    assert first[5].number_format == "yyyy-mm-dd hh:mm:ss"
+
+    for offset, text in enumerate(HOSTILE):
+        cell = sheet.cell(row=5 + offset, column=2)
+        assert cell.data_type == "s"
+        assert isinstance(cell.value, str) and cell.value.startswith("'")
+        # xlsxwriter stores CR as Excel's "_x000D_" escape; openpyxl does not undo it.
+        assert unescape(cell.value) == "'" + text
+    # Missing declared keys are blank cells.
+    assert sheet.cell(row=5, column=3).value is None
+
+    long_cell = sheet.cell(row=len(rows) + 1, column=2).value
+    assert long_cell == "L" * 32_767
+
+    assert sheet.freeze_panes == "A2"
+    widths = {letter: sheet.column_dimensions[letter].width for letter in "ABCDEF"}
+    # xlsxwriter stores the width plus cell padding, so allow less than one unit on top.
+    for letter, expected in zip("ABCDEF", [8, 30, 16, 1, 12, 255], strict=True):
+        assert expected <= widths[letter] < expected + 1, letter
+
+
+def test_typed_writer_never_turns_strings_into_formulas_urls_or_numbers(
+    tmp_path: Path, tmpdir_path: Path
+) -> None:
+    columns = [ColumnDef("s", "S", ColumnType.STRING)]
+    rows = [{"s": "http://example.com"}, {"s": "123"}, {"s": "=SUM(A1)"}]
+    path = tmp_path / "out.xlsx"
+    write_file(path, columns, rows, tmpdir_path)
+
+    sheet = openpyxl.load_workbook(path)["Export"]
+    assert [sheet.cell(row=r, column=1).value for r in (2, 3, 4)] == [
+        "http://example.com", "123", "'=SUM(A1)"
+    ]
+    assert all(sheet.cell(row=r, column=1).data_type == "s" for r in (2, 3, 4))
+    assert sheet.cell(row=2, column=1).hyperlink is None
+
+
+def test_rows_beyond_rows_per_sheet_continue_on_numbered_sheets_with_header(
+    tmp_path: Path, tmpdir_path: Path
+) -> None:
+    columns = TYPED_COLUMNS[:2]
+    rows = [{"id": i, "name": f"n{i}"} for i in range(12)]
+    path = tmp_path / "out.xlsx"
+
+    write_file(path, columns, rows, tmpdir_path, rows_per_sheet=5)
+
+    book = openpyxl.load_workbook(path)
+    assert book.sheetnames == ["Export", "Export 2", "Export 3"]
+    seen: list[int] = []
+    for name, count in zip(book.sheetnames, [5, 5, 2], strict=True):
+        sheet = book[name]
+        values = list(sheet.iter_rows(values_only=True))
+        assert values[0] == ("ID", "Name")
+        assert len(values) == 1 + count
+        assert sheet.freeze_panes == "A2"
+        seen += [row[0] for row in values[1:]]
+    assert seen == list(range(12))
+
+
+def test_row_number_max_rows_plus_one_raises_limit_exceeded_naming_the_limit(
+    tmp_path: Path, tmpdir_path: Path
+) -> None:
+    with (tmp_path / "out.xlsx").open("wb") as out:
+        writer = make_writer(out, TYPED_COLUMNS, tmpdir_path, max_rows=10)
+        writer.write_rows(typed_row(i) for i in range(10))
+        with pytest.raises(LimitExceededError, match="export exceeds max-rows 10"):
+            writer.write_rows([typed_row(10)])
+        assert writer.rows_written == 10
+        writer.discard()
+    assert os.listdir(tmpdir_path) == []
+
+
+def random_text(rng: random.Random, length: int) -> str:
+    return "".join(rng.choices(string.ascii_letters + string.digits, k=length))
+
+
+def test_file_over_max_bytes_fails_during_close_and_stays_bounded_on_disk(
+    tmp_path: Path, tmpdir_path: Path
+) -> None:
+    columns = [ColumnDef("s", "S", ColumnType.STRING)]
+    rng = random.Random(7)
+    # Random text barely compresses, so ~1.2 MB of it makes a zip well over the limit.
+    rows = [{"s": random_text(rng, 1000)} for _ in range(1200)]
+    max_bytes = 200_000
+
+    unbounded_size, _ = write_file(tmp_path / "full.xlsx", columns, rows, tmpdir_path)
+    assert unbounded_size > 3 * max_bytes
+
+    path = tmp_path / "limited.xlsx"
+    with path.open("wb") as out:
+        writer = make_writer(out, columns, tmpdir_path, max_bytes=max_bytes)
+        writer.write_rows(rows)  # nothing reaches `out` before close()
+        assert path.stat().st_size == 0
+        with pytest.raises(LimitExceededError, match="maximum file size of 0.19 MB"):
+            writer.close()
+        out.flush()
+        # The check refuses the write that would cross the limit, so not even one
+        # chunk beyond max_bytes reaches the file.
+        assert path.stat().st_size <= max_bytes
+        writer.discard()
+    assert path.stat().st_size == 0
+    assert os.listdir(tmpdir_path) == []
+
+
+class FullDisk(io.BytesIO):
+    """An output file whose disk fills up after ``room`` bytes."""
+
+    def __init__(self, room: int) -> None:
+        super().__init__()
+        self.room = room
+
+    def write(self, data: Any) -> int:
+        if self.tell() + len(data) > self.room:
+            raise OSError(28, "No space left on device")
+        return super().write(data)
+
+
+def test_disk_error_while_closing_surfaces_as_storage_unavailable(tmpdir_path: Path) -> None:
+    writer = make_writer(FullDisk(room=2000), TYPED_COLUMNS, tmpdir_path)
+    writer.write_rows(typed_row(i) for i in range(100))
+    with pytest.raises(StorageUnavailableError, match="No space left"):
+        writer.close()
+    writer.discard()
+    assert os.listdir(tmpdir_path) == []
+
+
+def test_file_size_limit_message_names_whole_megabytes() -> None:
+    assert format_megabytes(50 * MB) == "50 MB"
+
+
+def test_abort_event_set_mid_way_raises_export_aborted(
+    tmp_path: Path, tmpdir_path: Path
+) -> None:
+    abort = threading.Event()
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for i in range(5000):
+            if i == 1500:
+                abort.set()
+            yield typed_row(i)
+
+    with (tmp_path / "out.xlsx").open("wb") as out:
+        writer = make_writer(out, TYPED_COLUMNS, tmpdir_path, abort=abort)
+        with pytest.raises(ExportAbortedError, match="lease lost"):
+            writer.write_rows(rows())
+        # Checked every 1000 rows: the run stops at the next check, not at the end.
+        assert writer.rows_written == 2000
+        with pytest.raises(RuntimeError):
+            writer.write_rows([typed_row(0)])
+        writer.discard()
+    assert os.listdir(tmpdir_path) == []
+
+
+def test_abort_event_set_before_close_stops_writing_the_file(
+    tmp_path: Path, tmpdir_path: Path
+) -> None:
+    abort = threading.Event()
+    path = tmp_path / "out.xlsx"
+    with path.open("wb") as out:
+        writer = make_writer(out, TYPED_COLUMNS, tmpdir_path, abort=abort)
+        writer.write_rows(typed_row(i) for i in range(10))
+        abort.set()
+        with pytest.raises(ExportAbortedError):
+            writer.close()
+        writer.discard()
+    assert path.stat().st_size == 0
+    assert os.listdir(tmpdir_path) == []
+
+
+def test_undeclared_fields_are_ignored_counted_and_logged_once_per_key(
+    tmp_path: Path, tmpdir_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    columns = TYPED_COLUMNS[:2]
+    rows = [{"id": i, "name": "n", "secret": "x", "extra": i} for i in range(3)]
+    path = tmp_path / "out.xlsx"
+
+    with caplog.at_level(logging.WARNING, logger="actors.pipeline.xlsx_writer"):
+        _, writer = write_file(path, columns, rows, tmpdir_path)
+
+    assert writer.warnings.undeclared_fields == frozenset({"secret", "extra"})
+    assert writer.warnings.ignored_values == 6
+    per_key = [r for r in caplog.records if "not a declared column" in r.getMessage()]
+    assert len(per_key) == 2
+    assert all(r.levelno == logging.WARNING for r in per_key)
+    values = list(openpyxl.load_workbook(path)["Export"].iter_rows(values_only=True))
+    assert all(len(row) == 2 for row in values)
+
+
+def test_truncated_cells_are_all_counted_but_only_the_first_few_logged(
+    tmp_path: Path, tmpdir_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    columns = [ColumnDef("s", "S", ColumnType.STRING), ColumnDef("n", "N", ColumnType.INTEGER)]
+    rows = [{"s": "x" * 33_000, "n": "oops"} for _ in range(20)]
+
+    with caplog.at_level(logging.WARNING, logger="actors.pipeline.xlsx_writer"):
+        _, writer = write_file(tmp_path / "out.xlsx", columns, rows, tmpdir_path)
+
+    assert writer.warnings.truncated == 20
+    assert writer.warnings.invalid_values == 20
+    truncated_logs = [r for r in caplog.records if "cell truncated" in r.getMessage()]
+    assert len(truncated_logs) == 5
+    # Row data never appears in logs (§12).
+    assert not any("oops" in r.getMessage() for r in caplog.records)
+
+
+def test_discard_leaves_no_temp_files_and_is_safe_twice(
+    tmp_path: Path, tmpdir_path: Path
+) -> None:
+    path = tmp_path / "out.xlsx"
+    with path.open("wb") as out:
+        writer = make_writer(out, TYPED_COLUMNS, tmpdir_path, rows_per_sheet=3)
+        writer.write_rows(typed_row(i) for i in range(10))
+        assert os.listdir(tmpdir_path) != []  # xlsxwriter spools rows there
+        writer.discard()
+        writer.discard()
+        with pytest.raises(RuntimeError):
+            writer.close()
+    assert os.listdir(tmpdir_path) == []
+    assert path.stat().st_size == 0
+
+
+def test_close_cleans_temp_files_and_discard_after_close_keeps_the_file(
+    tmp_path: Path, tmpdir_path: Path
+) -> None:
+    path = tmp_path / "out.xlsx"
+    with path.open("wb") as out:
+        writer = make_writer(out, TYPED_COLUMNS, tmpdir_path)
+        writer.write_rows(typed_row(i) for i in range(10))
+        size = writer.close()
+        assert writer.close() == size
+        writer.discard()
+    assert os.listdir(tmpdir_path) == []
+    assert path.stat().st_size == size
+    assert openpyxl.load_workbook(path)["Export"].max_row == 11
+
+
+def test_empty_export_still_has_the_header_row(tmp_path: Path, tmpdir_path: Path) -> None:
+    path = tmp_path / "out.xlsx"
+    write_file(path, TYPED_COLUMNS, [], tmpdir_path)
+    values = list(openpyxl.load_workbook(path)["Export"].iter_rows(values_only=True))
+    assert values == [("ID", "Name", "Amount", "Active", "Born", "Seen")]
+
+
+def test_header_titles_get_the_injection_guard(tmp_path: Path, tmpdir_path: Path) -> None:
+    path = tmp_path / "out.xlsx"
+    write_file(path, [ColumnDef("a", "=cmd()", ColumnType.STRING)], [], tmpdir_path)
+    assert openpyxl.load_workbook(path)["Export"]["A1"].value == "'=cmd()"
+
+
+def test_duplicate_column_keys_are_rejected(tmp_path: Path, tmpdir_path: Path) -> None:
+    columns = [ColumnDef("a", "A", ColumnType.STRING), ColumnDef("a", "B", ColumnType.STRING)]
+    with (tmp_path / "out.xlsx").open("wb") as out, pytest.raises(ValueError):
+        make_writer(out, columns, tmpdir_path)
+    assert os.listdir(tmpdir_path) == []

@@ -1,0 +1,171 @@
+"""End to end through the real service: HTTP API → outbox → publisher → embedded bus →
+consumer slot → demo Provider over real HTTP → XLSX → storage → download → openpyxl.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import AsyncIterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openpyxl
+import pytest
+import trio
+from openpyxl.utils.escape import unescape
+
+from actors.core.models import AppCode
+from actors.runtime import Runtime, serve
+from web.auth import issue_token
+from web.demo_provider import DEMO_COLUMNS, customer_row
+from tests.conftest import make_settings
+
+API = "/api/platform/v1/files/export-tasks"
+ROWS = 2500
+
+
+@pytest.fixture
+async def service(tmp_path: Path) -> AsyncIterator[Runtime]:
+    settings = make_settings(tmp_path, publisher_poll_ms=200, reconciler_poll_ms=500,
+                             consumer_concurrency=2, shutdown_grace_seconds=5)
+    async with trio.open_nursery() as nursery:
+        rt: Runtime = await nursery.start(
+            lambda task_status: serve(settings, install_signal_handlers=False,
+                                      task_status=task_status))
+        yield rt
+        rt.request_stop()
+
+
+def client_for(rt: Runtime, *, user: int = 1001, tenant: int = 0,
+               perms: tuple[str, ...] = ("platform:customer:export",)) -> httpx.AsyncClient:
+    token = issue_token(rt.jwt_secret, user_id=user, tenant_id=tenant,
+                        app_code=AppCode.PLATFORM, perms=perms)
+    return httpx.AsyncClient(base_url=rt.base_url, timeout=10,
+                             headers={"Authorization": f"Bearer {token}"})
+
+
+async def wait_for_status(client: httpx.AsyncClient, task_id: str, *statuses: str,
+                          timeout: float = 30) -> dict[str, Any]:
+    """Poll the task until it reaches one of ``statuses`` (a condition wait, bounded)."""
+    with trio.fail_after(timeout):
+        while True:
+            task = (await client.get(f"{API}/{task_id}")).json()["data"]
+            if task["status"] in statuses:
+                return task
+            await trio.sleep(0.05)
+
+
+def expected_cell(column_type: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if column_type == "STRING":
+        text = value if value[:1] not in ("=", "+", "-", "@", "\t", "\r") else "'" + value
+        return text[:32767]
+    if column_type == "DATE":
+        return datetime.fromisoformat(value)
+    if column_type == "DATETIME":
+        return datetime.fromisoformat(value).replace(tzinfo=None)
+    return value
+
+
+async def test_export_runs_end_to_end_and_downloads_a_typed_xlsx(service: Runtime) -> None:
+    async with client_for(service) as client:
+        created = (await client.post(API, json={
+            "exportType": "CUSTOMER_LIST", "format": "XLSX", "taskName": "客户列表",
+            "parameters": {"rowCount": ROWS}})).json()
+        assert created["code"] == "200", created
+        task_id = created["data"]["id"]
+        assert isinstance(task_id, str) and created["data"]["status"] == "PENDING"
+
+        task = await wait_for_status(client, task_id, "SUCCEEDED", "FAILED")
+        assert task["status"] == "SUCCEEDED", task["failureMessage"]
+        assert task["processedRows"] == str(ROWS) and task["totalRows"] == str(ROWS)
+        assert task["attemptCount"] == 1 and task["dispatchVersion"] == 1
+        assert task["fileName"].startswith("客户列表_") and task["fileName"].endswith(".xlsx")
+
+        resp = await client.get(f"{API}/{task_id}/download")
+        assert resp.status_code == 200
+        assert resp.headers["content-type"].startswith(
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
+        assert "filename*=UTF-8''" in resp.headers["content-disposition"]
+        assert len(resp.content) == int(task["sizeBytes"])
+
+    wb = openpyxl.load_workbook(io.BytesIO(resp.content))
+    ws = wb.worksheets[0]
+    rows = list(ws.iter_rows(values_only=True))
+    assert list(rows[0]) == [c.title for c in DEMO_COLUMNS]
+    assert len(rows) - 1 == ROWS
+    assert ws.freeze_panes == "A2"
+    for customer_id in (1, 2, 3, 4, 5, 6, 7, 8, 999, ROWS):
+        source = customer_row(customer_id)
+        got = rows[customer_id]
+        for col, cell in zip(DEMO_COLUMNS, got, strict=True):
+            want = expected_cell(col.type.value, source.get(col.key))
+            if isinstance(cell, str):
+                cell = unescape(cell)  # xlsxwriter escapes CR as _x000D_
+            if col.type.value == "DECIMAL":
+                assert math.isclose(cell, float(want)), (customer_id, col.key)
+            else:
+                assert cell == want, (customer_id, col.key, cell, want)
+    # typed cells, not strings: sortable and computable in Excel (§11)
+    first = rows[10]
+    types = {c.key: type(v) for c, v in zip(DEMO_COLUMNS, first, strict=True) if v is not None}
+    assert types["customerId"] is int and types["active"] is bool
+    assert types["creditLimit"] in (int, float) and types["registeredOn"] is datetime
+    # hostile strings were stored as text with a leading apostrophe
+    hostile = [unescape(str(r[2])) for r in rows[1:7]]
+    assert all(h.startswith("'") for h in hostile), hostile
+    assert len(rows[7][7]) == 32767
+
+
+async def test_other_users_cannot_see_or_download_a_task(service: Runtime) -> None:
+    async with client_for(service) as owner, client_for(service, user=2002) as other, \
+            client_for(service, user=3003, tenant=9) as foreign, \
+            client_for(service, user=2002, perms=("platform:customer:export",
+                                                   "platform:download:all")) as admin:
+        created = (await owner.post(API, json={
+            "exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 10}})).json()
+        task_id = created["data"]["id"]
+        for c in (other, foreign):
+            assert (await c.get(f"{API}/{task_id}")).json()["code"] == "404"
+            assert (await c.get(f"{API}/{task_id}/download")).json()["code"] == "404"
+            assert (await c.get(API)).json()["data"]["total"] == "0"
+        assert (await admin.get(f"{API}/{task_id}")).json()["code"] == "200"
+        listed = (await admin.get(API, params={"status": "PENDING,RUNNING"})).json()
+        assert listed["code"] == "400"  # one status at a time, validated
+
+
+async def test_create_refusals_come_back_as_envelopes(service: Runtime) -> None:
+    async with client_for(service, perms=()) as no_perm, client_for(service) as c:
+        r = (await no_perm.post(API, json={"exportType": "CUSTOMER_LIST"})).json()
+        assert r["code"] == "403" and "platform:customer:export" in r["message"]
+        r = (await c.post(API, json={"exportType": "NOPE"})).json()
+        assert r["code"] == "400"
+        r = (await c.post(API, json={"exportType": "CUSTOMER_LIST",
+                                     "parameters": {"k": "x" * 300}})).json()
+        assert r["code"] == "400" and "256" in r["message"]
+        r = await c.post(API, content=b"not json")
+        assert r.status_code == 200 and r.json()["code"] == "400"
+    async with httpx.AsyncClient(base_url=service.base_url) as anon:
+        r = await anon.get(API)
+        assert r.status_code == 401 and r.json()["code"] == "401"
+
+
+async def test_duplicate_and_active_limits_over_http(service: Runtime) -> None:
+    async with client_for(service, user=4004) as c:
+        body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 5, "keyword": "a"}}
+        first = (await c.post(API, json=body)).json()
+        again = (await c.post(API, json=body)).json()
+        assert again["code"] == "200" and again["data"]["id"] == first["data"]["id"]
+
+
+async def test_health_and_metrics(service: Runtime) -> None:
+    async with httpx.AsyncClient(base_url=service.base_url) as c:
+        assert (await c.get("/healthz")).json() == {"status": "ok"}
+        text = (await c.get("/metrics")).text
+        for name in ("export_task_created_total", "export_outbox_oldest_age_seconds",
+                     "export_reconciler_action_total", "export_dlq_messages_total"):
+            assert name in text
