@@ -86,15 +86,33 @@ def token(user_id: int, tenant_id: int, app_code: str, perms: tuple[str, ...], t
         secret, _ = resolve_jwt_secret(settings)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(issue_token(secret, user_id=user_id, tenant_id=tenant_id, app_code=app_code,
-                           perms=perms, ttl_seconds=ttl))
+    click.echo(
+        issue_token(
+            secret,
+            user_id=user_id,
+            tenant_id=tenant_id,
+            app_code=app_code,
+            perms=perms,
+            ttl_seconds=ttl,
+        )
+    )
 
 
 @main.command()
-@click.option("--rows", default=10_000, show_default=True,
-              type=click.IntRange(1, DEMO_MAX_ROWS), help="rows the demo Provider serves")
-@click.option("--out", default="customer-list.xlsx", show_default=True,
-              type=click.Path(dir_okay=False, path_type=Path), help="where to save the file")
+@click.option(
+    "--rows",
+    default=10_000,
+    show_default=True,
+    type=click.IntRange(1, DEMO_MAX_ROWS),
+    help="rows the demo Provider serves",
+)
+@click.option(
+    "--out",
+    default="customer-list.xlsx",
+    show_default=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="where to save the file",
+)
 @click.option("--verbose", is_flag=True, help="show the service's logs")
 def demo(rows: int, out: Path, verbose: bool) -> None:
     """Run a CUSTOMER_LIST export end to end on an embedded instance and save the XLSX."""
@@ -103,11 +121,19 @@ def demo(rows: int, out: Path, verbose: bool) -> None:
         registry = Path(tmp) / "registry.yaml"
         registry.write_text(_demo_registry(max(rows, 200_000)))
         settings = _settings_or_exit(
-            data_dir=Path(tmp), database_url=f"sqlite:///{tmp}/export-center.db",
-            storage_dir=Path(tmp) / "files", http_bind="127.0.0.1:0", transport="embedded",
-            demo_provider=True, provider_urls={}, registry=registry,
-            jwt_secret=secrets.token_urlsafe(32), reconciler_enabled=True,
-            publisher_enabled=True, consumer_enabled=True)
+            data_dir=Path(tmp),
+            database_url=f"sqlite:///{tmp}/export-center.db",
+            storage_dir=Path(tmp) / "files",
+            http_bind="127.0.0.1:0",
+            transport="embedded",
+            demo_provider=True,
+            provider_urls={},
+            registry=registry,
+            jwt_secret=secrets.token_urlsafe(32),
+            reconciler_enabled=True,
+            publisher_enabled=True,
+            consumer_enabled=True,
+        )
         ok = trio.run(_demo, settings, rows, out)
     sys.exit(0 if ok else 1)
 
@@ -136,29 +162,53 @@ async def _demo(settings: Settings, rows: int, out: Path) -> bool:
 
     console = Console(stderr=True)
     async with trio.open_nursery() as nursery:
-        rt = await nursery.start(lambda task_status: run_service(
-            settings, install_signal_handlers=False, task_status=task_status))
-        token = issue_token(rt.jwt_secret, user_id=1001, tenant_id=0,
-                            app_code=AppCode.PLATFORM, perms=DEMO_PERMS)
+        rt = await nursery.start(
+            lambda task_status: run_service(
+                settings, install_signal_handlers=False, task_status=task_status
+            )
+        )
+        token = issue_token(
+            rt.jwt_secret, user_id=1001, tenant_id=0, app_code=AppCode.PLATFORM, perms=DEMO_PERMS
+        )
         headers = {"Authorization": f"Bearer {token}"}
         try:
             # Closed before the stop, so the server has no open connection to wait for.
-            async with httpx.AsyncClient(base_url=rt.base_url, headers=headers,
-                                         timeout=30) as client:
-                ok = await _demo_export(client, rows, out, console, Progress(
-                    TextColumn("[bold]CUSTOMER_LIST[/bold] {task.fields[status]}"), BarColumn(),
-                    MofNCompleteColumn(), TimeElapsedColumn(), console=console))
+            async with httpx.AsyncClient(
+                base_url=rt.base_url, headers=headers, timeout=30
+            ) as client:
+                ok = await _demo_export(
+                    client,
+                    rows,
+                    out,
+                    console,
+                    Progress(
+                        TextColumn("[bold]CUSTOMER_LIST[/bold] {task.fields[status]}"),
+                        BarColumn(),
+                        MofNCompleteColumn(),
+                        TimeElapsedColumn(),
+                        console=console,
+                    ),
+                )
         finally:
             rt.request_stop()
     return ok
 
 
-async def _demo_export(client: httpx.AsyncClient, rows: int, out: Path, console: Any,
-                       progress: Any) -> bool:
+async def _demo_export(
+    client: httpx.AsyncClient, rows: int, out: Path, console: Any, progress: Any
+) -> bool:
     started = time.perf_counter()
-    created = (await client.post(API, json={
-        "exportType": "CUSTOMER_LIST", "format": "XLSX", "taskName": "Customer list",
-        "parameters": {"rowCount": rows}})).json()
+    created = (
+        await client.post(
+            API,
+            json={
+                "exportType": "CUSTOMER_LIST",
+                "format": "XLSX",
+                "taskName": "Customer list",
+                "parameters": {"rowCount": rows},
+            },
+        )
+    ).json()
     if created["code"] != "200":
         console.print(f"[red]create failed: {created['code']} {created['message']}")
         return False
@@ -180,7 +230,8 @@ async def _demo_export(client: httpx.AsyncClient, rows: int, out: Path, console:
     size = 0
     async with client.stream("GET", f"{API}/{task_id}/download") as resp:
         if resp.status_code != 200 or not resp.headers.get("content-type", "").startswith(
-                "application/vnd.openxmlformats"):
+            "application/vnd.openxmlformats"
+        ):
             console.print(f"[red]download failed: HTTP {resp.status_code}")
             return False
         with open(out, "wb") as f:
@@ -189,8 +240,10 @@ async def _demo_export(client: httpx.AsyncClient, rows: int, out: Path, console:
                 size += len(chunk)
     seconds = time.perf_counter() - started
     exported = int(task["processedRows"])
-    print(f"exported {exported} rows, {size} bytes in {seconds:.2f} s "
-          f"({exported / seconds:,.0f} rows/s) -> {out}")
+    print(
+        f"exported {exported} rows, {size} bytes in {seconds:.2f} s "
+        f"({exported / seconds:,.0f} rows/s) -> {out}"
+    )
     return True
 
 

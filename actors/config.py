@@ -42,13 +42,15 @@ class Settings(BaseSettings):
     storage_dir: Path | None = _env("FILE_EXPORT_STORAGE_DIR")
     """FILE_EXPORT_STORAGE_DIR: local storage root; default ``<data_dir>/files``."""
     transport: Literal["embedded", "rocketmq"] = Field(
-        "embedded", validation_alias=AliasChoices("FILE_EXPORT_TRANSPORT"))
+        "embedded", validation_alias=AliasChoices("FILE_EXPORT_TRANSPORT")
+    )
     http_bind: str = Field("127.0.0.1:8080", validation_alias=AliasChoices("FILE_EXPORT_HTTP_BIND"))
     """FILE_EXPORT_HTTP_BIND: ``host:port``; port 0 picks a free port."""
     registry: Path | None = _env("FILE_EXPORT_REGISTRY")
     """FILE_EXPORT_REGISTRY: registry YAML; default the packaged demo registry."""
     provider_urls: Annotated[dict[str, str], NoDecode] = Field(
-        default_factory=dict, validation_alias=AliasChoices("FILE_EXPORT_PROVIDER_URLS"))
+        default_factory=dict, validation_alias=AliasChoices("FILE_EXPORT_PROVIDER_URLS")
+    )
     """FILE_EXPORT_PROVIDER_URLS: JSON object service → base URL; fixed at start, and the
     set of its keys is the Provider allowlist (§10.3)."""
     demo_provider: bool = Field(True, validation_alias=AliasChoices("FILE_EXPORT_DEMO_PROVIDER"))
@@ -58,7 +60,8 @@ class Settings(BaseSettings):
     internal_service_token: str | None = _env("INTERNAL_SERVICE_TOKEN")
     instance_id: str = Field(
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}",
-        validation_alias=AliasChoices("FILE_EXPORT_INSTANCE_ID"))
+        validation_alias=AliasChoices("FILE_EXPORT_INSTANCE_ID"),
+    )
     """FILE_EXPORT_INSTANCE_ID: ``lease_owner`` of this process; default ``host:pid``."""
     log_level: str = Field("INFO", validation_alias=AliasChoices("FILE_EXPORT_LOG_LEVEL"))
 
@@ -67,46 +70,62 @@ class Settings(BaseSettings):
     publisher_enabled: bool | None = _env("FILE_EXPORT_PUBLISHER_ENABLED")
     consumer_enabled: bool | None = _env("FILE_EXPORT_CONSUMER_ENABLED")
     consumer_concurrency: int = Field(
-        4, ge=1, le=64, validation_alias=AliasChoices("FILE_EXPORT_CONSUMER_CONCURRENCY"))
+        4, ge=1, le=64, validation_alias=AliasChoices("FILE_EXPORT_CONSUMER_CONCURRENCY")
+    )
 
     # -- timings (§16.3) ------------------------------------------------------------------
     publisher_poll_ms: int = Field(
-        5000, ge=10, validation_alias=AliasChoices("FILE_EXPORT_PUBLISHER_POLL_MS"))
+        5000, ge=10, validation_alias=AliasChoices("FILE_EXPORT_PUBLISHER_POLL_MS")
+    )
     publisher_batch_size: int = Field(
-        50, ge=1, le=1000, validation_alias=AliasChoices("FILE_EXPORT_PUBLISHER_BATCH_SIZE"))
+        50, ge=1, le=1000, validation_alias=AliasChoices("FILE_EXPORT_PUBLISHER_BATCH_SIZE")
+    )
     publisher_lease_seconds: float = Field(
-        60, gt=0, validation_alias=AliasChoices("FILE_EXPORT_PUBLISHER_LEASE_SECONDS"))
+        60, gt=0, validation_alias=AliasChoices("FILE_EXPORT_PUBLISHER_LEASE_SECONDS")
+    )
     reconciler_poll_ms: int = Field(
-        30000, ge=10, validation_alias=AliasChoices("FILE_EXPORT_RECONCILER_POLL_MS"))
+        30000, ge=10, validation_alias=AliasChoices("FILE_EXPORT_RECONCILER_POLL_MS")
+    )
     redispatch_grace_seconds: float = Field(
-        60, ge=0, validation_alias=AliasChoices("FILE_EXPORT_REDISPATCH_GRACE_SECONDS"))
+        60, ge=0, validation_alias=AliasChoices("FILE_EXPORT_REDISPATCH_GRACE_SECONDS")
+    )
     sent_stale_seconds: float = Field(
-        600, gt=0, validation_alias=AliasChoices("FILE_EXPORT_SENT_STALE_SECONDS"))
+        600, gt=0, validation_alias=AliasChoices("FILE_EXPORT_SENT_STALE_SECONDS")
+    )
     task_lease_seconds: float = Field(
-        300, gt=0, validation_alias=AliasChoices("FILE_EXPORT_TASK_LEASE_SECONDS"))
+        300, gt=0, validation_alias=AliasChoices("FILE_EXPORT_TASK_LEASE_SECONDS")
+    )
     task_heartbeat_seconds: float = Field(
-        60, gt=0, validation_alias=AliasChoices("FILE_EXPORT_TASK_HEARTBEAT_SECONDS"))
+        60, gt=0, validation_alias=AliasChoices("FILE_EXPORT_TASK_HEARTBEAT_SECONDS")
+    )
     max_duration_minutes: float = Field(
-        30, gt=0, validation_alias=AliasChoices("FILE_EXPORT_MAX_DURATION_MINUTES"))
+        30, gt=0, validation_alias=AliasChoices("FILE_EXPORT_MAX_DURATION_MINUTES")
+    )
     max_file_size_mb: float = Field(
-        50, gt=0, validation_alias=AliasChoices("FILE_EXPORT_MAX_FILE_SIZE_MB"))
+        50, gt=0, validation_alias=AliasChoices("FILE_EXPORT_MAX_FILE_SIZE_MB")
+    )
     retention_days: float = Field(
-        7, gt=0, validation_alias=AliasChoices("FILE_EXPORT_RETENTION_DAYS"))
+        7, gt=0, validation_alias=AliasChoices("FILE_EXPORT_RETENTION_DAYS")
+    )
     retry_backoff_seconds: Annotated[tuple[float, ...], NoDecode] = Field(
-        (60.0, 900.0), validation_alias=AliasChoices("FILE_EXPORT_RETRY_BACKOFF_SECONDS"))
+        (60.0, 900.0), validation_alias=AliasChoices("FILE_EXPORT_RETRY_BACKOFF_SECONDS")
+    )
     """FILE_EXPORT_RETRY_BACKOFF_SECONDS: comma-separated execution retry delays (§9.2)."""
     publish_backoff_seconds: Annotated[tuple[float, ...], NoDecode] = Field(
         (5.0, 15.0, 60.0, 300.0, 900.0),
-        validation_alias=AliasChoices("FILE_EXPORT_PUBLISH_BACKOFF_SECONDS"))
+        validation_alias=AliasChoices("FILE_EXPORT_PUBLISH_BACKOFF_SECONDS"),
+    )
     """FILE_EXPORT_PUBLISH_BACKOFF_SECONDS: comma-separated send retry delays (§7.4)."""
     shutdown_grace_seconds: float = Field(
-        60, ge=0, validation_alias=AliasChoices("FILE_EXPORT_SHUTDOWN_GRACE_SECONDS"))
+        60, ge=0, validation_alias=AliasChoices("FILE_EXPORT_SHUTDOWN_GRACE_SECONDS")
+    )
 
     # -- message queue (§6.2) -------------------------------------------------------------
     mq_topic_prefix: str | None = _env("MQ_TOPIC_PREFIX")
     rocketmq_name_server: str | None = _env("ROCKETMQ_NAME_SERVER")
     max_reconsume_times: int = Field(
-        2, ge=0, le=16, validation_alias=AliasChoices("FILE_EXPORT_MAX_RECONSUME_TIMES"))
+        2, ge=0, le=16, validation_alias=AliasChoices("FILE_EXPORT_MAX_RECONSUME_TIMES")
+    )
 
     @field_validator("provider_urls", mode="before")
     @classmethod
@@ -165,11 +184,13 @@ class Settings(BaseSettings):
                 raise ValueError("MQ_TOPIC_PREFIX must be set when FILE_EXPORT_TRANSPORT=rocketmq")
             if not self.rocketmq_name_server:
                 raise ValueError(
-                    "ROCKETMQ_NAME_SERVER must be set when FILE_EXPORT_TRANSPORT=rocketmq")
+                    "ROCKETMQ_NAME_SERVER must be set when FILE_EXPORT_TRANSPORT=rocketmq"
+                )
         if self.task_heartbeat_seconds >= self.task_lease_seconds:
             raise ValueError(
                 "FILE_EXPORT_TASK_HEARTBEAT_SECONDS must be well below "
-                "FILE_EXPORT_TASK_LEASE_SECONDS (§8.3.1)")
+                "FILE_EXPORT_TASK_LEASE_SECONDS (§8.3.1)"
+            )
         return self
 
     # -- derived values -----------------------------------------------------------------

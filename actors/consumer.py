@@ -62,10 +62,18 @@ class ConsumerSlot:
         rand: uniform [0, 1) source for retry jitter.
     """
 
-    def __init__(self, name: str, store: ExportStore, transport: CommandTransport,
-                 storage: ExportStorage, settings: Settings, metrics: Metrics,
-                 pipeline: Pipeline, stopping: trio.Event,
-                 rand: Callable[[], float] = random.random) -> None:
+    def __init__(
+        self,
+        name: str,
+        store: ExportStore,
+        transport: CommandTransport,
+        storage: ExportStorage,
+        settings: Settings,
+        metrics: Metrics,
+        pipeline: Pipeline,
+        stopping: trio.Event,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
         self.name = name
         self.store = store
         self.transport = transport
@@ -102,19 +110,28 @@ class ConsumerSlot:
         try:
             command = Command.from_json(delivery.body)
         except CommandDecodeError as exc:
-            log.error("undecodable command (message %s, reconsume %d): %s",
-                      delivery.message_id, delivery.reconsume_times, exc)
+            log.error(
+                "undecodable command (message %s, reconsume %d): %s",
+                delivery.message_id,
+                delivery.reconsume_times,
+                exc,
+            )
             await delivery.reject()  # the only unacked path: ends in the DLQ (§6.4)
             return
         try:
             claim = await self.store.claim_task(
-                command.task_id, command.dispatch_version, self.owner,
-                self.settings.task_lease_seconds, self.settings.max_duration_minutes * 60)
+                command.task_id,
+                command.dispatch_version,
+                self.owner,
+                self.settings.task_lease_seconds,
+                self.settings.max_duration_minutes * 60,
+            )
         except Exception:
             # Not a poison message: never let it reach the DLQ. Ack; if the task stays
             # PENDING the reconciler re-sends the same version (§8.5-1 case B).
-            log.exception("claim of task %s failed; acking, the reconciler will redispatch",
-                          command.task_id)
+            log.exception(
+                "claim of task %s failed; acking, the reconciler will redispatch", command.task_id
+            )
             await delivery.ack()
             return
         await delivery.ack()  # ack early: right after the claim committed (DESIGN §3)
@@ -122,8 +139,13 @@ class ConsumerSlot:
             assert claim.no_claim is not None
             self.metrics.consumer_no_claim.labels(claim.no_claim.value).inc()
             level = logging.WARNING if claim.no_claim == "task_missing" else logging.INFO
-            log.log(level, "task %s v%d not claimed: %s", command.task_id,
-                    command.dispatch_version, claim.no_claim.value)
+            log.log(
+                level,
+                "task %s v%d not claimed: %s",
+                command.task_id,
+                command.dispatch_version,
+                claim.no_claim.value,
+            )
             return
         await self.execute(claim.task)
 
@@ -132,8 +154,9 @@ class ConsumerSlot:
         ctx = RunContext(task, self.owner)
         self.current = ctx
         started = trio.current_time()
-        log.info("task %s v%d attempt %d started", task.id, task.dispatch_version,
-                 task.attempt_count)
+        log.info(
+            "task %s v%d attempt %d started", task.id, task.dispatch_version, task.attempt_count
+        )
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._watchdog, ctx)
@@ -143,7 +166,8 @@ class ConsumerSlot:
         finally:
             self.current = None
             self.metrics.task_duration.labels(task.export_type).observe(
-                trio.current_time() - started)
+                trio.current_time() - started
+            )
 
     async def _run_and_settle(self, ctx: RunContext) -> None:
         result: ExportResult | None = None
@@ -178,28 +202,43 @@ class ConsumerSlot:
     async def _commit(self, ctx: RunContext, result: ExportResult) -> None:
         task = ctx.task
         ok = await self.store.complete_task(
-            task, self.owner, file_name=result.file_name, object_key=result.object_key,
-            content_type=result.content_type, size_bytes=result.size_bytes, rows=result.rows,
-            retention_seconds=self.settings.retention_days * 86400)
+            task,
+            self.owner,
+            file_name=result.file_name,
+            object_key=result.object_key,
+            content_type=result.content_type,
+            size_bytes=result.size_bytes,
+            rows=result.rows,
+            retention_seconds=self.settings.retention_days * 86400,
+        )
         if ok:
             self.metrics.task_completed.labels(task.export_type, "SUCCEEDED").inc()
-            log.info("task %s v%d SUCCEEDED: %d rows, %d bytes", task.id,
-                     task.dispatch_version, result.rows, result.size_bytes)
+            log.info(
+                "task %s v%d SUCCEEDED: %d rows, %d bytes",
+                task.id,
+                task.dispatch_version,
+                result.rows,
+                result.size_bytes,
+            )
             return
         # Lost commit (§8.4): the file is an orphan; delete it, then see why.
         await self._delete_file(ctx)
         if await self.store.own_run_past_deadline(task, self.owner):
             await self._reschedule(ctx, DeadlineExceededError(self._deadline_message()))
         else:
-            log.warning("task %s v%d: final commit lost (version, owner or status changed); "
-                        "file deleted", task.id, task.dispatch_version)
+            log.warning(
+                "task %s v%d: final commit lost (version, owner or status changed); file deleted",
+                task.id,
+                task.dispatch_version,
+            )
 
     async def _settle_failure(self, ctx: RunContext, error: BaseException) -> None:
         task = ctx.task
         await self._delete_file(ctx)
         if isinstance(error, ExportAbortedError):
-            log.warning("task %s v%d aborted: %s; nothing written", task.id,
-                        task.dispatch_version, error)
+            log.warning(
+                "task %s v%d aborted: %s; nothing written", task.id, task.dispatch_version, error
+            )
             return
         if isinstance(error, PermanentExportError):
             if await self.store.fail_task(task, self.owner, str(error)):
@@ -215,14 +254,28 @@ class ConsumerSlot:
         outcome = await self.store.schedule_retry(task, self.owner, str(error), delay)
         if outcome == RetryOutcome.FAILED:
             self.metrics.task_completed.labels(task.export_type, "FAILED").inc()
-            log.warning("task %s v%d FAILED after %d attempts: %s", task.id,
-                        task.dispatch_version, task.attempt_count, error)
+            log.warning(
+                "task %s v%d FAILED after %d attempts: %s",
+                task.id,
+                task.dispatch_version,
+                task.attempt_count,
+                error,
+            )
         elif outcome == RetryOutcome.SCHEDULED:
-            log.warning("task %s v%d transient failure (%s); retry v%d in %.0fs", task.id,
-                        task.dispatch_version, error, task.dispatch_version + 1, delay)
+            log.warning(
+                "task %s v%d transient failure (%s); retry v%d in %.0fs",
+                task.id,
+                task.dispatch_version,
+                error,
+                task.dispatch_version + 1,
+                delay,
+            )
         else:
-            log.warning("task %s v%d: retry not recorded, lease already lost", task.id,
-                        task.dispatch_version)
+            log.warning(
+                "task %s v%d: retry not recorded, lease already lost",
+                task.id,
+                task.dispatch_version,
+            )
 
     async def _delete_file(self, ctx: RunContext) -> None:
         if ctx.object_key is None:
@@ -231,8 +284,7 @@ class ConsumerSlot:
             await self.storage.delete(ctx.object_key)
         except Exception:
             # §9.5: a failed delete is only a WARN; the orphan scan removes it later.
-            log.warning("could not delete %s; the orphan scan will", ctx.object_key,
-                        exc_info=True)
+            log.warning("could not delete %s; the orphan scan will", ctx.object_key, exc_info=True)
 
     async def _watchdog(self, ctx: RunContext) -> None:
         """Renew the lease every heartbeat for the whole run (§8.3), independent of
@@ -256,9 +308,12 @@ class ConsumerSlot:
                 # Lease lost, version bumped, or the deadline passed (§8.3.1 folds the
                 # deadline into the renewal); tell the two apart for the settle step.
                 past_deadline = await self.store.own_run_past_deadline(ctx.task, self.owner)
-                log.warning("task %s v%d: lease renewal matched 0 rows (%s); aborting run",
-                            ctx.task.id, ctx.task.dispatch_version,
-                            "deadline passed" if past_deadline else "lease lost")
+                log.warning(
+                    "task %s v%d: lease renewal matched 0 rows (%s); aborting run",
+                    ctx.task.id,
+                    ctx.task.dispatch_version,
+                    "deadline passed" if past_deadline else "lease lost",
+                )
                 ctx.abort(AbortReason.DEADLINE if past_deadline else AbortReason.LEASE_LOST)
                 return
             last_ok = trio.current_time()

@@ -46,12 +46,19 @@ class DlqHandler:
             if not event_id:
                 raise ValueError("empty eventId")
         except (KeyError, ValueError) as exc:
-            log.critical("DLQ message %s lacks locating properties (%s); acked without "
-                         "action. properties=%r", delivery.message_id, exc, props)
+            log.critical(
+                "DLQ message %s lacks locating properties (%s); acked without "
+                "action. properties=%r",
+                delivery.message_id,
+                exc,
+                props,
+            )
             await delivery.ack()
             return None
-        reason = (f"undecodable command after {delivery.reconsume_times + 1} deliveries "
-                  f"(message {delivery.message_id})")
+        reason = (
+            f"undecodable command after {delivery.reconsume_times + 1} deliveries "
+            f"(message {delivery.message_id})"
+        )
         delay = 0.5
         while True:
             try:
@@ -62,11 +69,19 @@ class DlqHandler:
                 await trio.sleep(delay)
                 delay = min(delay * 2, _DB_RETRY_MAX_SECONDS)
         if outcome == QuarantineOutcome.QUARANTINED:
-            log.error("poison command quarantined: task %s event %s v%d; task FAILED",
-                      task_id, event_id, version)
+            log.error(
+                "poison command quarantined: task %s event %s v%d; task FAILED",
+                task_id,
+                event_id,
+                version,
+            )
         else:
-            log.warning("DLQ message for task %s event %s v%d matches no current attempt "
-                        "(stale version or foreign event id); acked, nothing changed",
-                        task_id, event_id, version)
+            log.warning(
+                "DLQ message for task %s event %s v%d matches no current attempt "
+                "(stale version or foreign event id); acked, nothing changed",
+                task_id,
+                event_id,
+                version,
+            )
         await delivery.ack()
         return outcome

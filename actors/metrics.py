@@ -19,45 +19,76 @@ class Metrics:
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry(auto_describe=True)
         self.task_created = Counter(
-            "export_task_created_total", "Export tasks created", ["type"], registry=r)
+            "export_task_created_total", "Export tasks created", ["type"], registry=r
+        )
         self.task_completed = Counter(
-            "export_task_completed_total", "Export tasks that reached SUCCEEDED or FAILED",
-            ["type", "status"], registry=r)
+            "export_task_completed_total",
+            "Export tasks that reached SUCCEEDED or FAILED",
+            ["type", "status"],
+            registry=r,
+        )
         self.task_duration = Histogram(
-            "export_task_duration_seconds", "Duration of one export run", ["type"],
-            buckets=_DURATION_BUCKETS, registry=r)
+            "export_task_duration_seconds",
+            "Duration of one export run",
+            ["type"],
+            buckets=_DURATION_BUCKETS,
+            registry=r,
+        )
         self.task_queue_age = Gauge(
-            "export_task_queue_age_seconds", "Age of the oldest due PENDING task", registry=r)
+            "export_task_queue_age_seconds", "Age of the oldest due PENDING task", registry=r
+        )
         self.outbox_pending = Gauge(
-            "export_outbox_pending", "Outbox rows not yet sent (PENDING or CLAIMED)", registry=r)
+            "export_outbox_pending", "Outbox rows not yet sent (PENDING or CLAIMED)", registry=r
+        )
         self.outbox_oldest_age = Gauge(
-            "export_outbox_oldest_age_seconds", "Age of the oldest unsent outbox row", registry=r)
+            "export_outbox_oldest_age_seconds", "Age of the oldest unsent outbox row", registry=r
+        )
         self.outbox_max_attempt = Gauge(
-            "export_outbox_max_attempt", "Largest attempt_count among unsent outbox rows",
-            registry=r)
+            "export_outbox_max_attempt",
+            "Largest attempt_count among unsent outbox rows",
+            registry=r,
+        )
         self.provider_request = Histogram(
-            "export_provider_request_seconds", "Provider batch request latency",
-            ["service", "type"], registry=r)
+            "export_provider_request_seconds",
+            "Provider batch request latency",
+            ["service", "type"],
+            registry=r,
+        )
         self.provider_failure = Counter(
-            "export_provider_failure_total", "Failed Provider batch requests",
-            ["service", "type"], registry=r)
+            "export_provider_failure_total",
+            "Failed Provider batch requests",
+            ["service", "type"],
+            registry=r,
+        )
         self.reconciler_action = Counter(
-            "export_reconciler_action_total", "Reconciler actions taken", ["action"], registry=r)
+            "export_reconciler_action_total", "Reconciler actions taken", ["action"], registry=r
+        )
         self.dlq_messages = Counter(
-            "export_dlq_messages_total", "Messages received by the DLQ handler", registry=r)
+            "export_dlq_messages_total", "Messages received by the DLQ handler", registry=r
+        )
         self.storage_bytes = Gauge(
-            "export_storage_bytes", "Bytes used by stored export files", registry=r)
+            "export_storage_bytes", "Bytes used by stored export files", registry=r
+        )
         self.actor_restarts = Counter(
-            "export_actor_restarts_total", "Actor restarts after an unexpected exception",
-            ["actor"], registry=r)
+            "export_actor_restarts_total",
+            "Actor restarts after an unexpected exception",
+            ["actor"],
+            registry=r,
+        )
         self.registry_reload_failures = Counter(
             "export_registry_reload_failures_total",
-            "Registry reloads rejected by validation (old registry kept)", registry=r)
+            "Registry reloads rejected by validation (old registry kept)",
+            registry=r,
+        )
         self.consumer_no_claim = Counter(
-            "export_consumer_no_claim_total", "Commands acked without a claim (§8.2 branches)",
-            ["reason"], registry=r)
+            "export_consumer_no_claim_total",
+            "Commands acked without a claim (§8.2 branches)",
+            ["reason"],
+            registry=r,
+        )
         self.outbox_send = Counter(
-            "export_outbox_send_total", "Outbox send attempts", ["result"], registry=r)
+            "export_outbox_send_total", "Outbox send attempts", ["result"], registry=r
+        )
 
     # ProviderObserver protocol (actors.pipeline.provider_client)
     def observe_request(self, service: str, export_type: str, seconds: float, ok: bool) -> None:

@@ -35,7 +35,10 @@ def outgoing_message(row: OutboxRow) -> OutgoingMessage:
     except (ValueError, AttributeError):
         schema_version = COMMAND_SCHEMA_VERSION
     return OutgoingMessage(
-        topic=row.topic, tag=row.tag, key=row.message_key, body=row.payload_json,
+        topic=row.topic,
+        tag=row.tag,
+        key=row.message_key,
+        body=row.payload_json,
         properties={
             "eventId": row.event_id,
             "taskId": str(row.task_id),
@@ -46,8 +49,14 @@ def outgoing_message(row: OutboxRow) -> OutgoingMessage:
 
 
 class Publisher:
-    def __init__(self, store: ExportStore, transport: CommandTransport, settings: Settings,
-                 metrics: Metrics, wakeup: Wakeup) -> None:
+    def __init__(
+        self,
+        store: ExportStore,
+        transport: CommandTransport,
+        settings: Settings,
+        metrics: Metrics,
+        wakeup: Wakeup,
+    ) -> None:
         self.store = store
         self.transport = transport
         self.settings = settings
@@ -67,7 +76,8 @@ class Publisher:
         """One round: claim up to ``publisher_batch_size`` due rows and send each.
         Returns how many rows were claimed."""
         rows = await self.store.claim_due_outbox(
-            self.owner, self.settings.publisher_lease_seconds, self.settings.publisher_batch_size)
+            self.owner, self.settings.publisher_lease_seconds, self.settings.publisher_batch_size
+        )
         for row in rows:
             await self._send_one(row)
         return len(rows)
@@ -88,6 +98,12 @@ class Publisher:
             return
         delay = publish_backoff(row.attempt_count, self.settings.publish_backoff_seconds)
         self.metrics.outbox_send.labels("failed").inc()
-        log.warning("outbox %s task %s send attempt %d failed: %s; next try in %gs",
-                    row.id, row.task_id, row.attempt_count, error, delay)
+        log.warning(
+            "outbox %s task %s send attempt %d failed: %s; next try in %gs",
+            row.id,
+            row.task_id,
+            row.attempt_count,
+            error,
+            delay,
+        )
         await self.store.mark_outbox_send_failed(row.id, self.owner, delay, error)

@@ -31,9 +31,9 @@ from db.store import ExportStore, RetryOutcome
 
 log = logging.getLogger("actors.reconciler")
 
-REDISPATCH_LIMIT_A = 50    # §8.5-1 case A
-REDISPATCH_LIMIT_B = 20    # §8.5-1 case B
-LEASE_RECOVER_LIMIT = 20   # §8.5-2
+REDISPATCH_LIMIT_A = 50  # §8.5-1 case A
+REDISPATCH_LIMIT_B = 20  # §8.5-1 case B
+LEASE_RECOVER_LIMIT = 20  # §8.5-2
 EXPIRE_LIMIT = 100
 ORPHAN_AGE_SECONDS = 24 * 3600
 OUTBOX_RETENTION_SECONDS = 7 * 86400
@@ -50,8 +50,14 @@ class Reconciler:
             file is referenced before it is deleted).
     """
 
-    def __init__(self, store: ExportStore, storage: ExportStorage, settings: Settings,
-                 metrics: Metrics, file_clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        store: ExportStore,
+        storage: ExportStorage,
+        settings: Settings,
+        metrics: Metrics,
+        file_clock: Callable[[], float] = time.time,
+    ) -> None:
         self.store = store
         self.storage = storage
         self.settings = settings
@@ -69,9 +75,11 @@ class Reconciler:
         s = self.settings
         actions = {
             "redispatch": await self.store.redispatch_missing_outbox(
-                s.redispatch_grace_seconds, REDISPATCH_LIMIT_A)
+                s.redispatch_grace_seconds, REDISPATCH_LIMIT_A
+            )
             + await self.store.redispatch_stale_sent(
-                s.sent_stale_seconds, s.redispatch_grace_seconds, REDISPATCH_LIMIT_B),
+                s.sent_stale_seconds, s.redispatch_grace_seconds, REDISPATCH_LIMIT_B
+            ),
             "lease_recover": await self._recover_leases(),
             "outbox_release": await self.store.release_expired_outbox_claims(),
             "expire": await self._expire_files(),
@@ -91,16 +99,22 @@ class Reconciler:
         recovered = 0
         for task in await self.store.expired_leases(LEASE_RECOVER_LIMIT):
             outcome = await self.store.recover_expired_lease(
-                task, LEASE_LOST_MESSAGE, LEASE_EXHAUSTED_MESSAGE)
+                task, LEASE_LOST_MESSAGE, LEASE_EXHAUSTED_MESSAGE
+            )
             if outcome == RetryOutcome.LOST:
                 continue
             recovered += 1
             if outcome == RetryOutcome.FAILED:
                 self.metrics.task_completed.labels(task.export_type, "FAILED").inc()
-            log.warning("task %s v%d lease expired (owner %s): %s", task.id,
-                        task.dispatch_version, task.lease_owner,
-                        "retrying as a new version" if outcome == RetryOutcome.SCHEDULED
-                        else "FAILED, max attempts reached")
+            log.warning(
+                "task %s v%d lease expired (owner %s): %s",
+                task.id,
+                task.dispatch_version,
+                task.lease_owner,
+                "retrying as a new version"
+                if outcome == RetryOutcome.SCHEDULED
+                else "FAILED, max attempts reached",
+            )
             if task.object_key:
                 await self._delete_quietly(task.object_key)
         return recovered

@@ -81,11 +81,13 @@ class Runtime:
         self.stop.set()
 
 
-def open_database(settings: Settings, clock_ms: Callable[[], int] = wall_clock_ms) -> SqliteDatabase:
+def open_database(
+    settings: Settings, clock_ms: Callable[[], int] = wall_clock_ms
+) -> SqliteDatabase:
     """Open (and in embedded mode create) the database named by the URL."""
     url = settings.resolved_database_url
     if url.startswith("sqlite:///"):
-        db = SqliteDatabase(url[len("sqlite:///"):] or ":memory:", clock_ms=clock_ms)
+        db = SqliteDatabase(url[len("sqlite:///") :] or ":memory:", clock_ms=clock_ms)
         db.migrate()
         return db
     if url.startswith("mysql://"):
@@ -116,14 +118,20 @@ def _service_token(settings: Settings) -> str:
     if settings.internal_service_token:
         return settings.internal_service_token
     if settings.provider_urls:
-        raise ConfigError("INTERNAL_SERVICE_TOKEN must be set when FILE_EXPORT_PROVIDER_URLS "
-                          "names real Providers (§10.1)")
+        raise ConfigError(
+            "INTERNAL_SERVICE_TOKEN must be set when FILE_EXPORT_PROVIDER_URLS "
+            "names real Providers (§10.1)"
+        )
     return secrets.token_urlsafe(24)  # only the built-in demo Provider checks it
 
 
-async def serve(settings: Settings, *, install_signal_handlers: bool = True,
-                db_clock_ms: Callable[[], int] = wall_clock_ms,
-                task_status: trio.TaskStatus[Runtime] = trio.TASK_STATUS_IGNORED) -> None:
+async def serve(
+    settings: Settings,
+    *,
+    install_signal_handlers: bool = True,
+    db_clock_ms: Callable[[], int] = wall_clock_ms,
+    task_status: trio.TaskStatus[Runtime] = trio.TASK_STATUS_IGNORED,
+) -> None:
     """Run the service until SIGTERM/SIGINT or ``Runtime.request_stop()``.
 
     Args:
@@ -151,18 +159,27 @@ async def serve(settings: Settings, *, install_signal_handlers: bool = True,
     provider = ProviderClient(base_urls, service_token, observer=metrics)
     transport = EmbeddedBus(settings.max_reconsume_times)
     wakeup = Wakeup()
-    services = Services(store=store, storage=storage, registry=registry, metrics=metrics,
-                        wakeup=wakeup, jwt_secret=jwt_secret)
+    services = Services(
+        store=store,
+        storage=storage,
+        registry=registry,
+        metrics=metrics,
+        wakeup=wakeup,
+        jwt_secret=jwt_secret,
+    )
     blueprints = []
     if settings.demo_provider:
         from web.demo_provider import create_demo_provider_blueprint
 
-        blueprints.append(create_demo_provider_blueprint(
-            service_token=service_token, snapshot_secret=secrets.token_bytes(32)))
+        blueprints.append(
+            create_demo_provider_blueprint(
+                service_token=service_token, snapshot_secret=secrets.token_bytes(32)
+            )
+        )
     app = create_app(services, extra_blueprints=blueprints)
 
-    stopping = trio.Event()   # stop taking commands
-    web_stop = trio.Event()   # hypercorn shutdown trigger
+    stopping = trio.Event()  # stop taking commands
+    web_stop = trio.Event()  # hypercorn shutdown trigger
     runner = ExportRunner(store, storage, provider, registry, settings)
     try:
         async with trio.open_nursery() as root:
@@ -171,24 +188,39 @@ async def serve(settings: Settings, *, install_signal_handlers: bool = True,
             hc.accesslog = None
             hc.errorlog = logging.getLogger("hypercorn.error")
             hc.graceful_timeout = 5
-            urls: list[str] = await root.start(partial(
-                hypercorn_serve, app, hc, shutdown_trigger=web_stop.wait))
+            urls: list[str] = await root.start(
+                partial(hypercorn_serve, app, hc, shutdown_trigger=web_stop.wait)
+            )
             if settings.demo_provider:
                 base_urls.setdefault(DEMO_SERVICE, urls[0])
             rt = Runtime(settings, urls, store, storage, transport, metrics, jwt_secret)
 
             async with trio.open_nursery() as actors:
-                actors.start_soon(partial(
-                    watch_registry, registry, registry_path, allowed,
-                    on_reload_failed=lambda err: metrics.registry_reload_failures.inc()))
+                actors.start_soon(
+                    partial(
+                        watch_registry,
+                        registry,
+                        registry_path,
+                        allowed,
+                        on_reload_failed=lambda err: metrics.registry_reload_failures.inc(),
+                    )
+                )
                 if settings.publisher_enabled:
                     publisher = Publisher(store, transport, settings, metrics, wakeup)
                     actors.start_soon(supervise, "publisher", publisher.run, metrics)
                 slots_done = trio.Event()
                 if settings.consumer_enabled:
                     rt.slots = [
-                        ConsumerSlot(f"slot-{i}", store, transport, storage, settings, metrics,
-                                     runner, stopping)
+                        ConsumerSlot(
+                            f"slot-{i}",
+                            store,
+                            transport,
+                            storage,
+                            settings,
+                            metrics,
+                            runner,
+                            stopping,
+                        )
                         for i in range(settings.consumer_concurrency)
                     ]
                     actors.start_soon(_run_slots, rt.slots, metrics, slots_done)
@@ -201,24 +233,29 @@ async def serve(settings: Settings, *, install_signal_handlers: bool = True,
                     actors.start_soon(supervise, "reconciler", reconciler.run, metrics)
                 from actors.dlq import DlqHandler
 
-                actors.start_soon(supervise, "dlq-handler",
-                                  DlqHandler(store, transport, metrics).run, metrics)
+                actors.start_soon(
+                    supervise, "dlq-handler", DlqHandler(store, transport, metrics).run, metrics
+                )
 
                 services.ready.set()
                 _announce(settings, rt, dev_secret)
                 task_status.started(rt)
                 await _wait_for_stop(rt.stop, install_signal_handlers)
 
-                log.info("stopping: no new commands; waiting up to %gs for running exports",
-                         settings.shutdown_grace_seconds)
+                log.info(
+                    "stopping: no new commands; waiting up to %gs for running exports",
+                    settings.shutdown_grace_seconds,
+                )
                 stopping.set()
                 for slot in rt.slots:
                     slot.stop_receiving()
                 with trio.move_on_after(settings.shutdown_grace_seconds):
                     await slots_done.wait()
                 if not slots_done.is_set():
-                    log.warning("grace period over: cancelling running exports; their leases "
-                                "expire and the reconciler recovers them")
+                    log.warning(
+                        "grace period over: cancelling running exports; their leases "
+                        "expire and the reconciler recovers them"
+                    )
                 actors.cancel_scope.cancel()
             # The Provider client may hold a keep-alive connection to this very server
             # (demo Provider): close it first so hypercorn has nothing to wait for.
@@ -246,6 +283,7 @@ async def _wait_for_stop(stop: trio.Event, install_signal_handlers: bool) -> Non
         return
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as n:
+
             async def on_signal() -> None:
                 async for signum in signals:
                     log.info("received %s", signal.Signals(signum).name)
@@ -258,12 +296,17 @@ async def _wait_for_stop(stop: trio.Event, install_signal_handlers: bool) -> Non
 
 
 def _announce(settings: Settings, rt: Runtime, dev_secret: bool) -> None:
-    log.info("Export Center ready at %s (instance %s, transport %s, %d consumer slots)",
-             rt.base_url, settings.instance_id, settings.transport,
-             settings.consumer_concurrency if settings.consumer_enabled else 0)
+    log.info(
+        "Export Center ready at %s (instance %s, transport %s, %d consumer slots)",
+        rt.base_url,
+        settings.instance_id,
+        settings.transport,
+        settings.consumer_concurrency if settings.consumer_enabled else 0,
+    )
     if dev_secret:
         from web.auth import issue_token
 
-        token = issue_token(rt.jwt_secret, user_id=1, tenant_id=0, app_code=AppCode.PLATFORM,
-                            perms=DEMO_ADMIN_PERMS)
+        token = issue_token(
+            rt.jwt_secret, user_id=1, tenant_id=0, app_code=AppCode.PLATFORM, perms=DEMO_ADMIN_PERMS
+        )
         log.info("demo administrator token (embedded dev secret): %s", token)

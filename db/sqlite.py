@@ -52,11 +52,15 @@ class _SqliteTx:
     async def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
         return self._run(sql, params).rowcount
 
-    async def fetchone(self, sql: str, params: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    async def fetchone(
+        self, sql: str, params: Mapping[str, Any] | None = None
+    ) -> dict[str, Any] | None:
         row = self._run(sql, params).fetchone()
         return dict(row) if row is not None else None
 
-    async def fetchall(self, sql: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    async def fetchall(
+        self, sql: str, params: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
         return [dict(r) for r in self._run(sql, params).fetchall()]
 
 

@@ -33,8 +33,15 @@ from db import transitions as T
 from db.database import Database, DuplicateKeyError, Tx
 
 _TASK_TIMES = (
-    "next_retry_at", "lease_until", "last_heartbeat_at", "execution_deadline_at",
-    "requested_at", "started_at", "completed_at", "expires_at", "updated_at",
+    "next_retry_at",
+    "lease_until",
+    "last_heartbeat_at",
+    "execution_deadline_at",
+    "requested_at",
+    "started_at",
+    "completed_at",
+    "expires_at",
+    "updated_at",
 )
 _OUTBOX_TIMES = ("next_retry_at", "lease_until", "sent_at", "created_at", "updated_at")
 
@@ -45,8 +52,12 @@ class _Sql:
     def __init__(self, db: Database) -> None:
         for name in dir(T):
             value = getattr(T, name)
-            if (name.isupper() and not name.startswith("_") and isinstance(value, str)
-                    and not name.endswith("_COLUMNS")):
+            if (
+                name.isupper()
+                and not name.startswith("_")
+                and isinstance(value, str)
+                and not name.endswith("_COLUMNS")
+            ):
                 setattr(self, name, db.dialect.render(value))
 
 
@@ -64,9 +75,9 @@ class NewTask:
 
 class CreateOutcome(StrEnum):
     CREATED = "created"
-    DUPLICATE = "duplicate"          # same user+type+params within the window (§14)
-    USER_LIMIT = "user_limit"        # the user already has the maximum active tasks
-    TYPE_LIMIT = "type_limit"        # the export type already has the maximum active tasks
+    DUPLICATE = "duplicate"  # same user+type+params within the window (§14)
+    USER_LIMIT = "user_limit"  # the user already has the maximum active tasks
+    TYPE_LIMIT = "type_limit"  # the export type already has the maximum active tasks
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +95,8 @@ class ClaimResult:
 
 
 class QuarantineOutcome(StrEnum):
-    QUARANTINED = "quarantined"      # outbox QUARANTINED + task FAILED, one row each
-    MISMATCH = "mismatch"            # stale version / event id mismatch: nothing changed
+    QUARANTINED = "quarantined"  # outbox QUARANTINED + task FAILED, one row each
+    MISMATCH = "mismatch"  # stale version / event id mismatch: nothing changed
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,9 +110,9 @@ class QueueSample:
 
 
 class RetryOutcome(StrEnum):
-    SCHEDULED = "scheduled"          # PENDING with a new version and a new outbox row
-    FAILED = "failed"                # attempts exhausted: FAILED
-    LOST = "lost"                    # fencing matched nothing: another owner or version
+    SCHEDULED = "scheduled"  # PENDING with a new version and a new outbox row
+    FAILED = "failed"  # attempts exhausted: FAILED
+    LOST = "lost"  # fencing matched nothing: another owner or version
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +135,9 @@ class ExportStore:
             ``occurredAt`` label (§8.6 allows instance clocks for labels).
     """
 
-    def __init__(self, db: Database, ids: IdGenerator, *, topic: str,
-                 clock_label: Any = None) -> None:
+    def __init__(
+        self, db: Database, ids: IdGenerator, *, topic: str, clock_label: Any = None
+    ) -> None:
         self.db = db
         self.ids = ids
         self.topic = topic
@@ -190,14 +202,23 @@ class ExportStore:
         return self.task_from_row(row) if row else None
 
     async def list_tasks(
-        self, principal: Principal, *, all_users: bool, status: str | None, limit: int,
+        self,
+        principal: Principal,
+        *,
+        all_users: bool,
+        status: str | None,
+        limit: int,
         offset: int,
     ) -> tuple[list[Task], int]:
         """Tasks visible to ``principal`` (§12 ownership), newest first, and the total."""
         params = {
-            "tenant_id": principal.tenant_id, "app_code": principal.app_code.value,
-            "requested_by": principal.user_id, "all_users": 1 if all_users else 0,
-            "status": status, "limit": limit, "offset": offset,
+            "tenant_id": principal.tenant_id,
+            "app_code": principal.app_code.value,
+            "requested_by": principal.user_id,
+            "all_users": 1 if all_users else 0,
+            "status": status,
+            "limit": limit,
+            "offset": offset,
         }
         async with self.db.transaction() as tx:
             rows = await tx.fetchall(self._sql.LIST_TASKS_SCOPED, params)
@@ -211,7 +232,9 @@ class ExportStore:
 
     # -- create (§7.2, §14) -------------------------------------------------------------
 
-    async def create_task(self, new: NewTask, limits: CreateLimits = CreateLimits()) -> CreateResult:
+    async def create_task(
+        self, new: NewTask, limits: CreateLimits = CreateLimits()
+    ) -> CreateResult:
         """Create a task and its first outbox row in one transaction under the guard lock.
 
         Order inside the transaction (§7.2): lock ``GLOBAL_CREATE``; 60-second duplicate
@@ -221,44 +244,66 @@ class ExportStore:
         p = new.principal
         async with self.db.transaction(lock=True) as tx:
             await tx.fetchone(self._sql.LOCK_CREATE_GUARD)
-            scope = {"tenant_id": p.tenant_id, "app_code": p.app_code.value,
-                     "requested_by": p.user_id}
-            dup = await tx.fetchone(self._sql.FIND_DUPLICATE_ACTIVE, {
-                **scope, "export_type": new.export_type,
-                "parameters_hash": new.parameters.sha256,
-                "window_seconds": limits.duplicate_window_seconds,
-            })
+            scope = {
+                "tenant_id": p.tenant_id,
+                "app_code": p.app_code.value,
+                "requested_by": p.user_id,
+            }
+            dup = await tx.fetchone(
+                self._sql.FIND_DUPLICATE_ACTIVE,
+                {
+                    **scope,
+                    "export_type": new.export_type,
+                    "parameters_hash": new.parameters.sha256,
+                    "window_seconds": limits.duplicate_window_seconds,
+                },
+            )
             if dup is not None:
                 return CreateResult(CreateOutcome.DUPLICATE, self.task_from_row(dup))
             by_user = await tx.fetchone(self._sql.COUNT_ACTIVE_BY_USER, scope)
             if by_user and int(by_user["n"]) >= limits.max_active_per_user:
                 return CreateResult(CreateOutcome.USER_LIMIT, None)
-            by_type = await tx.fetchone(self._sql.COUNT_ACTIVE_BY_TYPE,
-                                        {"export_type": new.export_type})
+            by_type = await tx.fetchone(
+                self._sql.COUNT_ACTIVE_BY_TYPE, {"export_type": new.export_type}
+            )
             if by_type and int(by_type["n"]) >= limits.max_active_per_type:
                 return CreateResult(CreateOutcome.TYPE_LIMIT, None)
             task_id = self.ids.next_id()
-            await tx.execute(self._sql.INSERT_TASK, {
-                **scope, "id": task_id, "task_no": f"EXP{task_id}",
-                "export_type": new.export_type, "task_name": new.task_name,
-                "format": new.format, "parameters_json": new.parameters.json,
-                "parameters_hash": new.parameters.sha256, "max_attempts": new.max_attempts,
-            })
+            await tx.execute(
+                self._sql.INSERT_TASK,
+                {
+                    **scope,
+                    "id": task_id,
+                    "task_no": f"EXP{task_id}",
+                    "export_type": new.export_type,
+                    "task_name": new.task_name,
+                    "format": new.format,
+                    "parameters_json": new.parameters.json,
+                    "parameters_hash": new.parameters.sha256,
+                    "max_attempts": new.max_attempts,
+                },
+            )
             await self._insert_outbox(tx, task_id, new.export_type, 1, next_retry_at=None)
             row = await tx.fetchone(self._sql.GET_TASK, {"id": task_id})
         assert row is not None
         return CreateResult(CreateOutcome.CREATED, self.task_from_row(row))
 
-    async def _insert_outbox(self, tx: Tx, task_id: int, export_type: str, version: int,
-                             next_retry_at: Any) -> Command:
+    async def _insert_outbox(
+        self, tx: Tx, task_id: int, export_type: str, version: int, next_retry_at: Any
+    ) -> Command:
         """Insert the outbox row for (task, version); ``next_retry_at`` is a raw DB value
         to copy (§9.2 step 4) or ``None`` for "now". Raises DuplicateKeyError if a row for
         this version exists (the unique key, §7.2)."""
         cmd = Command.new(task_id, export_type, version, self._label())
         params = {
-            "id": self.ids.next_id(), "event_id": cmd.event_id, "task_id": task_id,
-            "dispatch_version": version, "topic": self.topic, "tag": COMMAND_TAG,
-            "message_key": str(task_id), "payload_json": cmd.to_json(),
+            "id": self.ids.next_id(),
+            "event_id": cmd.event_id,
+            "task_id": task_id,
+            "dispatch_version": version,
+            "topic": self.topic,
+            "tag": COMMAND_TAG,
+            "message_key": str(task_id),
+            "payload_json": cmd.to_json(),
         }
         if next_retry_at is None:
             await tx.execute(self._sql.INSERT_OUTBOX_NOW, params)
@@ -268,17 +313,23 @@ class ExportStore:
 
     # -- publisher (§7.4) ---------------------------------------------------------------
 
-    async def claim_due_outbox(self, owner: str, lease_seconds: float, limit: int) -> list[OutboxRow]:
+    async def claim_due_outbox(
+        self, owner: str, lease_seconds: float, limit: int
+    ) -> list[OutboxRow]:
         """Claim due PENDING rows in two steps (select ids, then a conditional update per
         id), so the lock range stays one row (§7.4). Returns the rows this owner won, with
         ``attempt_count`` already incremented."""
         async with self.db.transaction() as tx:
-            ids = [r["id"] for r in await tx.fetchall(self._sql.SELECT_DUE_OUTBOX, {"limit": limit})]
+            ids = [
+                r["id"] for r in await tx.fetchall(self._sql.SELECT_DUE_OUTBOX, {"limit": limit})
+            ]
         won: list[OutboxRow] = []
         for outbox_id in ids:
             async with self.db.transaction() as tx:
-                n = await tx.execute(self._sql.CLAIM_OUTBOX, {
-                    "id": outbox_id, "owner": owner, "lease_seconds": lease_seconds})
+                n = await tx.execute(
+                    self._sql.CLAIM_OUTBOX,
+                    {"id": outbox_id, "owner": owner, "lease_seconds": lease_seconds},
+                )
                 row = await tx.fetchone(self._sql.GET_OUTBOX, {"id": outbox_id}) if n else None
             if row is not None:
                 won.append(self.outbox_from_row(row))
@@ -286,25 +337,50 @@ class ExportStore:
 
     async def mark_outbox_sent(self, outbox_id: int, owner: str) -> bool:
         async with self.db.transaction() as tx:
-            return await tx.execute(self._sql.MARK_OUTBOX_SENT, {"id": outbox_id, "owner": owner}) == 1
+            return (
+                await tx.execute(self._sql.MARK_OUTBOX_SENT, {"id": outbox_id, "owner": owner}) == 1
+            )
 
-    async def mark_outbox_send_failed(self, outbox_id: int, owner: str, backoff_seconds: float,
-                                      error: str) -> bool:
+    async def mark_outbox_send_failed(
+        self, outbox_id: int, owner: str, backoff_seconds: float, error: str
+    ) -> bool:
         async with self.db.transaction() as tx:
-            return await tx.execute(self._sql.MARK_OUTBOX_SEND_FAILED, {
-                "id": outbox_id, "owner": owner, "backoff_seconds": backoff_seconds,
-                "last_error": error[:1000]}) == 1
+            return (
+                await tx.execute(
+                    self._sql.MARK_OUTBOX_SEND_FAILED,
+                    {
+                        "id": outbox_id,
+                        "owner": owner,
+                        "backoff_seconds": backoff_seconds,
+                        "last_error": error[:1000],
+                    },
+                )
+                == 1
+            )
 
     # -- consumer (§8.2 – §8.4, §9.2) ---------------------------------------------------
 
-    async def claim_task(self, task_id: int, dispatch_version: int, owner: str,
-                         lease_seconds: float, max_duration_seconds: float) -> ClaimResult:
+    async def claim_task(
+        self,
+        task_id: int,
+        dispatch_version: int,
+        owner: str,
+        lease_seconds: float,
+        max_duration_seconds: float,
+    ) -> ClaimResult:
         """The atomic claim of §8.2 with the deadline of §8.3.1, all by DB time. On 0 rows
         the task is re-read and the branch classified (every branch acks)."""
         async with self.db.transaction() as tx:
-            n = await tx.execute(self._sql.CLAIM_TASK, {
-                "id": task_id, "dispatch_version": dispatch_version, "owner": owner,
-                "lease_seconds": lease_seconds, "max_duration_seconds": max_duration_seconds})
+            n = await tx.execute(
+                self._sql.CLAIM_TASK,
+                {
+                    "id": task_id,
+                    "dispatch_version": dispatch_version,
+                    "owner": owner,
+                    "lease_seconds": lease_seconds,
+                    "max_duration_seconds": max_duration_seconds,
+                },
+            )
             row = await tx.fetchone(self._sql.GET_TASK, {"id": task_id})
         if n == 1 and row is not None:
             return ClaimResult(self.task_from_row(row), None)
@@ -312,8 +388,9 @@ class ExportStore:
             return ClaimResult(None, dispatch.NoClaim.TASK_MISSING)
         now = self.db.dialect.to_datetime(row["db_now"])
         assert now is not None
-        return ClaimResult(None, dispatch.classify_no_claim(self.task_from_row(row),
-                                                            dispatch_version, now))
+        return ClaimResult(
+            None, dispatch.classify_no_claim(self.task_from_row(row), dispatch_version, now)
+        )
 
     def _fence(self, task: Task, owner: str) -> dict[str, Any]:
         return {"id": task.id, "dispatch_version": task.dispatch_version, "owner": owner}
@@ -321,41 +398,87 @@ class ExportStore:
     async def renew_lease(self, task: Task, owner: str, lease_seconds: float) -> bool:
         """§8.3.1 renewal. False means: lease lost, version changed or deadline passed."""
         async with self.db.transaction() as tx:
-            return await tx.execute(self._sql.RENEW_LEASE, {
-                **self._fence(task, owner), "lease_seconds": lease_seconds}) == 1
+            return (
+                await tx.execute(
+                    self._sql.RENEW_LEASE,
+                    {**self._fence(task, owner), "lease_seconds": lease_seconds},
+                )
+                == 1
+            )
 
     async def record_object_key(self, task: Task, owner: str, object_key: str) -> bool:
         """Record the key of the file this attempt is about to write (fenced)."""
         async with self.db.transaction() as tx:
-            return await tx.execute(self._sql.RECORD_OBJECT_KEY, {
-                **self._fence(task, owner), "object_key": object_key}) == 1
+            return (
+                await tx.execute(
+                    self._sql.RECORD_OBJECT_KEY,
+                    {**self._fence(task, owner), "object_key": object_key},
+                )
+                == 1
+            )
 
-    async def report_progress(self, task: Task, owner: str, processed_rows: int,
-                              total_rows: int | None) -> bool:
+    async def report_progress(
+        self, task: Task, owner: str, processed_rows: int, total_rows: int | None
+    ) -> bool:
         async with self.db.transaction() as tx:
-            return await tx.execute(self._sql.REPORT_PROGRESS, {
-                **self._fence(task, owner), "processed_rows": processed_rows,
-                "total_rows": total_rows}) == 1
+            return (
+                await tx.execute(
+                    self._sql.REPORT_PROGRESS,
+                    {
+                        **self._fence(task, owner),
+                        "processed_rows": processed_rows,
+                        "total_rows": total_rows,
+                    },
+                )
+                == 1
+            )
 
-    async def complete_task(self, task: Task, owner: str, *, file_name: str, object_key: str,
-                            content_type: str, size_bytes: int, rows: int,
-                            retention_seconds: float) -> bool:
+    async def complete_task(
+        self,
+        task: Task,
+        owner: str,
+        *,
+        file_name: str,
+        object_key: str,
+        content_type: str,
+        size_bytes: int,
+        rows: int,
+        retention_seconds: float,
+    ) -> bool:
         """§8.4 final commit, fenced by version, owner, status and deadline. False means
         the caller must delete its file."""
         async with self.db.transaction() as tx:
-            return await tx.execute(self._sql.COMPLETE_TASK, {
-                **self._fence(task, owner), "file_name": file_name, "object_key": object_key,
-                "content_type": content_type, "size_bytes": size_bytes, "total_rows": rows,
-                "processed_rows": rows, "retention_seconds": retention_seconds}) == 1
+            return (
+                await tx.execute(
+                    self._sql.COMPLETE_TASK,
+                    {
+                        **self._fence(task, owner),
+                        "file_name": file_name,
+                        "object_key": object_key,
+                        "content_type": content_type,
+                        "size_bytes": size_bytes,
+                        "total_rows": rows,
+                        "processed_rows": rows,
+                        "retention_seconds": retention_seconds,
+                    },
+                )
+                == 1
+            )
 
     async def fail_task(self, task: Task, owner: str, failure_message: str) -> bool:
         """Permanent failure (§9.1): FAILED at once, fenced."""
         async with self.db.transaction() as tx:
-            return await tx.execute(self._sql.FAIL_TASK, {
-                **self._fence(task, owner), "failure_message": failure_message[:1000]}) == 1
+            return (
+                await tx.execute(
+                    self._sql.FAIL_TASK,
+                    {**self._fence(task, owner), "failure_message": failure_message[:1000]},
+                )
+                == 1
+            )
 
-    async def schedule_retry(self, task: Task, owner: str, failure_message: str,
-                             backoff_seconds: float) -> RetryOutcome:
+    async def schedule_retry(
+        self, task: Task, owner: str, failure_message: str, backoff_seconds: float
+    ) -> RetryOutcome:
         """Transient failure (§9.2) in one transaction: FAILED if the attempts are spent,
         else PENDING with ``dispatch_version + 1``, ``next_retry_at`` by DB time, progress
         reset, ``failure_message`` kept, and a new outbox row whose ``next_retry_at``
@@ -365,22 +488,31 @@ class ExportStore:
         message = failure_message[:1000]
         async with self.db.transaction(lock=True) as tx:
             row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
-            if (row is None or row["status"] != TaskStatus.RUNNING
-                    or row["dispatch_version"] != task.dispatch_version
-                    or row["lease_owner"] != owner):
+            if (
+                row is None
+                or row["status"] != TaskStatus.RUNNING
+                or row["dispatch_version"] != task.dispatch_version
+                or row["lease_owner"] != owner
+            ):
                 return RetryOutcome.LOST
             if not should_retry(int(row["attempt_count"]), int(row["max_attempts"])):
                 n = await tx.execute(self._sql.FAIL_TASK, {**fence, "failure_message": message})
                 return RetryOutcome.FAILED if n == 1 else RetryOutcome.LOST
-            n = await tx.execute(self._sql.SCHEDULE_RETRY, {
-                **fence, "failure_message": message, "backoff_seconds": backoff_seconds})
+            n = await tx.execute(
+                self._sql.SCHEDULE_RETRY,
+                {**fence, "failure_message": message, "backoff_seconds": backoff_seconds},
+            )
             if n != 1:
                 return RetryOutcome.LOST
             after = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
             assert after is not None
-            await self._insert_outbox(tx, task.id, task.export_type,
-                                      int(after["dispatch_version"]),
-                                      next_retry_at=after["next_retry_at"])
+            await self._insert_outbox(
+                tx,
+                task.id,
+                task.export_type,
+                int(after["dispatch_version"]),
+                next_retry_at=after["next_retry_at"],
+            )
         return RetryOutcome.SCHEDULED
 
     async def own_run_past_deadline(self, task: Task, owner: str) -> bool:
@@ -392,9 +524,14 @@ class ExportStore:
             return False
         t = self.task_from_row(row)
         now = self.db.dialect.to_datetime(row["db_now"])
-        return (t.status == TaskStatus.RUNNING and t.dispatch_version == task.dispatch_version
-                and t.lease_owner == owner and t.execution_deadline_at is not None
-                and now is not None and t.execution_deadline_at <= now)
+        return (
+            t.status == TaskStatus.RUNNING
+            and t.dispatch_version == task.dispatch_version
+            and t.lease_owner == owner
+            and t.execution_deadline_at is not None
+            and now is not None
+            and t.execution_deadline_at <= now
+        )
 
     # -- manual retry (§9.3) ------------------------------------------------------------
 
@@ -404,13 +541,15 @@ class ExportStore:
         version (a concurrent retry won). Authorisation and ``enabled`` are checked by the
         caller before (§9.3); the caller deletes any leftover file."""
         async with self.db.transaction(lock=True) as tx:
-            n = await tx.execute(self._sql.MANUAL_RETRY, {
-                "id": task.id, "dispatch_version": task.dispatch_version})
+            n = await tx.execute(
+                self._sql.MANUAL_RETRY, {"id": task.id, "dispatch_version": task.dispatch_version}
+            )
             if n != 1:
                 return None
             try:
-                await self._insert_outbox(tx, task.id, task.export_type,
-                                          task.dispatch_version + 1, next_retry_at=None)
+                await self._insert_outbox(
+                    tx, task.id, task.export_type, task.dispatch_version + 1, next_retry_at=None
+                )
             except DuplicateKeyError:
                 pass  # a row for this version exists already: the unique key absorbed it
             row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
@@ -424,32 +563,45 @@ class ExportStore:
         current version get one, *same version*. The unique key absorbs a racing insert.
         Returns rows inserted."""
         async with self.db.transaction() as tx:
-            rows = await tx.fetchall(self._sql.SELECT_TASKS_WITHOUT_OUTBOX, {
-                "grace_seconds": grace_seconds, "limit": limit})
+            rows = await tx.fetchall(
+                self._sql.SELECT_TASKS_WITHOUT_OUTBOX,
+                {"grace_seconds": grace_seconds, "limit": limit},
+            )
         inserted = 0
         for r in rows:
             try:
                 async with self.db.transaction() as tx:
-                    await self._insert_outbox(tx, int(r["id"]), r["export_type"],
-                                              int(r["dispatch_version"]), next_retry_at=None)
+                    await self._insert_outbox(
+                        tx,
+                        int(r["id"]),
+                        r["export_type"],
+                        int(r["dispatch_version"]),
+                        next_retry_at=None,
+                    )
                 inserted += 1
             except DuplicateKeyError:
                 pass
         return inserted
 
-    async def redispatch_stale_sent(self, stale_seconds: float, grace_seconds: float,
-                                    limit: int) -> int:
+    async def redispatch_stale_sent(
+        self, stale_seconds: float, grace_seconds: float, limit: int
+    ) -> int:
         """Case B of §8.5-1: a SENT row whose task is still PENDING at that version after
         ``stale_seconds`` goes back to PENDING (same row, same version). Returns rows reset."""
         params = {"stale_seconds": stale_seconds, "grace_seconds": grace_seconds}
         async with self.db.transaction() as tx:
-            ids = [r["id"] for r in await tx.fetchall(self._sql.SELECT_STALE_SENT_OUTBOX,
-                                                      {**params, "limit": limit})]
+            ids = [
+                r["id"]
+                for r in await tx.fetchall(
+                    self._sql.SELECT_STALE_SENT_OUTBOX, {**params, "limit": limit}
+                )
+            ]
         reset = 0
         for outbox_id in ids:
             async with self.db.transaction() as tx:
-                reset += await tx.execute(self._sql.REDISPATCH_STALE_SENT,
-                                          {**params, "id": outbox_id})
+                reset += await tx.execute(
+                    self._sql.REDISPATCH_STALE_SENT, {**params, "id": outbox_id}
+                )
         return reset
 
     async def expired_leases(self, limit: int) -> list[Task]:
@@ -458,22 +610,28 @@ class ExportStore:
             rows = await tx.fetchall(self._sql.SELECT_EXPIRED_LEASES, {"limit": limit})
         return [self.task_from_row(r) for r in rows]
 
-    async def recover_expired_lease(self, task: Task, failure_message: str,
-                                    exhausted_message: str) -> RetryOutcome:
+    async def recover_expired_lease(
+        self, task: Task, failure_message: str, exhausted_message: str
+    ) -> RetryOutcome:
         """§8.5-2 for one task, in one transaction: new version + new outbox row if
         attempts remain, else FAILED. ``LOST`` if the lease was renewed meanwhile."""
         params = {"id": task.id, "dispatch_version": task.dispatch_version}
         async with self.db.transaction(lock=True) as tx:
             if should_retry(task.attempt_count, task.max_attempts):
-                n = await tx.execute(self._sql.RECOVER_LEASE_RETRY,
-                                     {**params, "failure_message": failure_message[:1000]})
+                n = await tx.execute(
+                    self._sql.RECOVER_LEASE_RETRY,
+                    {**params, "failure_message": failure_message[:1000]},
+                )
                 if n != 1:
                     return RetryOutcome.LOST
-                await self._insert_outbox(tx, task.id, task.export_type,
-                                          task.dispatch_version + 1, next_retry_at=None)
+                await self._insert_outbox(
+                    tx, task.id, task.export_type, task.dispatch_version + 1, next_retry_at=None
+                )
                 return RetryOutcome.SCHEDULED
-            n = await tx.execute(self._sql.RECOVER_LEASE_FAIL,
-                                 {**params, "failure_message": exhausted_message[:1000]})
+            n = await tx.execute(
+                self._sql.RECOVER_LEASE_FAIL,
+                {**params, "failure_message": exhausted_message[:1000]},
+            )
             return RetryOutcome.FAILED if n == 1 else RetryOutcome.LOST
 
     async def release_expired_outbox_claims(self) -> int:
@@ -495,8 +653,11 @@ class ExportStore:
         """Is ``object_key`` the file of a SUCCEEDED task or of a RUNNING attempt?"""
         async with self.db.transaction() as tx:
             row = await tx.fetchone(self._sql.GET_TASK_FILE_STATE, {"id": task_id})
-        return (row is not None and row["object_key"] == object_key
-                and row["status"] in (TaskStatus.SUCCEEDED, TaskStatus.RUNNING))
+        return (
+            row is not None
+            and row["object_key"] == object_key
+            and row["status"] in (TaskStatus.SUCCEEDED, TaskStatus.RUNNING)
+        )
 
     async def prune_sent_outbox(self, retention_seconds: float, chunk: int = 5000) -> int:
         """Delete SENT rows older than the retention, at most ``chunk`` (§15)."""
@@ -521,13 +682,15 @@ class ExportStore:
             at = to_dt(value)
             return max(0.0, (now - at).total_seconds()) if at is not None else 0.0
 
-        return QueueSample(age(q["oldest"]), int(o["pending"] or 0), age(o["oldest"]),
-                           int(o["max_attempt"] or 0))
+        return QueueSample(
+            age(q["oldest"]), int(o["pending"] or 0), age(o["oldest"]), int(o["max_attempt"] or 0)
+        )
 
     # -- DLQ (§9.4.2) -------------------------------------------------------------------
 
-    async def quarantine(self, event_id: str, task_id: int, dispatch_version: int,
-                         reason: str) -> QuarantineOutcome:
+    async def quarantine(
+        self, event_id: str, task_id: int, dispatch_version: int, reason: str
+    ) -> QuarantineOutcome:
         """Quarantine the outbox row and fail the task in one transaction, asserting one
         row each; on any other count roll back and report a mismatch (a stale version or
         a foreign event id must not touch the current attempt)."""
@@ -537,14 +700,24 @@ class ExportStore:
 
         try:
             async with self.db.transaction(lock=True) as tx:
-                n1 = await tx.execute(self._sql.QUARANTINE_OUTBOX, {
-                    "event_id": event_id, "task_id": task_id,
-                    "dispatch_version": dispatch_version,
-                    "last_error": f"DLQ quarantine: {reason}"[:1000]})
-                n2 = await tx.execute(self._sql.FAIL_QUARANTINED_TASK, {
-                    "id": task_id, "dispatch_version": dispatch_version,
-                    "failure_message": "the export command message was corrupted; "
-                                       "please start the export again"})
+                n1 = await tx.execute(
+                    self._sql.QUARANTINE_OUTBOX,
+                    {
+                        "event_id": event_id,
+                        "task_id": task_id,
+                        "dispatch_version": dispatch_version,
+                        "last_error": f"DLQ quarantine: {reason}"[:1000],
+                    },
+                )
+                n2 = await tx.execute(
+                    self._sql.FAIL_QUARANTINED_TASK,
+                    {
+                        "id": task_id,
+                        "dispatch_version": dispatch_version,
+                        "failure_message": "the export command message was corrupted; "
+                        "please start the export again",
+                    },
+                )
                 if n1 != 1 or n2 != 1:
                     raise _Mismatch
         except _Mismatch:

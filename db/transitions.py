@@ -256,15 +256,15 @@ _STALE_SENT_CONDITION = """
 """
 SELECT_STALE_SENT_OUTBOX = (
     "SELECT o.id FROM file_export_outbox o WHERE"
-    + _STALE_SENT_CONDITION.replace("OUTBOX.", "o.") + " ORDER BY o.sent_at, o.id LIMIT :limit"
+    + _STALE_SENT_CONDITION.replace("OUTBOX.", "o.")
+    + " ORDER BY o.sent_at, o.id LIMIT :limit"
 )
 # Re-checks the whole condition per row; MySQL cannot subquery the updated table, so the
 # correlation names the table itself.
 REDISPATCH_STALE_SENT = (
     "UPDATE file_export_outbox SET status = 'PENDING', next_retry_at = {now},"
     " lease_owner = NULL, lease_until = NULL, updated_at = {now}"
-    " WHERE id = :id AND"
-    + _STALE_SENT_CONDITION.replace("OUTBOX.", "file_export_outbox.")
+    " WHERE id = :id AND" + _STALE_SENT_CONDITION.replace("OUTBOX.", "file_export_outbox.")
 )
 
 # (2) expired RUNNING leases.

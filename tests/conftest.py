@@ -65,10 +65,15 @@ def metrics() -> Metrics:
 def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
     """Settings for tests: short timings, isolated data directory."""
     base: dict[str, Any] = {
-        "data_dir": tmp_path, "http_bind": "127.0.0.1:0", "jwt_secret": "test-secret-" + "x" * 32,
-        "instance_id": "test-instance", "provider_urls": {}, "registry": None,
+        "data_dir": tmp_path,
+        "http_bind": "127.0.0.1:0",
+        "jwt_secret": "test-secret-" + "x" * 32,
+        "instance_id": "test-instance",
+        "provider_urls": {},
+        "registry": None,
         "database_url": f"sqlite:///{tmp_path}/export-center.db",
-        "storage_dir": tmp_path / "files", "transport": "embedded",
+        "storage_dir": tmp_path / "files",
+        "transport": "embedded",
     }
     base.update(overrides)
     return load_settings(**base)
@@ -76,21 +81,41 @@ def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return make_settings(tmp_path, task_lease_seconds=10, task_heartbeat_seconds=2,
-                         max_duration_minutes=1, retry_backoff_seconds=(60, 900))
+    return make_settings(
+        tmp_path,
+        task_lease_seconds=10,
+        task_heartbeat_seconds=2,
+        max_duration_minutes=1,
+        retry_backoff_seconds=(60, 900),
+    )
 
 
-def principal(user_id: int = 7, *, tenant_id: int = 0, app: AppCode = AppCode.PLATFORM,
-              perms: tuple[str, ...] = ("platform:customer:export",)) -> Principal:
+def principal(
+    user_id: int = 7,
+    *,
+    tenant_id: int = 0,
+    app: AppCode = AppCode.PLATFORM,
+    perms: tuple[str, ...] = ("platform:customer:export",),
+) -> Principal:
     return Principal(user_id, tenant_id, app, frozenset(perms))
 
 
-def new_task(user_id: int = 7, *, export_type: str = "CUSTOMER_LIST",
-             params: dict[str, Any] | None = None, max_attempts: int = 3,
-             tenant_id: int = 0) -> NewTask:
-    return NewTask(export_type, "Customers", "XLSX",
-                   normalise_parameters(params if params is not None else {"n": user_id}),
-                   principal(user_id, tenant_id=tenant_id), max_attempts)
+def new_task(
+    user_id: int = 7,
+    *,
+    export_type: str = "CUSTOMER_LIST",
+    params: dict[str, Any] | None = None,
+    max_attempts: int = 3,
+    tenant_id: int = 0,
+) -> NewTask:
+    return NewTask(
+        export_type,
+        "Customers",
+        "XLSX",
+        normalise_parameters(params if params is not None else {"n": user_id}),
+        principal(user_id, tenant_id=tenant_id),
+        max_attempts,
+    )
 
 
 async def create(store: ExportStore, **kwargs: Any) -> Task:
@@ -100,8 +125,14 @@ async def create(store: ExportStore, **kwargs: Any) -> Task:
     return result.task
 
 
-async def claim(store: ExportStore, task: Task, owner: str = "owner-a", *,
-                lease: float = 10, max_duration: float = 60) -> Task:
+async def claim(
+    store: ExportStore,
+    task: Task,
+    owner: str = "owner-a",
+    *,
+    lease: float = 10,
+    max_duration: float = 60,
+) -> Task:
     """Claim ``task`` at its current version; asserts the claim succeeded."""
     result = await store.claim_task(task.id, task.dispatch_version, owner, lease, max_duration)
     assert result.task is not None, result.no_claim

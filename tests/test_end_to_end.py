@@ -19,9 +19,9 @@ from openpyxl.utils.escape import unescape
 
 from actors.core.models import AppCode
 from actors.runtime import Runtime, serve
+from tests.conftest import make_settings
 from web.auth import issue_token
 from web.demo_provider import DEMO_COLUMNS, customer_row
-from tests.conftest import make_settings
 
 API = "/api/platform/v1/files/export-tasks"
 ROWS = 2500
@@ -29,26 +29,41 @@ ROWS = 2500
 
 @pytest.fixture
 async def service(tmp_path: Path) -> AsyncIterator[Runtime]:
-    settings = make_settings(tmp_path, publisher_poll_ms=200, reconciler_poll_ms=500,
-                             consumer_concurrency=2, shutdown_grace_seconds=5)
+    settings = make_settings(
+        tmp_path,
+        publisher_poll_ms=200,
+        reconciler_poll_ms=500,
+        consumer_concurrency=2,
+        shutdown_grace_seconds=5,
+    )
     async with trio.open_nursery() as nursery:
         rt: Runtime = await nursery.start(
-            lambda task_status: serve(settings, install_signal_handlers=False,
-                                      task_status=task_status))
+            lambda task_status: serve(
+                settings, install_signal_handlers=False, task_status=task_status
+            )
+        )
         yield rt
         rt.request_stop()
 
 
-def client_for(rt: Runtime, *, user: int = 1001, tenant: int = 0,
-               perms: tuple[str, ...] = ("platform:customer:export",)) -> httpx.AsyncClient:
-    token = issue_token(rt.jwt_secret, user_id=user, tenant_id=tenant,
-                        app_code=AppCode.PLATFORM, perms=perms)
-    return httpx.AsyncClient(base_url=rt.base_url, timeout=10,
-                             headers={"Authorization": f"Bearer {token}"})
+def client_for(
+    rt: Runtime,
+    *,
+    user: int = 1001,
+    tenant: int = 0,
+    perms: tuple[str, ...] = ("platform:customer:export",),
+) -> httpx.AsyncClient:
+    token = issue_token(
+        rt.jwt_secret, user_id=user, tenant_id=tenant, app_code=AppCode.PLATFORM, perms=perms
+    )
+    return httpx.AsyncClient(
+        base_url=rt.base_url, timeout=10, headers={"Authorization": f"Bearer {token}"}
+    )
 
 
-async def wait_for_status(client: httpx.AsyncClient, task_id: str, *statuses: str,
-                          timeout: float = 30) -> dict[str, Any]:
+async def wait_for_status(
+    client: httpx.AsyncClient, task_id: str, *statuses: str, timeout: float = 30
+) -> dict[str, Any]:
     """Poll the task until it reaches one of ``statuses`` (a condition wait, bounded)."""
     with trio.fail_after(timeout):
         while True:
@@ -73,9 +88,17 @@ def expected_cell(column_type: str, value: Any) -> Any:
 
 async def test_export_runs_end_to_end_and_downloads_a_typed_xlsx(service: Runtime) -> None:
     async with client_for(service) as client:
-        created = (await client.post(API, json={
-            "exportType": "CUSTOMER_LIST", "format": "XLSX", "taskName": "客户列表",
-            "parameters": {"rowCount": ROWS}})).json()
+        created = (
+            await client.post(
+                API,
+                json={
+                    "exportType": "CUSTOMER_LIST",
+                    "format": "XLSX",
+                    "taskName": "客户列表",
+                    "parameters": {"rowCount": ROWS},
+                },
+            )
+        ).json()
         assert created["code"] == "200", created
         task_id = created["data"]["id"]
         assert isinstance(task_id, str) and created["data"]["status"] == "PENDING"
@@ -89,7 +112,8 @@ async def test_export_runs_end_to_end_and_downloads_a_typed_xlsx(service: Runtim
         resp = await client.get(f"{API}/{task_id}/download")
         assert resp.status_code == 200
         assert resp.headers["content-type"].startswith(
-            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+        )
         assert "filename*=UTF-8''" in resp.headers["content-disposition"]
         assert len(resp.content) == int(task["sizeBytes"])
 
@@ -122,12 +146,19 @@ async def test_export_runs_end_to_end_and_downloads_a_typed_xlsx(service: Runtim
 
 
 async def test_other_users_cannot_see_or_download_a_task(service: Runtime) -> None:
-    async with client_for(service) as owner, client_for(service, user=2002) as other, \
-            client_for(service, user=3003, tenant=9) as foreign, \
-            client_for(service, user=2002, perms=("platform:customer:export",
-                                                   "platform:download:all")) as admin:
-        created = (await owner.post(API, json={
-            "exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 10}})).json()
+    async with (
+        client_for(service) as owner,
+        client_for(service, user=2002) as other,
+        client_for(service, user=3003, tenant=9) as foreign,
+        client_for(
+            service, user=2002, perms=("platform:customer:export", "platform:download:all")
+        ) as admin,
+    ):
+        created = (
+            await owner.post(
+                API, json={"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 10}}
+            )
+        ).json()
         task_id = created["data"]["id"]
         for c in (other, foreign):
             assert (await c.get(f"{API}/{task_id}")).json()["code"] == "404"
@@ -144,8 +175,9 @@ async def test_create_refusals_come_back_as_envelopes(service: Runtime) -> None:
         assert r["code"] == "403" and "platform:customer:export" in r["message"]
         r = (await c.post(API, json={"exportType": "NOPE"})).json()
         assert r["code"] == "400"
-        r = (await c.post(API, json={"exportType": "CUSTOMER_LIST",
-                                     "parameters": {"k": "x" * 300}})).json()
+        r = (
+            await c.post(API, json={"exportType": "CUSTOMER_LIST", "parameters": {"k": "x" * 300}})
+        ).json()
         assert r["code"] == "400" and "256" in r["message"]
         r = await c.post(API, content=b"not json")
         assert r.status_code == 200 and r.json()["code"] == "400"
@@ -166,6 +198,10 @@ async def test_health_and_metrics(service: Runtime) -> None:
     async with httpx.AsyncClient(base_url=service.base_url) as c:
         assert (await c.get("/healthz")).json() == {"status": "ok"}
         text = (await c.get("/metrics")).text
-        for name in ("export_task_created_total", "export_outbox_oldest_age_seconds",
-                     "export_reconciler_action_total", "export_dlq_messages_total"):
+        for name in (
+            "export_task_created_total",
+            "export_outbox_oldest_age_seconds",
+            "export_reconciler_action_total",
+            "export_dlq_messages_total",
+        ):
             assert name in text

@@ -54,10 +54,11 @@ async def _json_body() -> dict[str, Any]:
 
 def owns(principal: Principal, task: Task) -> bool:
     """§12 ownedTask: same tenant and app, and the requester or download:all."""
-    return (task.tenant_id == principal.tenant_id
-            and task.app_code == principal.app_code.value
-            and (task.requested_by == principal.user_id
-                 or principal.has(DOWNLOAD_ALL_PERMISSION)))
+    return (
+        task.tenant_id == principal.tenant_id
+        and task.app_code == principal.app_code.value
+        and (task.requested_by == principal.user_id or principal.has(DOWNLOAD_ALL_PERMISSION))
+    )
 
 
 async def owned_task(principal: Principal, raw_id: str) -> Task:
@@ -80,8 +81,9 @@ def check_definition(principal: Principal, export_type: str) -> Any:
     if not definition.enabled:
         raise ApiError("403", f"export type {export_type} is disabled")
     if definition.app_scope != principal.app_code:
-        raise ApiError("403", f"export type {export_type} is not available to app "
-                              f"{principal.app_code.value}")
+        raise ApiError(
+            "403", f"export type {export_type} is not available to app {principal.app_code.value}"
+        )
     if not principal.has(definition.required_permission):
         raise ApiError("403", f"missing permission {definition.required_permission}")
     return definition
@@ -105,21 +107,27 @@ async def create_task() -> Any:
     svc = services()
     result = await svc.store.create_task(
         NewTask(export_type, task_name, fmt, params, principal, definition.max_attempts),
-        svc.create_limits)
+        svc.create_limits,
+    )
     if result.outcome == CreateOutcome.USER_LIMIT:
-        raise ApiError("429", f"you already have {svc.create_limits.max_active_per_user} "
-                              "active export tasks; wait until one finishes")
+        raise ApiError(
+            "429",
+            f"you already have {svc.create_limits.max_active_per_user} "
+            "active export tasks; wait until one finishes",
+        )
     if result.outcome == CreateOutcome.TYPE_LIMIT:
-        raise ApiError("429", f"export type {export_type} already has "
-                              f"{svc.create_limits.max_active_per_type} active tasks; "
-                              "try again later")
+        raise ApiError(
+            "429",
+            f"export type {export_type} already has "
+            f"{svc.create_limits.max_active_per_type} active tasks; "
+            "try again later",
+        )
     assert result.task is not None
     if result.outcome == CreateOutcome.DUPLICATE:
         return ok(task_json(result.task), "duplicate submission: the active task is returned")
     svc.metrics.task_created.labels(export_type).inc()
     svc.wakeup.set()  # the row is committed: let the publisher send it now (§7.4)
-    log.info("task %s created: type %s by user %s", result.task.id, export_type,
-             principal.user_id)
+    log.info("task %s created: type %s by user %s", result.task.id, export_type, principal.user_id)
     return ok(task_json(result.task))
 
 
@@ -137,10 +145,20 @@ async def list_tasks() -> Any:
     if page < 1 or not 1 <= size <= MAX_PAGE_SIZE:
         raise ApiError("400", f"page must be ≥ 1 and pageSize 1..{MAX_PAGE_SIZE}")
     tasks, total = await services().store.list_tasks(
-        principal, all_users=principal.has(DOWNLOAD_ALL_PERMISSION), status=status,
-        limit=size, offset=(page - 1) * size)
-    return ok({"items": [task_json(t) for t in tasks], "total": str(total), "page": page,
-               "pageSize": size})
+        principal,
+        all_users=principal.has(DOWNLOAD_ALL_PERMISSION),
+        status=status,
+        limit=size,
+        offset=(page - 1) * size,
+    )
+    return ok(
+        {
+            "items": [task_json(t) for t in tasks],
+            "total": str(total),
+            "page": page,
+            "pageSize": size,
+        }
+    )
 
 
 @api.get(PREFIX + "/<task_id>")
@@ -154,8 +172,9 @@ async def download(task_id: str) -> Any:
     if task.status == TaskStatus.EXPIRED:
         raise ApiError("410", "the file has expired and was deleted")
     if task.status != TaskStatus.SUCCEEDED or not task.object_key:
-        raise ApiError("409", f"the task is {task.status.value}; only SUCCEEDED tasks "
-                              "can be downloaded")
+        raise ApiError(
+            "409", f"the task is {task.status.value}; only SUCCEEDED tasks can be downloaded"
+        )
     storage = services().storage
     size = await storage.size(task.object_key)
     if size is None:
@@ -163,15 +182,18 @@ async def download(task_id: str) -> Any:
         raise ApiError("404", "the export file is missing from storage")
     name = task.file_name or f"{task.task_no}.xlsx"
     ascii_name = name.encode("ascii", "replace").decode().replace("?", "_").replace('"', "_")
+    disposition = f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(name)}"
     headers = {
-        "Content-Disposition":
-            f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(name)}",
+        "Content-Disposition": disposition,
         "Content-Length": str(size),
         "Cache-Control": "no-store",
     }
-    return Response(storage.load(task.object_key), status=200,
-                    content_type=task.content_type or "application/octet-stream",
-                    headers=headers)
+    return Response(
+        storage.load(task.object_key),
+        status=200,
+        content_type=task.content_type or "application/octet-stream",
+        headers=headers,
+    )
 
 
 @api.post(PREFIX + "/<task_id>/retry")
@@ -179,8 +201,7 @@ async def retry(task_id: str) -> Any:
     principal = caller()
     task = await owned_task(principal, task_id)
     if task.status != TaskStatus.FAILED:
-        raise ApiError("409", f"only FAILED tasks can be retried; the task is "
-                              f"{task.status.value}")
+        raise ApiError("409", f"only FAILED tasks can be retried; the task is {task.status.value}")
     # §9.3: identity, tenant, permission and enabled are checked again now.
     check_definition(principal, task.export_type)
     svc = services()
@@ -190,6 +211,10 @@ async def retry(task_id: str) -> Any:
     if updated is None:
         raise ApiError("409", "the task changed meanwhile; reload and try again")
     svc.wakeup.set()
-    log.info("task %s manually retried as v%d by user %s", task.id, updated.dispatch_version,
-             principal.user_id)
+    log.info(
+        "task %s manually retried as v%d by user %s",
+        task.id,
+        updated.dispatch_version,
+        principal.user_id,
+    )
     return ok(task_json(updated))

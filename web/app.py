@@ -78,6 +78,8 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
 
     @app.get("/metrics")
     async def metrics() -> Response:
-        return Response(generate_latest(services.metrics.registry), content_type=CONTENT_TYPE_LATEST)
+        return Response(
+            generate_latest(services.metrics.registry), content_type=CONTENT_TYPE_LATEST
+        )
 
     return app

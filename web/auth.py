@@ -18,9 +18,16 @@ ALGORITHM = "HS256"
 DEFAULT_TTL_SECONDS = 12 * 3600
 
 
-def issue_token(secret: str, *, user_id: int, tenant_id: int, app_code: AppCode | str,
-                perms: Iterable[str], ttl_seconds: int = DEFAULT_TTL_SECONDS,
-                now: float | None = None) -> str:
+def issue_token(
+    secret: str,
+    *,
+    user_id: int,
+    tenant_id: int,
+    app_code: AppCode | str,
+    perms: Iterable[str],
+    ttl_seconds: int = DEFAULT_TTL_SECONDS,
+    now: float | None = None,
+) -> str:
     """Sign a token for calling the API.
 
     Args:
@@ -31,8 +38,12 @@ def issue_token(secret: str, *, user_id: int, tenant_id: int, app_code: AppCode 
     """
     issued = int(now if now is not None else time.time())
     claims = {
-        "sub": str(user_id), "tenant_id": str(tenant_id), "app_code": AppCode(app_code).value,
-        "perms": sorted(set(perms)), "iat": issued, "exp": issued + ttl_seconds,
+        "sub": str(user_id),
+        "tenant_id": str(tenant_id),
+        "app_code": AppCode(app_code).value,
+        "perms": sorted(set(perms)),
+        "iat": issued,
+        "exp": issued + ttl_seconds,
     }
     return jwt.encode(claims, secret, algorithm=ALGORITHM)
 
@@ -46,10 +57,11 @@ def principal_from_header(secret: str, authorization: str | None) -> Principal:
     """
     if not authorization or not authorization.startswith("Bearer "):
         raise ApiError("401", "missing bearer token", http_status=401)
-    token = authorization[len("Bearer "):].strip()
+    token = authorization[len("Bearer ") :].strip()
     try:
-        claims = jwt.decode(token, secret, algorithms=[ALGORITHM],
-                            options={"require": ["sub", "exp"]})
+        claims = jwt.decode(
+            token, secret, algorithms=[ALGORITHM], options={"require": ["sub", "exp"]}
+        )
     except jwt.ExpiredSignatureError:
         raise ApiError("401", "token expired", http_status=401) from None
     except jwt.InvalidTokenError as exc:
@@ -59,7 +71,10 @@ def principal_from_header(secret: str, authorization: str | None) -> Principal:
         if not isinstance(perms, list) or not all(isinstance(p, str) for p in perms):
             raise ValueError("perms must be a list of strings")
         return Principal(
-            user_id=int(claims["sub"]), tenant_id=int(claims.get("tenant_id", 0)),
-            app_code=AppCode(claims.get("app_code")), perms=frozenset(perms))
+            user_id=int(claims["sub"]),
+            tenant_id=int(claims.get("tenant_id", 0)),
+            app_code=AppCode(claims.get("app_code")),
+            perms=frozenset(perms),
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise ApiError("401", f"invalid token claims: {exc}", http_status=401) from None

@@ -19,7 +19,9 @@ RETRY_BACKOFF_SECONDS: tuple[float, ...] = (60, 900)
 RETRY_JITTER = 0.2
 
 
-def publish_backoff(attempt_count: int, schedule: Sequence[float] = PUBLISH_BACKOFF_SECONDS) -> float:
+def publish_backoff(
+    attempt_count: int, schedule: Sequence[float] = PUBLISH_BACKOFF_SECONDS
+) -> float:
     """Seconds to wait before sending an outbox row again.
 
     Args:

@@ -108,8 +108,11 @@ def to_cell(column: ColumnDef, value: Any) -> Cell:
         return BLANK
     if isinstance(value, (dict, list, tuple)):
         text = json.dumps(value, ensure_ascii=False, default=str)
-        return text_cell(text, f"{_kind_name(value)} value in a {column.type} column "
-                               "written as JSON text", invalid=True)
+        return text_cell(
+            text,
+            f"{_kind_name(value)} value in a {column.type} column written as JSON text",
+            invalid=True,
+        )
     return _CONVERTERS[column.type](column.type, value)
 
 
@@ -285,8 +288,9 @@ def _datetime(column_type: ColumnType, value: Any) -> Cell:
     return _excel_datetime(column_type, value, moment, date_only=False)
 
 
-def _excel_datetime(column_type: ColumnType, raw: Any, moment: datetime, *,
-                    date_only: bool) -> Cell:
+def _excel_datetime(
+    column_type: ColumnType, raw: Any, moment: datetime, *, date_only: bool
+) -> Cell:
     if moment < EXCEL_MIN_DATETIME:
         return _invalid(column_type, raw, "before 1900-01-01")
     return Cell("datetime", moment, date_only)

@@ -16,13 +16,13 @@ from actors.core.models import TERMINAL_STATUSES, Task, TaskStatus
 class NoClaim(StrEnum):
     """The §8.2 table, one member per row."""
 
-    TASK_MISSING = "task_missing"              # very old message or data cleaned up (WARN)
-    STALE_VERSION = "stale_version"            # task has a newer dispatch_version
-    TERMINAL = "terminal"                      # SUCCEEDED / FAILED / EXPIRED
-    RUNNING_ELSEWHERE = "running_elsewhere"    # RUNNING, lease still valid
+    TASK_MISSING = "task_missing"  # very old message or data cleaned up (WARN)
+    STALE_VERSION = "stale_version"  # task has a newer dispatch_version
+    TERMINAL = "terminal"  # SUCCEEDED / FAILED / EXPIRED
+    RUNNING_ELSEWHERE = "running_elsewhere"  # RUNNING, lease still valid
     RUNNING_LEASE_EXPIRED = "running_lease_expired"  # RUNNING, lease expired: reconciler's job
-    IN_BACKOFF = "in_backoff"                  # PENDING, next_retry_at in the future
-    LOST_RACE = "lost_race"                    # PENDING and due, another claimer won
+    IN_BACKOFF = "in_backoff"  # PENDING, next_retry_at in the future
+    LOST_RACE = "lost_race"  # PENDING and due, another claimer won
 
 
 def classify_no_claim(task: Task | None, dispatch_version: int, now: datetime) -> NoClaim:

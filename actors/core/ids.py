@@ -55,6 +55,8 @@ class IdGenerator:
             else:
                 self._sequence = 0
             self._last_ms = now
-            return (now << (WORKER_BITS + SEQUENCE_BITS)) | (self._worker << SEQUENCE_BITS) | (
-                self._sequence
+            return (
+                (now << (WORKER_BITS + SEQUENCE_BITS))
+                | (self._worker << SEQUENCE_BITS)
+                | (self._sequence)
             )

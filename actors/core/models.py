@@ -211,8 +211,14 @@ class Command:
     schema_version: int = COMMAND_SCHEMA_VERSION
 
     @classmethod
-    def new(cls, task_id: int, export_type: str, dispatch_version: int, occurred_at: str,
-            trace_id: str | None = None) -> Command:
+    def new(
+        cls,
+        task_id: int,
+        export_type: str,
+        dispatch_version: int,
+        occurred_at: str,
+        trace_id: str | None = None,
+    ) -> Command:
         """A command with a fresh UUID ``eventId`` (§6.4)."""
         return cls(
             event_id=str(uuid.uuid4()),

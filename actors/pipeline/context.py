@@ -17,10 +17,10 @@ from actors.core.models import Task
 
 
 class AbortReason(StrEnum):
-    LEASE_LOST = "lease_lost"        # renewal matched 0 rows: version/owner/deadline changed
-    DEADLINE = "deadline"            # execution_deadline_at reached (§8.3.1)
+    LEASE_LOST = "lease_lost"  # renewal matched 0 rows: version/owner/deadline changed
+    DEADLINE = "deadline"  # execution_deadline_at reached (§8.3.1)
     WATCHDOG_FAILED = "watchdog_failed"  # renewal itself kept failing (§8.3: abort, don't ignore)
-    SHUTDOWN = "shutdown"            # process stopping after the grace period
+    SHUTDOWN = "shutdown"  # process stopping after the grace period
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,5 +55,3 @@ class RunContext:
             self.abort_reason = reason
         self.abort_flag.set()
         self.scope.cancel()
-
-

@@ -46,8 +46,14 @@ def download_file_name(task_name: str, at: datetime) -> str:
 class ExportRunner:
     """The pipeline callable given to consumer slots: ``await runner(ctx)``."""
 
-    def __init__(self, store: ExportStore, storage: ExportStorage, provider: ProviderClient,
-                 registry: RegistryHolder, settings: Settings) -> None:
+    def __init__(
+        self,
+        store: ExportStore,
+        storage: ExportStorage,
+        provider: ProviderClient,
+        registry: RegistryHolder,
+        settings: Settings,
+    ) -> None:
         self.store = store
         self.storage = storage
         self.provider = provider
@@ -67,18 +73,28 @@ class ExportRunner:
         writer: XlsxExportWriter | None = None
         try:
             async for batch in iterate_batches(
-                self.provider, definition, task_id=task.id, tenant_id=task.tenant_id,
-                app_code=task.app_code, requested_by=task.requested_by,
-                dispatch_version=task.dispatch_version, parameters=task.parameters,
+                self.provider,
+                definition,
+                task_id=task.id,
+                tenant_id=task.tenant_id,
+                app_code=task.app_code,
+                requested_by=task.requested_by,
+                dispatch_version=task.dispatch_version,
+                parameters=task.parameters,
             ):
                 if writer is None:
                     assert batch.columns is not None  # iterate_batches guarantees it
                     writer = XlsxExportWriter(
-                        out, batch.columns, max_rows=definition.max_rows,
-                        max_bytes=self.settings.max_file_bytes, abort=ctx.abort_flag)
+                        out,
+                        batch.columns,
+                        max_rows=definition.max_rows,
+                        max_bytes=self.settings.max_file_bytes,
+                        abort=ctx.abort_flag,
+                    )
                 await _in_thread(writer.write_rows, batch.rows)
-                await self.store.report_progress(task, ctx.owner, writer.rows_written,
-                                                 batch.total_rows)
+                await self.store.report_progress(
+                    task, ctx.owner, writer.rows_written, batch.total_rows
+                )
             assert writer is not None
             size = await _in_thread(writer.close)
             await _in_thread(_close_durably, out)

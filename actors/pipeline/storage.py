@@ -89,8 +89,11 @@ class LocalDirectoryStorage:
             jumps while a worker thread runs (trio issue 456).
     """
 
-    def __init__(self, root: str | os.PathLike[str],
-                 offload: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        offload: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync,
+    ) -> None:
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self._offload = offload

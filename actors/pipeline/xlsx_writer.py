@@ -109,9 +109,11 @@ class _CountingStream:
         if self._abort is not None and self._abort.is_set():
             self._fail(ExportAbortedError("export aborted: lease lost"))
         if self._pos + length - self.start > self._max_bytes:
-            self._fail(LimitExceededError(
-                f"file exceeds the maximum file size of {format_megabytes(self._max_bytes)}"
-            ))
+            self._fail(
+                LimitExceededError(
+                    f"file exceeds the maximum file size of {format_megabytes(self._max_bytes)}"
+                )
+            )
         try:
             self._pos += self._out.write(data)
         except BaseException as exc:  # e.g. disk full: go dead too, keep the first error
@@ -226,13 +228,16 @@ class XlsxExportWriter:
             raise StorageUnavailableError(f"cannot create xlsx temp directory: {exc}") from exc
         try:
             self._stream = _CountingStream(out, max_bytes, abort)
-            self._workbook = xlsxwriter.Workbook(self._stream, {
-                "constant_memory": True,
-                "strings_to_formulas": False,
-                "strings_to_urls": False,
-                "strings_to_numbers": False,
-                "tmpdir": self._tmpdir,
-            })
+            self._workbook = xlsxwriter.Workbook(
+                self._stream,
+                {
+                    "constant_memory": True,
+                    "strings_to_formulas": False,
+                    "strings_to_urls": False,
+                    "strings_to_numbers": False,
+                    "tmpdir": self._tmpdir,
+                },
+            )
             self._bold = self._workbook.add_format({"bold": True})
             self._date_format = self._workbook.add_format({"num_format": DATE_FORMAT})
             self._datetime_format = self._workbook.add_format({"num_format": DATETIME_FORMAT})
@@ -240,9 +245,7 @@ class XlsxExportWriter:
                 DEFAULT_COLUMN_WIDTH if c.width is None else min(max(c.width, 1), 255)
                 for c in self._columns
             )
-            self._headers = tuple(
-                text_cell(column.title).value for column in self._columns
-            )
+            self._headers = tuple(text_cell(column.title).value for column in self._columns)
             self._sheet = self._new_sheet()
         except BaseException:
             self._release()
@@ -364,8 +367,11 @@ class XlsxExportWriter:
         if self._truncated or self._invalid or self._undeclared:
             logger.warning(
                 "xlsx written with warnings: %d rows, %d cells truncated, %d invalid values "
-                "as text, undeclared fields ignored: %s", self._rows_written, self._truncated,
-                self._invalid, sorted(self._undeclared) or "none",
+                "as text, undeclared fields ignored: %s",
+                self._rows_written,
+                self._truncated,
+                self._invalid,
+                sorted(self._undeclared) or "none",
             )
         return self._size
 
@@ -433,12 +439,16 @@ class XlsxExportWriter:
         where = f"row {self._rows_written + 1} column {column.key!r}"
         if truncated:
             self._truncated += 1
-            _log_limited(self._truncated, "truncated",
-                         f"{where}: cell truncated to 32767 characters")
+            _log_limited(
+                self._truncated, "truncated", f"{where}: cell truncated to 32767 characters"
+            )
         if invalid:
             self._invalid += 1
-            _log_limited(self._invalid, "invalid",
-                         f"{where}: value invalid for type {column.type}, written as text")
+            _log_limited(
+                self._invalid,
+                "invalid",
+                f"{where}: value invalid for type {column.type}, written as text",
+            )
 
     def _note_undeclared(self, row: Mapping[str, Any]) -> None:
         for key in row.keys() - self._keys:

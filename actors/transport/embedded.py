@@ -88,9 +88,16 @@ class EmbeddedBus:
         if self._closed:
             raise TransportSendError("embedded bus is closed")
         self.sent.append(message)
-        self._send.send_nowait(_Message(
-            f"emb-{next(self._ids)}", message.topic, message.tag, message.key, message.body,
-            dict(message.properties)))
+        self._send.send_nowait(
+            _Message(
+                f"emb-{next(self._ids)}",
+                message.topic,
+                message.tag,
+                message.key,
+                message.body,
+                dict(message.properties),
+            )
+        )
 
     def _redeliver(self, message: _Message) -> None:
         if message.reconsume_times >= self.max_reconsume_times:

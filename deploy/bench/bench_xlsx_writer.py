@@ -42,17 +42,19 @@ def rows(count: int) -> Iterator[list[dict[str, Any]]]:
     """Provider-like batches of raw JSON values (strings for decimals and dates)."""
     batch: list[dict[str, Any]] = []
     for i in range(count):
-        batch.append({
-            "id": 1_000_000 + i,
-            "name": f"Customer {i:07d}",
-            "email": f"customer{i}@example.com",
-            "balance": f"{(i * 37) % 100000}.{i % 100:02d}",
-            "vip": i % 7 == 0,
-            "birthday": f"19{50 + i % 50:02d}-{1 + i % 12:02d}-{1 + i % 28:02d}",
-            "created_at": f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:"
-                          f"{(i * 7) % 60:02d}.123+08:00",
-            "note": "=cmd|' /C calc'!A0" if i % 1000 == 0 else f"note {i % 97}",
-        })
+        batch.append(
+            {
+                "id": 1_000_000 + i,
+                "name": f"Customer {i:07d}",
+                "email": f"customer{i}@example.com",
+                "balance": f"{(i * 37) % 100000}.{i % 100:02d}",
+                "vip": i % 7 == 0,
+                "birthday": f"19{50 + i % 50:02d}-{1 + i % 12:02d}-{1 + i % 28:02d}",
+                "created_at": f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:"
+                f"{(i * 7) % 60:02d}.123+08:00",
+                "note": "=cmd|' /C calc'!A0" if i % 1000 == 0 else f"note {i % 97}",
+            }
+        )
         if len(batch) == BATCH_SIZE:
             yield batch
             batch = []
@@ -66,8 +68,7 @@ def main() -> None:
         path = Path(tmp) / "bench.xlsx"
         started = time.perf_counter()
         with path.open("wb") as out:
-            writer = XlsxExportWriter(out, COLUMNS, max_rows=count, max_bytes=MAX_BYTES,
-                                      tmpdir=tmp)
+            writer = XlsxExportWriter(out, COLUMNS, max_rows=count, max_bytes=MAX_BYTES, tmpdir=tmp)
             try:
                 for batch in rows(count):
                     writer.write_rows(batch)

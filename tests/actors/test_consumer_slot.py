@@ -25,12 +25,25 @@ from db.store import ExportStore
 from tests.conftest import claim, create
 
 
-
-def make_slot(store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
-              metrics: Metrics, pipeline: Callable[[RunContext], Awaitable[ExportResult]],
-              transport: EmbeddedBus | None = None) -> ConsumerSlot:
-    return ConsumerSlot("slot-0", store, transport or EmbeddedBus(), storage, settings,
-                        metrics, pipeline, trio.Event(), rand=lambda: 0.5)
+def make_slot(
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
+    metrics: Metrics,
+    pipeline: Callable[[RunContext], Awaitable[ExportResult]],
+    transport: EmbeddedBus | None = None,
+) -> ConsumerSlot:
+    return ConsumerSlot(
+        "slot-0",
+        store,
+        transport or EmbeddedBus(),
+        storage,
+        settings,
+        metrics,
+        pipeline,
+        trio.Event(),
+        rand=lambda: 0.5,
+    )
 
 
 async def start_file(store: ExportStore, storage: LocalDirectoryStorage, ctx: RunContext) -> str:
@@ -45,14 +58,23 @@ async def start_file(store: ExportStore, storage: LocalDirectoryStorage, ctx: Ru
 
 
 async def claimed(store: ExportStore, settings: Settings, **kw: object) -> Task:
-    return await claim(store, await create(store), settings.instance_id,
-                       lease=settings.task_lease_seconds,
-                       max_duration=settings.max_duration_minutes * 60, **kw)
+    return await claim(
+        store,
+        await create(store),
+        settings.instance_id,
+        lease=settings.task_lease_seconds,
+        max_duration=settings.max_duration_minutes * 60,
+        **kw,
+    )
 
 
 async def test_watchdog_keeps_a_slow_final_write_alive(
-        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
-        metrics: Metrics) -> None:
+    autojump_clock: trio.testing.MockClock,
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
+    metrics: Metrics,
+) -> None:
     """§19.1 watchdog 续租覆盖写盘阶段: the last batch is in and the final write takes 3.5×
     the lease with no batch progress; the lease is renewed throughout, the reconciler
     never takes the task, and it ends SUCCEEDED."""
@@ -76,8 +98,12 @@ async def test_watchdog_keeps_a_slow_final_write_alive(
 
 
 async def test_lost_lease_aborts_the_run_and_leaves_no_file(
-        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
-        metrics: Metrics) -> None:
+    autojump_clock: trio.testing.MockClock,
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
+    metrics: Metrics,
+) -> None:
     """§19.1 watchdog：租约被剥夺时置中止标志，执行中止、删除半成品文件、不写任务表。"""
     task = await claimed(store, settings)
     keys: list[str] = []
@@ -86,8 +112,11 @@ async def test_lost_lease_aborts_the_run_and_leaves_no_file(
         keys.append(await start_file(store, storage, ctx))
         # Someone else takes the task over (as lease recovery would): version + owner change.
         async with store.db.transaction() as tx:
-            await tx.execute("UPDATE file_export_task SET dispatch_version = 2, "
-                             "lease_owner = 'other' WHERE id = :id", {"id": task.id})
+            await tx.execute(
+                "UPDATE file_export_task SET dispatch_version = 2, "
+                "lease_owner = 'other' WHERE id = :id",
+                {"id": task.id},
+            )
         await trio.sleep(10_000)  # only the abort can end this
         raise AssertionError("not reached")
 
@@ -97,13 +126,21 @@ async def test_lost_lease_aborts_the_run_and_leaves_no_file(
     assert await storage.size(keys[0]) is None
     after = await store.get_task(task.id)
     assert (after.status, after.dispatch_version, after.lease_owner) == (
-        TaskStatus.RUNNING, 2, "other")  # untouched by the aborted executor
+        TaskStatus.RUNNING,
+        2,
+        "other",
+    )  # untouched by the aborted executor
     assert after.failure_message is None and len(await store.list_outbox(task.id)) == 1
 
 
 async def test_a_failing_watchdog_aborts_the_run(
-        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
-        metrics: Metrics, monkeypatch: pytest.MonkeyPatch) -> None:
+    autojump_clock: trio.testing.MockClock,
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
+    metrics: Metrics,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """§19.1 watchdog 自身异常也置中止标志: renewals that keep raising abort the run before
     the lease could run out, and the file is deleted."""
     task = await claimed(store, settings)
@@ -125,8 +162,12 @@ async def test_a_failing_watchdog_aborts_the_run(
 
 
 async def test_deadline_aborts_the_run_and_schedules_a_retry_naming_the_limit(
-        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
-        metrics: Metrics) -> None:
+    autojump_clock: trio.testing.MockClock,
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
+    metrics: Metrics,
+) -> None:
     """§19.1 deadline：超过 deadline 后触发中止 (transient: retried, message names the limit)."""
     task = await claimed(store, settings)
 
@@ -145,9 +186,15 @@ async def test_deadline_aborts_the_run_and_schedules_a_retry_naming_the_limit(
 
 
 async def test_commit_racing_past_the_deadline_deletes_the_file_and_retries(
-        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
-        metrics: Metrics, monkeypatch: pytest.MonkeyPatch) -> None:
-    """§19.1 deadline：预检查通过但最终提交 SQL 执行时已超时的竞态必须提交失败、删除文件并进入超时重试。"""
+    autojump_clock: trio.testing.MockClock,
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
+    metrics: Metrics,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """§19.1 deadline：预检查通过但最终提交 SQL 执行时已超时的竞态必须提交失败、
+    删除文件并进入超时重试。"""
     task = await claimed(store, settings)
     real_complete = store.complete_task
 
@@ -176,8 +223,12 @@ async def _never(ctx: RunContext) -> None:
 
 
 async def test_permanent_error_fails_the_task_and_deletes_the_file(
-        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
-        metrics: Metrics) -> None:
+    autojump_clock: trio.testing.MockClock,
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
+    metrics: Metrics,
+) -> None:
     task = await claimed(store, settings)
 
     async def pipeline(ctx: RunContext) -> ExportResult:
@@ -187,13 +238,18 @@ async def test_permanent_error_fails_the_task_and_deletes_the_file(
     await make_slot(store, storage, settings, metrics, pipeline).execute(task)
     after = await store.get_task(task.id)
     assert after.status == TaskStatus.FAILED and after.failure_message == (
-        "export exceeds max-rows 10")
+        "export exceeds max-rows 10"
+    )
     assert after.object_key is None and await storage.list_objects() == []
 
 
 async def test_transient_error_schedules_a_retry_with_backoff(
-        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
-        metrics: Metrics) -> None:
+    autojump_clock: trio.testing.MockClock,
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
+    metrics: Metrics,
+) -> None:
     task = await claimed(store, settings)
 
     async def pipeline(ctx: RunContext) -> ExportResult:
@@ -225,8 +281,12 @@ class RecordingDelivery:
 
 
 async def test_claimed_command_is_acked_before_the_export_runs(
-        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
-        metrics: Metrics) -> None:
+    autojump_clock: trio.testing.MockClock,
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
+    metrics: Metrics,
+) -> None:
     task = await create(store)
     delivery = RecordingDelivery(Command.new(task.id, task.export_type, 1, "t").to_json())
 
@@ -240,8 +300,12 @@ async def test_claimed_command_is_acked_before_the_export_runs(
 
 
 async def test_every_no_claim_branch_acks(
-        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
-        metrics: Metrics) -> None:
+    autojump_clock: trio.testing.MockClock,
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
+    metrics: Metrics,
+) -> None:
     """§19.1 Consumer 抢占：每个分支都必须断言返回 CONSUME_SUCCESS (ack)."""
     task = await create(store)
     await claim(store, task, "someone-else")
@@ -260,8 +324,12 @@ async def test_every_no_claim_branch_acks(
 
 
 async def test_undecodable_command_is_rejected_not_acked(
-        autojump_clock: trio.testing.MockClock, store: ExportStore, storage: LocalDirectoryStorage, settings: Settings,
-        metrics: Metrics) -> None:
+    autojump_clock: trio.testing.MockClock,
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
+    metrics: Metrics,
+) -> None:
     """§19.1 主 Consumer 反序列化失败时不确认消费。"""
     delivery = RecordingDelivery("{not json")
 

@@ -118,8 +118,17 @@ def test_lone_surrogate_is_replaced_so_the_xml_stays_encodable() -> None:
 
 @pytest.mark.parametrize(
     ("value", "number"),
-    [(42, 42), (-7, -7), (0, 0), ("123", 123), ("+5", 5), ("-5", -5), ("007", 7),
-     (MAX_EXACT_INTEGER, MAX_EXACT_INTEGER), (str(-MAX_EXACT_INTEGER), -MAX_EXACT_INTEGER)],
+    [
+        (42, 42),
+        (-7, -7),
+        (0, 0),
+        ("123", 123),
+        ("+5", 5),
+        ("-5", -5),
+        ("007", 7),
+        (MAX_EXACT_INTEGER, MAX_EXACT_INTEGER),
+        (str(-MAX_EXACT_INTEGER), -MAX_EXACT_INTEGER),
+    ],
 )
 def test_integer_from_int_or_digit_string_is_a_number(value: object, number: int) -> None:
     cell = to_cell(INTEGER, value)
@@ -129,10 +138,12 @@ def test_integer_from_int_or_digit_string_is_a_number(value: object, number: int
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(MAX_EXACT_INTEGER + 1, str(MAX_EXACT_INTEGER + 1)),
-     (-(MAX_EXACT_INTEGER + 1), str(-(MAX_EXACT_INTEGER + 1))),
-     ("12345678901234567890", "12345678901234567890"),
-     ("-12345678901234567890", "-12345678901234567890")],
+    [
+        (MAX_EXACT_INTEGER + 1, str(MAX_EXACT_INTEGER + 1)),
+        (-(MAX_EXACT_INTEGER + 1), str(-(MAX_EXACT_INTEGER + 1))),
+        ("12345678901234567890", "12345678901234567890"),
+        ("-12345678901234567890", "-12345678901234567890"),
+    ],
 )
 def test_integer_beyond_2_pow_53_is_exact_text_without_warning_or_apostrophe(
     value: object, text: str
@@ -142,8 +153,16 @@ def test_integer_beyond_2_pow_53_is_exact_text_without_warning_or_apostrophe(
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [("abc", "abc"), (1.5, "1.5"), (3.0, "3.0"), (True, "true"), ("1_000", "1_000"),
-     (" 12", " 12"), ("12.0", "12.0"), ("\u0661\u0662", "\u0661\u0662")],
+    [
+        ("abc", "abc"),
+        (1.5, "1.5"),
+        (3.0, "3.0"),
+        (True, "true"),
+        ("1_000", "1_000"),
+        (" 12", " 12"),
+        ("12.0", "12.0"),
+        ("\u0661\u0662", "\u0661\u0662"),
+    ],
 )
 def test_integer_rejects_everything_else_as_text_with_warning(value: object, text: str) -> None:
     cell = to_cell(INTEGER, value)
@@ -174,8 +193,17 @@ def test_warning_text_matches_the_documented_shape() -> None:
 
 @pytest.mark.parametrize(
     ("value", "number"),
-    [(12.5, 12.5), (3, 3.0), ("12.50", 12.5), ("-0.5", -0.5), (".5", 0.5), ("5.", 5.0),
-     ("1e3", 1000.0), ("+2E-2", 0.02), (Decimal("9.99"), 9.99)],
+    [
+        (12.5, 12.5),
+        (3, 3.0),
+        ("12.50", 12.5),
+        ("-0.5", -0.5),
+        (".5", 0.5),
+        ("5.", 5.0),
+        ("1e3", 1000.0),
+        ("+2E-2", 0.02),
+        (Decimal("9.99"), 9.99),
+    ],
 )
 def test_decimal_from_finite_number_or_decimal_string_is_a_float(
     value: object, number: float
@@ -187,8 +215,20 @@ def test_decimal_from_finite_number_or_decimal_string_is_a_float(
 
 @pytest.mark.parametrize(
     "value",
-    ["abc", "NaN", "Infinity", "1e400", "1_000", " 1", "1,5", True, float("nan"),
-     float("inf"), 10**400, Decimal("sNaN")],
+    [
+        "abc",
+        "NaN",
+        "Infinity",
+        "1e400",
+        "1_000",
+        " 1",
+        "1,5",
+        True,
+        float("nan"),
+        float("inf"),
+        10**400,
+        Decimal("sNaN"),
+    ],
 )
 def test_decimal_rejects_non_finite_or_non_decimal_as_text_with_warning(value: object) -> None:
     cell = to_cell(DECIMAL, value)
@@ -216,9 +256,7 @@ def test_boolean_rejects_other_values_as_text_with_warning(value: object, text: 
 
 
 def test_date_string_becomes_midnight_datetime_marked_date_only() -> None:
-    assert to_cell(DATE, "2024-02-29") == Cell(
-        "datetime", datetime(2024, 2, 29), is_date_only=True
-    )
+    assert to_cell(DATE, "2024-02-29") == Cell("datetime", datetime(2024, 2, 29), is_date_only=True)
 
 
 def test_date_object_is_accepted_as_date_only() -> None:
@@ -259,9 +297,7 @@ def test_date_before_1900_is_text_because_excel_cannot_show_it() -> None:
         ("2024-03-01 23:59:59+08", datetime(2024, 3, 1, 23, 59, 59)),
     ],
 )
-def test_datetime_iso_string_keeps_wall_time_and_drops_offset(
-    value: str, moment: datetime
-) -> None:
+def test_datetime_iso_string_keeps_wall_time_and_drops_offset(value: str, moment: datetime) -> None:
     cell = to_cell(DATETIME, value)
     assert cell == Cell("datetime", moment)
     assert cell.value.tzinfo is None
@@ -274,8 +310,15 @@ def test_aware_datetime_object_keeps_wall_time_and_drops_offset() -> None:
 
 @pytest.mark.parametrize(
     "value",
-    ["2024-03-01", "2024-03-01T25:00:00", "2024-03-01T10:20:61", "2024-03-01T10:20:30+25:00",
-     "yesterday", "2024-03-01T10:20:30 UTC", 1709288430],
+    [
+        "2024-03-01",
+        "2024-03-01T25:00:00",
+        "2024-03-01T10:20:61",
+        "2024-03-01T10:20:30+25:00",
+        "yesterday",
+        "2024-03-01T10:20:30 UTC",
+        1709288430,
+    ],
 )
 def test_datetime_rejects_unparseable_values_as_text_with_warning(value: object) -> None:
     cell = to_cell(DATETIME, value)

@@ -11,7 +11,7 @@ import trio
 from actors.core.dispatch import NoClaim
 from actors.core.models import OutboxStatus, TaskStatus
 from db.database import DuplicateKeyError
-from db.store import CreateOutcome, ExportStore, QuarantineOutcome, RetryOutcome
+from db.store import CreateOutcome, ExportStore, RetryOutcome
 from tests.conftest import claim, create, new_task
 
 # --- create ------------------------------------------------------------------------------
@@ -24,12 +24,16 @@ async def test_create_writes_task_and_outbox_row_in_one_transaction(store: Expor
     rows = await store.list_outbox(task.id)
     assert len(rows) == 1
     assert (rows[0].dispatch_version, rows[0].status, rows[0].attempt_count) == (
-        1, OutboxStatus.PENDING, 0)
+        1,
+        OutboxStatus.PENDING,
+        0,
+    )
     assert rows[0].message_key == str(task.id)
 
 
-async def test_failed_outbox_insert_rolls_back_the_task(store: ExportStore,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_failed_outbox_insert_rolls_back_the_task(
+    store: ExportStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """§19.1 任务插入失败时 Outbox 不落库 (and the converse: no task without its row)."""
 
     async def boom(*args: object, **kwargs: object) -> None:
@@ -38,8 +42,9 @@ async def test_failed_outbox_insert_rolls_back_the_task(store: ExportStore,
     monkeypatch.setattr(store, "_insert_outbox", boom)
     with pytest.raises(DuplicateKeyError):
         await store.create_task(new_task())
-    tasks, total = await store.list_tasks(new_task().principal, all_users=True, status=None,
-                                          limit=10, offset=0)
+    tasks, total = await store.list_tasks(
+        new_task().principal, all_users=True, status=None, limit=10, offset=0
+    )
     assert total == 0 and tasks == []
 
 
@@ -53,7 +58,8 @@ async def test_duplicate_submission_within_60s_returns_the_same_task(store: Expo
 
 
 async def test_same_parameters_after_the_window_create_a_new_task(
-        store: ExportStore, autojump_clock: trio.testing.MockClock) -> None:
+    store: ExportStore, autojump_clock: trio.testing.MockClock
+) -> None:
     first = await create(store, params={"k": 1})
     await trio.sleep(61)
     second = await store.create_task(new_task(params={"k": 1}))
@@ -100,7 +106,8 @@ async def test_concurrent_creates_respect_limits_under_the_guard(store: ExportSt
 
 
 async def test_publisher_claims_due_rows_and_not_future_ones(
-        store: ExportStore, autojump_clock: trio.testing.MockClock) -> None:
+    store: ExportStore, autojump_clock: trio.testing.MockClock
+) -> None:
     """§19.1 Publisher：到点领取、未到点不领取。"""
     task = await create(store)
     [row] = await store.claim_due_outbox("pub-a", 60, 50)
@@ -138,7 +145,8 @@ async def test_sent_marks_the_row_and_clears_the_lease(store: ExportStore) -> No
 
 
 async def test_expired_publisher_claim_can_be_claimed_again(
-        store: ExportStore, autojump_clock: trio.testing.MockClock) -> None:
+    store: ExportStore, autojump_clock: trio.testing.MockClock
+) -> None:
     """§19.1 Publisher：租约超时可被重新领取 (via the reconciler's release, §8.5-3)."""
     await create(store)
     [row] = await store.claim_due_outbox("pub-a", 60, 50)
@@ -154,7 +162,8 @@ async def test_expired_publisher_claim_can_be_claimed_again(
 
 
 async def test_claim_sets_lease_deadline_and_resets_progress_by_db_time(
-        store: ExportStore, autojump_clock: trio.testing.MockClock) -> None:
+    store: ExportStore, autojump_clock: trio.testing.MockClock
+) -> None:
     """§19.1 deadline：抢占时按数据库时钟写入。"""
     task = await create(store)
     await trio.sleep(3)
@@ -195,11 +204,13 @@ async def test_no_claim_running_elsewhere(store: ExportStore) -> None:
     task = await create(store)
     await claim(store, task, "owner-a")
     assert (await store.claim_task(task.id, 1, "owner-b", 10, 60)).no_claim == (
-        NoClaim.RUNNING_ELSEWHERE)
+        NoClaim.RUNNING_ELSEWHERE
+    )
 
 
 async def test_no_claim_running_with_expired_lease_is_left_to_the_reconciler(
-        store: ExportStore, autojump_clock: trio.testing.MockClock) -> None:
+    store: ExportStore, autojump_clock: trio.testing.MockClock
+) -> None:
     """§19.1 §8.2 分支：RUNNING 且 lease_until <= now → ack, no takeover."""
     task = await create(store)
     await claim(store, task, "owner-a", lease=10)
@@ -237,8 +248,7 @@ async def test_no_claim_lost_race(store: ExportStore) -> None:
 # --- leases, commit, retry ---------------------------------------------------------------
 
 
-async def test_renewal_within_the_same_millisecond_is_not_a_lost_lease(
-        store: ExportStore) -> None:
+async def test_renewal_within_the_same_millisecond_is_not_a_lost_lease(store: ExportStore) -> None:
     """A renewal that changes no value still matched the row (FOUND_ROWS semantics)."""
     running = await claim(store, await create(store))
     assert await store.renew_lease(running, "owner-a", 10)
@@ -246,7 +256,8 @@ async def test_renewal_within_the_same_millisecond_is_not_a_lost_lease(
 
 
 async def test_renewal_fails_after_the_deadline(
-        store: ExportStore, autojump_clock: trio.testing.MockClock) -> None:
+    store: ExportStore, autojump_clock: trio.testing.MockClock
+) -> None:
     """§19.1 deadline：超过 deadline 后 watchdog 不再续租。"""
     running = await claim(store, await create(store), lease=10, max_duration=30)
     for _ in range(5):
@@ -258,38 +269,55 @@ async def test_renewal_fails_after_the_deadline(
 
 
 async def test_commit_after_deadline_is_refused(
-        store: ExportStore, autojump_clock: trio.testing.MockClock) -> None:
+    store: ExportStore, autojump_clock: trio.testing.MockClock
+) -> None:
     """§19.1 deadline：最终提交 SQL 执行时已超时的竞态必须提交失败。"""
     running = await claim(store, await create(store), lease=100, max_duration=30)
     await trio.sleep(31)
     assert not await store.complete_task(
-        running, "owner-a", file_name="f.xlsx", object_key="exports/1/" + "a" * 32 + ".xlsx",
-        content_type="x", size_bytes=1, rows=1, retention_seconds=60)
+        running,
+        "owner-a",
+        file_name="f.xlsx",
+        object_key="exports/1/" + "a" * 32 + ".xlsx",
+        content_type="x",
+        size_bytes=1,
+        rows=1,
+        retention_seconds=60,
+    )
     assert await store.own_run_past_deadline(running, "owner-a")
 
 
-async def test_commit_with_changed_version_is_refused(store: ExportStore,
-                                                      autojump_clock: trio.testing.MockClock
-                                                      ) -> None:
+async def test_commit_with_changed_version_is_refused(
+    store: ExportStore, autojump_clock: trio.testing.MockClock
+) -> None:
     """§19.1 结果提交：版本已变时提交失败。"""
     running = await claim(store, await create(store), lease=10)
     await trio.sleep(11)
     [expired] = await store.expired_leases(20)
     assert await store.recover_expired_lease(expired, "lost", "lost") == RetryOutcome.SCHEDULED
     assert not await store.complete_task(
-        running, "owner-a", file_name="f", object_key="exports/1/" + "b" * 32 + ".xlsx",
-        content_type="x", size_bytes=1, rows=1, retention_seconds=60)
+        running,
+        "owner-a",
+        file_name="f",
+        object_key="exports/1/" + "b" * 32 + ".xlsx",
+        content_type="x",
+        size_bytes=1,
+        rows=1,
+        retention_seconds=60,
+    )
     assert not await store.own_run_past_deadline(running, "owner-a")
 
 
 async def test_transient_failure_bumps_version_and_writes_outbox_with_same_next_retry_at(
-        store: ExportStore) -> None:
+    store: ExportStore,
+) -> None:
     """§19.1 Consumer：临时失败递增版本并写新 Outbox。"""
     task = await create(store)
     running = await claim(store, task)
     assert await store.report_progress(running, "owner-a", 500, 1000)
     assert await store.schedule_retry(running, "owner-a", "provider 503", 60) == (
-        RetryOutcome.SCHEDULED)
+        RetryOutcome.SCHEDULED
+    )
     after = await store.get_task(task.id)
     assert after.status == TaskStatus.PENDING and after.dispatch_version == 2
     assert after.failure_message == "provider 503"  # kept for display (§9.2)

@@ -41,8 +41,9 @@ def tmpdir_path(tmp_path: Path) -> Path:
     return path
 
 
-def make_writer(out: Any, columns: list[ColumnDef], tmpdir: Path, **kwargs: Any
-                ) -> XlsxExportWriter:
+def make_writer(
+    out: Any, columns: list[ColumnDef], tmpdir: Path, **kwargs: Any
+) -> XlsxExportWriter:
     kwargs.setdefault("max_rows", 200_000)
     kwargs.setdefault("max_bytes", 50 * MB)
     return XlsxExportWriter(out, columns, tmpdir=str(tmpdir), **kwargs)
@@ -59,8 +60,9 @@ def typed_row(i: int) -> dict[str, Any]:
     }
 
 
-def write_file(path: Path, columns: list[ColumnDef], rows: list[dict[str, Any]],
-               tmpdir: Path, **kwargs: Any) -> tuple[int, XlsxExportWriter]:
+def write_file(
+    path: Path, columns: list[ColumnDef], rows: list[dict[str, Any]], tmpdir: Path, **kwargs: Any
+) -> tuple[int, XlsxExportWriter]:
     with path.open("wb") as out:
         writer = make_writer(out, columns, tmpdir, **kwargs)
         writer.write_rows(rows)
@@ -127,7 +129,9 @@ def test_typed_writer_never_turns_strings_into_formulas_urls_or_numbers(
 
     sheet = openpyxl.load_workbook(path)["Export"]
     assert [sheet.cell(row=r, column=1).value for r in (2, 3, 4)] == [
-        "http://example.com", "123", "'=SUM(A1)"
+        "http://example.com",
+        "123",
+        "'=SUM(A1)",
     ]
     assert all(sheet.cell(row=r, column=1).data_type == "s" for r in (2, 3, 4))
     assert sheet.cell(row=2, column=1).hyperlink is None
@@ -226,9 +230,7 @@ def test_file_size_limit_message_names_whole_megabytes() -> None:
     assert format_megabytes(50 * MB) == "50 MB"
 
 
-def test_abort_event_set_mid_way_raises_export_aborted(
-    tmp_path: Path, tmpdir_path: Path
-) -> None:
+def test_abort_event_set_mid_way_raises_export_aborted(tmp_path: Path, tmpdir_path: Path) -> None:
     abort = threading.Event()
 
     def rows() -> Iterator[dict[str, Any]]:
@@ -301,9 +303,7 @@ def test_truncated_cells_are_all_counted_but_only_the_first_few_logged(
     assert not any("oops" in r.getMessage() for r in caplog.records)
 
 
-def test_discard_leaves_no_temp_files_and_is_safe_twice(
-    tmp_path: Path, tmpdir_path: Path
-) -> None:
+def test_discard_leaves_no_temp_files_and_is_safe_twice(tmp_path: Path, tmpdir_path: Path) -> None:
     path = tmp_path / "out.xlsx"
     with path.open("wb") as out:
         writer = make_writer(out, TYPED_COLUMNS, tmpdir_path, rows_per_sheet=3)
