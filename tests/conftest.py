@@ -137,3 +137,45 @@ async def claim(
     result = await store.claim_task(task.id, task.dispatch_version, owner, lease, max_duration)
     assert result.task is not None, result.no_claim
     return result.task
+
+
+def task_value(**overrides: Any) -> Task:
+    """A ``Task`` value for pure tests (no database)."""
+    from datetime import UTC, datetime
+
+    from actors.core.models import TaskStatus
+
+    now = datetime.fromtimestamp(DB_EPOCH_MS / 1000, tz=UTC)
+    fields: dict[str, Any] = dict(
+        id=1,
+        task_no="EXP1",
+        export_type="CUSTOMER_LIST",
+        task_name="t",
+        format="XLSX",
+        status=TaskStatus.PENDING,
+        parameters_json="{}",
+        tenant_id=0,
+        app_code="PLATFORM",
+        requested_by=7,
+        dispatch_version=1,
+        attempt_count=0,
+        max_attempts=3,
+        next_retry_at=now,
+        lease_owner=None,
+        lease_until=None,
+        last_heartbeat_at=None,
+        execution_deadline_at=None,
+        processed_rows=0,
+        total_rows=None,
+        file_name=None,
+        object_key=None,
+        content_type=None,
+        size_bytes=None,
+        failure_message=None,
+        requested_at=now,
+        started_at=None,
+        completed_at=None,
+        expires_at=None,
+    )
+    fields.update(overrides)
+    return Task(**fields)

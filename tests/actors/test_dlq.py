@@ -1,0 +1,150 @@
+"""Poison commands end in the dead-letter channel and are quarantined (§6.4, §9.4)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import trio
+import trio.testing
+
+from actors.config import Settings
+from actors.consumer import ConsumerSlot
+from actors.core.models import OutboxStatus, TaskStatus
+from actors.dlq import DlqHandler
+from actors.metrics import Metrics
+from actors.pipeline.context import ExportResult, RunContext
+from actors.pipeline.storage import LocalDirectoryStorage
+from actors.reconciler import Reconciler
+from actors.transport.base import OutgoingMessage
+from actors.transport.embedded import EmbeddedBus
+from db.store import ExportStore, QuarantineOutcome
+from tests.conftest import claim, create
+
+
+async def _no_pipeline(ctx: RunContext) -> ExportResult:
+    raise AssertionError("a poison message must never run an export")
+
+
+async def poison(bus: EmbeddedBus, store: ExportStore, task_id: int, **props: str) -> None:
+    """Send a malformed body with the task's real locating properties."""
+    [row] = [r for r in await store.list_outbox(task_id)]
+    properties = {
+        "eventId": row.event_id,
+        "taskId": str(task_id),
+        "dispatchVersion": str(row.dispatch_version),
+        "schemaVersion": "1",
+    }
+    properties.update(props)
+    await bus.send(OutgoingMessage(row.topic, row.tag, row.message_key, "{broken", properties))
+
+
+async def test_embedded_bus_redelivers_then_dead_letters() -> None:
+    bus = EmbeddedBus(max_reconsume_times=2)
+    await bus.send(OutgoingMessage("t", "EXPORT_TASK", "1", "x", {"eventId": "e"}))
+    seen = []
+    for _ in range(3):
+        d = await bus.receive()
+        seen.append(d.reconsume_times)
+        await d.reject()
+    assert seen == [0, 1, 2] and bus.pending() == 0
+    dead = await bus.receive_dead_letter()
+    assert dead.properties == {"eventId": "e"} and bus.dead_lettered == 1
+
+
+async def test_poison_message_is_quarantined_and_never_resent(
+    autojump_clock: trio.testing.MockClock,
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
+    metrics: Metrics,
+) -> None:
+    """§19.1 DLQ Handler 使用属性自动执行 QUARANTINED + FAILED 同事务更新; Reconciler
+    永不补投 QUARANTINED (waits past sentStaleSeconds)."""
+    bus = EmbeddedBus()
+    task = await create(store)
+    [row] = await store.claim_due_outbox("pub", 60, 10)
+    await store.mark_outbox_sent(row.id, "pub")
+    await poison(bus, store, task.id)
+    slot = ConsumerSlot("s", store, bus, storage, settings, metrics, _no_pipeline, trio.Event())
+    for _ in range(3):  # first delivery + maxReconsumeTimes (2) redeliveries
+        await slot.handle(await bus.receive())
+    handler = DlqHandler(store, bus, metrics)
+    assert await handler.handle(await bus.receive_dead_letter()) == (QuarantineOutcome.QUARANTINED)
+    after = await store.get_task(task.id)
+    assert after.status == TaskStatus.FAILED and "corrupted" in after.failure_message
+    [quarantined] = await store.list_outbox(task.id)
+    assert quarantined.status == OutboxStatus.QUARANTINED
+    assert quarantined.last_error.startswith("DLQ quarantine")
+    assert metrics.dlq_messages._value.get() == 1
+    rec = Reconciler(store, storage, settings, metrics)
+    await trio.sleep(settings.sent_stale_seconds * 2)
+    assert (await rec.reconcile_once())["redispatch"] == 0
+    assert bus.pending() == 0
+
+
+async def test_dlq_message_for_a_stale_version_changes_nothing(
+    store: ExportStore,
+    metrics: Metrics,
+) -> None:
+    """§19.1 旧版本、eventId 不匹配消息不得误伤当前任务."""
+    bus = EmbeddedBus(max_reconsume_times=0)
+    task = await create(store)
+    running = await claim(store, task)
+    await store.schedule_retry(running, "owner-a", "503", 0)  # now at version 2
+    v1 = [r for r in await store.list_outbox(task.id) if r.dispatch_version == 1][0]
+    await bus.send(
+        OutgoingMessage(
+            "t",
+            "EXPORT_TASK",
+            str(task.id),
+            "{",
+            {
+                "eventId": v1.event_id,
+                "taskId": str(task.id),
+                "dispatchVersion": "1",
+                "schemaVersion": "1",
+            },
+        )
+    )
+    await (await bus.receive()).reject()
+    assert await DlqHandler(store, bus, metrics).handle(await bus.receive_dead_letter()) == (
+        QuarantineOutcome.MISMATCH
+    )
+    after = await store.get_task(task.id)
+    assert after.status == TaskStatus.PENDING and after.dispatch_version == 2
+    statuses = [r.status for r in await store.list_outbox(task.id)]
+    assert OutboxStatus.QUARANTINED not in statuses and len(statuses) == 2
+
+
+async def test_dlq_message_with_a_foreign_event_id_changes_nothing(
+    store: ExportStore,
+    metrics: Metrics,
+) -> None:
+    bus = EmbeddedBus(max_reconsume_times=0)
+    task = await create(store)
+    await poison(bus, store, task.id, eventId="not-ours")
+    await (await bus.receive()).reject()
+    assert await DlqHandler(store, bus, metrics).handle(await bus.receive_dead_letter()) == (
+        QuarantineOutcome.MISMATCH
+    )
+    assert (await store.get_task(task.id)).status == TaskStatus.PENDING
+    [row] = await store.list_outbox(task.id)
+    assert row.status == OutboxStatus.PENDING
+
+
+async def test_dlq_message_without_locating_properties_is_logged_critical_and_acked(
+    store: ExportStore,
+    metrics: Metrics,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """§19.1 缺属性消息不得误伤当前任务; logged CRITICAL, acked, counted."""
+    bus = EmbeddedBus(max_reconsume_times=0)
+    task = await create(store)
+    await bus.send(OutgoingMessage("t", "EXPORT_TASK", "k", "{", {"taskId": str(task.id)}))
+    await (await bus.receive()).reject()
+    with caplog.at_level(logging.CRITICAL, logger="actors.dlq"):
+        assert await DlqHandler(store, bus, metrics).handle(await bus.receive_dead_letter()) is None
+    assert any(r.levelno == logging.CRITICAL for r in caplog.records)
+    assert (await store.get_task(task.id)).status == TaskStatus.PENDING
+    assert metrics.dlq_messages._value.get() == 1
