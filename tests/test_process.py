@@ -1,0 +1,147 @@
+"""The real ``export-center serve`` process: SIGTERM, graceful stop, recovery on restart."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+import trio
+
+from actors.core.models import AppCode
+from tests.test_end_to_end import API
+from web.auth import issue_token
+
+SECRET = "process-test-secret-" + "y" * 32
+READY = re.compile(r"ready at (http://127\.0\.0\.1:\d+)")
+
+
+class ServeProcess:
+    def __init__(self, data_dir: Path, log: Path, **env: str) -> None:
+        self.log = log
+        full_env = {
+            **os.environ,
+            "FILE_EXPORT_DATA_DIR": str(data_dir),
+            "FILE_EXPORT_HTTP_BIND": "127.0.0.1:0",
+            "FILE_EXPORT_JWT_SECRET": SECRET,
+            "FILE_EXPORT_INSTANCE_ID": f"proc-{log.stem}",
+            **env,
+        }
+        self._log_file = open(log, "w")  # noqa: SIM115 - closed in close()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "actors"],
+            env=full_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log_file,
+        )
+        self.url = ""
+
+    async def ready(self, timeout: float = 30) -> str:
+        with trio.fail_after(timeout):
+            while not (m := READY.search(self.log.read_text())):
+                assert self.proc.poll() is None, self.log.read_text()
+                await trio.sleep(0.05)
+        self.url = m.group(1)
+        return self.url
+
+    async def wait(self, timeout: float = 30) -> int:
+        with trio.fail_after(timeout):
+            while (code := self.proc.poll()) is None:
+                await trio.sleep(0.05)
+        return code
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._log_file.close()
+
+
+@pytest.fixture
+def processes() -> list[ServeProcess]:
+    started: list[ServeProcess] = []
+    yield started
+    for p in started:
+        p.close()
+
+
+def client(url: str) -> httpx.AsyncClient:
+    token = issue_token(
+        SECRET,
+        user_id=5,
+        tenant_id=0,
+        app_code=AppCode.PLATFORM,
+        perms=["platform:customer:export"],
+    )
+    return httpx.AsyncClient(base_url=url, timeout=10, headers={"Authorization": f"Bearer {token}"})
+
+
+async def poll_task(url: str, task_id: str, until: set[str], timeout: float = 60) -> dict:
+    async with client(url) as c:
+        with trio.fail_after(timeout):
+            while True:
+                task = (await c.get(f"{API}/{task_id}")).json()["data"]
+                if task["status"] in until:
+                    return task
+                await trio.sleep(0.05)
+
+
+async def test_sigterm_mid_export_exits_cleanly_and_restart_finishes_the_task(
+    tmp_path: Path, processes: list[ServeProcess]
+) -> None:
+    """§14: SIGTERM stops taking commands, waits the grace, cancels the run, exits 0; the
+    lease expires and the restarted service recovers the task by itself."""
+    timings = {
+        "FILE_EXPORT_TASK_LEASE_SECONDS": "3",
+        "FILE_EXPORT_TASK_HEARTBEAT_SECONDS": "1",
+        "FILE_EXPORT_RECONCILER_POLL_MS": "300",
+        "FILE_EXPORT_PUBLISHER_POLL_MS": "200",
+        "FILE_EXPORT_SHUTDOWN_GRACE_SECONDS": "0.5",
+    }
+    first = ServeProcess(tmp_path / "data", tmp_path / "first.log", **timings)
+    processes.append(first)
+    url = await first.ready()
+    async with client(url) as c:
+        created = (
+            await c.post(
+                API, json={"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 60_000}}
+            )
+        ).json()
+    task_id = created["data"]["id"]
+    await poll_task(url, task_id, {"RUNNING"})
+    first.proc.send_signal(signal.SIGTERM)
+    assert await first.wait() == 0
+    log = first.log.read_text()
+    assert "grace period over" in log and "stopped" in log
+    assert "Traceback" not in log
+
+    second = ServeProcess(tmp_path / "data", tmp_path / "second.log", **timings)
+    processes.append(second)
+    url = await second.ready()
+    task = await poll_task(url, task_id, {"SUCCEEDED", "FAILED"}, timeout=120)
+    assert task["status"] == "SUCCEEDED", task["failureMessage"]
+    assert task["dispatchVersion"] == 2 and task["attemptCount"] == 2
+    files = list((tmp_path / "data" / "files" / "exports" / task_id).iterdir())
+    assert len(files) == 1  # the cancelled run's partial file is gone
+    second.proc.send_signal(signal.SIGTERM)
+    assert await second.wait() == 0
+
+
+async def test_invalid_configuration_stops_start_up_naming_the_variable(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "FILE_EXPORT_DATA_DIR": str(tmp_path),
+        "FILE_EXPORT_CONSUMER_CONCURRENCY": "abc",
+    }
+    result = await trio.run_process(
+        [sys.executable, "-m", "actors"], env=env, capture_stderr=True, check=False
+    )
+    err = result.stderr.decode()
+    assert result.returncode != 0
+    assert "FILE_EXPORT_CONSUMER_CONCURRENCY" in err and "Traceback" not in err
