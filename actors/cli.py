@@ -60,14 +60,21 @@ def serve() -> None:
 def migrate() -> None:
     """Apply the database schema idempotently and check the guard row."""
     settings = _settings_or_exit()
+    configure_logging(settings.log_level)
     from actors.runtime import open_database
+    from db.store import ExportStore
+
+    async def run() -> None:
+        async with open_database(settings, migrate=True) as db:
+            await ExportStore(db, None, topic=settings.command_topic).check_guard_row()  # type: ignore[arg-type]
 
     try:
-        db = open_database(settings)
+        trio.run(run)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
-    db._conn.close()
-    click.echo(f"schema applied to {settings.resolved_database_url}")
+    click.echo(
+        f"schema applied; guard row present ({settings.resolved_database_url.split('@')[-1]})"
+    )
 
 
 @main.command()

@@ -21,13 +21,16 @@ import logging
 import secrets
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import trio
+import trio_asyncio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 
@@ -50,6 +53,8 @@ from actors.registry_source import (
 from actors.supervisor import supervise
 from actors.transport.embedded import EmbeddedBus
 from actors.wakeup import Wakeup
+from db.database import Database, DatabaseUnavailableError
+from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore
 
@@ -81,18 +86,62 @@ class Runtime:
         self.stop.set()
 
 
-def open_database(
-    settings: Settings, clock_ms: Callable[[], int] = wall_clock_ms
-) -> SqliteDatabase:
-    """Open (and in embedded mode create) the database named by the URL."""
+@asynccontextmanager
+async def open_database(
+    settings: Settings,
+    clock_ms: Callable[[], int] | None = None,
+    *,
+    migrate: bool = False,
+) -> AsyncIterator[Database]:
+    """Open the database named by ``FILE_EXPORT_DATABASE_URL`` for the block.
+
+    SQLite (embedded) is created and migrated on open. MySQL runs inside a trio-asyncio
+    loop opened here as the outermost asyncio context (DESIGN §7); its schema is applied by
+    ``export-center migrate`` (``migrate=True``), never implicitly at start-up.
+
+    Args:
+        clock_ms: tests only: a DB clock in epoch ms (SQLite's ``db_now_ms()``; MySQL's
+            session ``timestamp``). ``None`` = the real clock.
+
+    Raises:
+        ConfigError: unsupported or malformed URL, or the database is unreachable.
+    """
     url = settings.resolved_database_url
     if url.startswith("sqlite:///"):
-        db = SqliteDatabase(url[len("sqlite:///") :] or ":memory:", clock_ms=clock_ms)
+        db = SqliteDatabase(
+            url[len("sqlite:///") :] or ":memory:", clock_ms=clock_ms or wall_clock_ms
+        )
         db.migrate()
-        return db
-    if url.startswith("mysql://"):
-        raise ConfigError("FILE_EXPORT_DATABASE_URL: the MySQL store is not available yet")
-    raise ConfigError("FILE_EXPORT_DATABASE_URL must start with sqlite:/// or mysql://")
+        try:
+            yield db
+        finally:
+            await db.aclose()
+        return
+    if not url.startswith("mysql://"):
+        raise ConfigError("FILE_EXPORT_DATABASE_URL must start with sqlite:/// or mysql://")
+    try:
+        async with trio_asyncio.open_loop() as loop:
+            mdb = MysqlDatabase(url, loop, clock_ms=clock_ms)
+            try:
+                if migrate:
+                    await mdb.migrate()
+                yield mdb
+            except DatabaseUnavailableError as exc:
+                raise ConfigError(f"FILE_EXPORT_DATABASE_URL: {exc}") from None
+            finally:
+                await mdb.aclose()
+    except BaseExceptionGroup as group:
+        # trio-asyncio's nursery wraps whatever the block raised; callers expect the
+        # plain exception (a ConfigError, or a Cancelled that must keep propagating).
+        raise _sole_exception(group) from None
+
+
+def _sole_exception(group: BaseExceptionGroup) -> BaseException:
+    """The single leaf of a nested exception group, or the group itself."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def resolve_jwt_secret(settings: Settings) -> tuple[str, bool]:
@@ -129,7 +178,8 @@ async def serve(
     settings: Settings,
     *,
     install_signal_handlers: bool = True,
-    db_clock_ms: Callable[[], int] = wall_clock_ms,
+    db_clock_ms: Callable[[], int] | None = None,
+    instance_clock_ms: Callable[[], int] = wall_clock_ms,
     task_status: trio.TaskStatus[Runtime] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the service until SIGTERM/SIGINT or ``Runtime.request_stop()``.
@@ -137,16 +187,36 @@ async def serve(
     Args:
         settings: validated settings.
         install_signal_handlers: listen for SIGTERM/SIGINT (main thread only).
-        db_clock_ms: the SQLite DB clock (tests may inject one).
+        db_clock_ms: tests only: the DB clock (see ``open_database``).
+        instance_clock_ms: this process's own clock, epoch ms. It only labels things (ids,
+            ``occurredAt``); every scheduling decision uses the DB clock (§8.6). Tests
+            inject a skewed one to prove it.
         task_status: receives the ``Runtime`` once the service is ready (``/healthz`` 200).
 
     Raises:
-        ConfigError: invalid configuration or missing guard row; nothing was started.
+        ConfigError: invalid configuration, unreachable database or missing guard row;
+            nothing was started.
     """
+    async with open_database(settings, db_clock_ms) as db:
+        await _serve(settings, db, install_signal_handlers, instance_clock_ms, task_status)
+
+
+async def _serve(
+    settings: Settings,
+    db: Database,
+    install_signal_handlers: bool,
+    instance_clock_ms: Callable[[], int],
+    task_status: trio.TaskStatus[Runtime],
+) -> None:
     from web.app import Services, create_app  # composition root: the one place that wires web
 
-    db = open_database(settings, db_clock_ms)
-    store = ExportStore(db, IdGenerator(wall_clock_ms), topic=settings.command_topic)
+    def label() -> str:
+        at = datetime.fromtimestamp(instance_clock_ms() / 1000, tz=UTC)
+        return at.isoformat(timespec="milliseconds")
+
+    store = ExportStore(
+        db, IdGenerator(instance_clock_ms), topic=settings.command_topic, clock_label=label
+    )
     await store.check_guard_row()
     storage = LocalDirectoryStorage(settings.resolved_storage_dir)
     metrics = Metrics()
@@ -264,7 +334,6 @@ async def serve(
     finally:
         await provider.aclose()
         await transport.aclose()
-        await db.aclose()
     log.info("stopped")
 
 

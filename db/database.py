@@ -20,6 +20,11 @@ class DuplicateKeyError(Exception):
     seed says the unique key absorbs races (§7.2, §8.5-1)."""
 
 
+class DatabaseUnavailableError(Exception):
+    """The database cannot be reached or refuses the credentials. Raised by a
+    ``Database`` when it opens a connection, in place of the driver's own error."""
+
+
 class Tx(Protocol):
     """One open transaction. Statements take named parameters (``:name`` already rendered
     for the dialect) and return plain dicts keyed by column name."""

@@ -22,7 +22,7 @@ from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from actors.reconciler import Reconciler
 from actors.transport.embedded import EmbeddedBus
 from db.store import ExportStore
-from tests.conftest import claim, create
+from tests.conftest import claim, create, exec_sql
 
 
 def make_slot(
@@ -111,12 +111,12 @@ async def test_lost_lease_aborts_the_run_and_leaves_no_file(
     async def pipeline(ctx: RunContext) -> ExportResult:
         keys.append(await start_file(store, storage, ctx))
         # Someone else takes the task over (as lease recovery would): version + owner change.
-        async with store.db.transaction() as tx:
-            await tx.execute(
-                "UPDATE file_export_task SET dispatch_version = 2, "
-                "lease_owner = 'other' WHERE id = :id",
-                {"id": task.id},
-            )
+        await exec_sql(
+            store,
+            "UPDATE file_export_task SET dispatch_version = 2, "
+            "lease_owner = 'other' WHERE id = :id",
+            {"id": task.id},
+        )
         await trio.sleep(10_000)  # only the abort can end this
         raise AssertionError("not reached")
 

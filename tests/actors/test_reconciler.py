@@ -22,7 +22,7 @@ from actors.reconciler import LEASE_EXHAUSTED_MESSAGE, Reconciler
 from actors.transport.embedded import EmbeddedBus
 from actors.wakeup import Wakeup
 from db.store import ExportStore, QuarantineOutcome, RetryOutcome
-from tests.conftest import claim, create, make_settings
+from tests.conftest import claim, create, exec_sql, make_settings
 
 Clock = trio.testing.MockClock
 
@@ -41,14 +41,14 @@ async def mark_all_sent(store: ExportStore) -> None:
 
 async def force_outbox_sent(store: ExportStore, task_id: int, version: int) -> None:
     """Put an outbox row into SENT as if it had been published (also before it was due)."""
-    async with store.db.transaction() as tx:
-        await tx.execute(
-            store.db.dialect.render(
-                "UPDATE file_export_outbox SET status = 'SENT', sent_at = {now} "
-                "WHERE task_id = :t AND dispatch_version = :v"
-            ),
-            {"t": task_id, "v": version},
-        )
+    await exec_sql(
+        store,
+        (
+            "UPDATE file_export_outbox SET status = 'SENT', sent_at = {now} "
+            "WHERE task_id = :t AND dispatch_version = :v"
+        ),
+        {"t": task_id, "v": version},
+    )
 
 
 async def test_reconciler_does_not_skip_a_backoff_window(
@@ -110,8 +110,7 @@ async def test_redispatch_case_a_inserts_a_same_version_row(
     """§19.1 补投两种情形 (A): no outbox row for the current version → a new row, same
     version, new event id; idempotent on the next pass."""
     task = await create(store)
-    async with store.db.transaction() as tx:
-        await tx.execute("DELETE FROM file_export_outbox WHERE task_id = :t", {"t": task.id})
+    await exec_sql(store, "DELETE FROM file_export_outbox WHERE task_id = :t", {"t": task.id})
     rec = reconciler_for(store, storage, settings, metrics)
     assert (await rec.reconcile_once())["redispatch"] == 0  # inside the 60 s grace
     await trio.sleep(settings.redispatch_grace_seconds)
@@ -135,10 +134,10 @@ async def test_redispatch_ignores_max_attempts(
     running = await claim(store, task)
     await store.schedule_retry(running, "owner-a", "503", 0)
     await mark_all_sent(store)
-    async with store.db.transaction() as tx:  # the attempt ceiling is reached
-        await tx.execute(
-            "UPDATE file_export_task SET attempt_count = 2 WHERE id = :i", {"i": task.id}
-        )
+    # the attempt ceiling is reached
+    await exec_sql(
+        store, "UPDATE file_export_task SET attempt_count = 2 WHERE id = :i", {"i": task.id}
+    )
     await trio.sleep(settings.sent_stale_seconds + 1)
     assert (await reconciler_for(store, storage, settings, metrics).reconcile_once())[
         "redispatch"
@@ -162,20 +161,18 @@ async def test_reconciler_never_resends_a_quarantined_row(
         QuarantineOutcome.QUARANTINED
     )
     # Even if the task were PENDING again at that version, neither case may touch the row.
-    async with store.db.transaction() as tx:
-        await tx.execute(
-            "UPDATE file_export_task SET status = 'PENDING' WHERE id = :i", {"i": task.id}
-        )
+    await exec_sql(
+        store, "UPDATE file_export_task SET status = 'PENDING' WHERE id = :i", {"i": task.id}
+    )
     rec = reconciler_for(store, storage, settings, metrics)
     for _ in range(5):
         await trio.sleep(settings.sent_stale_seconds)
         assert (await rec.reconcile_once())["redispatch"] == 0
     [still] = await store.list_outbox(task.id)
     assert still.status == OutboxStatus.QUARANTINED
-    async with store.db.transaction() as tx:
-        await tx.execute(
-            "UPDATE file_export_task SET status = 'FAILED' WHERE id = :i", {"i": task.id}
-        )
+    await exec_sql(
+        store, "UPDATE file_export_task SET status = 'FAILED' WHERE id = :i", {"i": task.id}
+    )
     retried = await store.manual_retry(await store.get_task(task.id))
     assert retried is not None and retried.dispatch_version == 2
     rows = {r.dispatch_version: r.status for r in await store.list_outbox(task.id)}

@@ -1,0 +1,273 @@
+"""MySQL 8 / MariaDB 10.11 database through asyncmy, bridged into trio with trio-asyncio.
+
+asyncmy is an asyncio driver; every call goes through the trio-asyncio loop that the
+runtime opens as its outermost block (DESIGN §7). Connection handling:
+
+* ``autocommit=True`` with explicit ``BEGIN`` / ``COMMIT`` / ``ROLLBACK``;
+* ``CLIENT.FOUND_ROWS``, so an UPDATE reports rows *matched*, not rows changed: a lease
+  renewed twice within one millisecond is not mistaken for a lost lease;
+* the session time zone pinned to UTC, so ``CURRENT_TIMESTAMP(3)`` and ``DATETIME(3)``
+  values are UTC;
+* a small pool on the trio side; a query interrupted by a trio cancellation (or an error
+  in the middle of the protocol) **poisons** its connection: it is closed and its server
+  thread killed, never returned to the pool; an ordinary SQL error rolls back and keeps it;
+* an asyncio-side timeout per statement (``query_timeout``) besides trio's own, because a
+  trio cancel waits for the asyncio side to unwind.
+
+``clock_ms`` (tests only) pins each transaction's ``CURRENT_TIMESTAMP`` with
+``SET timestamp``, so DB time follows trio's mock clock exactly as the SQLite store does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import asyncmy
+import trio
+from asyncmy.constants import CLIENT
+from asyncmy.cursors import DictCursor
+from asyncmy.errors import IntegrityError, OperationalError
+
+from actors.core.errors import ConfigError
+from db.database import DatabaseUnavailableError, DuplicateKeyError
+from db.dialect import MYSQL, Dialect
+from db.sqlite import schema_sql
+
+log = logging.getLogger("db.mysql")
+
+_DUPLICATE_ENTRY = 1062
+
+
+@dataclass(frozen=True, slots=True)
+class MysqlUrl:
+    """Parsed ``mysql://user:password@host:port/db``."""
+
+    host: str
+    port: int
+    user: str
+    password: str
+    database: str
+
+    @classmethod
+    def parse(cls, url: str) -> MysqlUrl:
+        """Raises ConfigError naming FILE_EXPORT_DATABASE_URL when the URL is malformed."""
+        parts = urlsplit(url)
+        if parts.scheme != "mysql" or not parts.hostname or not parts.path.strip("/"):
+            raise ConfigError(
+                "FILE_EXPORT_DATABASE_URL must look like mysql://user:password@host:port/database"
+            )
+        try:
+            port = parts.port or 3306
+        except ValueError:
+            raise ConfigError("FILE_EXPORT_DATABASE_URL has an invalid port") from None
+        return cls(
+            parts.hostname,
+            port,
+            unquote(parts.username or ""),
+            unquote(parts.password or ""),
+            parts.path.strip("/"),
+        )
+
+
+class _Conn:
+    """A pooled connection and whether it can be trusted again."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        self.poisoned = False
+
+    @property
+    def thread_id(self) -> int | None:
+        return getattr(self.raw, "server_thread_id", [None])[0]
+
+
+class _MysqlTx:
+    def __init__(self, db: MysqlDatabase, conn: _Conn) -> None:
+        self._db = db
+        self._conn = conn
+
+    async def _run(self, sql: str, params: Mapping[str, Any] | None, fetch: str) -> Any:
+        async def work() -> Any:
+            async with self._conn.raw.cursor(DictCursor) as cur:
+                # Always a dict: the dialect doubled every literal % for pyformat.
+                await cur.execute(sql, dict(params or {}))
+                if fetch == "one":
+                    return await cur.fetchone()
+                if fetch == "all":
+                    return await cur.fetchall()
+                return cur.rowcount
+
+        try:
+            return await self._db._aio(work)
+        except IntegrityError as exc:
+            if exc.args and exc.args[0] == _DUPLICATE_ENTRY:
+                raise DuplicateKeyError(str(exc)) from exc
+            raise
+        except BaseException:
+            # Cancelled, timed out or broken mid-protocol: the connection's state is unknown.
+            self._conn.poisoned = True
+            raise
+
+    async def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
+        return int(await self._run(sql, params, "count"))
+
+    async def fetchone(
+        self, sql: str, params: Mapping[str, Any] | None = None
+    ) -> dict[str, Any] | None:
+        row = await self._run(sql, params, "one")
+        return dict(row) if row is not None else None
+
+    async def fetchall(
+        self, sql: str, params: Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        return [dict(r) for r in await self._run(sql, params, "all")]
+
+
+class MysqlDatabase:
+    """Pool of asyncmy connections used from trio.
+
+    Args:
+        url: ``mysql://user:password@host:port/database``.
+        loop: the running trio-asyncio loop (``trio_asyncio.open_loop()``).
+        max_connections: pool size.
+        query_timeout: asyncio-side timeout per statement, seconds; ``None`` disables it
+            (tests on trio's autojump clock, which would fire it while a query is in flight).
+        clock_ms: tests only: epoch milliseconds to pin ``CURRENT_TIMESTAMP`` to.
+    """
+
+    dialect: Dialect = MYSQL
+
+    def __init__(
+        self,
+        url: str,
+        loop: Any,
+        *,
+        max_connections: int = 10,
+        query_timeout: float | None = 30.0,
+        clock_ms: Callable[[], int] | None = None,
+    ) -> None:
+        self.url = MysqlUrl.parse(url)
+        self._loop = loop
+        self._slots = trio.Semaphore(max_connections)
+        self._idle: list[_Conn] = []
+        self._query_timeout = query_timeout
+        self._clock_ms = clock_ms
+        self._closed = False
+
+    async def _aio(self, fn: Callable[[], Any]) -> Any:
+        timeout = self._query_timeout
+
+        async def with_timeout() -> Any:
+            if timeout is None:
+                return await fn()
+            return await asyncio.wait_for(fn(), timeout)
+
+        return await self._loop.run_aio_coroutine(with_timeout())
+
+    async def _connect(self) -> _Conn:
+        u = self.url
+
+        async def connect() -> Any:
+            return await asyncmy.connect(
+                host=u.host,
+                port=u.port,
+                user=u.user,
+                password=u.password,
+                database=u.database,
+                autocommit=True,
+                client_flag=CLIENT.FOUND_ROWS,
+                charset="utf8mb4",
+                init_command="SET time_zone = '+00:00'",
+                connect_timeout=5,
+            )
+
+        try:
+            return _Conn(await self._aio(connect))
+        except (TimeoutError, OperationalError, OSError) as exc:
+            raise DatabaseUnavailableError(
+                f"cannot connect to MySQL at {u.host}:{u.port} as {u.user!r}: {exc}"
+            ) from exc
+
+    async def _discard(self, conn: _Conn) -> None:
+        """Close a poisoned connection and kill its server thread, so a query the client
+        gave up on does not keep running (or keep a transaction open) on the server."""
+        try:
+            conn.raw.close()
+        except Exception:
+            pass
+        thread_id = conn.thread_id
+        if thread_id is None:
+            return
+        with trio.CancelScope(shield=True), trio.move_on_after(5):
+            try:
+                killer = await self._connect()
+                try:
+                    await _MysqlTx(self, killer).execute(f"KILL CONNECTION {int(thread_id)}")
+                except Exception:
+                    pass  # already gone
+                finally:
+                    killer.raw.close()
+            except Exception:
+                log.warning(
+                    "could not kill server thread %s of a discarded connection",
+                    thread_id,
+                    exc_info=True,
+                )
+
+    @asynccontextmanager
+    async def transaction(self, *, lock: bool = False) -> AsyncIterator[_MysqlTx]:
+        # ``lock`` is a SQLite notion; MySQL transitions lock rows with FOR UPDATE.
+        if self._closed:
+            raise RuntimeError("database is closed")
+        async with self._slots:
+            conn = self._idle.pop() if self._idle else await self._connect()
+            tx = _MysqlTx(self, conn)
+            reusable = False
+            try:
+                if self._clock_ms is not None:
+                    await tx.execute("SET timestamp = %(ts)s", {"ts": self._clock_ms() / 1000})
+                await tx.execute("BEGIN")
+                try:
+                    yield tx
+                except BaseException:
+                    if not conn.poisoned:
+                        with trio.CancelScope(shield=True), trio.move_on_after(5) as scope:
+                            await tx.execute("ROLLBACK")
+                        reusable = not scope.cancelled_caught and not conn.poisoned
+                    raise
+                await tx.execute("COMMIT")
+                reusable = not conn.poisoned
+            finally:
+                if reusable and not self._closed:
+                    self._idle.append(conn)
+                else:
+                    await self._discard(conn)
+
+    async def migrate(self) -> None:
+        """Apply the seed's DDL idempotently (``CREATE TABLE IF NOT EXISTS``, guard row
+        ``INSERT IGNORE``)."""
+        statements = [s.strip() for s in re.split(r";\s*\n", schema_sql("mysql"))]
+        async with self.transaction() as tx:
+            await tx.execute("SET SESSION sql_notes = 0")  # "already exists" is expected
+            for stmt in statements:
+                body = "\n".join(
+                    line for line in stmt.splitlines() if not line.lstrip().startswith("--")
+                ).strip()
+                if body:
+                    await tx.execute(body.replace("%", "%%"))
+
+    async def aclose(self) -> None:
+        self._closed = True
+        while self._idle:
+            conn = self._idle.pop()
+            try:
+                conn.raw.close()
+            except Exception:
+                pass

@@ -1,0 +1,411 @@
+#!/usr/bin/env bash
+# A real RocketMQ 5.3.1 (NameServer + one broker) on loopback for developers and tests.
+#
+#   deploy/rocketmq/broker.sh start       fetch jars if needed, start both servers, provision
+#   deploy/rocketmq/broker.sh stop        stop both servers (SIGTERM, then SIGKILL)
+#   deploy/rocketmq/broker.sh status      exit 0 when both run and the broker is registered
+#   deploy/rocketmq/broker.sh provision   create the topics and groups for $MQ_TOPIC_PREFIX
+#
+# No Docker: the servers are the Maven Central artifacts of the seed's broker version (§16.1
+# runs the official apache/rocketmq:5.3.1 image in production; that deployment uses
+# broker.conf.template + render-broker-config.sh instead of this script).
+#
+# Environment (all optional):
+#   MQ_TOPIC_PREFIX        topic/group prefix (§6.2); default "test-" (unset only: an
+#                          explicit empty value provisions the unprefixed names)
+#   ROCKETMQ_CACHE_DIR     jar cache, default ${XDG_CACHE_HOME:-$HOME/.cache}/export-center/
+#                          rocketmq-5.3.1 (about 100-150 MB; never inside the repository)
+#   ROCKETMQ_RUN_DIR       configs, pid files, logs and store; default
+#                          ${TMPDIR:-/tmp}/export-center-rocketmq
+#   ROCKETMQ_START_TIMEOUT seconds to wait for each server to become ready (default 120)
+#   ROCKETMQ_WORKER_RETRY_MAX_TIMES  broker retryMaxTimes of the worker group (default 16)
+#
+# Ports (loopback only): NameServer 9876, broker 10911 plus 10909 (fast remoting = listen
+# port - 2) and 10912 (HA = listen port + 1).
+set -euo pipefail
+
+readonly ROCKETMQ_VERSION=5.3.1
+readonly NAMESRV_PORT=9876
+readonly BROKER_PORT=10911
+readonly NAMESRV_ADDR="127.0.0.1:${NAMESRV_PORT}"
+readonly BROKER_ADDR="127.0.0.1:${BROKER_PORT}"
+readonly CLUSTER_NAME=ExportCenterDevCluster
+readonly BROKER_NAME=export-center-dev-broker
+
+CACHE_DIR=${ROCKETMQ_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/export-center/rocketmq-${ROCKETMQ_VERSION}}
+RUN_DIR=${ROCKETMQ_RUN_DIR:-${TMPDIR:-/tmp}/export-center-rocketmq}
+PREFIX=${MQ_TOPIC_PREFIX-test-}
+START_TIMEOUT=${ROCKETMQ_START_TIMEOUT:-120}
+# The application dead-letters poison commands itself after maxReconsumeTimes = 2 (§8.1):
+# the broker's own DLQ branch is not trusted with the old native client (ROCKETMQ.md), so
+# the broker's limit must stay well above the application's and never be reached first.
+WORKER_RETRY_MAX_TIMES=${ROCKETMQ_WORKER_RETRY_MAX_TIMES:-16}
+# §9.4.3: the DLQ handler retries its database work without limit and must never reach a
+# second-level DLQ; the broker's largest value stands in for Integer.MAX_VALUE.
+DLQ_HANDLER_RETRY_MAX_TIMES=${ROCKETMQ_DLQ_HANDLER_RETRY_MAX_TIMES:-2147483647}
+
+LIB_DIR="$CACHE_DIR/lib"
+NAMESRV_LIB_DIR="$CACHE_DIR/namesrv-lib"
+# tried in order when rocketmq-namesrv $ROCKETMQ_VERSION cannot be fetched (see fetch_jars)
+NAMESRV_FALLBACK_VERSIONS=${ROCKETMQ_NAMESRV_FALLBACK_VERSIONS:-5.3.3}
+
+die() {
+  echo "broker.sh: $*" >&2
+  exit 1
+}
+
+log() {
+  echo "broker.sh: $*" >&2
+}
+
+require_tools() {
+  command -v java >/dev/null 2>&1 || die "java (17 or newer) is required on PATH"
+  command -v mvn >/dev/null 2>&1 || [ -f "$LIB_DIR/.complete" ] ||
+    die "mvn is required to fetch the RocketMQ jars (or pre-fill $LIB_DIR)"
+}
+
+# -- jars -------------------------------------------------------------------------------
+
+# Copy the runtime dependency closure of org.apache.rocketmq artifacts ("artifactId:version",
+# $3 ...) into directory $1, through a throwaway pom in $CACHE_DIR/$2. Returns non-zero when
+# Maven cannot resolve them; the output directory only appears complete on success.
+mvn_copy() {
+  local out=$1 name=$2 deps="" spec
+  shift 2
+  for spec in "$@"; do
+    deps+="
+    <dependency>
+      <groupId>org.apache.rocketmq</groupId>
+      <artifactId>${spec%%:*}</artifactId>
+      <version>${spec#*:}</version>
+    </dependency>"
+  done
+  mkdir -p "$CACHE_DIR/$name"
+  cat >"$CACHE_DIR/$name/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>local.export-center</groupId>
+  <artifactId>$name</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>$deps
+  </dependencies>
+</project>
+POM
+  rm -rf "$out.tmp"
+  if ! mvn -B -q -f "$CACHE_DIR/$name/pom.xml" \
+    org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$out.tmp" >"$CACHE_DIR/$name/mvn.log" 2>&1; then
+    rm -rf "$out.tmp"
+    return 1
+  fi
+  rm -rf "$out"
+  mv "$out.tmp" "$out"
+  touch "$out/.complete" # written last: a half-finished fetch is never reused
+}
+
+fetch_jars() {
+  if [ ! -f "$LIB_DIR/.complete" ]; then
+    log "fetching RocketMQ $ROCKETMQ_VERSION broker + tools jars into $LIB_DIR (first run only)"
+    if ! mvn_copy "$LIB_DIR" broker-tools-pom \
+      "rocketmq-broker:$ROCKETMQ_VERSION" "rocketmq-tools:$ROCKETMQ_VERSION"; then
+      tail -n 20 "$CACHE_DIR/broker-tools-pom/mvn.log" >&2
+      die "mvn copy-dependencies of rocketmq-broker/rocketmq-tools $ROCKETMQ_VERSION failed"
+    fi
+    log "broker + tools jars cached ($(du -sh "$LIB_DIR" | cut -f1))"
+  fi
+  # The NameServer gets its own classpath: it is a separate process, and some Maven
+  # repositories (partial mirrors) lack rocketmq-namesrv 5.3.1, so a later 5.3.x NameServer
+  # may have to stand in. A NameServer only keeps routes and speaks the same Remoting
+  # protocol across 5.3.x. The version in use is recorded in $NAMESRV_LIB_DIR/.version.
+  if [ ! -f "$NAMESRV_LIB_DIR/.complete" ]; then
+    local v
+    for v in "$ROCKETMQ_VERSION" $NAMESRV_FALLBACK_VERSIONS; do
+      log "fetching rocketmq-namesrv $v jars into $NAMESRV_LIB_DIR (first run only)"
+      if mvn_copy "$NAMESRV_LIB_DIR" namesrv-pom "rocketmq-namesrv:$v"; then
+        echo "$v" >"$NAMESRV_LIB_DIR/.version"
+        break
+      fi
+      grep -m1 'ERROR' "$CACHE_DIR/namesrv-pom/mvn.log" >&2 || true
+    done
+    [ -f "$NAMESRV_LIB_DIR/.complete" ] ||
+      die "could not fetch rocketmq-namesrv (tried $ROCKETMQ_VERSION $NAMESRV_FALLBACK_VERSIONS)"
+  fi
+  NAMESRV_VERSION=$(cat "$NAMESRV_LIB_DIR/.version")
+  [ "$NAMESRV_VERSION" = "$ROCKETMQ_VERSION" ] ||
+    log "note: NameServer $NAMESRV_VERSION (rocketmq-namesrv $ROCKETMQ_VERSION is not in the" \
+      "Maven repository) with broker and tools $ROCKETMQ_VERSION"
+}
+
+# -- configuration ----------------------------------------------------------------------
+
+write_configs() {
+  mkdir -p "$RUN_DIR/store" "$RUN_DIR/home"
+  cat >"$RUN_DIR/namesrv.conf" <<EOF
+listenPort=${NAMESRV_PORT}
+bindAddress=127.0.0.1
+EOF
+  # Small store files keep a dev broker at a few hundred MB of disk and memory; the delay
+  # levels are shortened to 1 s each so redelivery tests run in seconds (test only: the
+  # production template keeps the broker defaults).
+  cat >"$RUN_DIR/broker.conf" <<EOF
+brokerClusterName=${CLUSTER_NAME}
+brokerName=${BROKER_NAME}
+brokerId=0
+brokerRole=ASYNC_MASTER
+flushDiskType=ASYNC_FLUSH
+brokerIP1=127.0.0.1
+bindAddress=127.0.0.1
+listenPort=${BROKER_PORT}
+namesrvAddr=${NAMESRV_ADDR}
+storePathRootDir=${RUN_DIR}/store
+storePathCommitLog=${RUN_DIR}/store/commitlog
+mappedFileSizeCommitLog=67108864
+mappedFileSizeConsumeQueue=120000
+maxHashSlotNum=10000
+maxIndexNum=40000
+autoCreateTopicEnable=false
+autoCreateSubscriptionGroup=false
+deleteWhen=04
+fileReservedTime=72
+messageDelayLevel=1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s
+EOF
+}
+
+# java for one RocketMQ server; $1 = lib dir, $2 = logback resource, $3 = heap (small, per
+# ROCKETMQ.md), rest = main class + arguments
+rmq_java() {
+  local lib=$1 logback=$2 heap=$3
+  shift 3
+  # rocketmq.home.dir must name an existing directory or both servers exit; user.home
+  # keeps their logs ($user.home/logs/rocketmqlogs) under the run directory.
+  java -server "-Xms$heap" "-Xmx$heap" -XX:+UseSerialGC -XX:-OmitStackTraceInFastThrow \
+    "-Drocketmq.home.dir=$RUN_DIR/home" "-Duser.home=$RUN_DIR/home" \
+    "-Drmq.logback.configurationFile=$logback" \
+    -cp "$lib/*" "$@"
+}
+
+admin() {
+  # Tiered level 1 halves the admin tool's start-up; it runs one short command per JVM.
+  java -Xms64m -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+    "-Duser.home=$RUN_DIR/home" "-Drmq.logback.configurationFile=rmq.tools.logback.xml" \
+    -cp "$LIB_DIR/*" org.apache.rocketmq.tools.command.MQAdminStartup "$@" 2>&1
+}
+
+# -- processes --------------------------------------------------------------------------
+
+# pid from $1.pid when that process is alive and still runs main class $2
+running_pid() {
+  local pidfile="$RUN_DIR/$1.pid" pid
+  [ -f "$pidfile" ] || return 1
+  pid=$(cat "$pidfile")
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$2"; then
+    echo "$pid"
+    return 0
+  fi
+  rm -f "$pidfile" # stale: the process is gone or the pid was reused
+  return 1
+}
+
+port_open() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# wait until file $2 contains $3 while pid $1 lives; $4 = what, for messages
+wait_for_log() {
+  local pid=$1 file=$2 pattern=$3 what=$4 waited=0
+  while ! grep -q "$pattern" "$file" 2>/dev/null; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      tail -n 40 "$file" >&2 || true
+      die "$what exited during start-up (output: $file)"
+    fi
+    if [ "$waited" -ge $((START_TIMEOUT * 5)) ]; then
+      tail -n 40 "$file" >&2 || true
+      die "$what not ready after ${START_TIMEOUT}s (output: $file)"
+    fi
+    sleep 0.2
+    waited=$((waited + 1))
+  done
+}
+
+start_namesrv() {
+  if running_pid namesrv NamesrvStartup >/dev/null; then
+    return
+  fi
+  port_open "$NAMESRV_PORT" && die "port $NAMESRV_PORT is in use by a process this script did not start"
+  log "starting NameServer on $NAMESRV_ADDR"
+  : >"$RUN_DIR/namesrv.out"
+  rmq_java "$NAMESRV_LIB_DIR" rmq.namesrv.logback.xml 128m org.apache.rocketmq.namesrv.NamesrvStartup \
+    -c "$RUN_DIR/namesrv.conf" >"$RUN_DIR/namesrv.out" 2>&1 </dev/null &
+  echo $! >"$RUN_DIR/namesrv.pid"
+  wait_for_log "$!" "$RUN_DIR/namesrv.out" "The Name Server boot success" "NameServer"
+}
+
+start_broker() {
+  if running_pid broker BrokerStartup >/dev/null; then
+    return
+  fi
+  local port
+  for port in "$BROKER_PORT" $((BROKER_PORT - 2)) $((BROKER_PORT + 1)); do
+    port_open "$port" && die "port $port is in use by a process this script did not start"
+  done
+  log "starting broker on $BROKER_ADDR"
+  : >"$RUN_DIR/broker.out"
+  rmq_java "$LIB_DIR" rmq.broker.logback.xml 512m org.apache.rocketmq.broker.BrokerStartup \
+    -c "$RUN_DIR/broker.conf" >"$RUN_DIR/broker.out" 2>&1 </dev/null &
+  echo $! >"$RUN_DIR/broker.pid"
+  wait_for_log "$!" "$RUN_DIR/broker.out" "boot success" "broker"
+}
+
+# "boot success" is not enough: clients need the broker registered at the NameServer.
+wait_for_cluster() {
+  local deadline=$((SECONDS + START_TIMEOUT)) out
+  while :; do
+    out=$(admin clusterList -n "$NAMESRV_ADDR" || true)
+    if grep -q "$CLUSTER_NAME" <<<"$out" && grep -q "$BROKER_NAME" <<<"$out"; then
+      return
+    fi
+    [ "$SECONDS" -lt "$deadline" ] || {
+      echo "$out" >&2
+      die "broker not listed by clusterList after ${START_TIMEOUT}s"
+    }
+    sleep 0.5
+  done
+}
+
+stop_one() {
+  local name=$1 main=$2 pid waited=0
+  if ! pid=$(running_pid "$name" "$main"); then
+    log "$name is not running"
+    return
+  fi
+  log "stopping $name (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ "$waited" -ge 150 ]; then # 30 s
+      log "$name did not stop after 30s; sending SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      break
+    fi
+    sleep 0.2
+    waited=$((waited + 1))
+  done
+  rm -f "$RUN_DIR/$name.pid"
+}
+
+# -- provisioning (§6.2, §16.2) ----------------------------------------------------------
+
+# run an admin command and require its "success" line: the tool exits 0 on failure too
+admin_ok() {
+  local out
+  out=$(admin "$@" || true)
+  if ! grep -q "success" <<<"$out"; then
+    echo "$out" >&2
+    die "mqadmin $1 failed (arguments: $*)"
+  fi
+}
+
+wait_for_route() {
+  local topic=$1 deadline=$((SECONDS + 60)) out
+  while :; do
+    out=$(admin topicRoute -n "$NAMESRV_ADDR" -t "$topic" || true)
+    if grep -q '"queueDatas"' <<<"$out" && grep -q "$BROKER_ADDR" <<<"$out"; then
+      return
+    fi
+    [ "$SECONDS" -lt "$deadline" ] || {
+      echo "$out" >&2
+      die "no route for topic $topic after 60s"
+    }
+    sleep 0.5
+  done
+}
+
+provision() {
+  local topic="${PREFIX}file-export-command-v1"
+  local worker="${PREFIX}file-export-worker-v1"
+  local dlq_handler="${PREFIX}file-export-dlq-handler-v1"
+  local t0=$SECONDS
+  log "provisioning prefix '${PREFIX}'"
+  admin_ok updateTopic -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" -t "$topic" -r 4 -w 4 -p 6
+  admin_ok updateSubGroup -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" -g "$worker" \
+    -r "$WORKER_RETRY_MAX_TIMES" -q 1
+  admin_ok updateSubGroup -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" -g "$dlq_handler" \
+    -r "$DLQ_HANDLER_RETRY_MAX_TIMES" -q 1
+  # DLQ topics default to write-only (perm 2); 6 lets the DLQ handler read it (§16.2).
+  admin_ok updateTopic -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" -t "%DLQ%${worker}" -r 1 -w 1 -p 6
+  # The retry topics would be created by the broker on the first consumer heartbeat, but a
+  # consumer that started before them only learns their route at its next 30 s route
+  # refresh, which would delay every first redelivery; creating them up front avoids that.
+  admin_ok updateTopic -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" -t "%RETRY%${worker}" -r 1 -w 1 -p 6
+  admin_ok updateTopic -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" -t "%RETRY%${dlq_handler}" \
+    -r 1 -w 1 -p 6
+  local t
+  for t in "$topic" "%DLQ%${worker}" "%RETRY%${worker}" "%RETRY%${dlq_handler}"; do
+    wait_for_route "$t"
+  done
+  log "provisioned in $((SECONDS - t0))s: $topic, %DLQ%${worker}, groups $worker, $dlq_handler"
+}
+
+# -- commands ---------------------------------------------------------------------------
+
+cmd_start() {
+  require_tools
+  fetch_jars
+  mkdir -p "$RUN_DIR"
+  local already=0
+  if running_pid namesrv NamesrvStartup >/dev/null && running_pid broker BrokerStartup >/dev/null; then
+    already=1
+    log "already running (run dir $RUN_DIR); re-provisioning"
+  else
+    write_configs
+    local t0 t1
+    t0=$(date +%s.%N)
+    start_namesrv
+    start_broker
+    wait_for_cluster
+    t1=$(date +%s.%N)
+    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "broker.sh: start-up time %.1f s (NameServer launch to broker registered)\n", b - a }'
+  fi
+  provision
+  [ "$already" = 1 ] || log "ready: NameServer $NAMESRV_ADDR, broker $BROKER_ADDR, run dir $RUN_DIR"
+}
+
+cmd_stop() {
+  # The broker first, so it can unregister from a NameServer that is still there.
+  stop_one broker BrokerStartup
+  stop_one namesrv NamesrvStartup
+}
+
+cmd_status() {
+  local ns br
+  ns=$(running_pid namesrv NamesrvStartup) || ns=
+  br=$(running_pid broker BrokerStartup) || br=
+  echo "namesrv: ${ns:+running (pid $ns)}${ns:-stopped}"
+  echo "broker:  ${br:+running (pid $br)}${br:-stopped}"
+  [ -n "$ns" ] && [ -n "$br" ] || exit 3
+  if admin clusterList -n "$NAMESRV_ADDR" | grep -q "$BROKER_NAME"; then
+    echo "cluster: $CLUSTER_NAME lists $BROKER_NAME at $BROKER_ADDR"
+  else
+    echo "cluster: broker not registered"
+    exit 3
+  fi
+}
+
+cmd_provision() {
+  require_tools
+  [ -f "$LIB_DIR/.complete" ] || die "no jars in $LIB_DIR: run '$0 start' first"
+  running_pid broker BrokerStartup >/dev/null || die "the broker is not running: run '$0 start'"
+  provision
+}
+
+case "${1:-}" in
+  start) cmd_start ;;
+  stop) cmd_stop ;;
+  status) cmd_status ;;
+  provision) cmd_provision ;;
+  *)
+    echo "usage: $0 start|stop|status|provision" >&2
+    exit 2
+    ;;
+esac
