@@ -73,6 +73,15 @@ class Settings(BaseSettings):
         4, ge=1, le=64, validation_alias=AliasChoices("FILE_EXPORT_CONSUMER_CONCURRENCY")
     )
 
+    max_active_per_user: int = Field(
+        3, ge=1, validation_alias=AliasChoices("FILE_EXPORT_MAX_ACTIVE_TASKS_PER_USER")
+    )
+    """FILE_EXPORT_MAX_ACTIVE_TASKS_PER_USER: PENDING+RUNNING tasks one user may have (§14)."""
+    max_active_per_type: int = Field(
+        5, ge=1, validation_alias=AliasChoices("FILE_EXPORT_MAX_ACTIVE_TASKS_PER_TYPE")
+    )
+    """FILE_EXPORT_MAX_ACTIVE_TASKS_PER_TYPE: PENDING+RUNNING tasks per export type (§14)."""
+
     # -- timings (§16.3) ------------------------------------------------------------------
     publisher_poll_ms: int = Field(
         5000, ge=10, validation_alias=AliasChoices("FILE_EXPORT_PUBLISHER_POLL_MS")

@@ -56,7 +56,7 @@ from actors.wakeup import Wakeup
 from db.database import Database, DatabaseUnavailableError
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
-from db.store import ExportStore
+from db.store import CreateLimits, ExportStore
 
 log = logging.getLogger("actors.runtime")
 
@@ -236,6 +236,10 @@ async def _serve(
         metrics=metrics,
         wakeup=wakeup,
         jwt_secret=jwt_secret,
+        create_limits=CreateLimits(
+            max_active_per_user=settings.max_active_per_user,
+            max_active_per_type=settings.max_active_per_type,
+        ),
     )
     blueprints = []
     if settings.demo_provider:

@@ -178,8 +178,9 @@ rmq_java() {
   local lib=$1 logback=$2 heap=$3
   shift 3
   # rocketmq.home.dir must name an existing directory or both servers exit; user.home
-  # keeps their logs ($user.home/logs/rocketmqlogs) under the run directory.
-  java -server "-Xms$heap" "-Xmx$heap" -XX:+UseSerialGC -XX:-OmitStackTraceInFastThrow \
+  # keeps their logs ($user.home/logs/rocketmqlogs) under the run directory. Always called
+  # with "&": exec makes the background job the JVM itself, so $! is the pid to stop.
+  exec java -server "-Xms$heap" "-Xmx$heap" -XX:+UseSerialGC -XX:-OmitStackTraceInFastThrow \
     "-Drocketmq.home.dir=$RUN_DIR/home" "-Duser.home=$RUN_DIR/home" \
     "-Drmq.logback.configurationFile=$logback" \
     -cp "$lib/*" "$@"
@@ -296,27 +297,31 @@ stop_one() {
 
 # -- provisioning (§6.2, §16.2) ----------------------------------------------------------
 
-# run an admin command and require its "success" line: the tool exits 0 on failure too
-admin_ok() {
-  local out
-  out=$(admin "$@" || true)
-  if ! grep -q "success" <<<"$out"; then
-    echo "$out" >&2
-    die "mqadmin $1 failed (arguments: $*)"
-  fi
+# Each admin JVM spends about 3 s in its client's shutdown (a service thread polling with a
+# 3 s timeout), so the commands run in parallel: serially, provisioning takes about a minute.
+
+# start admin "$@" in the background with its output in file $1; appends its pid to PIDS
+# (no command substitution: the job must be a child of this shell for `wait`)
+admin_bg() {
+  local out=$1
+  shift
+  admin "$@" >"$out" 2>&1 &
+  PIDS+=("$!")
 }
 
+# poll topicRoute until topic $1 has a route through this broker (used in a subshell)
 wait_for_route() {
   local topic=$1 deadline=$((SECONDS + 60)) out
   while :; do
     out=$(admin topicRoute -n "$NAMESRV_ADDR" -t "$topic" || true)
     if grep -q '"queueDatas"' <<<"$out" && grep -q "$BROKER_ADDR" <<<"$out"; then
-      return
+      return 0
     fi
-    [ "$SECONDS" -lt "$deadline" ] || {
+    if [ "$SECONDS" -ge "$deadline" ]; then
       echo "$out" >&2
-      die "no route for topic $topic after 60s"
-    }
+      echo "broker.sh: no route for topic $topic after 60s" >&2
+      return 1
+    fi
     sleep 0.5
   done
 }
@@ -325,26 +330,52 @@ provision() {
   local topic="${PREFIX}file-export-command-v1"
   local worker="${PREFIX}file-export-worker-v1"
   local dlq_handler="${PREFIX}file-export-dlq-handler-v1"
-  local t0=$SECONDS
+  local t0=$SECONDS dir i failed=0
+  local -a routes=()
+  PIDS=()
   log "provisioning prefix '${PREFIX}'"
-  admin_ok updateTopic -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" -t "$topic" -r 4 -w 4 -p 6
-  admin_ok updateSubGroup -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" -g "$worker" \
+  dir=$(mktemp -d "$RUN_DIR/provision.XXXXXX")
+  admin_bg "$dir/0" updateTopic -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" -t "$topic" \
+    -r 4 -w 4 -p 6
+  admin_bg "$dir/1" updateSubGroup -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" -g "$worker" \
     -r "$WORKER_RETRY_MAX_TIMES" -q 1
-  admin_ok updateSubGroup -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" -g "$dlq_handler" \
-    -r "$DLQ_HANDLER_RETRY_MAX_TIMES" -q 1
+  admin_bg "$dir/2" updateSubGroup -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" \
+    -g "$dlq_handler" -r "$DLQ_HANDLER_RETRY_MAX_TIMES" -q 1
   # DLQ topics default to write-only (perm 2); 6 lets the DLQ handler read it (§16.2).
-  admin_ok updateTopic -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" -t "%DLQ%${worker}" -r 1 -w 1 -p 6
-  # The retry topics would be created by the broker on the first consumer heartbeat, but a
-  # consumer that started before them only learns their route at its next 30 s route
-  # refresh, which would delay every first redelivery; creating them up front avoids that.
-  admin_ok updateTopic -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" -t "%RETRY%${worker}" -r 1 -w 1 -p 6
-  admin_ok updateTopic -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" -t "%RETRY%${dlq_handler}" \
-    -r 1 -w 1 -p 6
-  local t
-  for t in "$topic" "%DLQ%${worker}" "%RETRY%${worker}" "%RETRY%${dlq_handler}"; do
-    wait_for_route "$t"
+  admin_bg "$dir/3" updateTopic -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" \
+    -t "%DLQ%${worker}" -r 1 -w 1 -p 6
+  # The broker would create the retry topics on the first consumer heartbeat, but a consumer
+  # that started before them learns their route only at its next 30 s route refresh, which
+  # delays every first redelivery; creating them up front avoids that.
+  admin_bg "$dir/4" updateTopic -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" \
+    -t "%RETRY%${worker}" -r 1 -w 1 -p 6
+  admin_bg "$dir/5" updateTopic -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" \
+    -t "%RETRY%${dlq_handler}" -r 1 -w 1 -p 6
+  # wait for these pids only: a bare `wait` would also wait for the servers started above
+  for i in "${!PIDS[@]}"; do
+    wait "${PIDS[$i]}" || true
+    # the admin tool exits 0 even when a command fails: its "success" line is the result
+    if ! grep -q "success" "$dir/$i"; then
+      cat "$dir/$i" >&2
+      log "provisioning command $i failed (output above)"
+      failed=1
+    fi
   done
-  log "provisioned in $((SECONDS - t0))s: $topic, %DLQ%${worker}, groups $worker, $dlq_handler"
+  if [ "$failed" = 0 ]; then
+    PIDS=()
+    routes=("$topic" "%DLQ%${worker}" "%RETRY%${worker}" "%RETRY%${dlq_handler}")
+    for i in "${!routes[@]}"; do
+      wait_for_route "${routes[$i]}" &
+      PIDS+=("$!")
+    done
+    for i in "${!PIDS[@]}"; do
+      wait "${PIDS[$i]}" || failed=1
+    done
+  fi
+  rm -rf "$dir"
+  [ "$failed" = 0 ] || die "provisioning of prefix '${PREFIX}' failed"
+  log "provisioned in $((SECONDS - t0))s: topics $topic, %DLQ%${worker}; groups $worker," \
+    "$dlq_handler"
 }
 
 # -- commands ---------------------------------------------------------------------------
@@ -381,8 +412,8 @@ cmd_status() {
   local ns br
   ns=$(running_pid namesrv NamesrvStartup) || ns=
   br=$(running_pid broker BrokerStartup) || br=
-  echo "namesrv: ${ns:+running (pid $ns)}${ns:-stopped}"
-  echo "broker:  ${br:+running (pid $br)}${br:-stopped}"
+  echo "namesrv: $(if [ -n "$ns" ]; then echo "running (pid $ns)"; else echo stopped; fi)"
+  echo "broker:  $(if [ -n "$br" ]; then echo "running (pid $br)"; else echo stopped; fi)"
   [ -n "$ns" ] && [ -n "$br" ] || exit 3
   if admin clusterList -n "$NAMESRV_ADDR" | grep -q "$BROKER_NAME"; then
     echo "cluster: $CLUSTER_NAME lists $BROKER_NAME at $BROKER_ADDR"
