@@ -338,3 +338,36 @@ async def test_undecodable_command_is_rejected_not_acked(
 
     await make_slot(store, storage, settings, metrics, pipeline).handle(delivery)
     assert delivery.events == ["reject"]
+
+
+async def test_commit_lost_to_a_new_version_deletes_the_file_and_writes_nothing(
+    autojump_clock: trio.testing.MockClock,
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
+    metrics: Metrics,
+) -> None:
+    """§19.1 结果提交：版本已变时提交失败并删除孤立文件."""
+    task = await claimed(store, settings)
+    keys: list[str] = []
+
+    async def pipeline(ctx: RunContext) -> ExportResult:
+        keys.append(await start_file(store, storage, ctx))
+        # Between the last write and the commit the task moves on to version 2.
+        await exec_sql(
+            store,
+            "UPDATE file_export_task SET dispatch_version = 2, "
+            "status = 'PENDING', lease_owner = NULL WHERE id = :id",
+            {"id": task.id},
+        )
+        return ExportResult(keys[0], "f.xlsx", "x", 18, 1)
+
+    await make_slot(store, storage, settings, metrics, pipeline).execute(task)
+    assert await storage.size(keys[0]) is None
+    after = await store.get_task(task.id)
+    assert (after.status, after.dispatch_version, after.failure_message) == (
+        TaskStatus.PENDING,
+        2,
+        None,
+    )
+    assert after.file_name is None and len(await store.list_outbox(task.id)) == 1

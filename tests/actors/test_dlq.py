@@ -148,3 +148,47 @@ async def test_dlq_message_without_locating_properties_is_logged_critical_and_ac
     assert any(r.levelno == logging.CRITICAL for r in caplog.records)
     assert (await store.get_task(task.id)).status == TaskStatus.PENDING
     assert metrics.dlq_messages._value.get() == 1
+
+
+async def test_dlq_handler_retries_database_failures_before_acking(
+    autojump_clock: trio.testing.MockClock,
+    store: ExportStore,
+    metrics: Metrics,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """§19.1 DLQ: 任一步失败则回滚且不确认 — the delivery is acked only after the quarantine
+    transaction commits; database errors are retried without limit (§9.4.3)."""
+    bus = EmbeddedBus(max_reconsume_times=0)
+    task = await create(store)
+    await poison(bus, store, task.id)
+    await (await bus.receive()).reject()
+    inner = await bus.receive_dead_letter()
+    acked: list[bool] = []
+
+    class TrackingDelivery:
+        body, properties = inner.body, inner.properties
+        reconsume_times, message_id = inner.reconsume_times, inner.message_id
+
+        async def ack(self) -> None:
+            acked.append(True)
+            await inner.ack()
+
+        async def reject(self) -> None:
+            await inner.reject()
+
+    delivery = TrackingDelivery()
+    real_quarantine = store.quarantine
+    failures = 0
+
+    async def flaky_quarantine(*args: object) -> QuarantineOutcome:
+        nonlocal failures
+        if failures < 4:
+            failures += 1
+            assert not acked  # not acked while the database keeps failing
+            raise OSError("database unavailable")
+        return await real_quarantine(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store, "quarantine", flaky_quarantine)
+    outcome = await DlqHandler(store, bus, metrics).handle(delivery)
+    assert outcome == QuarantineOutcome.QUARANTINED and failures == 4 and acked == [True]
+    assert (await store.get_task(task.id)).status == TaskStatus.FAILED

@@ -368,3 +368,17 @@ async def test_manual_retry_only_from_failed_and_resets_the_attempt(store: Expor
     assert retried.failure_message is None and retried.started_at is None
     assert {r.dispatch_version for r in await store.list_outbox(task.id)} == {1, 2}
     assert await store.manual_retry(failed) is None  # the same FAILED version twice: once
+
+
+async def test_failed_task_insert_writes_no_outbox_row(store: ExportStore) -> None:
+    """§19.1 任务插入失败时 Outbox 不落库: a task id that already exists makes the task
+    INSERT fail; the transaction leaves no outbox row behind."""
+    first = await create(store)
+    reused = first.id
+    store.ids.next_id = lambda: reused  # type: ignore[method-assign]
+    with pytest.raises(DuplicateKeyError):
+        await store.create_task(new_task(user_id=99))
+    assert [r.task_id for r in await store.list_outbox(reused)] == [reused]
+    async with store.db.transaction() as tx:
+        n = await tx.fetchone("SELECT COUNT(*) AS n FROM file_export_outbox")
+    assert int(n["n"]) == 1
