@@ -36,7 +36,7 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from actors.config import Settings
 from actors.consumer import ConsumerSlot
-from actors.core.errors import ConfigError
+from actors.core.errors import ConfigError, sole_exception
 from actors.core.ids import IdGenerator
 from actors.core.models import AppCode
 from actors.metrics import Metrics
@@ -133,15 +133,7 @@ async def open_database(
     except BaseExceptionGroup as group:
         # trio-asyncio's nursery wraps whatever the block raised; callers expect the
         # plain exception (a ConfigError, or a Cancelled that must keep propagating).
-        raise _sole_exception(group) from None
-
-
-def _sole_exception(group: BaseExceptionGroup) -> BaseException:
-    """The single leaf of a nested exception group, or the group itself."""
-    exc: BaseException = group
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
+        raise sole_exception(group) from None
 
 
 def resolve_jwt_secret(settings: Settings) -> tuple[str, bool]:

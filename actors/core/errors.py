@@ -114,3 +114,15 @@ class DeadlineExceededError(TransientExportError):
 class ExportAbortedError(ExportError):
     """The run lost its lease (renewal matched 0 rows) or was cancelled. The executor
     deletes its partial file and writes nothing else (§8.3, DESIGN invariant 8)."""
+
+
+def sole_exception(group: BaseExceptionGroup) -> BaseException:
+    """The single leaf of a (nested) exception group, or the group itself.
+
+    trio nurseries wrap whatever their children raise; callers that classify failures
+    by class (``PermanentExportError`` …) want the plain exception when there is one.
+    """
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc

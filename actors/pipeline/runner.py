@@ -23,7 +23,9 @@ from actors.core.errors import (
     ExportAbortedError,
     PermanentExportError,
     StorageUnavailableError,
+    sole_exception,
 )
+from actors.core.models import ProviderBatch
 from actors.pipeline.context import ExportResult, RunContext
 from actors.pipeline.provider_client import ProviderClient, iterate_batches
 from actors.pipeline.storage import XLSX_CONTENT_TYPE, ExportStorage, new_object_key
@@ -71,30 +73,45 @@ class ExportRunner:
         out: BinaryIO = await self.storage.create(key)
         ctx.object_key = key
         writer: XlsxExportWriter | None = None
+        # One batch of read-ahead: the next Provider request runs while this batch is
+        # encoded, so Provider latency and XLSX encoding overlap.
+        send, recv = trio.open_memory_channel[ProviderBatch](1)
+
+        async def fetch() -> None:
+            async with send:
+                async for batch in iterate_batches(
+                    self.provider,
+                    definition,
+                    task_id=task.id,
+                    tenant_id=task.tenant_id,
+                    app_code=task.app_code,
+                    requested_by=task.requested_by,
+                    dispatch_version=task.dispatch_version,
+                    parameters=task.parameters,
+                ):
+                    await send.send(batch)
+
         try:
-            async for batch in iterate_batches(
-                self.provider,
-                definition,
-                task_id=task.id,
-                tenant_id=task.tenant_id,
-                app_code=task.app_code,
-                requested_by=task.requested_by,
-                dispatch_version=task.dispatch_version,
-                parameters=task.parameters,
-            ):
-                if writer is None:
-                    assert batch.columns is not None  # iterate_batches guarantees it
-                    writer = XlsxExportWriter(
-                        out,
-                        batch.columns,
-                        max_rows=definition.max_rows,
-                        max_bytes=self.settings.max_file_bytes,
-                        abort=ctx.abort_flag,
-                    )
-                await _in_thread(writer.write_rows, batch.rows)
-                await self.store.report_progress(
-                    task, ctx.owner, writer.rows_written, batch.total_rows
-                )
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(fetch)
+                    async with recv:
+                        async for batch in recv:
+                            if writer is None:
+                                assert batch.columns is not None  # first batch has them
+                                writer = XlsxExportWriter(
+                                    out,
+                                    batch.columns,
+                                    max_rows=definition.max_rows,
+                                    max_bytes=self.settings.max_file_bytes,
+                                    abort=ctx.abort_flag,
+                                )
+                            await _in_thread(writer.write_rows, batch.rows)
+                            await self.store.report_progress(
+                                task, ctx.owner, writer.rows_written, batch.total_rows
+                            )
+            except BaseExceptionGroup as group:
+                raise sole_exception(group) from None
             assert writer is not None
             size = await _in_thread(writer.close)
             await _in_thread(_close_durably, out)
