@@ -226,6 +226,7 @@ def _integer(column_type: ColumnType, value: Any) -> Cell:
 def _decimal(column_type: ColumnType, value: Any) -> Cell:
     if isinstance(value, bool):
         return _invalid(column_type, value)
+    number: int | float | Decimal | str
     if isinstance(value, (int, float, Decimal)):
         number = value
     elif isinstance(value, str) and _DECIMAL_RE.fullmatch(value):

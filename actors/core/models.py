@@ -166,7 +166,9 @@ class Task:
 
     @property
     def parameters(self) -> dict[str, Any]:
-        return json.loads(self.parameters_json)
+        """The normalised parameter object stored at create (§12 limits applied)."""
+        value: dict[str, Any] = json.loads(self.parameters_json)
+        return value
 
 
 @dataclass(frozen=True, slots=True)
