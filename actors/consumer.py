@@ -236,6 +236,18 @@ class ConsumerSlot:
         task = ctx.task
         await self._delete_file(ctx)
         if isinstance(error, ExportAbortedError):
+            if ctx.abort_reason == AbortReason.SHUTDOWN:
+                # Hand the task back now instead of letting the lease run out (§14); the
+                # shield lets this one write finish even as the process winds down.
+                with trio.CancelScope(shield=True), trio.move_on_after(10):
+                    released = await self.store.release_lease(task, self.owner)
+                    log.warning(
+                        "task %s v%d interrupted by shutdown; %s",
+                        task.id,
+                        task.dispatch_version,
+                        "handed back as a new version" if released else "lease already lost",
+                    )
+                return
             log.warning(
                 "task %s v%d aborted: %s; nothing written", task.id, task.dispatch_version, error
             )

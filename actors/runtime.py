@@ -40,6 +40,7 @@ from actors.core.errors import ConfigError, sole_exception
 from actors.core.ids import IdGenerator
 from actors.core.models import AppCode
 from actors.metrics import Metrics
+from actors.pipeline.context import AbortReason
 from actors.pipeline.provider_client import ProviderClient
 from actors.pipeline.runner import ExportRunner
 from actors.pipeline.storage import LocalDirectoryStorage
@@ -210,6 +211,10 @@ async def _serve(
         db, IdGenerator(instance_clock_ms), topic=settings.command_topic, clock_label=label
     )
     await store.check_guard_row()
+    if settings.transport == "embedded":
+        requeued = await store.requeue_sent_of_pending_tasks()
+        if requeued:
+            log.info("requeued %d commands the previous in-process bus held", requeued)
     storage = LocalDirectoryStorage(settings.resolved_storage_dir)
     metrics = Metrics()
     allowed = set(settings.provider_urls) | ({DEMO_SERVICE} if settings.demo_provider else set())
@@ -319,9 +324,14 @@ async def _serve(
                     await slots_done.wait()
                 if not slots_done.is_set():
                     log.warning(
-                        "grace period over: cancelling running exports; their leases "
-                        "expire and the reconciler recovers them"
+                        "grace period over: interrupting running exports and handing "
+                        "their tasks back"
                     )
+                    for slot in rt.slots:
+                        if slot.current is not None:
+                            slot.current.abort(AbortReason.SHUTDOWN)
+                    with trio.move_on_after(15):
+                        await slots_done.wait()
                 actors.cancel_scope.cancel()
             # The Provider client may hold a keep-alive connection to this very server
             # (demo Provider): close it first so hypercorn has nothing to wait for.

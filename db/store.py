@@ -535,17 +535,40 @@ class ExportStore:
 
     # -- manual retry (§9.3) ------------------------------------------------------------
 
-    async def manual_retry(self, task: Task) -> Task | None:
-        """FAILED → PENDING with a new version and a new outbox row, attempts reset.
-        Returns the updated task, or ``None`` if the task was no longer FAILED at that
-        version (a concurrent retry won). Authorisation and ``enabled`` are checked by the
-        caller before (§9.3); the caller deletes any leftover file."""
+    async def manual_retry(
+        self, task: Task, limits: CreateLimits = CreateLimits()
+    ) -> tuple[CreateOutcome, Task | None]:
+        """FAILED → PENDING with a new version and a new outbox row, attempts reset (§9.3).
+
+        Runs under the create guard and re-applies the active-task limits of §14 to the
+        task's requester and type, so retries cannot exceed what creates may. Returns
+        (CREATED, task) on success, (USER_LIMIT | TYPE_LIMIT, None) when a limit is full,
+        and (DUPLICATE, None) if the task was no longer FAILED at that version (a
+        concurrent retry won). Authorisation and ``enabled`` are checked by the caller;
+        the caller deletes any leftover file.
+        """
         async with self.db.transaction(lock=True) as tx:
+            await tx.fetchone(self._sql.LOCK_CREATE_GUARD)
+            by_user = await tx.fetchone(
+                self._sql.COUNT_ACTIVE_BY_REQUESTER,
+                {
+                    "tenant_id": task.tenant_id,
+                    "app_code": task.app_code,
+                    "requested_by": task.requested_by,
+                },
+            )
+            if by_user and int(by_user["n"]) >= limits.max_active_per_user:
+                return CreateOutcome.USER_LIMIT, None
+            by_type = await tx.fetchone(
+                self._sql.COUNT_ACTIVE_BY_TYPE, {"export_type": task.export_type}
+            )
+            if by_type and int(by_type["n"]) >= limits.max_active_per_type:
+                return CreateOutcome.TYPE_LIMIT, None
             n = await tx.execute(
                 self._sql.MANUAL_RETRY, {"id": task.id, "dispatch_version": task.dispatch_version}
             )
             if n != 1:
-                return None
+                return CreateOutcome.DUPLICATE, None
             try:
                 await self._insert_outbox(
                     tx, task.id, task.export_type, task.dispatch_version + 1, next_retry_at=None
@@ -554,7 +577,30 @@ class ExportStore:
                 pass  # a row for this version exists already: the unique key absorbed it
             row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
         assert row is not None
-        return self.task_from_row(row)
+        return CreateOutcome.CREATED, self.task_from_row(row)
+
+    # -- embedded start-up and shutdown -------------------------------------------------
+
+    async def requeue_sent_of_pending_tasks(self) -> int:
+        """At start-up of an embedded instance: SENT rows whose task is still PENDING at
+        that version go back to PENDING (same row, same version), because the in-process
+        bus that held them is gone. A duplicate, if another process still holds one, is
+        absorbed by the claim. Returns rows requeued."""
+        async with self.db.transaction() as tx:
+            return await tx.execute(self._sql.REQUEUE_SENT_OF_PENDING_TASKS)
+
+    async def release_lease(self, task: Task, owner: str) -> bool:
+        """Hand a RUNNING task back after a shutdown cancelled its run: PENDING at a new
+        version with a new outbox row, the attempt not counted. Fenced; False if the
+        lease was already lost."""
+        async with self.db.transaction(lock=True) as tx:
+            n = await tx.execute(self._sql.RELEASE_LEASE, self._fence(task, owner))
+            if n != 1:
+                return False
+            await self._insert_outbox(
+                tx, task.id, task.export_type, task.dispatch_version + 1, next_retry_at=None
+            )
+        return True
 
     # -- reconciler (§8.5, §15) ---------------------------------------------------------
 

@@ -350,3 +350,36 @@ UPDATE file_export_task
        lease_owner = NULL, lease_until = NULL, updated_at = {now}
  WHERE id = :id AND dispatch_version = :dispatch_version AND status = 'PENDING'
 """
+
+# --- start-up and shutdown of an embedded instance ---------------------------------------
+
+# The in-process bus starts empty: commands it held when the process stopped are gone.
+# Send them again at once (same rows, same version) instead of after sentStaleSeconds.
+REQUEUE_SENT_OF_PENDING_TASKS = """
+UPDATE file_export_outbox
+   SET status = 'PENDING', next_retry_at = {now}, lease_owner = NULL, lease_until = NULL,
+       updated_at = {now}
+ WHERE status = 'SENT'
+   AND EXISTS (SELECT 1 FROM file_export_task t
+                WHERE t.id = file_export_outbox.task_id
+                  AND t.dispatch_version = file_export_outbox.dispatch_version
+                  AND t.status = 'PENDING')
+"""
+
+# A run cancelled by a shutdown hands its task back at once: a new version (the old
+# attempt's writes stay fenced out), the attempt not counted, since nothing failed.
+RELEASE_LEASE = """
+UPDATE file_export_task
+   SET status = 'PENDING', dispatch_version = dispatch_version + 1,
+       attempt_count = attempt_count - 1, next_retry_at = {now},
+       processed_rows = 0, total_rows = NULL, object_key = NULL,
+       lease_owner = NULL, lease_until = NULL, updated_at = {now}
+ WHERE id = :id AND status = 'RUNNING'
+   AND dispatch_version = :dispatch_version AND lease_owner = :owner
+"""
+
+COUNT_ACTIVE_BY_REQUESTER = """
+SELECT COUNT(*) AS n FROM file_export_task
+ WHERE tenant_id = :tenant_id AND app_code = :app_code AND requested_by = :requested_by
+   AND status IN ('PENDING', 'RUNNING')
+"""

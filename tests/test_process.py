@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -95,40 +96,52 @@ async def poll_task(url: str, task_id: str, until: set[str], timeout: float = 60
 async def test_sigterm_mid_export_exits_cleanly_and_restart_finishes_the_task(
     tmp_path: Path, processes: list[ServeProcess]
 ) -> None:
-    """§14: SIGTERM stops taking commands, waits the grace, cancels the run, exits 0; the
-    lease expires and the restarted service recovers the task by itself."""
+    """§14: SIGTERM stops taking commands, waits the grace, interrupts the run, hands the
+    task back (new version, attempt not counted, partial file deleted) and exits 0. A second
+    task still queued in the in-process bus is sent again at the next start, so both finish
+    right after the restart — long before the 600 s SENT-stale redispatch."""
     timings = {
         "FILE_EXPORT_TASK_LEASE_SECONDS": "3",
         "FILE_EXPORT_TASK_HEARTBEAT_SECONDS": "1",
         "FILE_EXPORT_RECONCILER_POLL_MS": "300",
         "FILE_EXPORT_PUBLISHER_POLL_MS": "200",
         "FILE_EXPORT_SHUTDOWN_GRACE_SECONDS": "0.5",
+        "FILE_EXPORT_CONSUMER_CONCURRENCY": "1",
     }
     first = ServeProcess(tmp_path / "data", tmp_path / "first.log", **timings)
     processes.append(first)
     url = await first.ready()
+    ids = []
     async with client(url) as c:
-        created = (
-            await c.post(
-                API, json={"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 60_000}}
-            )
-        ).json()
-    task_id = created["data"]["id"]
-    await poll_task(url, task_id, {"RUNNING"})
+        for rows in (60_000, 500):
+            body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": rows}}
+            ids.append((await c.post(API, json=body)).json()["data"]["id"])
+    await poll_task(url, ids[0], {"RUNNING"})
     first.proc.send_signal(signal.SIGTERM)
     assert await first.wait() == 0
     log = first.log.read_text()
-    assert "grace period over" in log and "stopped" in log
+    assert "grace period over" in log and "handed back" in log and "stopped" in log
     assert "Traceback" not in log
+    with sqlite3.connect(tmp_path / "data" / "export-center.db") as db:
+        rows = dict(
+            db.execute(
+                "SELECT id, status || ' v' || dispatch_version || ' a' || "
+                "attempt_count FROM file_export_task"
+            ).fetchall()
+        )
+    assert rows == {int(ids[0]): "PENDING v2 a0", int(ids[1]): "PENDING v1 a0"}
+    assert not any((tmp_path / "data" / "files" / "exports").glob("*/*.xlsx"))
 
     second = ServeProcess(tmp_path / "data", tmp_path / "second.log", **timings)
     processes.append(second)
     url = await second.ready()
-    task = await poll_task(url, task_id, {"SUCCEEDED", "FAILED"}, timeout=120)
-    assert task["status"] == "SUCCEEDED", task["failureMessage"]
-    assert task["dispatchVersion"] == 2 and task["attemptCount"] == 2
-    files = list((tmp_path / "data" / "files" / "exports" / task_id).iterdir())
-    assert len(files) == 1  # the cancelled run's partial file is gone
+    for task_id, version in zip(ids, (2, 1), strict=True):
+        task = await poll_task(url, task_id, {"SUCCEEDED", "FAILED"}, timeout=120)
+        assert task["status"] == "SUCCEEDED", task["failureMessage"]
+        assert task["dispatchVersion"] == version and task["attemptCount"] == 1
+        files = list((tmp_path / "data" / "files" / "exports" / task_id).iterdir())
+        assert len(files) == 1
+    assert "requeued 1 commands" in second.log.read_text()
     second.proc.send_signal(signal.SIGTERM)
     assert await second.wait() == 0
 

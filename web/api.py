@@ -207,7 +207,20 @@ async def retry(task_id: str) -> Any:
     svc = services()
     if task.object_key:
         await svc.storage.delete(task.object_key)  # leftover of the failed attempt (§9.5)
-    updated = await svc.store.manual_retry(task)
+    outcome, updated = await svc.store.manual_retry(task, svc.create_limits)
+    if outcome == CreateOutcome.USER_LIMIT:
+        raise ApiError(
+            "429",
+            f"the requester already has {svc.create_limits.max_active_per_user}"
+            " active export tasks; retry when one finishes",
+        )
+    if outcome == CreateOutcome.TYPE_LIMIT:
+        raise ApiError(
+            "429",
+            f"export type {task.export_type} already has "
+            f"{svc.create_limits.max_active_per_type} active tasks; "
+            "try again later",
+        )
     if updated is None:
         raise ApiError("409", "the task changed meanwhile; reload and try again")
     svc.wakeup.set()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,5 +63,7 @@ def _check_value(value: Any, depth: int, path: str) -> None:
             if isinstance(key, str) and len(key) > MAX_STRING_CHARS:
                 raise ApiError("400", f"{path} has a key longer than {MAX_STRING_CHARS} characters")
             _check_value(item, depth + 1, f"{path}.{key}")
-    elif isinstance(value, float) and value != value:  # NaN cannot round-trip through JSON
-        raise ApiError("400", f"{path} is not a valid number")
+    elif isinstance(value, float) and not math.isfinite(value):
+        # NaN, Infinity and 1e400 (parsed as inf) are not JSON: the Provider request could
+        # never be built, so refuse them here rather than fail the export later.
+        raise ApiError("400", f"{path} is not a finite number")

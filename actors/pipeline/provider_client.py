@@ -34,6 +34,7 @@ from actors.core.errors import (
     CursorNotAdvancingError,
     ExportError,
     LimitExceededError,
+    PermanentExportError,
     ProviderContractError,
     ProviderUnavailableError,
 )
@@ -587,14 +588,16 @@ def _encode(request: BatchRequest) -> bytes:
     """The request body as UTF-8 JSON.
 
     Raises:
-        ValueError: a tenant field is missing, or the parameters hold something JSON cannot
-            represent (an object, NaN).
+        ValueError: a tenant field is missing (a programming error).
+        PermanentExportError: the parameters hold something JSON cannot represent (an
+            object, NaN, Infinity); retrying cannot help (§9.1).
     """
     body = request.to_json()
     try:
         text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"parameters are not JSON-serialisable: {exc}") from None
+        # The stored parameters can never be sent: retrying cannot help (§9.1 permanent).
+        raise PermanentExportError(f"parameters are not JSON-serialisable: {exc}") from None
     return text.encode("utf-8")
 
 

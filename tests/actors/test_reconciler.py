@@ -173,7 +173,7 @@ async def test_reconciler_never_resends_a_quarantined_row(
     await exec_sql(
         store, "UPDATE file_export_task SET status = 'FAILED' WHERE id = :i", {"i": task.id}
     )
-    retried = await store.manual_retry(await store.get_task(task.id))
+    _, retried = await store.manual_retry(await store.get_task(task.id))
     assert retried is not None and retried.dispatch_version == 2
     rows = {r.dispatch_version: r.status for r in await store.list_outbox(task.id)}
     assert rows == {1: OutboxStatus.QUARANTINED, 2: OutboxStatus.PENDING}

@@ -359,15 +359,15 @@ async def test_manual_retry_only_from_failed_and_resets_the_attempt(store: Expor
     """§19.1 人工重试：只允许 FAILED、递增版本、清空上次现场。"""
     task = await create(store)
     running = await claim(store, task)
-    assert await store.manual_retry(running) is None  # RUNNING: refused
+    assert (await store.manual_retry(running))[1] is None  # RUNNING: refused
     await store.fail_task(running, "owner-a", "boom")
     failed = await store.get_task(task.id)
-    retried = await store.manual_retry(failed)
+    _, retried = await store.manual_retry(failed)
     assert retried is not None and retried.status == TaskStatus.PENDING
     assert retried.dispatch_version == 2 and retried.attempt_count == 0
     assert retried.failure_message is None and retried.started_at is None
     assert {r.dispatch_version for r in await store.list_outbox(task.id)} == {1, 2}
-    assert await store.manual_retry(failed) is None  # the same FAILED version twice: once
+    assert (await store.manual_retry(failed))[1] is None  # the same FAILED version: once
 
 
 async def test_failed_task_insert_writes_no_outbox_row(store: ExportStore) -> None:
@@ -382,3 +382,41 @@ async def test_failed_task_insert_writes_no_outbox_row(store: ExportStore) -> No
     async with store.db.transaction() as tx:
         n = await tx.fetchone("SELECT COUNT(*) AS n FROM file_export_outbox")
     assert int(n["n"]) == 1
+
+
+async def test_manual_retry_respects_the_active_limits(store: ExportStore) -> None:
+    """A retry is a new active task: the §14 limits apply as for a create."""
+    task = await create(store, params={"i": 0})
+    await store.fail_task(await claim(store, task), "owner-a", "boom")
+    for i in range(1, 4):
+        await create(store, params={"i": i})  # the requester now has 3 active tasks
+    outcome, retried = await store.manual_retry(await store.get_task(task.id))
+    assert outcome == CreateOutcome.USER_LIMIT and retried is None
+    assert (await store.get_task(task.id)).status == TaskStatus.FAILED
+
+
+async def test_requeue_sent_rows_of_pending_tasks_at_embedded_start(store: ExportStore) -> None:
+    """The in-process bus is empty after a restart: SENT rows of PENDING tasks go back to
+    PENDING (same version); rows of claimed tasks stay SENT."""
+    queued = await create(store, user_id=1)
+    running = await create(store, user_id=2)
+    for row in await store.claim_due_outbox("pub", 60, 10):
+        await store.mark_outbox_sent(row.id, "pub")
+    await claim(store, running)
+    assert await store.requeue_sent_of_pending_tasks() == 1
+    [row] = await store.list_outbox(queued.id)
+    assert row.status == OutboxStatus.PENDING and row.dispatch_version == 1
+    [other] = await store.list_outbox(running.id)
+    assert other.status == OutboxStatus.SENT
+
+
+async def test_release_lease_hands_the_task_back_without_spending_an_attempt(
+    store: ExportStore,
+) -> None:
+    task = await create(store)
+    running = await claim(store, task)
+    assert await store.release_lease(running, "owner-a")
+    after = await store.get_task(task.id)
+    assert (after.status, after.dispatch_version, after.attempt_count) == (TaskStatus.PENDING, 2, 0)
+    assert {r.dispatch_version for r in await store.list_outbox(task.id)} == {1, 2}
+    assert not await store.release_lease(running, "owner-a")  # fenced: only once

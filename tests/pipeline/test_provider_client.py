@@ -22,6 +22,7 @@ from quart_trio import QuartTrio
 from actors.core.errors import (
     CursorNotAdvancingError,
     LimitExceededError,
+    PermanentExportError,
     ProviderContractError,
     ProviderUnavailableError,
 )
@@ -190,8 +191,8 @@ async def test_unserialisable_parameters_raise_before_sending() -> None:
         sent.append(request)
         return httpx.Response(200, json=envelope(batch_data()))
 
-    request = make_request(parameters={"when": object()})
-    with pytest.raises(ValueError, match="JSON"):
+    request = make_request(parameters={"when": object(), "n": float("inf")})
+    with pytest.raises(PermanentExportError, match="JSON"):
         await make_client(handler).fetch_batch(DEFINITION, request)
     assert sent == []
 
