@@ -250,9 +250,52 @@ class MysqlDatabase:
                 else:
                     await self._discard(conn)
 
+    async def _server_execute(self, sql: str) -> None:
+        """Run one statement on a connection without a default database."""
+        u = self.url
+
+        async def run() -> None:
+            conn = await asyncmy.connect(
+                host=u.host,
+                port=u.port,
+                user=u.user,
+                password=u.password,
+                autocommit=True,
+                charset="utf8mb4",
+                connect_timeout=5,
+            )
+            try:
+                async with conn.cursor() as cur:
+                    await cur.execute(sql)
+            finally:
+                conn.close()
+
+        try:
+            await self._aio(run)
+        except (OperationalError, OSError) as exc:
+            raise DatabaseUnavailableError(
+                f"cannot connect to MySQL at {u.host}:{u.port} as {u.user!r}: {exc}"
+            ) from exc
+
+    async def create_database_if_missing(self) -> None:
+        """``CREATE DATABASE IF NOT EXISTS`` for the URL's database (utf8mb4)."""
+        name = self.url.database.replace("`", "``")
+        await self._server_execute(f"CREATE DATABASE IF NOT EXISTS `{name}` CHARACTER SET utf8mb4")
+
+    async def drop_database(self) -> None:
+        """Drop the URL's database (tests only)."""
+        name = self.url.database.replace("`", "``")
+        await self._server_execute(f"DROP DATABASE IF EXISTS `{name}`")
+
     async def migrate(self) -> None:
-        """Apply the seed's DDL idempotently (``CREATE TABLE IF NOT EXISTS``, guard row
-        ``INSERT IGNORE``)."""
+        """Create the database if it is missing and the account may, then apply the seed's
+        DDL idempotently (``CREATE TABLE IF NOT EXISTS``, guard row ``INSERT IGNORE``)."""
+        try:
+            await self.create_database_if_missing()
+        except DatabaseUnavailableError:
+            raise
+        except Exception:
+            log.info("could not create database %s; assuming it exists", self.url.database)
         statements = [s.strip() for s in re.split(r";\s*\n", schema_sql("mysql"))]
         async with self.transaction() as tx:
             await tx.execute("SET SESSION sql_notes = 0")  # "already exists" is expected

@@ -8,7 +8,7 @@ time has expired in the DB as well, with no wall-clock waiting.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +43,28 @@ def db_clock() -> Callable[[], int]:
 
 
 #: The MariaDB the test command starts (deploy/mariadb/server.sh); override to use another.
-MYSQL_TEST_URL = os.environ.get(
-    "EXPORT_CENTER_TEST_MYSQL_URL",
-    "mysql://export_center:export_center@127.0.0.1:3307/export_center_test",
+#: Each test session gets its own database, so concurrent runs cannot reset each other's.
+MYSQL_TEST_URL = (
+    os.environ.get(
+        "EXPORT_CENTER_TEST_MYSQL_URL",
+        "mysql://export_center:export_center@127.0.0.1:3307/export_center_test",
+    )
+    + f"_{os.getpid()}"
 )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _drop_session_database() -> Iterator[None]:
+    yield
+
+    async def drop() -> None:
+        async with trio_asyncio.open_loop() as loop:
+            await MysqlDatabase(MYSQL_TEST_URL, loop).drop_database()
+
+    try:
+        trio.run(drop)
+    except Exception:  # MariaDB never used or already gone: nothing to clean
+        pass
 
 
 @pytest.fixture(params=["sqlite", "mariadb"])
