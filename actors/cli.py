@@ -82,7 +82,13 @@ def migrate() -> None:
 @click.option("--tenant", "tenant_id", required=True, type=int, help="tenant id")
 @click.option("--app", "app_code", required=True, type=click.Choice([a.value for a in AppCode]))
 @click.option("--perm", "perms", multiple=True, help="permission code; repeat for several")
-@click.option("--ttl", default=12 * 3600, show_default=True, help="lifetime in seconds")
+@click.option(
+    "--ttl",
+    default=12 * 3600,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="lifetime in seconds",
+)
 def token(user_id: int, tenant_id: int, app_code: str, perms: tuple[str, ...], ttl: int) -> None:
     """Print a JWT for calling the API (FILE_EXPORT_JWT_SECRET or the embedded dev secret)."""
     settings = _settings_or_exit()

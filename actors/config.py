@@ -166,6 +166,14 @@ class Settings(BaseSettings):
             raise ValueError("delays must not be negative")
         return value
 
+    @field_validator("log_level")
+    @classmethod
+    def _check_log_level(cls, value: str) -> str:
+        levels = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+        if value.upper() not in levels:
+            raise ValueError(f"must be one of {', '.join(levels)}")
+        return value.upper()
+
     @field_validator("jwt_secret")
     @classmethod
     def _check_secret(cls, value: str | None) -> str | None:

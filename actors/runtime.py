@@ -18,8 +18,11 @@ the reconciler recovers it); stop the web server through hypercorn's shutdown tr
 from __future__ import annotations
 
 import logging
+import os
 import secrets
+import shutil
 import signal
+import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -36,7 +39,7 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from actors.config import Settings
 from actors.consumer import ConsumerSlot
-from actors.core.errors import ConfigError, sole_exception
+from actors.core.errors import ConfigError, RegistryError, sole_exception
 from actors.core.ids import IdGenerator
 from actors.core.models import AppCode
 from actors.metrics import Metrics
@@ -109,10 +112,12 @@ async def open_database(
     """
     url = settings.resolved_database_url
     if url.startswith("sqlite:///"):
-        db = SqliteDatabase(
-            url[len("sqlite:///") :] or ":memory:", clock_ms=clock_ms or wall_clock_ms
-        )
-        db.migrate()
+        path = url[len("sqlite:///") :] or ":memory:"
+        try:
+            db = SqliteDatabase(path, clock_ms=clock_ms or wall_clock_ms)
+            db.migrate()
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(f"FILE_EXPORT_DATABASE_URL ({path}): {exc}") from None
         try:
             yield db
         finally:
@@ -137,6 +142,34 @@ async def open_database(
         raise sole_exception(group) from None
 
 
+def prepare_spool_dir(data_dir: Path) -> Path:
+    """This process's XLSX spool directory, ``<data_dir>/tmp/<pid>``.
+
+    xlsxwriter's constant-memory mode spools rows to temporary files, several times the
+    final size. Keeping them under the data directory (not the system ``/tmp``, which may
+    be RAM) and per process lets start-up remove what a killed process left behind:
+    spool folders of pids that no longer run on this host.
+    """
+    root = data_dir / "tmp"
+    root.mkdir(parents=True, exist_ok=True)
+    for entry in root.iterdir():
+        if entry.is_dir() and entry.name.isdigit() and not _pid_alive(int(entry.name)):
+            shutil.rmtree(entry, ignore_errors=True)
+    own = root / str(os.getpid())
+    own.mkdir(exist_ok=True)
+    return own
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def resolve_jwt_secret(settings: Settings) -> tuple[str, bool]:
     """The JWT secret, and whether it is the embedded dev secret.
 
@@ -149,11 +182,14 @@ def resolve_jwt_secret(settings: Settings) -> tuple[str, bool]:
     if settings.transport != "embedded":
         raise ConfigError("FILE_EXPORT_JWT_SECRET must be set outside embedded mode")
     path = Path(settings.data_dir) / "dev-jwt-secret"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(32))
-        path.chmod(0o600)
-    return path.read_text().strip(), True
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            path.write_text(secrets.token_urlsafe(32))
+            path.chmod(0o600)
+        return path.read_text().strip(), True
+    except OSError as exc:
+        raise ConfigError(f"FILE_EXPORT_DATA_DIR ({settings.data_dir}): {exc}") from None
 
 
 def _service_token(settings: Settings) -> str:
@@ -190,8 +226,11 @@ async def serve(
         ConfigError: invalid configuration, unreachable database or missing guard row;
             nothing was started.
     """
-    async with open_database(settings, db_clock_ms) as db:
-        await _serve(settings, db, install_signal_handlers, instance_clock_ms, task_status)
+    try:
+        async with open_database(settings, db_clock_ms) as db:
+            await _serve(settings, db, install_signal_handlers, instance_clock_ms, task_status)
+    except BaseExceptionGroup as group:
+        raise sole_exception(group) from None
 
 
 async def _serve(
@@ -215,11 +254,18 @@ async def _serve(
         requeued = await store.requeue_sent_of_pending_tasks()
         if requeued:
             log.info("requeued %d commands the previous in-process bus held", requeued)
-    storage = LocalDirectoryStorage(settings.resolved_storage_dir)
+    try:
+        storage = LocalDirectoryStorage(settings.resolved_storage_dir)
+        spool = prepare_spool_dir(Path(settings.data_dir))
+    except OSError as exc:
+        raise ConfigError(f"FILE_EXPORT_STORAGE_DIR / FILE_EXPORT_DATA_DIR: {exc}") from None
     metrics = Metrics()
     allowed = set(settings.provider_urls) | ({DEMO_SERVICE} if settings.demo_provider else set())
     registry_path = settings.registry or default_registry_path()
-    registry = RegistryHolder(load_registry_file(registry_path, allowed))
+    try:
+        registry = RegistryHolder(load_registry_file(registry_path, allowed))
+    except RegistryError as exc:
+        raise ConfigError(f"FILE_EXPORT_REGISTRY ({registry_path}): {exc}") from None
     jwt_secret, dev_secret = resolve_jwt_secret(settings)
     service_token = _service_token(settings)
     base_urls: dict[str, str] = dict(settings.provider_urls)
@@ -251,7 +297,7 @@ async def _serve(
 
     stopping = trio.Event()  # stop taking commands
     web_stop = trio.Event()  # hypercorn shutdown trigger
-    runner = ExportRunner(store, storage, provider, registry, settings)
+    runner = ExportRunner(store, storage, provider, registry, settings, spool_dir=spool)
     try:
         async with trio.open_nursery() as root:
             hc = HypercornConfig()
@@ -259,9 +305,18 @@ async def _serve(
             hc.accesslog = None
             hc.errorlog = logging.getLogger("hypercorn.error")
             hc.graceful_timeout = 5
-            urls: list[str] = await root.start(
-                partial(hypercorn_serve, app, hc, shutdown_trigger=web_stop.wait)
-            )
+            try:
+                urls: list[str] = await root.start(
+                    partial(hypercorn_serve, app, hc, shutdown_trigger=web_stop.wait)
+                )
+            except (OSError, BaseExceptionGroup) as exc:
+                cause = sole_exception(exc) if isinstance(exc, BaseExceptionGroup) else exc
+                if not isinstance(cause, OSError):
+                    raise
+                raise ConfigError(
+                    f"FILE_EXPORT_HTTP_BIND ({settings.http_bind}): cannot listen: "
+                    f"{cause.strerror or cause}"
+                ) from None
             if settings.demo_provider:
                 base_urls.setdefault(DEMO_SERVICE, urls[0])
             rt = Runtime(settings, urls, store, storage, transport, metrics, jwt_secret)
@@ -318,6 +373,7 @@ async def _serve(
                     settings.shutdown_grace_seconds,
                 )
                 stopping.set()
+                services.stopping = True  # /healthz answers 503 while draining
                 for slot in rt.slots:
                     slot.stop_receiving()
                 with trio.move_on_after(settings.shutdown_grace_seconds):

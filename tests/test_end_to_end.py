@@ -181,6 +181,17 @@ async def test_create_refusals_come_back_as_envelopes(service: Runtime) -> None:
         assert r["code"] == "400" and "256" in r["message"]
         r = await c.post(API, content=b"not json")
         assert r.status_code == 200 and r.json()["code"] == "400"
+        for hostile in (
+            b'{"exportType":"CUSTOMER_LIST","parameters":{"x":Infinity}}',
+            b'{"exportType":"CUSTOMER_LIST","parameters":{"x":1e400}}',
+        ):
+            r = (await c.post(API, content=hostile)).json()
+            assert r["code"] == "400" and "finite" in r["message"], r
+        r = await c.post(API, content=b'{"exportType": "\xff\xfe"}')
+        assert r.status_code == 200 and r.json()["code"] == "400"
+        for path in (f"{API}/99999999999999999999999", f"{API}?page=99999999999999999999"):
+            r = await c.get(path)
+            assert r.status_code == 200 and r.json()["code"] in ("400", "404"), r.text
     async with httpx.AsyncClient(base_url=service.base_url) as anon:
         r = await anon.get(API)
         assert r.status_code == 401 and r.json()["code"] == "401"

@@ -29,6 +29,8 @@ log = logging.getLogger("web.api")
 PREFIX = "/api/platform/v1/files/export-tasks"
 MAX_TASK_NAME = 128
 MAX_PAGE_SIZE = 100
+MAX_PAGE = 1_000_000
+MAX_ID = 2**63 - 1  # ids are BIGINT
 
 api = Blueprint("export_tasks", __name__)
 
@@ -46,7 +48,10 @@ def ok(data: Any, message: str = "success") -> dict[str, Any]:
 
 
 async def _json_body() -> dict[str, Any]:
-    body = await request.get_json(force=True, silent=True)
+    try:
+        body = await request.get_json(force=True, silent=True)
+    except UnicodeDecodeError:
+        raise ApiError("400", "request body is not valid UTF-8") from None
     if not isinstance(body, dict):
         raise ApiError("400", "request body must be a JSON object")
     return body
@@ -66,6 +71,8 @@ async def owned_task(principal: Principal, raw_id: str) -> Task:
         task_id = int(raw_id)
     except ValueError:
         raise ApiError("400", f"invalid task id {raw_id!r}") from None
+    if not 0 < task_id <= MAX_ID:
+        raise ApiError("404", f"export task {raw_id} not found")
     task = await services().store.get_task(task_id)
     if task is None or not owns(principal, task):
         raise ApiError("404", f"export task {raw_id} not found")
@@ -96,7 +103,7 @@ async def create_task() -> Any:
     export_type = body.get("exportType")
     if not isinstance(export_type, str) or not export_type:
         raise ApiError("400", "exportType is required")
-    fmt = body.get("format", "XLSX")
+    fmt = body.get("format") or "XLSX"
     if fmt != "XLSX":
         raise ApiError("400", "format must be XLSX (the only supported format)")
     task_name = body.get("taskName") or export_type
@@ -142,8 +149,8 @@ async def list_tasks() -> Any:
         size = int(request.args.get("pageSize", "20"))
     except ValueError:
         raise ApiError("400", "page and pageSize must be integers") from None
-    if page < 1 or not 1 <= size <= MAX_PAGE_SIZE:
-        raise ApiError("400", f"page must be ≥ 1 and pageSize 1..{MAX_PAGE_SIZE}")
+    if not 1 <= page <= MAX_PAGE or not 1 <= size <= MAX_PAGE_SIZE:
+        raise ApiError("400", f"page must be 1..{MAX_PAGE} and pageSize 1..{MAX_PAGE_SIZE}")
     tasks, total = await services().store.list_tasks(
         principal,
         all_users=principal.has(DOWNLOAD_ALL_PERMISSION),

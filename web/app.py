@@ -40,6 +40,7 @@ class Services:
     jwt_secret: str
     create_limits: CreateLimits = field(default_factory=CreateLimits)
     ready: trio.Event = field(default_factory=trio.Event)
+    stopping: bool = False
 
 
 def create_app(services: Services, *, extra_blueprints: list[Any] | None = None) -> QuartTrio:
@@ -74,6 +75,8 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     async def healthz() -> Any:
         if not services.ready.is_set():
             return jsonify({"status": "starting"}), 503
+        if services.stopping:  # draining: a load balancer should send traffic elsewhere
+            return jsonify({"status": "stopping"}), 503
         return jsonify({"status": "ok"})
 
     @app.get("/metrics")

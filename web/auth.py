@@ -55,12 +55,16 @@ def principal_from_header(secret: str, authorization: str | None) -> Principal:
         ApiError: code "401" with HTTP 401 when the header is missing, the token is
             invalid or expired, or a claim is malformed.
     """
-    if not authorization or not authorization.startswith("Bearer "):
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():  # the scheme is case-insensitive
         raise ApiError("401", "missing bearer token", http_status=401)
-    token = authorization[len("Bearer ") :].strip()
+    token = token.strip()
     try:
         claims = jwt.decode(
-            token, secret, algorithms=[ALGORITHM], options={"require": ["sub", "exp"]}
+            token,
+            secret,
+            algorithms=[ALGORITHM],
+            options={"require": ["sub", "exp", "tenant_id", "app_code"]},
         )
     except jwt.ExpiredSignatureError:
         raise ApiError("401", "token expired", http_status=401) from None
@@ -70,9 +74,12 @@ def principal_from_header(secret: str, authorization: str | None) -> Principal:
         perms = claims.get("perms", [])
         if not isinstance(perms, list) or not all(isinstance(p, str) for p in perms):
             raise ValueError("perms must be a list of strings")
+        user_id, tenant_id = int(claims["sub"]), int(claims["tenant_id"])
+        if not (0 <= user_id < 2**63 and 0 <= tenant_id < 2**63):
+            raise ValueError("sub and tenant_id must be 64-bit ids")
         return Principal(
-            user_id=int(claims["sub"]),
-            tenant_id=int(claims.get("tenant_id", 0)),
+            user_id=user_id,
+            tenant_id=tenant_id,
             app_code=AppCode(claims.get("app_code")),
             perms=frozenset(perms),
         )

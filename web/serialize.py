@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from actors.core.models import Task
+from actors.core.models import Task, TaskStatus
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -38,7 +38,8 @@ def task_json(task: Task) -> dict[str, Any]:
         "startedAt": _iso(task.started_at),
         "completedAt": _iso(task.completed_at),
         "expiresAt": _iso(task.expires_at),
-        "nextRetryAt": _iso(task.next_retry_at),
+        # Only meaningful while the task waits: the column is NOT NULL in the schema.
+        "nextRetryAt": _iso(task.next_retry_at) if task.status == TaskStatus.PENDING else None,
     }
 
 

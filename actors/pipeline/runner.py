@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import re
 from datetime import datetime
+from pathlib import Path
 from typing import BinaryIO
 
 import trio
@@ -55,12 +56,14 @@ class ExportRunner:
         provider: ProviderClient,
         registry: RegistryHolder,
         settings: Settings,
+        spool_dir: Path | None = None,
     ) -> None:
         self.store = store
         self.storage = storage
         self.provider = provider
         self.registry = registry
         self.settings = settings
+        self.spool_dir = spool_dir
 
     async def __call__(self, ctx: RunContext) -> ExportResult:
         task = ctx.task
@@ -105,6 +108,7 @@ class ExportRunner:
                                     max_rows=definition.max_rows,
                                     max_bytes=self.settings.max_file_bytes,
                                     abort=ctx.abort_flag,
+                                    tmpdir=str(self.spool_dir) if self.spool_dir else None,
                                 )
                             await _in_thread(writer.write_rows, batch.rows)
                             await self.store.report_progress(
