@@ -55,6 +55,7 @@ from actors.registry_source import (
     watch_registry,
 )
 from actors.supervisor import supervise
+from actors.transport.base import CommandTransport
 from actors.transport.embedded import EmbeddedBus
 from actors.wakeup import Wakeup
 from db.database import Database, DatabaseUnavailableError
@@ -270,7 +271,13 @@ async def _serve(
     service_token = _service_token(settings)
     base_urls: dict[str, str] = dict(settings.provider_urls)
     provider = ProviderClient(base_urls, service_token, observer=metrics)
-    transport = EmbeddedBus(settings.max_reconsume_times)
+    transport: CommandTransport
+    if settings.transport == "rocketmq":
+        from actors.transport.rocketmq import RocketMQTransport
+
+        transport = RocketMQTransport.from_settings(settings)
+    else:
+        transport = EmbeddedBus(settings.max_reconsume_times)
     wakeup = Wakeup()
     services = Services(
         store=store,
@@ -299,6 +306,15 @@ async def _serve(
     web_stop = trio.Event()  # hypercorn shutdown trigger
     runner = ExportRunner(store, storage, provider, registry, settings, spool_dir=spool)
     try:
+        if not isinstance(transport, EmbeddedBus):
+            # First thing in the try: the finally's aclose() also cleans up a half start.
+            try:
+                await transport.start()  # type: ignore[attr-defined]
+            except Exception as exc:
+                raise ConfigError(
+                    f"ROCKETMQ_NAME_SERVER ({settings.rocketmq_name_server}): cannot start "
+                    f"the RocketMQ clients: {exc}"
+                ) from None
         async with trio.open_nursery() as root:
             hc = HypercornConfig()
             hc.bind = [settings.http_bind]

@@ -6,19 +6,23 @@
 #   deploy/rocketmq/broker.sh status      exit 0 when both run and the broker is registered
 #   deploy/rocketmq/broker.sh provision   create the topics and groups for $MQ_TOPIC_PREFIX
 #
-# No Docker: the servers are the Maven Central artifacts of the seed's broker version (§16.1
-# runs the official apache/rocketmq:5.3.1 image in production; that deployment uses
-# broker.conf.template + render-broker-config.sh instead of this script).
+# No Docker: the servers run from the Maven Central jars of the seed's version (§16.1 runs
+# the official apache/rocketmq:5.3.1 image in production, configured by
+# broker.conf.template + render-broker-config.sh, not by this script). Needs java 17+ and,
+# on first use, mvn. Tests only: the delay levels are shortened to 1 s (see write_configs).
 #
 # Environment (all optional):
-#   MQ_TOPIC_PREFIX        topic/group prefix (§6.2); default "test-" (unset only: an
+#   MQ_TOPIC_PREFIX        topic/group prefix (§6.2); default "test-" when unset (an
 #                          explicit empty value provisions the unprefixed names)
 #   ROCKETMQ_CACHE_DIR     jar cache, default ${XDG_CACHE_HOME:-$HOME/.cache}/export-center/
-#                          rocketmq-5.3.1 (about 100-150 MB; never inside the repository)
+#                          rocketmq-5.3.1 (about 100 MB; never inside the repository)
 #   ROCKETMQ_RUN_DIR       configs, pid files, logs and store; default
 #                          ${TMPDIR:-/tmp}/export-center-rocketmq
 #   ROCKETMQ_START_TIMEOUT seconds to wait for each server to become ready (default 120)
-#   ROCKETMQ_WORKER_RETRY_MAX_TIMES  broker retryMaxTimes of the worker group (default 16)
+#   ROCKETMQ_WORKER_RETRY_MAX_TIMES       broker retryMaxTimes, worker group (default 16)
+#   ROCKETMQ_DLQ_HANDLER_RETRY_MAX_TIMES  same for the DLQ handler group (default 2^31-1)
+#   ROCKETMQ_NAMESRV_FALLBACK_VERSIONS    NameServer versions to try when the repository
+#                          lacks rocketmq-namesrv 5.3.1 (default 5.3.3; see fetch_jars)
 #
 # Ports (loopback only): NameServer 9876, broker 10911 plus 10909 (fast remoting = listen
 # port - 2) and 10912 (HA = listen port + 1).
@@ -240,6 +244,7 @@ start_namesrv() {
   rmq_java "$NAMESRV_LIB_DIR" rmq.namesrv.logback.xml 128m org.apache.rocketmq.namesrv.NamesrvStartup \
     -c "$RUN_DIR/namesrv.conf" >"$RUN_DIR/namesrv.out" 2>&1 </dev/null &
   echo $! >"$RUN_DIR/namesrv.pid"
+  STARTED+=(namesrv)
   wait_for_log "$!" "$RUN_DIR/namesrv.out" "The Name Server boot success" "NameServer"
 }
 
@@ -256,6 +261,7 @@ start_broker() {
   rmq_java "$LIB_DIR" rmq.broker.logback.xml 512m org.apache.rocketmq.broker.BrokerStartup \
     -c "$RUN_DIR/broker.conf" >"$RUN_DIR/broker.out" 2>&1 </dev/null &
   echo $! >"$RUN_DIR/broker.pid"
+  STARTED+=(broker)
   wait_for_log "$!" "$RUN_DIR/broker.out" "boot success" "broker"
 }
 
@@ -380,10 +386,34 @@ provision() {
 
 # -- commands ---------------------------------------------------------------------------
 
+# on a failed start, stop the servers this invocation started (their logs stay in RUN_DIR)
+STARTED=()
+cleanup_failed_start() {
+  local rc=$? name
+  if [ "$rc" != 0 ] && [ "${#STARTED[@]}" -gt 0 ]; then
+    log "start failed; stopping what this run started (logs: $RUN_DIR)"
+    for name in "${STARTED[@]}"; do
+      case "$name" in
+        broker) stop_one broker BrokerStartup ;;
+        namesrv) stop_one namesrv NamesrvStartup ;;
+      esac
+    done
+  fi
+}
+
+check_disk() {
+  local used
+  used=$(df -P "$RUN_DIR" | awk 'NR == 2 { sub("%", "", $5); print $5 }')
+  if [ -n "$used" ] && [ "$used" -ge 85 ]; then
+    log "WARNING: the disk of $RUN_DIR is ${used}% full; the broker refuses writes above 90%"
+  fi
+}
+
 cmd_start() {
   require_tools
   fetch_jars
   mkdir -p "$RUN_DIR"
+  check_disk
   local already=0
   if running_pid namesrv NamesrvStartup >/dev/null && running_pid broker BrokerStartup >/dev/null; then
     already=1
@@ -391,11 +421,13 @@ cmd_start() {
   else
     write_configs
     local t0 t1
+    trap cleanup_failed_start EXIT
     t0=$(date +%s.%N)
     start_namesrv
     start_broker
     wait_for_cluster
     t1=$(date +%s.%N)
+    trap - EXIT # the servers are up: a provisioning failure leaves them running
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "broker.sh: start-up time %.1f s (NameServer launch to broker registered)\n", b - a }'
   fi
   provision
@@ -415,7 +447,9 @@ cmd_status() {
   echo "namesrv: $(if [ -n "$ns" ]; then echo "running (pid $ns)"; else echo stopped; fi)"
   echo "broker:  $(if [ -n "$br" ]; then echo "running (pid $br)"; else echo stopped; fi)"
   [ -n "$ns" ] && [ -n "$br" ] || exit 3
-  if admin clusterList -n "$NAMESRV_ADDR" | grep -q "$BROKER_NAME"; then
+  local out
+  out=$(admin clusterList -n "$NAMESRV_ADDR" || true)
+  if grep -q "$BROKER_NAME" <<<"$out"; then
     echo "cluster: $CLUSTER_NAME lists $BROKER_NAME at $BROKER_ADDR"
   else
     echo "cluster: broker not registered"
