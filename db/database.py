@@ -20,6 +20,13 @@ class DuplicateKeyError(Exception):
     seed says the unique key absorbs races (§7.2, §8.5-1)."""
 
 
+class RetryableDatabaseError(Exception):
+    """The database rolled the transaction back for a reason that a retry cures: a
+    deadlock (MySQL 1213), a lock wait timeout (1205), SQLite's "database is locked".
+    The store retries the whole transition, which is safe because each one is a single
+    transaction of conditional updates (or idempotent steps)."""
+
+
 class DatabaseUnavailableError(Exception):
     """The database cannot be reached or refuses the credentials. Raised by a
     ``Database`` when it opens a connection, in place of the driver's own error."""

@@ -36,13 +36,14 @@ from asyncmy.cursors import DictCursor
 from asyncmy.errors import IntegrityError, OperationalError
 
 from actors.core.errors import ConfigError
-from db.database import DatabaseUnavailableError, DuplicateKeyError
+from db.database import DatabaseUnavailableError, DuplicateKeyError, RetryableDatabaseError
 from db.dialect import MYSQL, Dialect
 from db.sqlite import schema_sql
 
 log = logging.getLogger("db.mysql")
 
 _DUPLICATE_ENTRY = 1062
+_RETRYABLE = (1213, 1205)  # deadlock found; lock wait timeout exceeded
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +110,13 @@ class _MysqlTx:
         except IntegrityError as exc:
             if exc.args and exc.args[0] == _DUPLICATE_ENTRY:
                 raise DuplicateKeyError(str(exc)) from exc
+            raise
+        except OperationalError as exc:
+            if exc.args and exc.args[0] in _RETRYABLE:
+                # The server rolled back (the statement or the whole transaction); the
+                # connection itself is fine.
+                raise RetryableDatabaseError(str(exc)) from exc
+            self._conn.poisoned = True
             raise
         except BaseException:
             # Cancelled, timed out or broken mid-protocol: the connection's state is unknown.
@@ -189,7 +197,14 @@ class MysqlDatabase:
             )
 
         try:
-            return _Conn(await self._aio(connect))
+            conn = _Conn(await self._aio(connect))
+            # READ COMMITTED: no gap locks between the outbox INSERTs of creates and the
+            # publisher's claims, so far fewer deadlocks. Every transition is a
+            # conditional UPDATE, so nothing depends on repeatable reads.
+            await _MysqlTx(self, conn).execute(
+                "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
+            )
+            return conn
         except (TimeoutError, OperationalError, OSError) as exc:
             raise DatabaseUnavailableError(
                 f"cannot connect to MySQL at {u.host}:{u.port} as {u.user!r}: {exc}"

@@ -23,7 +23,7 @@ from typing import Any
 
 import trio
 
-from db.database import DuplicateKeyError
+from db.database import DuplicateKeyError, RetryableDatabaseError
 from db.dialect import SQLITE, Dialect
 
 
@@ -47,6 +47,10 @@ class _SqliteTx:
         except sqlite3.IntegrityError as exc:
             if "UNIQUE" in str(exc) or "PRIMARY KEY" in str(exc):
                 raise DuplicateKeyError(str(exc)) from exc
+            raise
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise RetryableDatabaseError(str(exc)) from exc
             raise
 
     async def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
@@ -96,7 +100,12 @@ class SqliteDatabase:
         async with self._lock:
             # Every transaction writes sooner or later, so take the write lock at BEGIN:
             # a deferred transaction that upgrades later can fail with SQLITE_BUSY.
-            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:  # another process held the lock > 10 s
+                if "locked" in str(exc) or "busy" in str(exc):
+                    raise RetryableDatabaseError(str(exc)) from exc
+                raise
             try:
                 yield _SqliteTx(self._conn)
             except BaseException:

@@ -8,12 +8,17 @@ pure functions in ``actors.core`` and the actors carry them out.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping
+import logging
+import random
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
+
+import trio
 
 from actors.core import dispatch
 from actors.core.backoff import should_retry
@@ -30,7 +35,10 @@ from actors.core.models import (
     TaskStatus,
 )
 from db import transitions as T
-from db.database import Database, DuplicateKeyError, Tx
+from db.database import Database, DuplicateKeyError, RetryableDatabaseError, Tx
+
+log = logging.getLogger("db.store")
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
 _TASK_TIMES = (
     "next_retry_at",
@@ -124,6 +132,35 @@ class CreateLimits:
     max_active_per_type: int = 5
 
 
+_RETRY_ATTEMPTS = 6
+
+
+def retrying(method: F) -> F:
+    """Retry a transition the database rolled back for a retryable reason (a deadlock, a
+    lock wait timeout, a busy SQLite file), with short jittered backoff. Safe because a
+    decorated method is one transaction whose effects all roll back together."""
+
+    @functools.wraps(method)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        delay = 0.005
+        for attempt in range(1, _RETRY_ATTEMPTS + 1):
+            try:
+                return await method(*args, **kwargs)
+            except RetryableDatabaseError:
+                if attempt == _RETRY_ATTEMPTS:
+                    raise
+                log.info(
+                    "%s rolled back by the database (attempt %d); retrying",
+                    method.__name__,
+                    attempt,
+                )
+                await trio.sleep(delay * (1 + random.random()))
+                delay *= 3
+        raise AssertionError("unreachable")
+
+    return wrapper  # type: ignore[return-value]
+
+
 class ExportStore:
     """Transitions over a ``Database``.
 
@@ -174,6 +211,7 @@ class ExportStore:
 
     # -- basics -------------------------------------------------------------------------
 
+    @retrying
     async def db_now(self) -> datetime:
         """The database clock (§8.6)."""
         async with self.db.transaction() as tx:
@@ -183,6 +221,7 @@ class ExportStore:
         assert now is not None
         return now
 
+    @retrying
     async def check_guard_row(self) -> None:
         """Start-up check (§7.2): the ``GLOBAL_CREATE`` guard row must exist.
 
@@ -196,11 +235,13 @@ class ExportStore:
                 "file_export_task_guard has no GLOBAL_CREATE row; run `export-center migrate`"
             )
 
+    @retrying
     async def get_task(self, task_id: int) -> Task | None:
         async with self.db.transaction() as tx:
             row = await tx.fetchone(self._sql.GET_TASK, {"id": task_id})
         return self.task_from_row(row) if row else None
 
+    @retrying
     async def list_tasks(
         self,
         principal: Principal,
@@ -225,6 +266,7 @@ class ExportStore:
             total = await tx.fetchone(self._sql.COUNT_TASKS_SCOPED, params)
         return [self.task_from_row(r) for r in rows], int(total["n"]) if total else 0
 
+    @retrying
     async def list_outbox(self, task_id: int) -> list[OutboxRow]:
         async with self.db.transaction() as tx:
             rows = await tx.fetchall(self._sql.LIST_OUTBOX_FOR_TASK, {"task_id": task_id})
@@ -232,6 +274,7 @@ class ExportStore:
 
     # -- create (§7.2, §14) -------------------------------------------------------------
 
+    @retrying
     async def create_task(
         self, new: NewTask, limits: CreateLimits = CreateLimits()
     ) -> CreateResult:
@@ -313,34 +356,49 @@ class ExportStore:
 
     # -- publisher (§7.4) ---------------------------------------------------------------
 
+    @retrying
+    async def _due_outbox_ids(self, limit: int) -> list[int]:
+        async with self.db.transaction() as tx:
+            rows = await tx.fetchall(self._sql.SELECT_DUE_OUTBOX, {"limit": limit})
+        return [int(r["id"]) for r in rows]
+
     async def claim_due_outbox(
         self, owner: str, lease_seconds: float, limit: int
     ) -> list[OutboxRow]:
         """Claim due PENDING rows in two steps (select ids, then a conditional update per
         id), so the lock range stays one row (§7.4). Returns the rows this owner won, with
         ``attempt_count`` already incremented."""
-        async with self.db.transaction() as tx:
-            ids = [
-                r["id"] for r in await tx.fetchall(self._sql.SELECT_DUE_OUTBOX, {"limit": limit})
-            ]
+        ids = await self._due_outbox_ids(limit)
         won: list[OutboxRow] = []
         for outbox_id in ids:
-            async with self.db.transaction() as tx:
-                n = await tx.execute(
-                    self._sql.CLAIM_OUTBOX,
-                    {"id": outbox_id, "owner": owner, "lease_seconds": lease_seconds},
-                )
-                row = await tx.fetchone(self._sql.GET_OUTBOX, {"id": outbox_id}) if n else None
+            try:
+                row = await self._claim_one_outbox(outbox_id, owner, lease_seconds)
+            except RetryableDatabaseError:
+                continue  # still PENDING: the next round claims it
             if row is not None:
                 won.append(self.outbox_from_row(row))
         return won
 
+    @retrying
+    async def _claim_one_outbox(
+        self, outbox_id: int, owner: str, lease_seconds: float
+    ) -> dict[str, Any] | None:
+        """Step 2 of §7.4 for one row: the conditional claim, then the claimed row."""
+        async with self.db.transaction() as tx:
+            n = await tx.execute(
+                self._sql.CLAIM_OUTBOX,
+                {"id": outbox_id, "owner": owner, "lease_seconds": lease_seconds},
+            )
+            return await tx.fetchone(self._sql.GET_OUTBOX, {"id": outbox_id}) if n else None
+
+    @retrying
     async def mark_outbox_sent(self, outbox_id: int, owner: str) -> bool:
         async with self.db.transaction() as tx:
             return (
                 await tx.execute(self._sql.MARK_OUTBOX_SENT, {"id": outbox_id, "owner": owner}) == 1
             )
 
+    @retrying
     async def mark_outbox_send_failed(
         self, outbox_id: int, owner: str, backoff_seconds: float, error: str
     ) -> bool:
@@ -360,6 +418,7 @@ class ExportStore:
 
     # -- consumer (§8.2 – §8.4, §9.2) ---------------------------------------------------
 
+    @retrying
     async def claim_task(
         self,
         task_id: int,
@@ -395,6 +454,7 @@ class ExportStore:
     def _fence(self, task: Task, owner: str) -> dict[str, Any]:
         return {"id": task.id, "dispatch_version": task.dispatch_version, "owner": owner}
 
+    @retrying
     async def renew_lease(self, task: Task, owner: str, lease_seconds: float) -> bool:
         """§8.3.1 renewal. False means: lease lost, version changed or deadline passed."""
         async with self.db.transaction() as tx:
@@ -406,6 +466,7 @@ class ExportStore:
                 == 1
             )
 
+    @retrying
     async def record_object_key(self, task: Task, owner: str, object_key: str) -> bool:
         """Record the key of the file this attempt is about to write (fenced)."""
         async with self.db.transaction() as tx:
@@ -417,6 +478,7 @@ class ExportStore:
                 == 1
             )
 
+    @retrying
     async def report_progress(
         self, task: Task, owner: str, processed_rows: int, total_rows: int | None
     ) -> bool:
@@ -433,6 +495,7 @@ class ExportStore:
                 == 1
             )
 
+    @retrying
     async def complete_task(
         self,
         task: Task,
@@ -465,6 +528,7 @@ class ExportStore:
                 == 1
             )
 
+    @retrying
     async def fail_task(self, task: Task, owner: str, failure_message: str) -> bool:
         """Permanent failure (§9.1): FAILED at once, fenced."""
         async with self.db.transaction() as tx:
@@ -476,6 +540,7 @@ class ExportStore:
                 == 1
             )
 
+    @retrying
     async def schedule_retry(
         self, task: Task, owner: str, failure_message: str, backoff_seconds: float
     ) -> RetryOutcome:
@@ -515,6 +580,7 @@ class ExportStore:
             )
         return RetryOutcome.SCHEDULED
 
+    @retrying
     async def own_run_past_deadline(self, task: Task, owner: str) -> bool:
         """After a final commit matched 0 rows: is this still our RUNNING attempt whose
         deadline has passed (§8.4 → timeout retry), rather than a lost lease?"""
@@ -535,6 +601,7 @@ class ExportStore:
 
     # -- manual retry (§9.3) ------------------------------------------------------------
 
+    @retrying
     async def manual_retry(
         self, task: Task, limits: CreateLimits = CreateLimits()
     ) -> tuple[CreateOutcome, Task | None]:
@@ -581,6 +648,7 @@ class ExportStore:
 
     # -- embedded start-up and shutdown -------------------------------------------------
 
+    @retrying
     async def requeue_sent_of_pending_tasks(self) -> int:
         """At start-up of an embedded instance: SENT rows whose task is still PENDING at
         that version go back to PENDING (same row, same version), because the in-process
@@ -589,6 +657,7 @@ class ExportStore:
         async with self.db.transaction() as tx:
             return await tx.execute(self._sql.REQUEUE_SENT_OF_PENDING_TASKS)
 
+    @retrying
     async def release_lease(self, task: Task, owner: str) -> bool:
         """Hand a RUNNING task back after a shutdown cancelled its run: PENDING at a new
         version with a new outbox row, the attempt not counted. Fenced; False if the
@@ -625,8 +694,8 @@ class ExportStore:
                         next_retry_at=None,
                     )
                 inserted += 1
-            except DuplicateKeyError:
-                pass
+            except (DuplicateKeyError, RetryableDatabaseError):
+                pass  # already there, or rolled back: the next pass sees it again
         return inserted
 
     async def redispatch_stale_sent(
@@ -644,18 +713,23 @@ class ExportStore:
             ]
         reset = 0
         for outbox_id in ids:
-            async with self.db.transaction() as tx:
-                reset += await tx.execute(
-                    self._sql.REDISPATCH_STALE_SENT, {**params, "id": outbox_id}
-                )
+            try:
+                async with self.db.transaction() as tx:
+                    reset += await tx.execute(
+                        self._sql.REDISPATCH_STALE_SENT, {**params, "id": outbox_id}
+                    )
+            except RetryableDatabaseError:
+                continue  # the next pass sees it again
         return reset
 
+    @retrying
     async def expired_leases(self, limit: int) -> list[Task]:
         """RUNNING tasks whose lease has expired by DB time (§8.5-2)."""
         async with self.db.transaction() as tx:
             rows = await tx.fetchall(self._sql.SELECT_EXPIRED_LEASES, {"limit": limit})
         return [self.task_from_row(r) for r in rows]
 
+    @retrying
     async def recover_expired_lease(
         self, task: Task, failure_message: str, exhausted_message: str
     ) -> RetryOutcome:
@@ -680,21 +754,25 @@ class ExportStore:
             )
             return RetryOutcome.FAILED if n == 1 else RetryOutcome.LOST
 
+    @retrying
     async def release_expired_outbox_claims(self) -> int:
         """§8.5-3: CLAIMED rows whose publisher lease expired go back to PENDING."""
         async with self.db.transaction() as tx:
             return await tx.execute(self._sql.RELEASE_EXPIRED_OUTBOX_CLAIMS)
 
+    @retrying
     async def expired_files(self, limit: int) -> list[tuple[int, str | None]]:
         """SUCCEEDED tasks past ``expires_at``: (task id, object key)."""
         async with self.db.transaction() as tx:
             rows = await tx.fetchall(self._sql.SELECT_EXPIRED_FILES, {"limit": limit})
         return [(int(r["id"]), r["object_key"]) for r in rows]
 
+    @retrying
     async def mark_expired(self, task_id: int) -> bool:
         async with self.db.transaction() as tx:
             return await tx.execute(self._sql.MARK_EXPIRED, {"id": task_id}) == 1
 
+    @retrying
     async def file_is_referenced(self, task_id: int, object_key: str) -> bool:
         """Is ``object_key`` the file of a SUCCEEDED task or of a RUNNING attempt?"""
         async with self.db.transaction() as tx:
@@ -705,6 +783,7 @@ class ExportStore:
             and row["status"] in (TaskStatus.SUCCEEDED, TaskStatus.RUNNING)
         )
 
+    @retrying
     async def prune_sent_outbox(self, retention_seconds: float, chunk: int = 5000) -> int:
         """Delete SENT rows older than the retention, at most ``chunk`` (§15)."""
         params = {"retention_seconds": retention_seconds}
@@ -714,6 +793,7 @@ class ExportStore:
                 bound = {"id": 2**63 - 1}
             return await tx.execute(self._sql.PRUNE_SENT_OUTBOX, {**params, "max_id": bound["id"]})
 
+    @retrying
     async def sample_queues(self) -> QueueSample:
         async with self.db.transaction() as tx:
             now_row = await tx.fetchone(self._sql.DB_NOW)
@@ -734,6 +814,7 @@ class ExportStore:
 
     # -- DLQ (§9.4.2) -------------------------------------------------------------------
 
+    @retrying
     async def quarantine(
         self, event_id: str, task_id: int, dispatch_version: int, reason: str
     ) -> QuarantineOutcome:

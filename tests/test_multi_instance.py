@@ -147,7 +147,11 @@ async def test_two_processes_one_killed_mid_export_every_task_finishes(
             c = ca if i % 2 == 0 else cb
             r = (
                 await c.post(
-                    API, json={"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 4000 + i}}
+                    API,
+                    json={
+                        "exportType": "CUSTOMER_LIST",
+                        "parameters": {"rowCount": (20_000 if i < 4 else 4000) + i},
+                    },
                 )
             ).json()
             assert r["code"] == "200", r
@@ -163,6 +167,8 @@ async def test_two_processes_one_killed_mid_export_every_task_finishes(
                     and t.lease_owner == "proc-a"
                     and t.object_key
                     and t.processed_rows > 0
+                    # far from done, so it is still running when the SIGKILL lands
+                    and (t.total_rows or 0) - t.processed_rows > 8000
                 ):
                     victim = t
                     break

@@ -11,7 +11,7 @@ import trio_asyncio
 
 from actors.core.errors import ConfigError
 from actors.core.ids import IdGenerator
-from db.database import DuplicateKeyError
+from db.database import DuplicateKeyError, RetryableDatabaseError
 from db.mysql import MysqlDatabase, MysqlUrl
 from db.sqlite import wall_clock_ms
 from db.store import ExportStore
@@ -119,3 +119,42 @@ def test_url_parsing_names_the_variable() -> None:
     for bad in ("mysql://host", "postgres://u:p@h/db", "mysql://u:p@h:notaport/db"):
         with pytest.raises(ConfigError, match="FILE_EXPORT_DATABASE_URL"):
             MysqlUrl.parse(bad)
+
+
+async def test_a_deadlock_is_reported_as_retryable_and_keeps_the_connection(
+    mdb: MysqlDatabase,
+) -> None:
+    """Two transactions lock two rows in opposite order: InnoDB kills one (1213). The
+    victim sees RetryableDatabaseError and its connection goes back to the pool."""
+    async with mdb.transaction() as tx:
+        await tx.execute("INSERT INTO file_export_task_guard (guard_key) VALUES ('OTHER')")
+    outcomes: list[str] = []
+    both_locked = trio.Event()
+    locked = 0
+
+    async def worker(first: str, second: str) -> None:
+        nonlocal locked
+        try:
+            async with mdb.transaction() as tx:
+                await tx.fetchone(
+                    "SELECT guard_key FROM file_export_task_guard "
+                    "WHERE guard_key = :k FOR UPDATE".replace(":k", f"'{first}'")
+                )
+                locked += 1
+                if locked == 2:
+                    both_locked.set()
+                await both_locked.wait()
+                await tx.fetchone(
+                    "SELECT guard_key FROM file_export_task_guard "
+                    "WHERE guard_key = :k FOR UPDATE".replace(":k", f"'{second}'")
+                )
+            outcomes.append("committed")
+        except RetryableDatabaseError:
+            outcomes.append("retryable")
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as n:
+            n.start_soon(worker, "GLOBAL_CREATE", "OTHER")
+            n.start_soon(worker, "OTHER", "GLOBAL_CREATE")
+    assert sorted(outcomes) == ["committed", "retryable"]
+    assert len(mdb._idle) == 2 and not any(c.poisoned for c in mdb._idle)

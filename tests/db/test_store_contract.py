@@ -10,7 +10,7 @@ import trio
 
 from actors.core.dispatch import NoClaim
 from actors.core.models import OutboxStatus, TaskStatus
-from db.database import DuplicateKeyError
+from db.database import DuplicateKeyError, RetryableDatabaseError
 from db.store import CreateOutcome, ExportStore, RetryOutcome
 from tests.conftest import claim, create, new_task
 
@@ -420,3 +420,24 @@ async def test_release_lease_hands_the_task_back_without_spending_an_attempt(
     assert (after.status, after.dispatch_version, after.attempt_count) == (TaskStatus.PENDING, 2, 0)
     assert {r.dispatch_version for r in await store.list_outbox(task.id)} == {1, 2}
     assert not await store.release_lease(running, "owner-a")  # fenced: only once
+
+
+async def test_a_transition_rolled_back_by_the_database_is_retried(
+    store: ExportStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deadlocks and lock waits are normal under concurrency: the transition runs again
+    rather than failing its caller (a crashed actor, a lost claim)."""
+    task = await create(store)
+    real = store.db.transaction
+    failures = 2
+
+    def flaky_transaction(**kwargs: object):  # type: ignore[no-untyped-def]
+        nonlocal failures
+        if failures:
+            failures -= 1
+            raise RetryableDatabaseError("Deadlock found when trying to get lock")
+        return real(**kwargs)
+
+    monkeypatch.setattr(store.db, "transaction", flaky_transaction)
+    claimed = await store.claim_task(task.id, 1, "owner-a", 10, 60)
+    assert claimed.task is not None and failures == 0
