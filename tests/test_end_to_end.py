@@ -216,3 +216,27 @@ async def test_health_and_metrics(service: Runtime) -> None:
             "export_dlq_messages_total",
         ):
             assert name in text
+
+
+async def test_progress_keeps_its_total_while_running(service: Runtime) -> None:
+    """While RUNNING, processedRows grows batch by batch and totalRows holds the
+    Provider's estimate."""
+    async with client_for(service, user=5005) as c:
+        created = (
+            await c.post(
+                API, json={"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 12_000}}
+            )
+        ).json()
+        seen: list[tuple[str, str | None]] = []
+        with trio.fail_after(60):
+            while True:
+                task = (await c.get(f"{API}/{created['data']['id']}")).json()["data"]
+                if task["status"] == "RUNNING" and task["processedRows"] != "0":
+                    seen.append((task["processedRows"], task["totalRows"]))
+                if task["status"] in ("SUCCEEDED", "FAILED"):
+                    break
+                await trio.sleep(0.02)
+    assert task["status"] == "SUCCEEDED"
+    assert len(seen) >= 2, seen
+    assert {total for _, total in seen} == {"12000"}
+    assert [int(p) for p, _ in seen] == sorted(int(p) for p, _ in seen)

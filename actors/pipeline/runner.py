@@ -76,6 +76,7 @@ class ExportRunner:
         out: BinaryIO = await self.storage.create(key)
         ctx.object_key = key
         writer: XlsxExportWriter | None = None
+        total_estimate: int | None = None
         # One batch of read-ahead: the next Provider request runs while this batch is
         # encoded, so Provider latency and XLSX encoding overlap.
         send, recv = trio.open_memory_channel[ProviderBatch](1)
@@ -111,8 +112,12 @@ class ExportRunner:
                                     tmpdir=str(self.spool_dir) if self.spool_dir else None,
                                 )
                             await _in_thread(writer.write_rows, batch.rows)
+                            # Providers may send the estimate on the first batch only (§10.2):
+                            # keep the last one known rather than blanking the total.
+                            if batch.total_rows is not None:
+                                total_estimate = batch.total_rows
                             await self.store.report_progress(
-                                task, ctx.owner, writer.rows_written, batch.total_rows
+                                task, ctx.owner, writer.rows_written, total_estimate
                             )
             except BaseExceptionGroup as group:
                 raise sole_exception(group) from None
