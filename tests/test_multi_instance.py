@@ -150,34 +150,39 @@ async def test_two_processes_one_killed_mid_export_every_task_finishes(
                     API,
                     json={
                         "exportType": "CUSTOMER_LIST",
-                        "parameters": {"rowCount": (20_000 if i < 4 else 4000) + i},
+                        # the four big ones last, so they are still running when we look
+                        "parameters": {"rowCount": (60_000 if i >= 16 else 4000) + i},
                     },
                 )
             ).json()
             assert r["code"] == "200", r
             ids.append(int(r["data"]["id"]))
 
-    # Kill instance A while one of its exports is RUNNING with a file on disk.
+    # Kill the instance that runs a big export, mid-way, with its file on disk.
+    owners = {"proc-a": first, "proc-b": second}
+    urls = {"proc-a": url_a, "proc-b": url_b}
     victim = None
     with trio.fail_after(60):
         while victim is None:
             for t in [await mysql_store.get_task(i) for i in ids]:
                 if (
                     t.status == TaskStatus.RUNNING
-                    and t.lease_owner == "proc-a"
+                    and t.lease_owner in owners
                     and t.object_key
                     and t.processed_rows > 0
                     # far from done, so it is still running when the SIGKILL lands
-                    and (t.total_rows or 0) - t.processed_rows > 8000
+                    and (t.total_rows or 0) - t.processed_rows > 20_000
                 ):
                     victim = t
                     break
             await trio.sleep(0.02)
     partial = tmp_path / "shared-files" / victim.object_key
     assert partial.exists()
-    first.proc.send_signal(signal.SIGKILL)
+    killed = owners[victim.lease_owner]
+    survivor_url = next(u for o, u in urls.items() if o != victim.lease_owner)
+    killed.proc.send_signal(signal.SIGKILL)
     killed_at = trio.current_time()
-    assert await first.wait() == -signal.SIGKILL
+    assert await killed.wait() == -signal.SIGKILL
 
     recovered_at = None
     with trio.fail_after(180):
@@ -185,6 +190,7 @@ async def test_two_processes_one_killed_mid_export_every_task_finishes(
             tasks = [await mysql_store.get_task(i) for i in ids]
             v = next(t for t in tasks if t.id == victim.id)
             if recovered_at is None and v.dispatch_version > victim.dispatch_version:
+                assert v.attempt_count <= victim.attempt_count + 1
                 recovered_at = trio.current_time()
                 # the recovering pass deletes the file right after its commit
                 with trio.fail_after(1.0):
@@ -199,7 +205,8 @@ async def test_two_processes_one_killed_mid_export_every_task_finishes(
     for t in tasks:
         folder = tmp_path / "shared-files" / "exports" / str(t.id)
         assert [p.name for p in folder.iterdir()] == [Path(t.object_key).name]
-    async with httpx.AsyncClient(base_url=url_b) as anon:
+    assert recovered_at is not None  # the victim was recovered, not finished by the dead
+    async with httpx.AsyncClient(base_url=survivor_url) as anon:
         metrics = (await anon.get("/metrics")).text
     assert "export_dlq_messages_total 0.0" in metrics
     latencies = sorted(
