@@ -19,7 +19,14 @@ PASSWORD=export_center
 
 url() { echo "mysql://$USER_NAME:$PASSWORD@127.0.0.1:$PORT/$DB"; }
 
-running() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
+# Alive and still mariadbd: after a reboot or a killed session the pid may be reused.
+running() {
+  local pid
+  [ -f "$PIDFILE" ] || return 1
+  pid=$(cat "$PIDFILE")
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q mariadbd
+}
 
 install_server() {
   if command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ]; then return; fi
