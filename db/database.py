@@ -56,13 +56,13 @@ class Database(Protocol):
 
     dialect: Dialect
 
-    def transaction(self, *, lock: bool = False) -> AbstractAsyncContextManager[Tx]:
+    def transaction(self) -> AbstractAsyncContextManager[Tx]:
         """Open a transaction; commit on normal exit, roll back on any exception
         (including cancellation).
 
-        Args:
-            lock: take the write lock up front. SQLite uses ``BEGIN IMMEDIATE`` (it has no
-                ``SELECT … FOR UPDATE``); MySQL ignores it and relies on row locks.
+        Locking differs by dialect and stays inside the implementation: SQLite takes the
+        database write lock at ``BEGIN IMMEDIATE`` (it has no ``SELECT … FOR UPDATE``);
+        MySQL transitions lock the rows they need (``{for_update}`` in the SQL text).
         """
         ...
 

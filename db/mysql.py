@@ -237,8 +237,7 @@ class MysqlDatabase:
                 )
 
     @asynccontextmanager
-    async def transaction(self, *, lock: bool = False) -> AsyncIterator[_MysqlTx]:
-        # ``lock`` is a SQLite notion; MySQL transitions lock rows with FOR UPDATE.
+    async def transaction(self) -> AsyncIterator[_MysqlTx]:
         if self._closed:
             raise RuntimeError("database is closed")
         async with self._slots:

@@ -96,7 +96,7 @@ class SqliteDatabase:
         self._conn.executescript(schema_sql("sqlite"))
 
     @asynccontextmanager
-    async def transaction(self, *, lock: bool = False) -> AsyncIterator[_SqliteTx]:
+    async def transaction(self) -> AsyncIterator[_SqliteTx]:
         async with self._lock:
             # Every transaction writes sooner or later, so take the write lock at BEGIN:
             # a deferred transaction that upgrades later can fail with SQLITE_BUSY.

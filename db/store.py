@@ -285,7 +285,7 @@ class ExportStore:
         insert task; insert outbox row (same version 1). Nothing is sent here (invariant 2).
         """
         p = new.principal
-        async with self.db.transaction(lock=True) as tx:
+        async with self.db.transaction() as tx:
             await tx.fetchone(self._sql.LOCK_CREATE_GUARD)
             scope = {
                 "tenant_id": p.tenant_id,
@@ -551,7 +551,7 @@ class ExportStore:
         deleted its partial file (§9.5)."""
         fence = self._fence(task, owner)
         message = failure_message[:1000]
-        async with self.db.transaction(lock=True) as tx:
+        async with self.db.transaction() as tx:
             row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
             if (
                 row is None
@@ -614,7 +614,7 @@ class ExportStore:
         concurrent retry won). Authorisation and ``enabled`` are checked by the caller;
         the caller deletes any leftover file.
         """
-        async with self.db.transaction(lock=True) as tx:
+        async with self.db.transaction() as tx:
             await tx.fetchone(self._sql.LOCK_CREATE_GUARD)
             by_user = await tx.fetchone(
                 self._sql.COUNT_ACTIVE_BY_REQUESTER,
@@ -662,7 +662,7 @@ class ExportStore:
         """Hand a RUNNING task back after a shutdown cancelled its run: PENDING at a new
         version with a new outbox row, the attempt not counted. Fenced; False if the
         lease was already lost."""
-        async with self.db.transaction(lock=True) as tx:
+        async with self.db.transaction() as tx:
             n = await tx.execute(self._sql.RELEASE_LEASE, self._fence(task, owner))
             if n != 1:
                 return False
@@ -736,7 +736,7 @@ class ExportStore:
         """§8.5-2 for one task, in one transaction: new version + new outbox row if
         attempts remain, else FAILED. ``LOST`` if the lease was renewed meanwhile."""
         params = {"id": task.id, "dispatch_version": task.dispatch_version}
-        async with self.db.transaction(lock=True) as tx:
+        async with self.db.transaction() as tx:
             if should_retry(task.attempt_count, task.max_attempts):
                 n = await tx.execute(
                     self._sql.RECOVER_LEASE_RETRY,
@@ -826,7 +826,7 @@ class ExportStore:
             pass
 
         try:
-            async with self.db.transaction(lock=True) as tx:
+            async with self.db.transaction() as tx:
                 n1 = await tx.execute(
                     self._sql.QUARANTINE_OUTBOX,
                     {

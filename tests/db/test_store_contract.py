@@ -431,12 +431,12 @@ async def test_a_transition_rolled_back_by_the_database_is_retried(
     real = store.db.transaction
     failures = 2
 
-    def flaky_transaction(**kwargs: object):  # type: ignore[no-untyped-def]
+    def flaky_transaction():  # type: ignore[no-untyped-def]
         nonlocal failures
         if failures:
             failures -= 1
             raise RetryableDatabaseError("Deadlock found when trying to get lock")
-        return real(**kwargs)
+        return real()
 
     monkeypatch.setattr(store.db, "transaction", flaky_transaction)
     claimed = await store.claim_task(task.id, 1, "owner-a", 10, 60)
