@@ -133,9 +133,12 @@ class Reconciler:
         return expired
 
     async def _clean_orphans(self) -> int:
+        """Delete old unreferenced files; the same listing sets ``export_storage_bytes``."""
         cutoff = self.file_clock() - ORPHAN_AGE_SECONDS
         cleaned = 0
+        kept_bytes = 0
         for obj in await self.storage.list_objects():
+            kept_bytes += obj.size
             if obj.mtime > cutoff:
                 continue
             match = OBJECT_KEY_PATTERN.match(obj.key)
@@ -145,6 +148,8 @@ class Reconciler:
                 continue
             if await self._delete_quietly(obj.key):
                 cleaned += 1
+                kept_bytes -= obj.size
+        self.metrics.storage_bytes.set(kept_bytes)
         return cleaned
 
     async def _delete_quietly(self, key: str) -> bool:
@@ -160,6 +165,3 @@ class Reconciler:
         self.metrics.outbox_pending.set(sample.outbox_pending)
         self.metrics.outbox_oldest_age.set(sample.outbox_oldest_age_seconds)
         self.metrics.outbox_max_attempt.set(sample.outbox_max_attempt)
-        total = getattr(self.storage, "total_bytes", None)
-        if total is not None:
-            self.metrics.storage_bytes.set(await total())

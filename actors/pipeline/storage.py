@@ -171,10 +171,6 @@ class LocalDirectoryStorage:
 
         return await self._offload(_scan)
 
-    async def total_bytes(self) -> int:
-        """Bytes used by all export objects (``export_storage_bytes``, §13)."""
-        return sum(o.size for o in await self.list_objects())
-
 
 def _storage_error(op: str, key: str, exc: OSError) -> Exception:
     # A full disk is not going to fix itself within one run, but it is an operational

@@ -33,6 +33,12 @@ def reconciler_for(
     return Reconciler(store, storage, settings, metrics, file_clock=lambda: 2_000_000_000.0)
 
 
+async def write_file(storage: LocalDirectoryStorage, key: str, data: bytes = b"") -> None:
+    f = await storage.create(key)
+    f.write(data)
+    f.close()
+
+
 async def mark_all_sent(store: ExportStore) -> None:
     """Publish every due row through a transport that always succeeds."""
     for row in await store.claim_due_outbox("pub", 60, 100):
@@ -296,7 +302,7 @@ async def test_orphan_files_older_than_a_day_without_a_succeeded_task_are_delete
 ) -> None:
     running = await claim(store, await create(store))
     kept = new_object_key(running.id)
-    (await storage.create(kept)).close()
+    await write_file(storage, kept, b"k" * 700)
     assert await store.complete_task(
         running,
         "owner-a",
@@ -310,7 +316,7 @@ async def test_orphan_files_older_than_a_day_without_a_succeeded_task_are_delete
     orphan = new_object_key(running.id)
     young = new_object_key(424242)
     for key in (orphan, young):
-        (await storage.create(key)).close()
+        await write_file(storage, key, b"o" * 50)
     now = 2_000_000_000.0
     for key, age in ((kept, 90_000), (orphan, 90_000), (young, 3_600)):
         os.utime(storage.path_for(key), (now - age, now - age))
@@ -319,6 +325,8 @@ async def test_orphan_files_older_than_a_day_without_a_succeeded_task_are_delete
     ] == 1
     assert await storage.size(orphan) is None
     assert await storage.size(kept) is not None and await storage.size(young) is not None
+    left = [o.size for o in await storage.list_objects()]
+    assert sorted(left) == [50, 700] and metrics.storage_bytes._value.get() == 750
 
 
 async def test_old_sent_outbox_rows_are_pruned_in_chunks(
