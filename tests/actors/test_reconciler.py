@@ -39,6 +39,30 @@ async def write_file(storage: LocalDirectoryStorage, key: str, data: bytes = b""
     f.close()
 
 
+async def succeeded_with_file(
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    *,
+    retention_seconds: float,
+    data: bytes = b"",
+) -> tuple[int, str]:
+    """A SUCCEEDED task and its stored file: (task id, object key)."""
+    running = await claim(store, await create(store))
+    key = new_object_key(running.id)
+    await write_file(storage, key, data)
+    assert await store.complete_task(
+        running,
+        "owner-a",
+        file_name="f.xlsx",
+        object_key=key,
+        content_type="x",
+        size_bytes=len(data),
+        rows=0,
+        retention_seconds=retention_seconds,
+    )
+    return running.id, key
+
+
 async def mark_all_sent(store: ExportStore) -> None:
     """Publish every due row through a transport that always succeeds."""
     for row in await store.claim_due_outbox("pub", 60, 100):
@@ -271,25 +295,13 @@ async def test_expired_files_are_deleted_before_the_task_is_marked_expired(
     settings: Settings,
     metrics: Metrics,
 ) -> None:
-    running = await claim(store, await create(store))
-    key = new_object_key(running.id)
-    (await storage.create(key)).close()
-    assert await store.complete_task(
-        running,
-        "owner-a",
-        file_name="f.xlsx",
-        object_key=key,
-        content_type="x",
-        size_bytes=0,
-        rows=0,
-        retention_seconds=3600,
-    )
+    task_id, key = await succeeded_with_file(store, storage, retention_seconds=3600)
     rec = reconciler_for(store, storage, settings, metrics)
     assert (await rec.reconcile_once())["expire"] == 0
     await trio.sleep(3600)
     assert (await rec.reconcile_once())["expire"] == 1
     assert await storage.size(key) is None
-    assert (await store.get_task(running.id)).status == TaskStatus.EXPIRED
+    assert (await store.get_task(task_id)).status == TaskStatus.EXPIRED
 
 
 async def test_orphan_files_older_than_a_day_without_a_succeeded_task_are_deleted(
@@ -300,20 +312,10 @@ async def test_orphan_files_older_than_a_day_without_a_succeeded_task_are_delete
     metrics: Metrics,
     tmp_path: Path,
 ) -> None:
-    running = await claim(store, await create(store))
-    kept = new_object_key(running.id)
-    await write_file(storage, kept, b"k" * 700)
-    assert await store.complete_task(
-        running,
-        "owner-a",
-        file_name="f",
-        object_key=kept,
-        content_type="x",
-        size_bytes=0,
-        rows=0,
-        retention_seconds=10**7,
+    task_id, kept = await succeeded_with_file(
+        store, storage, retention_seconds=10**7, data=b"k" * 700
     )
-    orphan = new_object_key(running.id)
+    orphan = new_object_key(task_id)
     young = new_object_key(424242)
     for key in (orphan, young):
         await write_file(storage, key, b"o" * 50)
