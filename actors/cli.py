@@ -61,12 +61,15 @@ def migrate() -> None:
     """Apply the database schema idempotently and check the guard row."""
     settings = _settings_or_exit()
     configure_logging(settings.log_level)
+    from actors.core.ids import IdGenerator
     from actors.runtime import open_database
+    from db.sqlite import wall_clock_ms
     from db.store import ExportStore
 
     async def run() -> None:
         async with open_database(settings, migrate=True) as db:
-            await ExportStore(db, None, topic=settings.command_topic).check_guard_row()  # type: ignore[arg-type]
+            store = ExportStore(db, IdGenerator(wall_clock_ms), topic=settings.command_topic)
+            await store.check_guard_row()
 
     try:
         trio.run(run)

@@ -12,6 +12,7 @@ Definition values that protect downstream services (``provider-*``, ``batch-size
 from __future__ import annotations
 
 import logging
+import os
 import re
 from datetime import datetime
 from pathlib import Path
@@ -139,8 +140,7 @@ class ExportRunner:
 
 
 def _close_durably(out: BinaryIO) -> None:
-    import os
-
+    """Flush and fsync before the commit says the file exists."""
     out.flush()
     os.fsync(out.fileno())
     out.close()
