@@ -280,6 +280,7 @@ class MysqlDatabase:
             )
             try:
                 async with conn.cursor() as cur:
+                    await cur.execute("SET SESSION sql_notes = 0")  # IF [NOT] EXISTS is expected
                     await cur.execute(sql)
             finally:
                 conn.close()
@@ -303,7 +304,7 @@ class MysqlDatabase:
 
     async def migrate(self) -> None:
         """Create the database if it is missing and the account may, then apply the seed's
-        DDL idempotently (``CREATE TABLE IF NOT EXISTS``, guard row ``INSERT IGNORE``)."""
+        DDL idempotently (``CREATE TABLE IF NOT EXISTS``, guard row inserted only if missing)."""
         try:
             await self.create_database_if_missing()
         except DatabaseUnavailableError:

@@ -1,5 +1,5 @@
 -- Export Center schema, MySQL 8 / MariaDB 10.11 dialect: the seed's DDL (§7.2, §7.3, §8.3.1).
--- Applied idempotently by `export-center migrate`. All times are UTC DATETIME(3); the
+-- Applied idempotently by `export-center migrate` (no warnings on a second run). All times are UTC DATETIME(3); the
 -- session time zone is pinned to +00:00 by the store.
 
 CREATE TABLE IF NOT EXISTS file_export_task (
@@ -74,4 +74,6 @@ CREATE TABLE IF NOT EXISTS file_export_task_guard (
   PRIMARY KEY (guard_key)
 ) ENGINE=InnoDB COMMENT='single-row lock serialising task creation (§7.2)';
 
-INSERT IGNORE INTO file_export_task_guard (guard_key) VALUES ('GLOBAL_CREATE');
+INSERT INTO file_export_task_guard (guard_key)
+SELECT 'GLOBAL_CREATE' FROM DUAL
+ WHERE NOT EXISTS (SELECT 1 FROM file_export_task_guard WHERE guard_key = 'GLOBAL_CREATE');
