@@ -16,6 +16,10 @@ runtime opens as its outermost block (DESIGN §7). Connection handling:
 
 ``clock_ms`` (tests only) pins each transaction's ``CURRENT_TIMESTAMP`` with
 ``SET timestamp``, so DB time follows trio's mock clock exactly as the SQLite store does.
+``io_guard`` (tests only) is entered around every call that waits on the server (each
+statement, connect, the kill of a discarded connection): trio's autojump clock would
+otherwise jump while a query waits on the socket, because to trio that is just one more
+blocked task.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import asyncio
 import logging
 import re
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -148,6 +152,10 @@ class MysqlDatabase:
         query_timeout: asyncio-side timeout per statement, seconds; ``None`` disables it
             (tests on trio's autojump clock, which would fire it while a query is in flight).
         clock_ms: tests only: epoch milliseconds to pin ``CURRENT_TIMESTAMP`` to.
+        io_guard: tests only: a factory of (synchronous) context managers, one entered
+            around each real-IO call to the server; calls may overlap. Tests on the mock
+            clock pass one that stops autojumps while any call is in flight. ``None``
+            (production): no guard.
     """
 
     dialect: Dialect = MYSQL
@@ -160,6 +168,7 @@ class MysqlDatabase:
         max_connections: int = 10,
         query_timeout: float | None = 30.0,
         clock_ms: Callable[[], int] | None = None,
+        io_guard: Callable[[], AbstractContextManager[object]] | None = None,
     ) -> None:
         self.url = MysqlUrl.parse(url)
         self._loop = loop
@@ -167,9 +176,13 @@ class MysqlDatabase:
         self._idle: list[_Conn] = []
         self._query_timeout = query_timeout
         self._clock_ms = clock_ms
+        self._io_guard = io_guard or nullcontext
         self._closed = False
 
     async def _aio(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn()`` (an asyncio coroutine function) on the trio-asyncio loop, inside
+        the IO guard. Every wait on the server goes through here: statements, connect
+        (``_connect``) and the kill of a discarded connection (``_discard``)."""
         timeout = self._query_timeout
 
         async def with_timeout() -> Any:
@@ -177,7 +190,8 @@ class MysqlDatabase:
                 return await fn()
             return await asyncio.wait_for(fn(), timeout)
 
-        return await self._loop.run_aio_coroutine(with_timeout())
+        with self._io_guard():
+            return await self._loop.run_aio_coroutine(with_timeout())
 
     async def _connect(self) -> _Conn:
         u = self.url

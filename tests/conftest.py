@@ -26,6 +26,7 @@ from actors.pipeline.storage import LocalDirectoryStorage
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore, NewTask
+from tests.mock_clock import held_to_thread, hold_mock_clock
 
 #: 2027-01-15T08:00:00Z: DB time at trio time 0 in tests.
 DB_EPOCH_MS = 1_800_000_000_000
@@ -82,7 +83,13 @@ async def store(
         await db.aclose()
         return
     async with trio_asyncio.open_loop() as loop:
-        mdb = MysqlDatabase(MYSQL_TEST_URL, loop, query_timeout=None, clock_ms=db_clock)
+        mdb = MysqlDatabase(
+            MYSQL_TEST_URL,
+            loop,
+            query_timeout=None,
+            clock_ms=db_clock,
+            io_guard=hold_mock_clock,  # no autojump while a query is in flight
+        )
         await reset_mysql(mdb)
         yield ExportStore(mdb, IdGenerator(wall_clock_ms), topic=TOPIC)
         await mdb.aclose()
@@ -238,18 +245,15 @@ def task_value(**overrides: Any) -> Task:
 
 
 @pytest.fixture
-def autojump_clock(request: pytest.FixtureRequest) -> trio.testing.MockClock:
-    """pytest-trio's autojump clock, with one refinement for MariaDB runs.
+def autojump_clock(monkeypatch: pytest.MonkeyPatch) -> trio.testing.MockClock:
+    """pytest-trio's autojump clock (threshold 0) for SQLite and MariaDB alike.
 
-    With threshold 0 the clock jumps as soon as every task is blocked — including while a
-    query waits on the MariaDB socket, which would move time mid-transaction (the same
-    hazard as trio issue 456 for threads). A 50 ms real-time threshold lets in-flight
-    queries finish first; SQLite runs in-loop and keeps threshold 0.
+    It never jumps while real IO is pending (``tests/mock_clock.py``): the ``store``
+    fixture holds it around every MariaDB call, and ``trio.to_thread.run_sync`` is
+    patched here to hold it while a worker thread runs.
     """
-    params = getattr(getattr(request.node, "callspec", None), "params", {})
-    return trio.testing.MockClock(
-        autojump_threshold=0.05 if params.get("store") == "mariadb" else 0
-    )
+    monkeypatch.setattr(trio.to_thread, "run_sync", held_to_thread(trio.to_thread.run_sync))
+    return trio.testing.MockClock(autojump_threshold=0)
 
 
 async def exec_sql(store: ExportStore, sql: str, params: dict[str, Any] | None = None) -> int:
