@@ -2,9 +2,16 @@
 # A real RocketMQ 5.3.1 (NameServer + one broker) on loopback for developers and tests.
 #
 #   deploy/rocketmq/broker.sh start       fetch jars if needed, start both servers, provision
-#   deploy/rocketmq/broker.sh stop        stop both servers (SIGTERM, then SIGKILL)
+#   deploy/rocketmq/broker.sh stop [namesrv|broker ...]
+#                                         stop both servers, or the ones named (SIGTERM,
+#                                         then SIGKILL)
 #   deploy/rocketmq/broker.sh status      exit 0 when both run and the broker is registered
 #   deploy/rocketmq/broker.sh provision   create the topics and groups for $MQ_TOPIC_PREFIX
+#   deploy/rocketmq/broker.sh running     print which of "namesrv broker" run (no JVM: quick)
+#   deploy/rocketmq/broker.sh dir         print the run dir (deploy/services.sh keeps notes there)
+#
+# The servers keep running until `stop`; `deploy/dev test` stops them afterwards only if
+# that run started them.
 #
 # No Docker: the servers run from the Maven Central jars of the seed's version (§16.1 runs
 # the official apache/rocketmq:5.3.1 image in production, configured by
@@ -23,18 +30,22 @@
 #   ROCKETMQ_DLQ_HANDLER_RETRY_MAX_TIMES  same for the DLQ handler group (default 2^31-1)
 #   ROCKETMQ_NAMESRV_FALLBACK_VERSIONS    NameServer versions to try when the repository
 #                          lacks rocketmq-namesrv 5.3.1 (default 5.3.3; see fetch_jars)
+#   ROCKETMQ_NAMESRV_PORT  NameServer port (default 9876)
+#   ROCKETMQ_BROKER_PORT   broker listen port (default 10911)
 #
 # Ports (loopback only): NameServer 9876, broker 10911 plus 10909 (fast remoting = listen
-# port - 2) and 10912 (HA = listen port + 1).
+# port - 2) and 10912 (HA = listen port + 1). A second dev broker beside the first needs
+# other ports and another ROCKETMQ_RUN_DIR.
 set -euo pipefail
 
 readonly ROCKETMQ_VERSION=5.3.1
-readonly NAMESRV_PORT=9876
-readonly BROKER_PORT=10911
+readonly NAMESRV_PORT=${ROCKETMQ_NAMESRV_PORT:-9876}
+readonly BROKER_PORT=${ROCKETMQ_BROKER_PORT:-10911}
 readonly NAMESRV_ADDR="127.0.0.1:${NAMESRV_PORT}"
 readonly BROKER_ADDR="127.0.0.1:${BROKER_PORT}"
 readonly CLUSTER_NAME=ExportCenterDevCluster
 readonly BROKER_NAME=export-center-dev-broker
+SETSID=$(command -v setsid || true) # servers get a session of their own (see rmq_java)
 
 CACHE_DIR=${ROCKETMQ_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/export-center/rocketmq-${ROCKETMQ_VERSION}}
 RUN_DIR=${ROCKETMQ_RUN_DIR:-${TMPDIR:-/tmp}/export-center-rocketmq}
@@ -97,7 +108,8 @@ mvn_copy() {
 </project>
 POM
   rm -rf "$out.tmp"
-  if ! mvn -B -q -f "$CACHE_DIR/$name/pom.xml" \
+  # -B -Dstyle.color=never: no progress bars and no ANSI colour codes in the log
+  if ! mvn -B -q -Dstyle.color=never -f "$CACHE_DIR/$name/pom.xml" \
     org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
     -DincludeScope=runtime -DoutputDirectory="$out.tmp" >"$CACHE_DIR/$name/mvn.log" 2>&1; then
     rm -rf "$out.tmp"
@@ -123,22 +135,34 @@ fetch_jars() {
   # may have to stand in. A NameServer only keeps routes and speaks the same Remoting
   # protocol across 5.3.x. The version in use is recorded in $NAMESRV_LIB_DIR/.version.
   if [ ! -f "$NAMESRV_LIB_DIR/.complete" ]; then
-    local v
+    local v log_file="$CACHE_DIR/namesrv-pom/mvn.log"
     for v in "$ROCKETMQ_VERSION" $NAMESRV_FALLBACK_VERSIONS; do
       log "fetching rocketmq-namesrv $v jars into $NAMESRV_LIB_DIR (first run only)"
       if mvn_copy "$NAMESRV_LIB_DIR" namesrv-pom "rocketmq-namesrv:$v"; then
         echo "$v" >"$NAMESRV_LIB_DIR/.version"
         break
       fi
-      grep -m1 'ERROR' "$CACHE_DIR/namesrv-pom/mvn.log" >&2 || true
+      # An artifact the repository does not have is the expected case on partial mirrors:
+      # one plain sentence. Anything else (network, settings) gets Maven's own reason,
+      # without its [ERROR] prefix or colour codes, and the log's path.
+      if grep -q -e 'was not found in' -e 'Could not find artifact' "$log_file"; then
+        log "rocketmq-namesrv $v is not in the Maven repository"
+      else
+        log "Maven could not fetch rocketmq-namesrv $v: $(maven_reason "$log_file") (log: $log_file)"
+      fi
     done
     [ -f "$NAMESRV_LIB_DIR/.complete" ] ||
       die "could not fetch rocketmq-namesrv (tried $ROCKETMQ_VERSION $NAMESRV_FALLBACK_VERSIONS)"
+    [ "$(cat "$NAMESRV_LIB_DIR/.version")" = "$ROCKETMQ_VERSION" ] ||
+      log "using NameServer $(cat "$NAMESRV_LIB_DIR/.version") with broker and tools" \
+        "$ROCKETMQ_VERSION: a 5.3.x NameServer only keeps routes and speaks the same protocol"
   fi
   NAMESRV_VERSION=$(cat "$NAMESRV_LIB_DIR/.version")
-  [ "$NAMESRV_VERSION" = "$ROCKETMQ_VERSION" ] ||
-    log "note: NameServer $NAMESRV_VERSION (rocketmq-namesrv $ROCKETMQ_VERSION is not in the" \
-      "Maven repository) with broker and tools $ROCKETMQ_VERSION"
+}
+
+# Maven's first error line in log $1, without ANSI escape codes or the "[ERROR] " prefix
+maven_reason() {
+  sed -e 's/\x1b\[[0-9;]*m//g' "$1" | grep -m1 '\[ERROR\]' | sed -e 's/^.*\[ERROR\] *//' || true
 }
 
 # -- configuration ----------------------------------------------------------------------
@@ -183,8 +207,10 @@ rmq_java() {
   shift 3
   # rocketmq.home.dir must name an existing directory or both servers exit; user.home
   # keeps their logs ($user.home/logs/rocketmqlogs) under the run directory. Always called
-  # with "&": exec makes the background job the JVM itself, so $! is the pid to stop.
-  exec java -server "-Xms$heap" "-Xmx$heap" -XX:+UseSerialGC -XX:-OmitStackTraceInFastThrow \
+  # with "&": exec makes the background job the JVM itself, so $! is the pid to stop
+  # (setsid execs too). Its own session: Ctrl-C or a kill of the process group that
+  # started it (a test run) must not reach a server that other runs may share.
+  exec $SETSID java -server "-Xms$heap" "-Xmx$heap" -XX:+UseSerialGC -XX:-OmitStackTraceInFastThrow \
     "-Drocketmq.home.dir=$RUN_DIR/home" "-Duser.home=$RUN_DIR/home" \
     "-Drmq.logback.configurationFile=$logback" \
     -cp "$lib/*" "$@"
@@ -431,13 +457,24 @@ cmd_start() {
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "broker.sh: start-up time %.1f s (NameServer launch to broker registered)\n", b - a }'
   fi
   provision
-  [ "$already" = 1 ] || log "ready: NameServer $NAMESRV_ADDR, broker $BROKER_ADDR, run dir $RUN_DIR"
+  [ "$already" = 1 ] ||
+    log "ready: NameServer $NAMESRV_ADDR ($NAMESRV_VERSION), broker $BROKER_ADDR" \
+      "($ROCKETMQ_VERSION), run dir $RUN_DIR"
 }
 
+# $@ = components to stop (namesrv, broker); none = both
 cmd_stop() {
+  local which=" ${*:-namesrv broker} "
   # The broker first, so it can unregister from a NameServer that is still there.
-  stop_one broker BrokerStartup
-  stop_one namesrv NamesrvStartup
+  [[ "$which" != *" broker "* ]] || stop_one broker BrokerStartup
+  [[ "$which" != *" namesrv "* ]] || stop_one namesrv NamesrvStartup
+}
+
+cmd_running() {
+  local names=()
+  if running_pid namesrv NamesrvStartup >/dev/null; then names+=(namesrv); fi
+  if running_pid broker BrokerStartup >/dev/null; then names+=(broker); fi
+  if [ "${#names[@]}" -gt 0 ]; then echo "${names[*]}"; fi
 }
 
 cmd_status() {
@@ -466,11 +503,19 @@ cmd_provision() {
 
 case "${1:-}" in
   start) cmd_start ;;
-  stop) cmd_stop ;;
+  stop)
+    shift
+    for name in "$@"; do
+      case "$name" in namesrv | broker) ;; *) die "stop: unknown server '$name' (namesrv, broker)" ;; esac
+    done
+    cmd_stop "$@"
+    ;;
   status) cmd_status ;;
   provision) cmd_provision ;;
+  running) cmd_running ;;
+  dir) echo "$RUN_DIR" ;;
   *)
-    echo "usage: $0 start|stop|status|provision" >&2
+    echo "usage: $0 start|stop [namesrv|broker ...]|status|provision|running|dir" >&2
     exit 2
     ;;
 esac

@@ -4,8 +4,9 @@ The session fixture starts NameServer + broker with ``deploy/rocketmq/broker.sh 
 unless they already run, then provisions a topic prefix unique to this session, so
 messages left by an earlier session (or a developer's service on the same dev broker)
 never reach these tests. If the broker cannot start, every test here fails: CI must run
-them, never skip them. The broker is left running for the next session; stop it with
-``deploy/rocketmq/broker.sh stop``.
+them, never skip them. Under ``deploy/dev test`` the broker already runs (the test command
+starts it and stops it afterwards if it started it); a bare ``pytest`` that starts it here
+leaves it running for the next session: stop it with ``deploy/dev services stop``.
 
 ``EXPORT_CENTER_TEST_MQ_PREFIX`` names an already provisioned prefix to use instead (for
 example ``test-``, which ``broker.sh start`` provisions): it saves the ~20 s of
@@ -28,7 +29,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 BROKER_SH = REPO / "deploy" / "rocketmq" / "broker.sh"
-NAME_SERVER = "127.0.0.1:9876"
+#: the NameServer broker.sh runs (ROCKETMQ_NAMESRV_PORT moves it, for a second dev broker)
+NAME_SERVER = f"127.0.0.1:{os.environ.get('ROCKETMQ_NAMESRV_PORT', '9876')}"
 #: broker.sh start fetches ~100 MB of jars on a fresh machine, then starts two JVMs.
 START_TIMEOUT_SECONDS = 900
 PROVISION_TIMEOUT_SECONDS = 300
