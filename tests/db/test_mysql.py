@@ -27,11 +27,16 @@ async def mdb() -> AsyncIterator[MysqlDatabase]:
         await db.aclose()
 
 
+# Both count only this session's database: the test server is shared by concurrent test
+# sessions (each with a database of its own), whose transactions and queries are not ours.
+
+
 async def open_transactions(db: MysqlDatabase) -> int:
     async with db.transaction() as tx:
         row = await tx.fetchone(
-            "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX "
-            "WHERE trx_mysql_thread_id <> CONNECTION_ID()"
+            "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX t "
+            "JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id "
+            "WHERE p.DB = DATABASE() AND t.trx_mysql_thread_id <> CONNECTION_ID()"
         )
     return int(row["n"])
 
@@ -40,7 +45,7 @@ async def sleeping_queries(db: MysqlDatabase) -> int:
     async with db.transaction() as tx:
         row = await tx.fetchone(
             "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST "
-            "WHERE INFO LIKE 'SELECT SLEEP(%%' AND ID <> CONNECTION_ID()"
+            "WHERE INFO LIKE 'SELECT SLEEP(%%' AND DB = DATABASE() AND ID <> CONNECTION_ID()"
         )
     return int(row["n"])
 
