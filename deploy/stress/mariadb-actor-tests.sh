@@ -6,8 +6,9 @@
 #   deploy/stress/mariadb-actor-tests.sh [ROUNDS] [PYTEST ARGS...]
 #
 # ROUNDS defaults to 30; the pytest arguments default to `tests/actors -k mariadb`. The
-# load is `stress-ng --cpu N` (N = all cores) when stress-ng is installed, else one busy
-# shell loop per core; it is stopped when the script ends, however it ends. MariaDB is
+# load is `stress-ng --cpu N` (N = all cores; EXPORT_CENTER_STRESS_ARGS replaces these
+# arguments, e.g. "--cpu 2 --io 1" to add sync() storms) when stress-ng is installed, else
+# one busy shell loop per core; it is stopped when the script ends, however it ends. MariaDB is
 # started for the duration if it is not running (deploy/services.sh). Every round runs
 # whatever happens to the previous one; a failed round's output is kept in a log file.
 # Exit status 0 only if every round passed.
@@ -41,9 +42,10 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 if command -v stress-ng >/dev/null 2>&1; then
-  stress-ng --cpu "$CORES" --quiet &
+  read -ra stress_args <<<"${EXPORT_CENTER_STRESS_ARGS:---cpu $CORES}"
+  stress-ng "${stress_args[@]}" --quiet &
   LOAD_PIDS+=("$!")
-  load="stress-ng --cpu $CORES"
+  load="stress-ng ${stress_args[*]}"
 else
   for _ in $(seq "$CORES"); do
     (while :; do :; done) &
