@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import secrets
 import sys
 import tempfile
@@ -17,18 +16,11 @@ import trio
 from actors.config import Settings, load_settings
 from actors.core.errors import ConfigError
 from actors.core.models import AppCode
+from actors.logging_setup import configure_logging
 
 API = "/api/platform/v1/files/export-tasks"
 DEMO_PERMS = ("platform:customer:export",)
 DEMO_MAX_ROWS = 500_000  # registry ceiling for max-rows (§10.3)
-
-
-def configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)-8s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
 
 
 def _settings_or_exit(**overrides: Any) -> Settings:
