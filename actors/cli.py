@@ -16,6 +16,7 @@ import trio
 from actors.config import Settings, load_settings
 from actors.core.errors import ConfigError
 from actors.core.models import AppCode
+from actors.core.text import redact_url
 from actors.logging_setup import configure_logging
 
 API = "/api/platform/v1/files/export-tasks"
@@ -67,9 +68,7 @@ def migrate() -> None:
         trio.run(run)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(
-        f"schema applied; guard row present ({settings.resolved_database_url.split('@')[-1]})"
-    )
+    click.echo(f"schema applied; guard row present ({redact_url(settings.resolved_database_url)})")
 
 
 @main.command()

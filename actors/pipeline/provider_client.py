@@ -417,6 +417,21 @@ def parse_batch_response(
         raise ProviderContractError(
             f"provider {service} answered non-JSON: {quote_outside(str(exc))}"
         ) from None
+    try:
+        return _parse_envelope(envelope, service, limit, max_columns)
+    except ExportError:
+        raise
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        # Same class of fault as a malformed field (e.g. a message nested too deeply to
+        # quote): the answer is unusable, so it is permanent and never costs the retries a
+        # transient error would.
+        raise ProviderContractError(
+            f"provider {service} answered data that cannot be read "
+            f"({type(exc).__name__}: {quote_outside(str(exc))})"
+        ) from None
+
+
+def _parse_envelope(envelope: Any, service: str, limit: int, max_columns: int) -> ProviderBatch:
     if not isinstance(envelope, dict):
         raise ProviderContractError(f"provider {service} answered JSON that is not an object")
     code = envelope.get("code")
@@ -434,13 +449,6 @@ def parse_batch_response(
         return parse_batch_data(data, limit=limit, max_columns=max_columns)
     except ProviderContractError as exc:
         raise ProviderContractError(f"provider {service}: {exc}") from None
-    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
-        # Same class of fault as a malformed field: the answer itself is unusable, so it
-        # is permanent and never costs the retries a transient error would.
-        raise ProviderContractError(
-            f"provider {service} answered data that cannot be read "
-            f"({type(exc).__name__}: {quote_outside(str(exc))})"
-        ) from None
 
 
 def _decode_json(raw: bytes) -> Any:
@@ -698,7 +706,10 @@ async def _error_detail(response: httpx.Response) -> str:
     except (httpx.HTTPError, ValueError, RecursionError):
         return ""
     if isinstance(envelope, dict) and envelope.get("message") is not None:
-        return f"code {_clip(str(envelope.get('code')))}: {_clip(str(envelope['message']))}"
+        try:
+            return f"code {_clip(str(envelope.get('code')))}: {_clip(str(envelope['message']))}"
+        except (ValueError, RecursionError):  # nested too deeply to quote: quote nothing
+            return ""
     return ""
 
 
