@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import secrets
 import sys
 import tempfile
@@ -17,18 +16,12 @@ import trio
 from actors.config import Settings, load_settings
 from actors.core.errors import ConfigError
 from actors.core.models import AppCode
+from actors.core.text import redact_url
+from actors.logging_setup import configure_logging
 
 API = "/api/platform/v1/files/export-tasks"
 DEMO_PERMS = ("platform:customer:export",)
 DEMO_MAX_ROWS = 500_000  # registry ceiling for max-rows (§10.3)
-
-
-def configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)-8s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
 
 
 def _settings_or_exit(**overrides: Any) -> Settings:
@@ -75,9 +68,7 @@ def migrate() -> None:
         trio.run(run)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(
-        f"schema applied; guard row present ({settings.resolved_database_url.split('@')[-1]})"
-    )
+    click.echo(f"schema applied; guard row present ({redact_url(settings.resolved_database_url)})")
 
 
 @main.command()

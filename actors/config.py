@@ -128,6 +128,12 @@ class Settings(BaseSettings):
     shutdown_grace_seconds: float = Field(
         60, ge=0, validation_alias=AliasChoices("FILE_EXPORT_SHUTDOWN_GRACE_SECONDS")
     )
+    provider_request_timeout_seconds: float = Field(
+        60, gt=0, validation_alias=AliasChoices("FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS")
+    )
+    """FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS: total time for one Provider batch
+    request, body included. The 15 s read timeout (§14) only bounds the gap between two
+    reads; this bounds the whole answer. Keep it well below the lease."""
 
     # -- message queue (§6.2) -------------------------------------------------------------
     mq_topic_prefix: str | None = _env("MQ_TOPIC_PREFIX")

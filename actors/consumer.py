@@ -209,6 +209,7 @@ class ConsumerSlot:
             content_type=result.content_type,
             size_bytes=result.size_bytes,
             rows=result.rows,
+            total_rows=result.total_rows,
             retention_seconds=self.settings.retention_days * 86400,
         )
         if ok:

@@ -270,7 +270,12 @@ async def _serve(
     jwt_secret, dev_secret = resolve_jwt_secret(settings)
     service_token = _service_token(settings)
     base_urls: dict[str, str] = dict(settings.provider_urls)
-    provider = ProviderClient(base_urls, service_token, observer=metrics)
+    provider = ProviderClient(
+        base_urls,
+        service_token,
+        request_timeout=settings.provider_request_timeout_seconds,
+        observer=metrics,
+    )
     transport: CommandTransport
     if settings.transport == "rocketmq":
         from actors.transport.rocketmq import RocketMQTransport

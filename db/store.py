@@ -507,9 +507,13 @@ class ExportStore:
         size_bytes: int,
         rows: int,
         retention_seconds: float,
+        total_rows: int | None = None,
     ) -> bool:
         """§8.4 final commit, fenced by version, owner, status and deadline. False means
-        the caller must delete its file."""
+        the caller must delete its file.
+
+        ``rows`` becomes ``processed_rows``; ``total_rows`` (default: ``rows``) keeps a
+        Provider's announced figure when fewer rows came than it announced (§10.2)."""
         async with self.db.transaction() as tx:
             return (
                 await tx.execute(
@@ -520,7 +524,7 @@ class ExportStore:
                         "object_key": object_key,
                         "content_type": content_type,
                         "size_bytes": size_bytes,
-                        "total_rows": rows,
+                        "total_rows": rows if total_rows is None else total_rows,
                         "processed_rows": rows,
                         "retention_seconds": retention_seconds,
                     },

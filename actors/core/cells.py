@@ -10,7 +10,9 @@ Rules (§11 "通用 XLSX Writer", §12 limits):
 * STRING: any JSON scalar -> text (``bool`` -> ``"true"``/``"false"``).
 * INTEGER: ``int`` (not ``bool``) or an ASCII string of optional sign + digits -> number;
   beyond ±2**53 the exact digits are written as text without a warning (a double would
-  silently change them).
+  silently change them). Digit strings are never passed to ``int()`` when they are that
+  long, so Python's 4,300-digit conversion limit cannot turn a Provider's value into a
+  ``ValueError``; an integer with more digits than a cell holds cannot be written at all.
 * DECIMAL: ``int``, ``float`` or a decimal string that is finite -> number (float).
 * BOOLEAN: ``bool`` or ``"true"``/``"false"`` (any case) -> boolean.
 * DATE: ``"YYYY-MM-DD"`` -> datetime at midnight, ``is_date_only=True``.
@@ -25,6 +27,11 @@ Every string cell, whatever the column, gets two guards: the formula-injection g
 starting with ``= + - @ TAB CR`` gets a leading apostrophe, §11) and truncation to Excel's
 32767-character limit (§11, §12), counted in UTF-16 code units as Excel counts them.
 Lone UTF-16 surrogates (legal in JSON, illegal in XML) are replaced with U+FFFD.
+
+Only values that no cell can represent raise, and they raise
+:class:`~actors.core.errors.ProviderContractError` (permanent: the same data fails every
+attempt): an integer longer than a cell, an array or object nested too deeply to write as
+JSON text. The writer adds where the value was (batch, row, column).
 """
 
 from __future__ import annotations
@@ -37,12 +44,16 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, Literal
 
+from actors.core.errors import ProviderContractError
 from actors.core.models import ColumnDef, ColumnType
 
 #: Excel's maximum cell text length, in UTF-16 code units (§11, §12).
 EXCEL_MAX_CELL_CHARS = 32_767
 #: Largest magnitude a double holds exactly; INTEGER values beyond it are written as text.
 MAX_EXACT_INTEGER = 2**53
+#: Digits of MAX_EXACT_INTEGER: a digit string longer than this (leading zeros aside) is
+#: beyond it without converting it.
+_EXACT_DIGITS = len(str(MAX_EXACT_INTEGER))
 #: First characters that make Excel (or a CSV re-import) evaluate text as a formula (§11).
 FORMULA_TRIGGERS = "=+-@\t\r"
 #: Earliest date Excel can display (serial 1 in the 1900 date system).
@@ -101,13 +112,24 @@ def to_cell(column: ColumnDef, value: Any) -> Cell:
         value: the raw JSON value from the Provider row (or a Python scalar).
 
     Returns:
-        The typed cell. Never raises for any value: an unusable value becomes a string
-        cell with ``invalid=True`` and a warning.
+        The typed cell. A value that does not fit its column becomes a string cell with
+        ``invalid=True`` and a warning; no data is lost and the export goes on.
+
+    Raises:
+        ProviderContractError: the value cannot be represented in any cell: an integer
+            with more digits than a cell holds, or an array/object nested too deeply
+            (or holding an integer too long) to write as JSON text.
     """
     if value is None:
         return BLANK
     if isinstance(value, (dict, list, tuple)):
-        text = json.dumps(value, ensure_ascii=False, default=str)
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        except (RecursionError, ValueError) as exc:
+            raise ProviderContractError(
+                f"{_kind_name(value)} value cannot be written as JSON text "
+                f"({type(exc).__name__}: nested too deeply or holding an integer too long)"
+            ) from None
         return text_cell(
             text,
             f"{_kind_name(value)} value in a {column.type} column written as JSON text",
@@ -212,15 +234,39 @@ def _string(column_type: ColumnType, value: Any) -> Cell:
 def _integer(column_type: ColumnType, value: Any) -> Cell:
     if isinstance(value, int) and not isinstance(value, bool):
         number = int(value)
-    elif isinstance(value, str) and _INTEGER_RE.fullmatch(value):
+        if abs(number) > MAX_EXACT_INTEGER:
+            try:
+                return _integer_text(str(number))
+            except ValueError:  # over Python's int-to-str digit limit
+                raise ProviderContractError(
+                    f"integer of about {int(number.bit_length() * 0.30103)} digits is too "
+                    f"long for a cell of {EXCEL_MAX_CELL_CHARS} characters"
+                ) from None
+        return Cell("number", number)
+    if isinstance(value, str) and _INTEGER_RE.fullmatch(value):
+        negative = value[0] == "-"
+        digits = value.lstrip("+-").lstrip("0") or "0"
+        if len(digits) > _EXACT_DIGITS:
+            # Certainly beyond 2**53: never int() it (4,300-digit limit, and slow).
+            return _integer_text("-" + digits if negative else digits)
         number = int(value)
-    else:
-        return _invalid(column_type, value)
-    if abs(number) > MAX_EXACT_INTEGER:
-        # Exact digits as text, on purpose and without a warning. A digits-only string is
-        # not a formula, so it skips the injection guard (a "-" would otherwise get "'").
-        return _limited(str(number), None, False)
-    return Cell("number", number)
+        if abs(number) > MAX_EXACT_INTEGER:
+            return _integer_text(str(number))
+        return Cell("number", number)
+    return _invalid(column_type, value)
+
+
+def _integer_text(digits: str) -> Cell:
+    """Exact digits as text, on purpose and without a warning. A digits-only string is not
+    a formula, so it skips the injection guard (a "-" would otherwise get "'")."""
+    if len(digits) > EXCEL_MAX_CELL_CHARS:
+        # Cutting digits would write a different number: refuse instead (§12: a cell holds
+        # at most 32767 characters).
+        raise ProviderContractError(
+            f"integer of {len(digits.lstrip('-'))} digits is too long for a cell of "
+            f"{EXCEL_MAX_CELL_CHARS} characters"
+        )
+    return Cell("string", digits)
 
 
 def _decimal(column_type: ColumnType, value: Any) -> Cell:

@@ -20,9 +20,16 @@ The hierarchy::
 
 Lower-layer errors (httpx, OSError, xlsxwriter) are translated into these at the edge of
 the pipeline, so the consumer slot decides the task's fate from the class alone.
+
+The message of every :class:`ExportError` becomes a task's ``failure_message`` and a log
+line, and often quotes outside text (a Provider's message, a cursor, an exception text).
+So the constructor makes it safe once for every raise site: control characters are
+escaped and URL credentials redacted (:mod:`actors.core.text`).
 """
 
 from __future__ import annotations
+
+from actors.core.text import escape_control, redact_credentials
 
 
 class ExportCenterError(Exception):
@@ -72,7 +79,16 @@ class ApiError(ExportCenterError):
 
 
 class ExportError(ExportCenterError):
-    """Base of the errors that end one export run. ``str(err)`` becomes failure_message."""
+    """Base of the errors that end one export run. ``str(err)`` becomes failure_message.
+
+    Args:
+        message: what went wrong, in words. Stored escaped (no CR/LF or other control,
+            bidi or surrogate characters) and with URL credentials redacted, so no raise
+            site can forge a log line or leak a password through ``failure_message``.
+    """
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(escape_control(redact_credentials(str(message))))
 
 
 class PermanentExportError(ExportError):
@@ -99,7 +115,13 @@ class ProviderUnavailableError(TransientExportError):
 
 
 class CursorNotAdvancingError(TransientExportError):
-    """``hasMore`` is true but ``nextCursor`` is empty or did not advance (§10.1)."""
+    """``hasMore`` is true but the export makes no progress: ``nextCursor`` is empty, did
+    not advance, repeats a cursor already sent in this run (a cycle), or too many empty
+    batches came in a row (§10.1).
+
+    Transient, as the seed classifies it: a Provider may read a moving index mid-update,
+    and a new attempt starts from a fresh snapshot. The run stops at the first breach
+    rather than at the deadline, and the retries are bounded by ``max-attempts``."""
 
 
 class StorageUnavailableError(TransientExportError):

@@ -25,13 +25,19 @@ class AbortReason(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ExportResult:
-    """What a successful pipeline run produced."""
+    """What a successful pipeline run produced.
+
+    ``rows`` is what the file holds; ``total_rows`` is what the task keeps as its total:
+    the Provider's announced ``totalRows`` when more were announced than came (§10.2:
+    deletions during the export), else ``rows``. ``None`` means "same as ``rows``".
+    """
 
     object_key: str
     file_name: str
     content_type: str
     size_bytes: int
     rows: int
+    total_rows: int | None = None
 
 
 @dataclass

@@ -5,14 +5,26 @@ every answer outside the contract is translated here into the §9.1 classes of
 :mod:`actors.core.errors`, so the consumer slot decides a task's fate from the class alone
 and never sees an httpx exception::
 
-    ProviderUnavailableError  (transient)  connect error / timeout, read timeout, any other
+    ProviderUnavailableError  (transient)  connect error / timeout, read timeout, a batch
+                                           request over its total time limit, any other
                                            transport error, HTTP 5xx, HTTP 429
-    CursorNotAdvancingError   (transient)  hasMore with an empty or unchanged nextCursor
+    CursorNotAdvancingError   (transient)  hasMore with an empty nextCursor, a cursor that
+                                           repeats one already sent (a cycle), too many
+                                           empty batches in a row
     ProviderContractError     (permanent)  other HTTP status, envelope code != "200" (this
                                            covers an invalid or expired snapshot token,
-                                           §10.2), non-JSON or malformed data, schemaHash
-                                           or snapshotToken changed between batches
-    LimitExceededError        (permanent)  body over 4 MB, more than 100 columns (§12)
+                                           §10.2), non-JSON or malformed data, a value we
+                                           cannot represent, schemaHash or snapshotToken
+                                           changed between batches
+    LimitExceededError        (permanent)  body over 4 MB, more than 100 columns (§12),
+                                           first totalRows over max-rows, more batches
+                                           than max-rows / batch-size allows
+
+No Provider answer escapes as another exception: whatever Python raises while decoding or
+checking it (an integer over the 4,300-digit conversion limit, deep nesting …) becomes a
+ProviderContractError, so a hostile answer costs one attempt, not ``max-attempts``.
+Provider text quoted in a message is escaped, clipped and stripped of URL credentials
+(:func:`actors.core.text.quote_outside`).
 
 :class:`ProviderClient` makes one request (:meth:`ProviderClient.fetch_batch`);
 :func:`iterate_batches` drives the cursor, echoes the snapshot token and checks the
@@ -23,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeGuard, cast
@@ -30,8 +43,8 @@ from typing import Any, Protocol, TypeGuard, cast
 import httpx
 import trio
 
+from actors.core.batch_rules import BatchGuard
 from actors.core.errors import (
-    CursorNotAdvancingError,
     ExportError,
     LimitExceededError,
     PermanentExportError,
@@ -39,6 +52,7 @@ from actors.core.errors import (
     ProviderUnavailableError,
 )
 from actors.core.models import ColumnDef, ColumnType, ExportDefinition, ProviderBatch
+from actors.core.text import quote_outside
 
 #: Header that carries the shared internal token; the user's bearer token is never
 #: forwarded (§12).
@@ -50,6 +64,11 @@ MAX_SNAPSHOT_TOKEN_CHARS = 512
 #: Column width bounds in Excel character units (§11: "列宽上限 ≤255").
 MIN_COLUMN_WIDTH = 1
 MAX_COLUMN_WIDTH = 255
+#: Largest ``totalRows`` the task row can hold (``total_rows`` is a signed BIGINT).
+MAX_TOTAL_ROWS = 2**63 - 1
+#: Default total time for one batch request, body included, in seconds
+#: (``FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS``).
+DEFAULT_REQUEST_TIMEOUT = 60.0
 
 #: How much of a 4xx body we read to quote the Provider's message in failure_message.
 _ERROR_DETAIL_BYTES = 8 * 1024
@@ -156,6 +175,10 @@ class ProviderClient:
         connect_timeout: seconds to connect and to wait for a pooled connection (§14: 3 s).
         read_timeout: seconds between bytes on the wire, and to write the request
             (§14: 15 s, set for the export client alone, not a global default).
+        request_timeout: seconds for one whole batch request, from sending to the last
+            byte of the body. The read timeout only bounds the gap between two reads, so a
+            Provider dripping one byte every few seconds would otherwise hold a slot until
+            the run's deadline.
         max_response_bytes: largest accepted response body in bytes, enforced while
             reading (§11, §12: 4 MB).
         max_columns: largest accepted column count (§11, §12: 100).
@@ -173,13 +196,14 @@ class ProviderClient:
         http: httpx.AsyncClient | None = None,
         connect_timeout: float = 3.0,
         read_timeout: float = 15.0,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         max_response_bytes: int = 4 * 1024 * 1024,
         max_columns: int = 100,
         observer: ProviderObserver | None = None,
     ) -> None:
         if not service_token:
             raise ValueError("service_token must not be empty (§12)")
-        if connect_timeout <= 0 or read_timeout <= 0:
+        if min(connect_timeout, read_timeout, request_timeout) <= 0:
             raise ValueError("timeouts must be positive seconds")
         if max_response_bytes < 1 or max_columns < 1:
             raise ValueError("max_response_bytes and max_columns must be positive")
@@ -187,6 +211,7 @@ class ProviderClient:
         self._service_token = service_token
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
+        self._request_timeout = request_timeout
         self._timeout = httpx.Timeout(
             connect=connect_timeout, read=read_timeout, write=read_timeout, pool=connect_timeout
         )
@@ -229,12 +254,14 @@ class ProviderClient:
         Raises:
             ValueError: a tenant field is missing; nothing was sent.
             ProviderUnavailableError: no base URL for the service, connect error or
-                timeout, read or write timeout, other transport error, HTTP 5xx or 429.
+                timeout, read or write timeout, the whole request took longer than
+                ``request_timeout``, other transport error, HTTP 5xx or 429.
             ProviderContractError: another non-200 HTTP status, envelope code other than
                 "200" (the Provider's code and message are quoted), a body that is not JSON,
                 a malformed or missing field, an unknown column type, a column width outside
                 1..255, a snapshot token over 512 characters, more rows than
-                ``request.limit``.
+                ``request.limit``, a ``totalRows`` beyond a BIGINT, or any value whose
+                decoding makes Python raise.
             LimitExceededError: the body passed ``max_response_bytes`` or there are more
                 than ``max_columns`` columns.
         """
@@ -242,8 +269,10 @@ class ProviderClient:
         service = definition.provider_service
         started = trio.current_time()
         try:
-            raw = await self._post(definition, body)
-            batch = self._parse(raw, service, request.limit)
+            raw = await self._post_within_limit(definition, body)
+            batch = parse_batch_response(
+                raw, service=service, limit=request.limit, max_columns=self._max_columns
+            )
         except ExportError:
             self._observe(definition, started, ok=False)
             raise
@@ -260,6 +289,17 @@ class ProviderClient:
                 trio.current_time() - started,
                 ok,
             )
+
+    async def _post_within_limit(self, definition: ExportDefinition, body: bytes) -> bytes:
+        """:meth:`_post` under the total time limit of one batch request."""
+        with trio.move_on_after(self._request_timeout):
+            return await self._post(definition, body)
+        # Cancelling the stream closes its connection; nothing of the answer is kept.
+        raise ProviderUnavailableError(
+            f"provider {definition.provider_service} did not finish answering a batch request "
+            f"within the total limit of {self._request_timeout:g} s "
+            "(FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS)"
+        )
 
     async def _post(self, definition: ExportDefinition, body: bytes) -> bytes:
         """Send the request and return the body bytes of an HTTP 200 answer."""
@@ -291,21 +331,21 @@ class ProviderClient:
             ) from exc
         except httpx.TimeoutException as exc:
             raise ProviderUnavailableError(
-                f"provider {service} {type(exc).__name__}: {exc}"
+                f"provider {service} {type(exc).__name__}: {quote_outside(str(exc))}"
             ) from exc
         except httpx.DecodingError as exc:
             # The bytes arrived but their Content-Encoding is broken: a bad answer, not a
             # broken link.
             raise ProviderContractError(
-                f"provider {service} sent an undecodable body: {exc}"
+                f"provider {service} sent an undecodable body: {quote_outside(str(exc))}"
             ) from exc
         except httpx.HTTPError as exc:
             raise ProviderUnavailableError(
-                f"provider {service} unreachable: {type(exc).__name__}: {exc}"
+                f"provider {service} unreachable: {type(exc).__name__}: {quote_outside(str(exc))}"
             ) from exc
         except httpx.InvalidURL as exc:
             raise ProviderUnavailableError(
-                f"provider {service} has an invalid base URL: {exc}"
+                f"provider {service} has an invalid base URL: {quote_outside(str(exc))}"
             ) from exc
 
     async def _check_status(self, response: httpx.Response, service: str) -> None:
@@ -345,28 +385,88 @@ class ProviderClient:
             f"({limit} bytes; {seen})"
         )
 
-    def _parse(self, raw: bytes, service: str, limit: int) -> ProviderBatch:
-        try:
-            envelope = json.loads(raw)
-        except (ValueError, RecursionError) as exc:
-            raise ProviderContractError(f"provider {service} answered non-JSON: {exc}") from None
-        if not isinstance(envelope, dict):
-            raise ProviderContractError(f"provider {service} answered JSON that is not an object")
-        code = envelope.get("code")
-        if isinstance(code, bool) or not isinstance(code, str | int):
-            raise ProviderContractError(f"provider {service} envelope has no code")
-        if str(code) != "200":
-            message = envelope.get("message")
-            raise ProviderContractError(
-                f"provider {service} answered code {_clip(str(code))}: {_clip(str(message))}"
-            )
-        data = envelope.get("data")
-        if not isinstance(data, dict):
-            raise ProviderContractError(f"provider {service} envelope data is not an object")
-        try:
-            return parse_batch_data(data, limit=limit, max_columns=self._max_columns)
-        except ProviderContractError as exc:
-            raise ProviderContractError(f"provider {service}: {exc}") from None
+
+def parse_batch_response(
+    raw: bytes, *, service: str, limit: int, max_columns: int
+) -> ProviderBatch:
+    """Decode one HTTP 200 body: JSON, the §5 envelope, then :func:`parse_batch_data`. Pure.
+
+    Integers longer than Python's int/str conversion limit (4,300 digits) are kept as
+    their digit strings rather than failing the decode: a ``totalRows`` of that size is
+    then refused by name, and a cell keeps its exact digits (§5 renders Long values as
+    strings anyway).
+
+    Args:
+        raw: the response body.
+        service: the ``provider-service`` name, for messages.
+        limit: the ``limit`` that was requested, rows.
+        max_columns: the column limit (§12: 100).
+
+    Returns:
+        The validated batch.
+
+    Raises:
+        ProviderContractError: not JSON, not an envelope, a code other than "200" (the
+            Provider's code and message quoted, escaped), a malformed ``data`` (see
+            :func:`parse_batch_data`), or anything else Python raises while reading it.
+        LimitExceededError: more than ``max_columns`` columns.
+    """
+    try:
+        envelope = _decode_json(raw)
+    except (ValueError, RecursionError) as exc:
+        raise ProviderContractError(
+            f"provider {service} answered non-JSON: {quote_outside(str(exc))}"
+        ) from None
+    try:
+        return _parse_envelope(envelope, service, limit, max_columns)
+    except ExportError:
+        raise
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        # Same class of fault as a malformed field (e.g. a message nested too deeply to
+        # quote): the answer is unusable, so it is permanent and never costs the retries a
+        # transient error would.
+        raise ProviderContractError(
+            f"provider {service} answered data that cannot be read "
+            f"({type(exc).__name__}: {quote_outside(str(exc))})"
+        ) from None
+
+
+def _parse_envelope(envelope: Any, service: str, limit: int, max_columns: int) -> ProviderBatch:
+    if not isinstance(envelope, dict):
+        raise ProviderContractError(f"provider {service} answered JSON that is not an object")
+    code = envelope.get("code")
+    if isinstance(code, bool) or not isinstance(code, str | int):
+        raise ProviderContractError(f"provider {service} envelope has no code")
+    if str(code) != "200":
+        message = envelope.get("message")
+        raise ProviderContractError(
+            f"provider {service} answered code {_clip(str(code))}: {_clip(str(message))}"
+        )
+    data = envelope.get("data")
+    if not isinstance(data, dict):
+        raise ProviderContractError(f"provider {service} envelope data is not an object")
+    try:
+        return parse_batch_data(data, limit=limit, max_columns=max_columns)
+    except ProviderContractError as exc:
+        raise ProviderContractError(f"provider {service}: {exc}") from None
+
+
+def _decode_json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:
+        # Only Python's int/str digit limit raises a plain ValueError here (CPython's
+        # decoder); decode again, keeping over-long integers as digit strings.
+        return json.loads(raw, parse_int=_parse_json_int)
+
+
+def _parse_json_int(text: str) -> int | str:
+    try:
+        return int(text)
+    except ValueError:
+        return text
 
 
 def parse_batch_data(data: Mapping[str, Any], *, limit: int, max_columns: int) -> ProviderBatch:
@@ -383,7 +483,9 @@ def parse_batch_data(data: Mapping[str, Any], *, limit: int, max_columns: int) -
     Raises:
         ProviderContractError: a field is missing or of the wrong type, ``schemaVersion``
             is not 1, a column is malformed, ``snapshotToken`` is over 512 characters,
-            there are more rows than ``limit``.
+            ``snapshotToken`` or ``nextCursor`` is not valid Unicode (a lone surrogate
+            cannot be sent back), there are more rows than ``limit``, ``totalRows`` is
+            not an integer in 0..2**63-1.
         LimitExceededError: more than ``max_columns`` columns.
     """
     version = data.get("schemaVersion")
@@ -400,6 +502,8 @@ def parse_batch_data(data: Mapping[str, Any], *, limit: int, max_columns: int) -
             f"snapshotToken has {len(token)} characters; the limit is "
             f"{MAX_SNAPSHOT_TOKEN_CHARS} (§10.2)"
         )
+    if token is not None and not _is_unicode(token):
+        raise ProviderContractError("snapshotToken is not valid Unicode (lone surrogate)")
     raw_columns = data.get("columns")
     columns = None if raw_columns is None else _parse_columns(raw_columns, max_columns)
     rows = data.get("rows")
@@ -412,6 +516,9 @@ def parse_batch_data(data: Mapping[str, Any], *, limit: int, max_columns: int) -
     next_cursor = data.get("nextCursor")
     if next_cursor is not None and not isinstance(next_cursor, str):
         raise ProviderContractError("nextCursor is not a string")
+    if next_cursor is not None and not _is_unicode(next_cursor):
+        # It is sent back as UTF-8 in the next request, which cannot encode it.
+        raise ProviderContractError("nextCursor is not valid Unicode (lone surrogate)")
     has_more = data.get("hasMore")
     if not isinstance(has_more, bool):
         raise ProviderContractError("hasMore is missing or not a boolean")
@@ -466,12 +573,23 @@ def _parse_columns(raw: Any, max_columns: int) -> tuple[ColumnDef, ...]:
 
 def _parse_total_rows(value: Any) -> int | None:
     # An estimate for progress only (§10.2); accepted as a number or, as Long values are
-    # rendered on the wire (§5), as a string of digits.
+    # rendered on the wire (§5), as a string of digits. It is stored in a BIGINT column,
+    # so a larger figure is refused here, by name, not by the database mid-run.
     if value is None:
         return None
-    if _is_int(value) and value >= 0:
-        return int(value)
     if isinstance(value, str) and value.isascii() and value.isdigit():
+        if len(value.lstrip("0")) > len(str(MAX_TOTAL_ROWS)):  # never int() 5,000 digits
+            raise ProviderContractError(
+                f"totalRows has {len(value.lstrip('0'))} digits; the largest the task can "
+                f"hold is {MAX_TOTAL_ROWS}"
+            )
+        value = int(value)
+    if _is_int(value) and value >= 0:
+        if value > MAX_TOTAL_ROWS:
+            raise ProviderContractError(
+                f"totalRows of about 10^{math.floor(value.bit_length() * math.log10(2))} "
+                f"is larger than the task can hold ({MAX_TOTAL_ROWS})"
+            )
         return int(value)
     raise ProviderContractError(f"totalRows {_clip(repr(value))} is not a non-negative integer")
 
@@ -513,12 +631,20 @@ async def iterate_batches(
         ProviderContractError: the first batch has no columns; a later batch has another
             ``schemaHash`` (the Provider changed its columns mid-export: permanent, §10.1)
             or returns a snapshot token other than the one echoed.
-        CursorNotAdvancingError: ``hasMore`` is true while ``nextCursor`` is empty or equal
-            to the cursor just sent (transient, §10.1).
-        ProviderUnavailableError, LimitExceededError: see
-            :meth:`ProviderClient.fetch_batch`, which also checks rows ≤ ``batch_size``.
+        CursorNotAdvancingError: ``hasMore`` is true while ``nextCursor`` is empty, equal
+            to the cursor just sent or to any cursor sent before in this run (a cycle), or
+            after too many empty batches in a row (transient, §10.1; see
+            :mod:`actors.core.batch_rules`).
+        LimitExceededError: the first batch announces ``totalRows`` above ``max-rows``, or
+            the run needs more batches than ``max-rows`` / ``batch-size`` allows; also see
+            :meth:`ProviderClient.fetch_batch`.
+        ProviderUnavailableError: see :meth:`ProviderClient.fetch_batch`, which also
+            checks rows ≤ ``batch_size``.
     """
     limit = definition.batch_size
+    guard = BatchGuard(
+        definition.export_type, max_rows=definition.max_rows, batch_size=definition.batch_size
+    )
     cursor: str | None = None
     token: str | None = None
     schema_hash: str | None = None
@@ -555,12 +681,12 @@ async def iterate_batches(
             raise ProviderContractError(
                 f"batch has {len(batch.rows)} rows; the batch-size limit is {limit} rows"
             )
-        if batch.has_more and not batch.next_cursor:
-            raise CursorNotAdvancingError("provider answered hasMore with an empty nextCursor")
-        if batch.has_more and batch.next_cursor == cursor:
-            raise CursorNotAdvancingError(
-                f"provider answered hasMore without advancing the cursor ({_clip(cursor or '')})"
-            )
+        guard.check(
+            next_cursor=batch.next_cursor,
+            has_more=batch.has_more,
+            rows=len(batch.rows),
+            total_rows=batch.total_rows,
+        )
         yield batch
         if not batch.has_more:
             return
@@ -580,7 +706,10 @@ async def _error_detail(response: httpx.Response) -> str:
     except (httpx.HTTPError, ValueError, RecursionError):
         return ""
     if isinstance(envelope, dict) and envelope.get("message") is not None:
-        return f"code {_clip(str(envelope.get('code')))}: {_clip(str(envelope['message']))}"
+        try:
+            return f"code {_clip(str(envelope.get('code')))}: {_clip(str(envelope['message']))}"
+        except (ValueError, RecursionError):  # nested too deeply to quote: quote nothing
+            return ""
     return ""
 
 
@@ -595,10 +724,12 @@ def _encode(request: BatchRequest) -> bytes:
     body = request.to_json()
     try:
         text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        return text.encode("utf-8")
+    except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
         # The stored parameters can never be sent: retrying cannot help (§9.1 permanent).
-        raise PermanentExportError(f"parameters are not JSON-serialisable: {exc}") from None
-    return text.encode("utf-8")
+        raise PermanentExportError(
+            f"parameters are not JSON-serialisable: {quote_outside(str(exc))}"
+        ) from None
 
 
 def _body_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
@@ -612,7 +743,15 @@ def _is_int(value: Any) -> TypeGuard[int]:
 
 
 def _clip(text: str) -> str:
-    return text if len(text) <= _QUOTE_CHARS else text[:_QUOTE_CHARS] + "…"
+    return quote_outside(text, _QUOTE_CHARS)
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _format_bytes(size: int) -> str:

@@ -7,6 +7,10 @@ through ``RunContext.abort_flag`` at its next write.
 
 Definition values that protect downstream services (``provider-*``, ``batch-size``,
 ``max-rows``) are read from the registry *at execution time* (§10.4).
+
+Warnings about the Provider's data (truncated cells, invalid values, undeclared fields,
+fewer rows than announced) are logged once per run, as one summary line, whether the run
+succeeds or fails.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import BinaryIO
 import trio
 
 from actors.config import Settings
+from actors.core.batch_rules import final_total_rows
 from actors.core.errors import (
     ExportAbortedError,
     PermanentExportError,
@@ -78,6 +83,7 @@ class ExportRunner:
         ctx.object_key = key
         writer: XlsxExportWriter | None = None
         total_estimate: int | None = None
+        batches = 0
         # One batch of read-ahead: the next Provider request runs while this batch is
         # encoded, so Provider latency and XLSX encoding overlap.
         send, recv = trio.open_memory_channel[ProviderBatch](1)
@@ -102,6 +108,7 @@ class ExportRunner:
                     nursery.start_soon(fetch)
                     async with recv:
                         async for batch in recv:
+                            batches += 1
                             if writer is None:
                                 assert batch.columns is not None  # first batch has them
                                 writer = XlsxExportWriter(
@@ -112,7 +119,7 @@ class ExportRunner:
                                     abort=ctx.abort_flag,
                                     tmpdir=str(self.spool_dir) if self.spool_dir else None,
                                 )
-                            await _in_thread(writer.write_rows, batch.rows)
+                            await _in_thread(writer.write_rows, batch.rows, batches)
                             # Providers may send the estimate on the first batch only (§10.2):
                             # keep the last one known rather than blanking the total.
                             if batch.total_rows is not None:
@@ -125,17 +132,31 @@ class ExportRunner:
             assert writer is not None
             size = await _in_thread(writer.close)
             await _in_thread(_close_durably, out)
+            total_rows, shortfall = final_total_rows(total_estimate, writer.rows_written)
+            if shortfall is not None:
+                writer.warnings.note(shortfall)
         except BaseException:
             if writer is not None:
                 writer.discard()
             out.close()
             raise
+        finally:
+            if writer is not None and writer.warnings:
+                log.warning(
+                    "task %s v%d: provider data warnings after %d rows in %d batches: %s",
+                    task.id,
+                    task.dispatch_version,
+                    writer.rows_written,
+                    batches,
+                    writer.warnings.summary(),
+                )
         return ExportResult(
             object_key=key,
             file_name=download_file_name(task.task_name, datetime.now()),
             content_type=XLSX_CONTENT_TYPE,
             size_bytes=size,
             rows=writer.rows_written,
+            total_rows=total_rows,
         )
 
 

@@ -17,28 +17,38 @@ Two gates keep the disk bounded (§11): ``max_rows`` bounds xlsxwriter's tempora
 files while rows arrive, and a counting stream around ``out`` stops the final zip the
 moment it would pass ``max_bytes``, so the file on disk never exceeds the limit.
 Disk errors (``OSError``, xlsxwriter's ``FileCreateError``) leave as
-``StorageUnavailableError`` so the caller decides from the error class alone.
+``StorageUnavailableError`` so the caller decides from the error class alone. A value that
+no cell can represent, or that makes the conversion raise at all, leaves as a permanent
+``ProviderContractError`` naming the batch, row and column — never as a bare Python error
+that the consumer would retry as transient.
+
+The writer logs nothing about the data: truncated cells, invalid values and undeclared
+fields are counted in :attr:`XlsxExportWriter.warnings` (a few examples each) and the run
+logs one summary line (§11 "记 WARN", without one line per cell or key).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import xlsxwriter
 from xlsxwriter.exceptions import FileCreateError
 
 from actors.core.cells import text_cell, to_cell
-from actors.core.errors import ExportAbortedError, LimitExceededError, StorageUnavailableError
+from actors.core.data_warnings import DataWarnings, cell_location
+from actors.core.errors import (
+    ExportAbortedError,
+    LimitExceededError,
+    ProviderContractError,
+    StorageUnavailableError,
+)
 from actors.core.models import ColumnDef
-
-logger = logging.getLogger(__name__)
+from actors.core.text import quote_outside
 
 #: Data rows one worksheet can hold: Excel's 1048576 rows minus the header (§11).
 EXCEL_MAX_DATA_ROWS = 1_048_575
@@ -49,26 +59,10 @@ DATE_FORMAT = "yyyy-mm-dd"
 DATETIME_FORMAT = "yyyy-mm-dd hh:mm:ss"
 #: Rows between two checks of the abort event; the counting stream checks on every write.
 ABORT_CHECK_EVERY = 1000
-#: Per warning kind, how many cells are logged one by one before only counting.
-LOG_FIRST_CELLS = 5
 _MB = 1024 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class WriterWarnings:
-    """What the writer changed or ignored so far (§11: WARN, never an error).
-
-    Attributes:
-        truncated: cells cut to Excel's 32767-character limit.
-        invalid_values: values that did not fit their column type and were written as text.
-        undeclared_fields: row keys that are not declared columns (ignored).
-        ignored_values: how many values were dropped for those undeclared keys.
-    """
-
-    truncated: int = 0
-    invalid_values: int = 0
-    undeclared_fields: frozenset[str] = frozenset()
-    ignored_values: int = 0
+#: Errors that converting or writing one Provider value may raise besides ours: Python's
+#: int/str digit limit, a float overflow, deep nesting, an unencodable character.
+_VALUE_ERRORS = (ValueError, TypeError, OverflowError, RecursionError, UnicodeError)
 
 
 def format_megabytes(limit_bytes: int) -> str:
@@ -213,10 +207,7 @@ class XlsxExportWriter:
         self._rows_written = 0
         self._sheet_rows = 0
         self._sheet_count = 0
-        self._truncated = 0
-        self._invalid = 0
-        self._undeclared: set[str] = set()
-        self._ignored = 0
+        self._warnings = DataWarnings()
         self._state = "open"  # open -> closed | discarded; "broken" after a failed write
         self._size: int | None = None
 
@@ -257,25 +248,25 @@ class XlsxExportWriter:
         return self._rows_written
 
     @property
-    def warnings(self) -> WriterWarnings:
-        """A frozen snapshot of the warning counters."""
-        return WriterWarnings(
-            truncated=self._truncated,
-            invalid_values=self._invalid,
-            undeclared_fields=frozenset(self._undeclared),
-            ignored_values=self._ignored,
-        )
+    def warnings(self) -> DataWarnings:
+        """The warning counters so far (live; the run logs their summary once)."""
+        return self._warnings
 
-    def write_rows(self, rows: Iterable[Mapping[str, Any]]) -> None:
+    def write_rows(self, rows: Iterable[Mapping[str, Any]], batch: int | None = None) -> None:
         """Append rows; only declared columns are written, in declared order.
 
         Args:
             rows: mappings from column key to raw JSON value; missing keys are blank,
                 undeclared keys are ignored and counted (§11).
+            batch: 1-based number of the Provider batch these rows came in, named in
+                warnings and errors; ``None`` when the caller does not batch.
 
         Raises:
             LimitExceededError: the row would be number ``max_rows + 1``, or a cell falls
                 outside Excel's grid.
+            ProviderContractError: a value cannot be represented in a cell (an integer
+                longer than a cell, nesting too deep …); the message names the batch, the
+                row within it and the column key.
             ExportAbortedError: the abort event is set.
             StorageUnavailableError: a temporary row file could not be written.
             RuntimeError: the writer is closed, discarded or broken by an earlier error.
@@ -283,18 +274,19 @@ class XlsxExportWriter:
         if self._state != "open":
             raise RuntimeError(f"writer is {self._state}")
         try:
-            self._write_rows(rows)
+            self._write_rows(rows, batch)
         except BaseException as exc:
             self._state = "broken"
             if isinstance(exc, OSError):
                 raise StorageUnavailableError(f"writing xlsx rows failed: {exc}") from exc
             raise
 
-    def _write_rows(self, rows: Iterable[Mapping[str, Any]]) -> None:
+    def _write_rows(self, rows: Iterable[Mapping[str, Any]], batch: int | None) -> None:
         columns = tuple(enumerate(self._columns))
         keys = self._keys
         abort = self._abort
-        for row in rows:
+        warnings = self._warnings
+        for index, row in enumerate(rows, 1):
             if self._rows_written >= self._max_rows:
                 raise LimitExceededError(f"export exceeds max-rows {self._max_rows}")
             if abort is not None and self._rows_written % ABORT_CHECK_EVERY == 0:
@@ -303,27 +295,45 @@ class XlsxExportWriter:
             if self._sheet_rows == self._rows_per_sheet:
                 self._sheet = self._new_sheet()
             if not row.keys() <= keys:
-                self._note_undeclared(row)
+                warnings.undeclared_fields(row.keys() - keys)
             sheet = self._sheet
             r = self._sheet_rows + 1
-            for c, column in columns:
-                cell = to_cell(column, row.get(column.key))
-                kind = cell.kind
-                if kind == "string":
-                    rc = sheet.write_string(r, c, cell.value)
-                elif kind == "number":
-                    rc = sheet.write_number(r, c, cell.value)
-                elif kind == "datetime":
-                    fmt = self._date_format if cell.is_date_only else self._datetime_format
-                    rc = sheet.write_datetime(r, c, cell.value, fmt)
-                elif kind == "boolean":
-                    rc = sheet.write_boolean(r, c, cell.value)
-                else:
-                    rc = sheet.write_blank(r, c, None)
-                if rc:
-                    self._check_rc(rc, r, c)
-                if cell.warning is not None:
-                    self._note_cell(cell.truncated, cell.invalid, column)
+            # Row number in messages: within the batch when there is one, else in the export.
+            label = index if batch is not None else self._rows_written + 1
+            column = self._columns[0]
+            try:
+                for c, column in columns:
+                    cell = to_cell(column, row.get(column.key))
+                    kind = cell.kind
+                    if kind == "string":
+                        rc = sheet.write_string(r, c, cell.value)
+                    elif kind == "number":
+                        rc = sheet.write_number(r, c, cell.value)
+                    elif kind == "datetime":
+                        fmt = self._date_format if cell.is_date_only else self._datetime_format
+                        rc = sheet.write_datetime(r, c, cell.value, fmt)
+                    elif kind == "boolean":
+                        rc = sheet.write_boolean(r, c, cell.value)
+                    else:
+                        rc = sheet.write_blank(r, c, None)
+                    if rc:
+                        self._check_rc(rc, r, c, batch, label)
+                    if cell.warning is not None:
+                        if cell.truncated:
+                            warnings.truncated_cell(batch, label, column.key)
+                        if cell.invalid:
+                            warnings.invalid_value(batch, label, column.key)
+            except ProviderContractError as exc:
+                where = cell_location(batch, label, column.key)
+                raise ProviderContractError(f"{where}: {exc}") from None
+            except _VALUE_ERRORS as exc:
+                # Whatever else a hostile value makes Python raise is the same class of
+                # fault: the Provider sent something we cannot write. Permanent, located.
+                where = cell_location(batch, label, column.key)
+                raise ProviderContractError(
+                    f"{where}: value cannot be written "
+                    f"({type(exc).__name__}: {quote_outside(str(exc), 120)})"
+                ) from None
             self._sheet_rows += 1
             self._rows_written += 1
 
@@ -364,15 +374,6 @@ class XlsxExportWriter:
         self._size = self._stream.size
         self._state = "closed"
         self._release()
-        if self._truncated or self._invalid or self._undeclared:
-            logger.warning(
-                "xlsx written with warnings: %d rows, %d cells truncated, %d invalid values "
-                "as text, undeclared fields ignored: %s",
-                self._rows_written,
-                self._truncated,
-                self._invalid,
-                sorted(self._undeclared) or "none",
-            )
         return self._size
 
     def discard(self) -> None:
@@ -419,47 +420,16 @@ class XlsxExportWriter:
             sheet.set_column(c, c, width)
             rc = sheet.write_string(0, c, title, self._bold)
             if rc:
-                self._check_rc(rc, 0, c)
+                self._check_rc(rc, 0, c, None, 0)
         sheet.freeze_panes(1, 0)
         self._sheet_rows = 0
         return sheet
 
-    def _check_rc(self, rc: int, row: int, col: int) -> None:
+    def _check_rc(self, rc: int, row: int, col: int, batch: int | None, label: int) -> None:
         if rc == -1:
             raise LimitExceededError(
                 f"cell at row {row + 1}, column {col + 1} is outside Excel's grid"
             )
         if rc == -2:
             # cells.py already truncates by UTF-16 units; count it if xlsxwriter disagrees.
-            self._note_cell(True, False, self._columns[col])
-
-    def _note_cell(self, truncated: bool, invalid: bool, column: ColumnDef) -> None:
-        # Log the first few of each kind, then only count: a bad column in a 200k-row
-        # export must not flood the log. The value itself is never logged (§12).
-        where = f"row {self._rows_written + 1} column {column.key!r}"
-        if truncated:
-            self._truncated += 1
-            _log_limited(
-                self._truncated, "truncated", f"{where}: cell truncated to 32767 characters"
-            )
-        if invalid:
-            self._invalid += 1
-            _log_limited(
-                self._invalid,
-                "invalid",
-                f"{where}: value invalid for type {column.type}, written as text",
-            )
-
-    def _note_undeclared(self, row: Mapping[str, Any]) -> None:
-        for key in row.keys() - self._keys:
-            self._ignored += 1
-            if key not in self._undeclared:
-                self._undeclared.add(key)
-                logger.warning("field %r is not a declared column; ignored", key)
-
-
-def _log_limited(count: int, what: str, message: str) -> None:
-    if count <= LOG_FIRST_CELLS:
-        logger.warning("%s", message)
-    if count == LOG_FIRST_CELLS:
-        logger.warning("further %s cells are counted but not logged", what)
+            self._warnings.truncated_cell(batch, label, self._columns[col].key)

@@ -86,7 +86,7 @@ def main() -> None:
     print(f"seconds:   {seconds:.2f}")
     print(f"rows/s:    {writer.rows_written / seconds:.0f}")
     print(f"peak RSS:  {peak_kib / 1024:.1f} MiB")
-    print(f"warnings:  {writer.warnings}")
+    print(f"warnings:  {writer.warnings.summary() or 'none'}")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from actors.core.cells import (
     text_cell,
     to_cell,
 )
+from actors.core.errors import ProviderContractError
 from actors.core.models import ColumnDef, ColumnType
 
 STRING = ColumnDef("s", "S", ColumnType.STRING)
@@ -143,12 +144,58 @@ def test_integer_from_int_or_digit_string_is_a_number(value: object, number: int
         (-(MAX_EXACT_INTEGER + 1), str(-(MAX_EXACT_INTEGER + 1))),
         ("12345678901234567890", "12345678901234567890"),
         ("-12345678901234567890", "-12345678901234567890"),
+        ("+0012345678901234567890", "12345678901234567890"),
+        ("9007199254740993", "9007199254740993"),
+        ("00000000000000000009007199254740992", 9007199254740992),
+        ("1" * 5000, "1" * 5000),
+        ("-" + "9" * (EXCEL_MAX_CELL_CHARS - 1), "-" + "9" * (EXCEL_MAX_CELL_CHARS - 1)),
+        (10**4000, str(10**4000)),
+    ],
+    ids=[
+        "int-above",
+        "int-below",
+        "digits",
+        "negative-digits",
+        "sign-and-zeros",
+        "just-above",
+        "zeros-then-exact",
+        "5000-digits",
+        "full-cell-of-digits",
+        "int-4001-digits",
     ],
 )
 def test_integer_beyond_2_pow_53_is_exact_text_without_warning_or_apostrophe(
-    value: object, text: str
+    value: object, text: object
 ) -> None:
-    assert to_cell(INTEGER, value) == Cell("string", text)
+    """Issue 13 item 6: 5,000 digits (over Python's int/str limit) are written exactly."""
+    expected = Cell("number", text) if isinstance(text, int) else Cell("string", text)
+    assert to_cell(INTEGER, value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("9" * (EXCEL_MAX_CELL_CHARS + 1), "integer of 32768 digits is too long for a cell"),
+        ("-" + "1" * 40_000, "integer of 40000 digits is too long for a cell"),
+        (10**5000, "too long for a cell of 32767 characters"),
+    ],
+    ids=["one-digit-too-many", "40000-digits", "int-over-str-limit"],
+)
+def test_integer_longer_than_a_cell_is_a_provider_contract_error(
+    value: object, message: str
+) -> None:
+    """Cutting digits would write another number; the value cannot be represented."""
+    with pytest.raises(ProviderContractError, match=message):
+        to_cell(INTEGER, value)
+
+
+@pytest.mark.parametrize("column", ALL_COLUMNS, ids=lambda c: str(c.type))
+def test_nesting_too_deep_to_encode_is_a_provider_contract_error(column: ColumnDef) -> None:
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(ProviderContractError, match="array value cannot be written as JSON"):
+        to_cell(column, deep)
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ integration test runs the real demo Provider behind hypercorn on port 0.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 from collections.abc import AsyncIterator, Callable
@@ -17,6 +18,7 @@ import hypercorn.config
 import hypercorn.trio
 import pytest
 import trio
+import trio.testing
 from quart_trio import QuartTrio
 
 from actors.core.errors import (
@@ -623,3 +625,135 @@ async def test_large_4xx_body_is_not_quoted() -> None:
         ProviderContractError, match=r"^provider customer-service answered HTTP 400$"
     ):
         await fetch(handler)
+
+
+# --- hostile Providers: bounded runs, one-line messages, no stray Python errors ------------
+
+
+async def test_cursor_cycle_fails_at_the_first_repeat() -> None:
+    """Issue 8 item 3(a), reported input: a → b → a with hasMore and empty rows was only
+    stopped by the 30-minute deadline. Now the third answer ends the run."""
+    provider = ScriptedProvider(
+        page([], "a", True),
+        page([], "b", True, columns=None),
+        page([], "a", True, columns=None),
+        *[page([], "b", True, columns=None)] * 10,
+    )
+    with pytest.raises(CursorNotAdvancingError) as info:
+        await collect(provider)
+    assert len(provider.requests) == 3
+    assert "nextCursor 'a' repeated after 3 batches (it already asked for batch 2)" in str(
+        info.value
+    )
+
+
+async def test_first_total_rows_above_max_rows_fails_before_a_second_request() -> None:
+    """Issue 8 item 3(e): the announced figure alone fails the run, permanently."""
+    provider = ScriptedProvider(page([1, 2], "2", True, totalRows=11), page([3], "3", False))
+    client = make_client(provider)
+    definition = dataclasses.replace(DEFINITION, max_rows=10)
+    with pytest.raises(LimitExceededError, match="totalRows 11 in its first batch.*max-rows 10"):
+        async with contextlib.aclosing(iterate_batches(client, definition, **TASK)) as stream:
+            async for _ in stream:
+                pass
+    assert len(provider.requests) == 1
+
+
+async def test_a_body_dripping_bytes_hits_the_total_request_limit(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Issue 8 item 3(b): one byte every 5 s never trips the 15 s read timeout; the total
+    limit per request does, and the error is the transient Provider one."""
+    sent = 0
+
+    async def drip() -> AsyncIterator[bytes]:
+        nonlocal sent
+        while True:
+            sent += 1
+            yield b" "
+            await trio.sleep(5)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=drip())
+
+    started = trio.current_time()
+    with pytest.raises(ProviderUnavailableError) as info:
+        await fetch(handler, request_timeout=60)
+    assert "within the total limit of 60 s (FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS)" in str(
+        info.value
+    )
+    assert trio.current_time() - started == pytest.approx(60)
+    assert sent == 12
+
+
+async def test_provider_message_with_crlf_cannot_forge_a_line() -> None:
+    """Issue 8 item 3(d), reported input: the Provider's message ends up escaped."""
+    forged = "boom\n2026-12-01 00:00:00,000 CRITICAL actors.runtime: FORGED"
+    for status in (200, 400):
+        handler = answering(envelope(None, code="500", message=forged), status=status)
+        with pytest.raises(ProviderContractError) as info:
+            await fetch(handler)
+        assert "\n" not in str(info.value)
+        assert "boom\\n2026-12-01 00:00:00,000 CRITICAL" in str(info.value)
+
+
+async def test_transport_error_quoting_a_url_never_shows_its_credentials() -> None:
+    """Issue 8 item 4: credentials inside a Provider base URL stay out of messages."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError(f"cannot reach {request.url}", request=request)
+
+    http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    client = ProviderClient({SERVICE: "http://user:s3cret@provider.test"}, TOKEN, http=http)
+    with pytest.raises(ProviderUnavailableError) as info:
+        await client.fetch_batch(DEFINITION, make_request())
+    assert "s3cret" not in str(info.value)
+    assert "http://***@provider.test" in str(info.value)
+
+
+def raw_answer(literal: str, **overrides: Any) -> bytes:
+    """An answer whose ``"@@"`` placeholder is replaced by a raw JSON ``literal``."""
+    return json.dumps(envelope(batch_data(**overrides))).replace('"@@"', literal).encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (raw_answer('"' + "1" * 5000 + '"', totalRows="@@"), "totalRows has 5000 digits"),
+        (raw_answer("1" * 5000, totalRows="@@"), "totalRows has 5000 digits"),
+        (raw_answer(str(10**30), totalRows="@@"), "larger than the task can hold"),
+        (raw_answer(str(2**63), totalRows="@@"), "larger than the task can hold"),
+        (raw_answer('"\\ud800"', nextCursor="@@", hasMore=True), "nextCursor is not valid"),
+        (raw_answer('"\\udfff"', snapshotToken="@@"), "snapshotToken is not valid"),
+        (raw_answer("[" * 100_000 + "]" * 100_000, rows="@@"), "non-JSON"),
+    ],
+    ids=[
+        "total-5000-digit-string",
+        "total-5000-digit-number",
+        "total-over-bigint",
+        "total-2-pow-63",
+        "cursor-lone-surrogate",
+        "token-lone-surrogate",
+        "nesting-100000-deep",
+    ],
+)
+async def test_unrepresentable_answers_are_permanent_contract_errors(
+    body: bytes, message: str
+) -> None:
+    """Issue 13 item 6: a totalRows beyond BIGINT, an integer over Python's 4,300-digit
+    limit, a cursor that cannot be sent back: a permanent error naming the field, never a
+    ValueError or a database error later on (both were retried as transient)."""
+    with pytest.raises(ProviderContractError, match=message):
+        await fetch(lambda request: httpx.Response(200, content=body))
+
+
+async def test_total_rows_at_the_bigint_limit_is_accepted() -> None:
+    batch = await fetch(answering(envelope(batch_data(totalRows=str(2**63 - 1)))))
+    assert batch.total_rows == 2**63 - 1
+
+
+async def test_integer_literal_over_python_digit_limit_stays_as_its_digits() -> None:
+    """A 5,000-digit number in a row is not a decode failure: the cell keeps the digits."""
+    body = raw_answer("9" * 5000, rows=[{"id": "@@", "name": "big"}])
+    batch = await fetch(lambda request: httpx.Response(200, content=body))
+    assert batch.rows == [{"id": "9" * 5000, "name": "big"}]

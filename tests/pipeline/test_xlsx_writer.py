@@ -17,7 +17,12 @@ import openpyxl
 import pytest
 from openpyxl.utils.escape import unescape
 
-from actors.core.errors import ExportAbortedError, LimitExceededError, StorageUnavailableError
+from actors.core.errors import (
+    ExportAbortedError,
+    LimitExceededError,
+    ProviderContractError,
+    StorageUnavailableError,
+)
 from actors.core.models import ColumnDef, ColumnType
 from actors.pipeline.xlsx_writer import XlsxExportWriter, format_megabytes
 
@@ -267,40 +272,105 @@ def test_abort_event_set_before_close_stops_writing_the_file(
     assert os.listdir(tmpdir_path) == []
 
 
-def test_undeclared_fields_are_ignored_counted_and_logged_once_per_key(
+def test_undeclared_fields_are_ignored_and_counted_without_a_log_line(
     tmp_path: Path, tmpdir_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     columns = TYPED_COLUMNS[:2]
     rows = [{"id": i, "name": "n", "secret": "x", "extra": i} for i in range(3)]
     path = tmp_path / "out.xlsx"
 
-    with caplog.at_level(logging.WARNING, logger="actors.pipeline.xlsx_writer"):
+    with caplog.at_level(logging.DEBUG):
         _, writer = write_file(path, columns, rows, tmpdir_path)
 
-    assert writer.warnings.undeclared_fields == frozenset({"secret", "extra"})
     assert writer.warnings.ignored_values == 6
-    per_key = [r for r in caplog.records if "not a declared column" in r.getMessage()]
-    assert len(per_key) == 2
-    assert all(r.levelno == logging.WARNING for r in per_key)
+    assert writer.warnings.distinct_undeclared_fields == 2
+    assert writer.warnings.rows_with_undeclared == 3
+    assert "6 values of 2 undeclared fields ignored in 3 rows" in writer.warnings.summary()
+    assert caplog.records == []  # the run logs one summary; the writer logs nothing
     values = list(openpyxl.load_workbook(path)["Export"].iter_rows(values_only=True))
     assert all(len(row) == 2 for row in values)
 
 
-def test_truncated_cells_are_all_counted_but_only_the_first_few_logged(
+def test_reported_input_thousands_of_undeclared_keys_log_nothing_per_key(
+    tmp_path: Path, tmpdir_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 8 item 3(c): 125 rows × 2,000 undeclared keys wrote 250,000 WARNING lines and
+    a 2.86 MB line. Now: no line from the writer, a summary under 1 KB."""
+    columns = TYPED_COLUMNS[:1]
+    extra = {f"undeclared_{k:04d}_" + "x" * 1000: k for k in range(2000)}
+    rows = [{"id": i, **extra} for i in range(125)]
+
+    with caplog.at_level(logging.DEBUG):
+        _, writer = write_file(tmp_path / "out.xlsx", columns, rows, tmpdir_path)
+
+    assert caplog.records == []
+    assert writer.warnings.ignored_values == 250_000
+    assert len(writer.warnings.summary()) < 1000
+
+
+def test_truncated_and_invalid_cells_are_counted_with_located_examples(
     tmp_path: Path, tmpdir_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     columns = [ColumnDef("s", "S", ColumnType.STRING), ColumnDef("n", "N", ColumnType.INTEGER)]
     rows = [{"s": "x" * 33_000, "n": "oops"} for _ in range(20)]
 
-    with caplog.at_level(logging.WARNING, logger="actors.pipeline.xlsx_writer"):
-        _, writer = write_file(tmp_path / "out.xlsx", columns, rows, tmpdir_path)
+    with (
+        caplog.at_level(logging.DEBUG),
+        (tmp_path / "out.xlsx").open("wb") as out,
+    ):
+        writer = make_writer(out, columns, tmpdir_path)
+        writer.write_rows(rows[:10], batch=1)
+        writer.write_rows(rows[10:], batch=2)
+        writer.close()
 
     assert writer.warnings.truncated == 20
     assert writer.warnings.invalid_values == 20
-    truncated_logs = [r for r in caplog.records if "cell truncated" in r.getMessage()]
-    assert len(truncated_logs) == 5
-    # Row data never appears in logs (§12).
-    assert not any("oops" in r.getMessage() for r in caplog.records)
+    summary = writer.warnings.summary()
+    assert "20 cells truncated to 32767 characters (batch 1 row 1 column 's'" in summary
+    assert "20 values invalid for their column type written as text (batch 1 row 1" in summary
+    # Row data never appears in logs or the summary (§12).
+    assert caplog.records == [] and "oops" not in summary
+
+
+def _deep(levels: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("9" * 40_000, "batch 2 row 3 column 'id': integer of 40000 digits is too long"),
+        (_deep(100_000), "batch 2 row 3 column 'id': array value cannot be written as JSON"),
+    ],
+    ids=["40000-digit-integer", "nested-100000-deep"],
+)
+def test_a_value_no_cell_can_hold_fails_permanently_naming_batch_row_and_column(
+    tmp_path: Path, tmpdir_path: Path, value: Any, message: str
+) -> None:
+    """Issue 13 item 6: a Provider value that cannot be represented is a permanent
+    ProviderContractError with its location, never a bare ValueError (retried as transient)."""
+    with (tmp_path / "out.xlsx").open("wb") as out:
+        writer = make_writer(out, TYPED_COLUMNS[:2], tmpdir_path)
+        writer.write_rows([typed_row(1), typed_row(2)], batch=1)
+        with pytest.raises(ProviderContractError) as info:
+            writer.write_rows([typed_row(3), typed_row(4), {"id": value, "name": "x"}], batch=2)
+        writer.discard()
+    assert message in str(info.value)
+
+
+def test_5000_digit_integer_string_is_written_as_its_exact_digits(
+    tmp_path: Path, tmpdir_path: Path
+) -> None:
+    """Issue 13 item 6, reported input: 5,000 digits passed Python's int/str limit and
+    raised ValueError in the writer thread; now the digits are kept as text (§5 Long)."""
+    digits = "7" * 5000
+    path = tmp_path / "out.xlsx"
+    write_file(path, TYPED_COLUMNS[:1], [{"id": digits}, {"id": "-" + digits}], tmpdir_path)
+    sheet = openpyxl.load_workbook(path)["Export"]
+    assert [sheet["A2"].value, sheet["A3"].value] == [digits, "-" + digits]
 
 
 def test_discard_leaves_no_temp_files_and_is_safe_twice(tmp_path: Path, tmpdir_path: Path) -> None:

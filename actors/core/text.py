@@ -1,0 +1,109 @@
+"""Outside text made safe to quote in a log line or a ``failure_message``. Pure.
+
+Text that comes from outside — a Provider's error message, a cursor, a header value, an
+exception text that quotes one of them, a task name — must never be able to start a new
+log line (CR, LF, NEL, U+2028 …), reorder what a terminal shows (bidirectional
+overrides), or break an encoder further down (lone UTF-16 surrogates, which UTF-8 cannot
+encode). Nor may a URL we quote carry its credentials into a log.
+
+:func:`escape_control` is **idempotent**: its output contains no character it escapes, and
+it leaves backslashes alone, so applying it at a quote site *and* again in the log
+formatter never doubles anything. The price: a Provider that sends the two characters
+``\\n`` is shown the same as one that sent a newline; both stay on one line, which is what
+matters.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Format characters that change the visual order of text (Unicode bidi controls and
+#: marks). Other ``Cf`` characters (soft hyphen, joiners) are harmless and kept.
+BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# What is escaped: the controls (C0, DEL, C1 — NEL is one: Unicode category Cc), the line
+# and paragraph separators (Zl, Zp), the bidi controls above, and lone surrogates (Cs).
+_ESCAPED = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff" + "".join(sorted(BIDI_CONTROLS)) + "]"
+)
+# scheme://userinfo@ — the userinfo (user, or user:password) is what we redact.
+_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/?#@\s]+)@")
+#: What replaces the userinfo of a URL.
+REDACTED = "***"
+
+
+def escape_control(text: str) -> str:
+    """Escape every character that could forge a line or break an encoder.
+
+    Args:
+        text: any text, possibly from outside.
+
+    Returns:
+        ``text`` with CR, LF and TAB as ``\\r``, ``\\n``, ``\\t``, other controls and
+        separators as ``\\xNN`` / ``\\uNNNN``, bidirectional controls as ``\\uNNNN``, and
+        lone surrogates as ``\\udNNN``. Everything else, backslashes included, is kept.
+        The result is one line, encodable as UTF-8, and ``escape_control`` of it is
+        itself.
+    """
+    if not _ESCAPED.search(text):
+        return text
+    return _ESCAPED.sub(_escape_match, text)
+
+
+def _escape_match(match: re.Match[str]) -> str:
+    char = match.group()
+    short = _SHORT_ESCAPES.get(char)
+    if short is not None:
+        return short
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def quote_outside(text: str, limit: int = 200) -> str:
+    """Outside text ready to embed in one of our messages: escaped, redacted, clipped.
+
+    Args:
+        text: the text to quote (a Provider message, a cursor, an exception text …).
+        limit: the most characters of ``text`` quoted; ≥ 1.
+
+    Returns:
+        ``text`` with URL credentials redacted, cut to ``limit`` characters (``…``
+        appended when it was longer), then escaped. Cutting before escaping never leaves
+        half an escape sequence; the result is at most ``6 * limit + 1`` characters.
+    """
+    safe = redact_credentials(text)
+    if len(safe) <= limit:
+        return escape_control(safe)
+    return escape_control(safe[:limit]) + "…"
+
+
+def redact_url(url: str) -> str:
+    """A URL without its credentials: ``http://user:secret@host/p`` -> ``http://***@host/p``.
+
+    Args:
+        url: a URL, possibly with ``user:password@`` (or a bare token) before the host.
+
+    Returns:
+        The URL with the userinfo replaced by :data:`REDACTED`; unchanged if it has none.
+    """
+    return redact_credentials(url)
+
+
+def redact_credentials(text: str) -> str:
+    """Replace the userinfo of every ``scheme://userinfo@`` URL inside ``text``.
+
+    Used on every formatted log line and on every export error message, so a base URL
+    with ``user:password@`` cannot leak through any message that quotes it (httpx's own
+    request line, an exception text, a configuration echo).
+
+    Args:
+        text: free text that may contain URLs.
+
+    Returns:
+        ``text`` with each URL's userinfo replaced by :data:`REDACTED`.
+    """
+    if "@" not in text or "://" not in text:
+        return text
+    return _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)

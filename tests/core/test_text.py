@@ -1,0 +1,98 @@
+"""Escaping and redaction of outside text (actors.core.text) and its use by ExportError."""
+
+from __future__ import annotations
+
+import pytest
+
+from actors.core.errors import ProviderContractError, TransientExportError
+from actors.core.text import escape_control, quote_outside, redact_credentials, redact_url
+
+FORGED = "boom\n2026-12-01 00:00:00,000 CRITICAL actors.runtime: FORGED"
+
+
+@pytest.mark.parametrize(
+    ("text", "escaped"),
+    [
+        ("plain text", "plain text"),
+        ("中文 é ü — …", "中文 é ü — …"),
+        ("back\\slash \\n kept", "back\\slash \\n kept"),
+        (FORGED, "boom\\n2026-12-01 00:00:00,000 CRITICAL actors.runtime: FORGED"),
+        ("a\r\nb", "a\\r\\nb"),
+        ("tab\there", "tab\\there"),
+        ("nul\x00 bell\x07 esc\x1b[31m", "nul\\x00 bell\\x07 esc\\x1b[31m"),
+        ("del\x7f", "del\\x7f"),
+        ("nel\x85 c1\x9b", "nel\\x85 c1\\x9b"),
+        ("ls\u2028ps\u2029", "ls\\u2028ps\\u2029"),
+        ("rtl\u202eevil\u202c", "rtl\\u202eevil\\u202c"),
+        (
+            "isolate\u2066x\u2069 mark\u200f alm\u061c",
+            "isolate\\u2066x\\u2069 mark\\u200f alm\\u061c",
+        ),
+        ("lone \ud800 surrogate", "lone \\ud800 surrogate"),
+        ("soft\u00adhyphen zwj\u200d", "soft\u00adhyphen zwj\u200d"),
+    ],
+    ids=[
+        "plain",
+        "unicode",
+        "backslashes",
+        "forged-line",
+        "crlf",
+        "tab",
+        "c0",
+        "del",
+        "c1-nel",
+        "line-separators",
+        "bidi-override",
+        "bidi-isolates-marks",
+        "lone-surrogate",
+        "harmless-format-chars",
+    ],
+)
+def test_escape_control_makes_one_encodable_line(text: str, escaped: str) -> None:
+    """Issue 8 item 3(d): outside text can never start a log line or break UTF-8."""
+    result = escape_control(text)
+    assert result == escaped
+    assert len(result.splitlines()) <= 1
+    result.encode("utf-8")  # no lone surrogate left
+    assert escape_control(result) == result  # idempotent: safe to apply twice
+
+
+def test_quote_outside_clips_before_escaping_and_marks_the_cut() -> None:
+    assert quote_outside("x" * 300) == "x" * 200 + "…"
+    assert quote_outside("ab\n\n\n", 3) == "ab\\n…"  # never half an escape
+    assert quote_outside("short\n") == "short\\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("http://user:secret@127.0.0.1:8080/p", "http://***@127.0.0.1:8080/p"),
+        ("https://token@provider.test", "https://***@provider.test"),
+        ("mysql://export:pw@db:3306/ec", "mysql://***@db:3306/ec"),
+        (
+            'HTTP Request: POST http://u:p@h/x "HTTP/1.1 200 OK" and http://a:b@c/',
+            'HTTP Request: POST http://***@h/x "HTTP/1.1 200 OK" and http://***@c/',
+        ),
+        ("http://host/path?mail=a@b.test", "http://host/path?mail=a@b.test"),
+        ("no url, user@example.test", "no url, user@example.test"),
+        ("http://host:80/", "http://host:80/"),
+    ],
+)
+def test_redact_credentials_removes_userinfo_of_every_url(text: str, redacted: str) -> None:
+    """Issue 8 item 4: credentials in a Provider base URL never reach a message."""
+    assert redact_credentials(text) == redacted
+
+
+def test_redact_url_keeps_the_rest_of_the_url() -> None:
+    assert redact_url("http://user:secret@host:1/a?b=c#d") == "http://***@host:1/a?b=c#d"
+
+
+def test_export_error_messages_are_escaped_and_redacted_at_every_raise_site() -> None:
+    """The failure_message of any export error is one line without credentials, whatever
+    the raise site quoted (issue 8 items 3(d) and 4)."""
+    error = ProviderContractError(f"provider said {FORGED} via http://user:secret@h/")
+    assert "\n" not in str(error) and "secret" not in str(error)
+    assert "\\n2026-12-01" in str(error) and "http://***@h/" in str(error)
+    wrapped = TransientExportError(f"internal error: ValueError: {str(error)}\r\x00")
+    assert str(wrapped).endswith("\\r\\x00")
+    assert str(TransientExportError(str(wrapped))) == str(wrapped)  # no double escaping
