@@ -128,6 +128,13 @@ class Settings(BaseSettings):
     shutdown_grace_seconds: float = Field(
         60, ge=0, validation_alias=AliasChoices("FILE_EXPORT_SHUTDOWN_GRACE_SECONDS")
     )
+    db_retry_seconds: float = Field(
+        30, ge=0, validation_alias=AliasChoices("FILE_EXPORT_DB_RETRY_SECONDS")
+    )
+    """FILE_EXPORT_DB_RETRY_SECONDS: how long a store transition retries a lost or refused
+    database connection (a killed connection, a server restart) before its caller sees
+    the error; long enough for a MariaDB restart. Settling a run keeps retrying until its
+    lease margin regardless."""
 
     # -- message queue (§6.2) -------------------------------------------------------------
     mq_topic_prefix: str | None = _env("MQ_TOPIC_PREFIX")

@@ -625,7 +625,7 @@ class ExportStore:
         this call's own claim, returned as claimed, so the task neither runs twice nor
         waits for its lease to expire. This relies on the caller: no other executor of
         this process may claim the same task meanwhile (the consumer slots share a
-        registry of the tasks they hold, ``actors.consumer.LocalClaims``)."""
+        registry of the tasks they hold, ``actors.local_claims.LocalClaims``)."""
         async with self.db.transaction() as tx:
             n = await tx.execute(
                 self._sql.CLAIM_TASK,
