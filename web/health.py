@@ -16,6 +16,9 @@ from db.store import ExportStore
 
 log = logging.getLogger("web.health")
 
+#: Retry budget of one probe, seconds.
+PROBE_RETRY_SECONDS = 0.1
+
 
 class DatabaseProbe:
     """Is the database reachable now? ``SELECT`` of the DB clock, one fresh-connection
@@ -29,7 +32,8 @@ class DatabaseProbe:
     """
 
     def __init__(self, store: ExportStore, *, timeout: float = 1.0, ttl: float = 1.0) -> None:
-        self._store = store.with_retry_budget(timeout)
+        # Enough for one retry on a fresh connection (a dead pooled one), no more.
+        self._store = store.with_retry_budget(min(timeout, PROBE_RETRY_SECONDS))
         self.timeout = timeout
         self.ttl = ttl
         self._lock = trio.Lock()
