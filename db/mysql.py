@@ -71,6 +71,9 @@ _SERVER_CLOSED = frozenset({2006, 1927, 1053, 4031})
 #: The connection cannot be used any more (besides the above): lost during a query, lost
 #: (extended), commands out of sync, can't connect, can't connect via socket.
 _CONNECTION = _SERVER_CLOSED | {2013, 2055, 2014, 2003, 2002}
+#: asyncmy raises "server has gone away" only when it cannot write the request at all (its
+#: transport is already closed): the statement never reached the server.
+_NOT_SENT = 2006
 #: A connection attempt the server refused for good: access denied to the database,
 #: access denied for the user, unknown database.
 _ACCESS = frozenset({1044, 1045, 1049})
@@ -369,6 +372,8 @@ class MysqlDatabase:
                 try:
                     await tx.execute("COMMIT")
                 except ConnectionLostError as exc:
+                    if _error_code(exc.__cause__) == _NOT_SENT:
+                        raise  # COMMIT never left: the server rolls the transaction back
                     # COMMIT reached the socket: the server may have committed before the
                     # connection dropped. Only the caller can find out, by re-reading.
                     raise CommitUnknownError(f"connection lost during COMMIT: {exc}") from exc
