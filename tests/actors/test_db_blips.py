@@ -447,3 +447,49 @@ async def test_a_failing_duty_is_counted_and_the_other_duties_still_run(
     assert errors == {"orphan_clean": 1.0, "expire": 1.0, "lease_recover": None}
     # gauges ran after the failures: v1 never sent plus the recovered v2
     assert metrics.registry.get_sample_value("export_outbox_pending") == 2.0
+
+
+async def test_a_second_delivery_of_a_task_held_by_another_slot_is_acked_without_a_claim(
+    autojump_clock: Clock,
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
+    metrics: Metrics,
+) -> None:
+    """Two slots of one process share ``LocalClaims``: while slot A claims and runs a
+    task, a duplicate command for it reaching slot B is acked at once and never reaches
+    the database — so a claim of A whose answer was lost can only be A's own."""
+    from actors.core.models import Command
+    from tests.actors.test_consumer_slot import RecordingDelivery
+
+    local = LocalClaims()
+    fs, faulty = on_faulty(store)
+    task = await create(store)
+    body = Command.new(task.id, task.export_type, 1, "t").to_json()
+    running = trio.Event()
+    release = trio.Event()
+
+    async def pipeline(ctx: RunContext) -> ExportResult:
+        key = await write_file(fs, storage, ctx)
+        running.set()
+        await release.wait()
+        return ExportResult(key, "f.xlsx", "x", 10, 1)
+
+    first, second = RecordingDelivery(body), RecordingDelivery(body)
+    a = slot_for(fs, storage, settings, metrics, pipeline, local)
+    b = slot_for(fs, storage, settings, metrics, pipeline, local)
+    async with trio.open_nursery() as n:
+        n.start_soon(a.handle, first)
+        await running.wait()
+        before = faulty.transactions
+        await b.handle(second)
+        assert second.events == ["ack"] and faulty.transactions == before
+        release.set()
+    assert first.events == ["ack"] and not local.holds(task.id)
+    assert (await store.get_task(task.id)).status == TaskStatus.SUCCEEDED
+    assert (
+        metrics.registry.get_sample_value(
+            "export_consumer_no_claim_total", {"reason": "running_elsewhere"}
+        )
+        == 1.0
+    )
