@@ -134,6 +134,13 @@ class Settings(BaseSettings):
     """FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS: total time for one Provider batch
     request, body included. The 15 s read timeout (§14) only bounds the gap between two
     reads; this bounds the whole answer. Keep it well below the lease."""
+    db_retry_seconds: float = Field(
+        30, ge=0, validation_alias=AliasChoices("FILE_EXPORT_DB_RETRY_SECONDS")
+    )
+    """FILE_EXPORT_DB_RETRY_SECONDS: how long a store transition retries a lost or refused
+    database connection (a killed connection, a server restart) before its caller sees
+    the error; long enough for a MariaDB restart. Settling a run keeps retrying until its
+    lease margin regardless."""
 
     # -- message queue (§6.2) -------------------------------------------------------------
     mq_topic_prefix: str | None = _env("MQ_TOPIC_PREFIX")

@@ -18,6 +18,13 @@ Per delivery:
 4. Settle: commit fenced by version, owner, status and deadline (§8.4); on failure delete
    the file and fail or reschedule by error class (§9.1, §9.2). A lost lease writes
    nothing (invariant 8).
+
+Database blips cost no attempt and crash nothing. Every settling write (success, retry,
+failure, hand-back) is retried until it lands or the lease margin is reached — then the
+slot gives up with a WARNING, notes the real cause for the reconciler (``LocalClaims``)
+and keeps the file, which a landed commit may reference. A database error that escapes
+the run itself (the store gave up on a write it needed) hands the task back without
+counting the attempt, as a shutdown does.
 """
 
 from __future__ import annotations
@@ -25,11 +32,14 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
 
 import trio
 
 from actors.config import Settings
 from actors.core.backoff import retry_backoff
+from actors.core.dispatch import NoClaim
 from actors.core.errors import (
     CommandDecodeError,
     DeadlineExceededError,
@@ -39,13 +49,24 @@ from actors.core.errors import (
     TransientExportError,
 )
 from actors.core.models import Command, Task
+from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
 from actors.pipeline.context import AbortReason, ExportResult, RunContext
 from actors.pipeline.storage import ExportStorage
 from actors.transport.base import CommandTransport, Delivery
+from db.database import TransientDatabaseError
 from db.store import ExportStore, RetryOutcome
 
 log = logging.getLogger("actors.consumer")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Unsettled:
+    """A settling write that did not land before the lease margin; ``error`` is the last
+    reason (a database fault, or a bug)."""
+
+    error: BaseException
 
 
 #: The pipeline: given a run context, produce the file or raise an ExportError.
@@ -60,6 +81,8 @@ class ConsumerSlot:
             tests can drive a run with trio's mock clock.
         stopping: set when the process stops taking commands (SIGTERM, §14).
         rand: uniform [0, 1) source for retry jitter.
+        local: what this process's slots hold, shared by all of them and the reconciler
+            (a slot given none keeps its own, which is enough for a single slot).
     """
 
     def __init__(
@@ -73,6 +96,7 @@ class ConsumerSlot:
         pipeline: Pipeline,
         stopping: trio.Event,
         rand: Callable[[], float] = random.random,
+        local: LocalClaims | None = None,
     ) -> None:
         self.name = name
         self.store = store
@@ -85,6 +109,7 @@ class ConsumerSlot:
         self.rand = rand
         self.owner = settings.instance_id
         self.current: RunContext | None = None
+        self.local = local if local is not None else LocalClaims()
 
     async def run(self) -> None:
         """Take deliveries until the process starts stopping."""
@@ -118,6 +143,22 @@ class ConsumerSlot:
             )
             await delivery.reject()  # the only unacked path: ends in the DLQ (§6.4)
             return
+        if not self.local.take(command.task_id):
+            # Another slot of this process is claiming or running this task: a duplicate.
+            await delivery.ack()
+            self.metrics.consumer_no_claim.labels(NoClaim.RUNNING_ELSEWHERE.value).inc()
+            log.info(
+                "task %s v%d already held by another slot",
+                command.task_id,
+                command.dispatch_version,
+            )
+            return
+        try:
+            await self._claim_and_run(command, delivery)
+        finally:
+            self.local.release(command.task_id)
+
+    async def _claim_and_run(self, command: Command, delivery: Delivery) -> None:
         try:
             claim = await self.store.claim_task(
                 command.task_id,
@@ -126,12 +167,20 @@ class ConsumerSlot:
                 self.settings.task_lease_seconds,
                 self.settings.max_duration_minutes * 60,
             )
-        except Exception:
+        except Exception as exc:
             # Not a poison message: never let it reach the DLQ. Ack; if the task stays
             # PENDING the reconciler re-sends the same version (§8.5-1 case B).
-            log.exception(
-                "claim of task %s failed; acking, the reconciler will redispatch", command.task_id
-            )
+            if isinstance(exc, TransientDatabaseError):
+                log.warning(
+                    "claim of task %s failed (%s); acking, the reconciler will redispatch",
+                    command.task_id,
+                    exc,
+                )
+            else:
+                log.exception(
+                    "claim of task %s failed; acking, the reconciler will redispatch",
+                    command.task_id,
+                )
             await delivery.ack()
             return
         await delivery.ack()  # ack early: right after the claim committed (DESIGN §3)
@@ -151,7 +200,7 @@ class ConsumerSlot:
 
     async def execute(self, task: Task) -> None:
         """Run a claimed task under its watchdog and settle the outcome."""
-        ctx = RunContext(task, self.owner)
+        ctx = RunContext(task, self.owner, lease_renewed_at=trio.current_time())
         self.current = ctx
         started = trio.current_time()
         log.info(
@@ -177,6 +226,9 @@ class ConsumerSlot:
                 result = await self.pipeline(ctx)
             except ExportError as exc:
                 error = exc
+            except TransientDatabaseError as exc:  # the database, not the export, failed
+                log.warning("task %s: database unavailable during the run: %s", ctx.task.id, exc)
+                error = exc
             except Exception as exc:  # a bug must not strand the task: treat as transient
                 log.exception("task %s: unexpected error in the export pipeline", ctx.task.id)
                 error = TransientExportError(f"internal error: {type(exc).__name__}: {exc}")
@@ -199,19 +251,137 @@ class ConsumerSlot:
         unit = "minute" if minutes == 1 else "minutes"
         return f"execution exceeded the maximum duration of {minutes:g} {unit}"
 
+    async def _settle(
+        self, ctx: RunContext, what: str, write: Callable[[], Awaitable[T]], *, margin: float
+    ) -> T | Unsettled:
+        """Run one settling write until it lands, or until ``margin`` seconds before the
+        lease runs out (counted from the last renewal the watchdog, still running, got
+        through). A database fault is retried (the store backs off inside each call); any
+        other error is a bug that no retry cures and ends the wait at once.
+
+        Returns:
+            The write's answer, or ``Unsettled`` with the last error. Then the outcome is
+            unknown to this slot: it may even have landed (a lost COMMIT), so the caller
+            must not act as if it had failed — the reconciler recovers the lease.
+        """
+        task = ctx.task
+        last: BaseException | None = None
+        warned = False
+
+        def left() -> float:
+            return self._margin_at(ctx, margin) - trio.current_time()
+
+        while left() > 0:
+            try:
+                answer = await self._within_lease(ctx, margin, write)
+            except TransientDatabaseError as exc:
+                last = exc
+            except Exception as exc:
+                log.exception(
+                    "task %s v%d: recording %s failed", task.id, task.dispatch_version, what
+                )
+                return Unsettled(exc)
+            else:
+                if answer:
+                    return answer[0]
+                break  # the margin passed while the write was in flight
+            if not warned:
+                warned = True
+                log.warning(
+                    "task %s v%d: could not record %s yet (%s); retrying until the lease margin",
+                    task.id,
+                    task.dispatch_version,
+                    what,
+                    last,
+                )
+            if left() > 0:
+                await trio.sleep(min(1.0, left()))
+        error = last or TimeoutError("the lease margin passed while the database was busy")
+        log.warning(
+            "task %s v%d: %s not recorded before the lease margin (%s); leaving the task "
+            "to the reconciler",
+            task.id,
+            task.dispatch_version,
+            what,
+            error,
+        )
+        return Unsettled(error)
+
+    def _margin_at(self, ctx: RunContext, margin: float) -> float:
+        """``trio.current_time()`` at which the lease is ``margin`` seconds from running
+        out, counted from the last renewal that landed."""
+        return ctx.lease_renewed_at + self.settings.task_lease_seconds - margin
+
+    async def _within_lease(
+        self, ctx: RunContext, margin: float, write: Callable[[], Awaitable[T]]
+    ) -> list[T]:
+        """Run ``write`` until it returns or the lease margin passes; the margin moves
+        with every renewal the watchdog lands meanwhile. The store's retries see the
+        margin as the trio deadline and give up before it.
+
+        Returns:
+            ``[answer]``, or ``[]`` if the margin cut the write off.
+
+        Raises:
+            Whatever ``write`` raises.
+        """
+        out: list[T] = []
+        errors: list[Exception] = []
+        async with trio.open_nursery() as nursery:
+            scope = nursery.cancel_scope
+            scope.deadline = self._margin_at(ctx, margin)
+
+            async def follow_renewals() -> None:
+                while True:
+                    await trio.sleep(self.settings.task_heartbeat_seconds / 2)
+                    scope.deadline = self._margin_at(ctx, margin)
+
+            async def run() -> None:
+                try:
+                    out.append(await write())
+                except Exception as exc:
+                    errors.append(exc)
+                scope.cancel()
+
+            nursery.start_soon(follow_renewals)
+            nursery.start_soon(run)
+        if errors:
+            raise errors[0]
+        return out
+
+    def _note_unsettled(self, ctx: RunContext, cause: str, unsettled: Unsettled) -> None:
+        self.local.note_unsettled(
+            ctx.task.id,
+            ctx.task.dispatch_version,
+            f"{cause} (could not be recorded: {unsettled.error})",
+        )
+
     async def _commit(self, ctx: RunContext, result: ExportResult) -> None:
         task = ctx.task
-        ok = await self.store.complete_task(
-            task,
-            self.owner,
-            file_name=result.file_name,
-            object_key=result.object_key,
-            content_type=result.content_type,
-            size_bytes=result.size_bytes,
-            rows=result.rows,
-            total_rows=result.total_rows,
-            retention_seconds=self.settings.retention_days * 86400,
+        margin = self.settings.task_heartbeat_seconds
+        ok = await self._settle(
+            ctx,
+            "the result",
+            lambda: self.store.complete_task(
+                task,
+                self.owner,
+                file_name=result.file_name,
+                object_key=result.object_key,
+                content_type=result.content_type,
+                size_bytes=result.size_bytes,
+                rows=result.rows,
+                total_rows=result.total_rows,
+                retention_seconds=self.settings.retention_days * 86400,
+            ),
+            margin=margin,
         )
+        if isinstance(ok, Unsettled):
+            # The commit may have landed: keep the file. If it did not, lease recovery
+            # deletes it (its key was recorded before the first byte).
+            self._note_unsettled(
+                ctx, f"the export finished ({result.rows} rows) but its result was not saved", ok
+            )
+            return
         if ok:
             self.metrics.task_completed.labels(task.export_type, "SUCCEEDED").inc()
             log.info(
@@ -224,7 +394,13 @@ class ConsumerSlot:
             return
         # Lost commit (§8.4): the file is an orphan; delete it, then see why.
         await self._delete_file(ctx)
-        if await self.store.own_run_past_deadline(task, self.owner):
+        past_deadline = await self._settle(
+            ctx,
+            "the deadline check",
+            lambda: self.store.own_run_past_deadline(task, self.owner),
+            margin=margin,
+        )
+        if past_deadline is True:
             await self._reschedule(ctx, DeadlineExceededError(self._deadline_message()))
         else:
             log.warning(
@@ -241,7 +417,17 @@ class ConsumerSlot:
                 # Hand the task back now instead of letting the lease run out (§14); the
                 # shield lets this one write finish even as the process winds down.
                 with trio.CancelScope(shield=True), trio.move_on_after(10):
-                    released = await self.store.release_lease(task, self.owner)
+                    try:
+                        released = await self.store.release_lease(task, self.owner)
+                    except TransientDatabaseError as exc:
+                        log.warning(
+                            "task %s v%d interrupted by shutdown; could not hand it back (%s): "
+                            "its lease will expire",
+                            task.id,
+                            task.dispatch_version,
+                            exc,
+                        )
+                        return
                     log.warning(
                         "task %s v%d interrupted by shutdown; %s",
                         task.id,
@@ -249,22 +435,74 @@ class ConsumerSlot:
                         "handed back as a new version" if released else "lease already lost",
                     )
                 return
+            if ctx.abort_reason == AbortReason.WATCHDOG_FAILED:
+                # The database, not the export, stopped the run: hand the task back
+                # without counting the attempt if the database answers before the lease
+                # runs out; else the reconciler recovers it, told why.
+                await self._hand_back(ctx, "its lease could not be renewed", margin=0.0)
+                return
             log.warning(
                 "task %s v%d aborted: %s; nothing written", task.id, task.dispatch_version, error
             )
             return
+        if isinstance(error, TransientDatabaseError):
+            await self._hand_back(
+                ctx,
+                f"the database was unavailable during the run ({error})",
+                margin=self.settings.task_heartbeat_seconds,
+            )
+            return
         if isinstance(error, PermanentExportError):
-            if await self.store.fail_task(task, self.owner, str(error)):
+            failed = await self._settle(
+                ctx,
+                "the failure",
+                lambda: self.store.fail_task(task, self.owner, str(error)),
+                margin=self.settings.task_heartbeat_seconds,
+            )
+            if isinstance(failed, Unsettled):
+                self._note_unsettled(ctx, str(error), failed)
+            elif failed:
                 self.metrics.task_completed.labels(task.export_type, "FAILED").inc()
                 log.warning("task %s v%d FAILED: %s", task.id, task.dispatch_version, error)
             return
         await self._reschedule(ctx, error)
 
+    async def _hand_back(self, ctx: RunContext, cause: str, *, margin: float) -> None:
+        """PENDING at a new version with the attempt not counted (``release_lease``): the
+        run was ended by the database, which is no fault of the export."""
+        task = ctx.task
+        released = await self._settle(
+            ctx,
+            "the hand-back",
+            lambda: self.store.release_lease(task, self.owner),
+            margin=margin,
+        )
+        if isinstance(released, Unsettled):
+            self._note_unsettled(ctx, f"the run stopped because {cause}", released)
+            return
+        log.warning(
+            "task %s v%d stopped because %s; %s",
+            task.id,
+            task.dispatch_version,
+            cause,
+            "handed back as a new version, attempt not counted"
+            if released
+            else "lease already lost",
+        )
+
     async def _reschedule(self, ctx: RunContext, error: BaseException) -> None:
         task = ctx.task
         # attempt_count was incremented by the claim: it counts the failed attempt.
         delay = retry_backoff(task.attempt_count, self.rand(), self.settings.retry_backoff_seconds)
-        outcome = await self.store.schedule_retry(task, self.owner, str(error), delay)
+        outcome = await self._settle(
+            ctx,
+            "the retry",
+            lambda: self.store.schedule_retry(task, self.owner, str(error), delay),
+            margin=self.settings.task_heartbeat_seconds,
+        )
+        if isinstance(outcome, Unsettled):
+            self._note_unsettled(ctx, str(error), outcome)
+            return
         if outcome == RetryOutcome.FAILED:
             self.metrics.task_completed.labels(task.export_type, "FAILED").inc()
             log.warning(
@@ -306,21 +544,41 @@ class ConsumerSlot:
         unprotected."""
         heartbeat = self.settings.task_heartbeat_seconds
         lease = self.settings.task_lease_seconds
-        last_ok = trio.current_time()
         while True:
             await trio.sleep(heartbeat)
-            try:
-                renewed = await self.store.renew_lease(ctx.task, self.owner, lease)
-            except Exception:
-                log.exception("task %s: lease renewal failed", ctx.task.id)
-                if trio.current_time() - last_ok + heartbeat >= lease:
+            # Keep trying (the store backs off inside the call) until one heartbeat
+            # before the lease would run out, then abort: never run unprotected.
+            abort_at = ctx.lease_renewed_at + lease - heartbeat
+            failure: BaseException | None = None
+            renewed: bool | None = None
+            with trio.move_on_after(max(0.0, abort_at - trio.current_time())):
+                try:
+                    renewed = await self.store.renew_lease(ctx.task, self.owner, lease)
+                except TransientDatabaseError as exc:
+                    failure = exc
+                    log.warning("task %s: lease renewal failed: %s", ctx.task.id, exc)
+                except Exception as exc:
+                    failure = exc
+                    log.exception("task %s: lease renewal failed", ctx.task.id)
+            if renewed is None:
+                if trio.current_time() + heartbeat > abort_at:
+                    log.warning(
+                        "task %s v%d: no lease renewal for %.0fs (%s); aborting the run",
+                        ctx.task.id,
+                        ctx.task.dispatch_version,
+                        trio.current_time() - ctx.lease_renewed_at,
+                        failure or "renewal still in flight",
+                    )
                     ctx.abort(AbortReason.WATCHDOG_FAILED)
                     return
                 continue
             if not renewed:
                 # Lease lost, version bumped, or the deadline passed (§8.3.1 folds the
                 # deadline into the renewal); tell the two apart for the settle step.
-                past_deadline = await self.store.own_run_past_deadline(ctx.task, self.owner)
+                try:
+                    past_deadline = await self.store.own_run_past_deadline(ctx.task, self.owner)
+                except TransientDatabaseError:
+                    past_deadline = False  # cannot tell: treat as lost, write nothing
                 log.warning(
                     "task %s v%d: lease renewal matched 0 rows (%s); aborting run",
                     ctx.task.id,
@@ -329,7 +587,7 @@ class ConsumerSlot:
                 )
                 ctx.abort(AbortReason.DEADLINE if past_deadline else AbortReason.LEASE_LOST)
                 return
-            last_ok = trio.current_time()
+            ctx.lease_renewed_at = trio.current_time()
 
     async def _deadline_guard(self, ctx: RunContext) -> None:
         """Abort when the run reaches its deadline (§8.3.1).

@@ -16,6 +16,7 @@ import trio
 
 from actors.metrics import Metrics
 from actors.transport.base import CommandTransport, Delivery
+from db.database import TransientDatabaseError
 from db.store import ExportStore, QuarantineOutcome
 
 log = logging.getLogger("actors.dlq")
@@ -64,6 +65,10 @@ class DlqHandler:
             try:
                 outcome = await self.store.quarantine(event_id, task_id, version, reason)
                 break
+            except TransientDatabaseError as exc:
+                log.warning(
+                    "DLQ quarantine of task %s failed (%s); retrying in %.1fs", task_id, exc, delay
+                )
             except Exception:
                 log.exception("DLQ quarantine of task %s failed; retrying in %.1fs", task_id, delay)
                 await trio.sleep(delay)

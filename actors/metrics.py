@@ -14,7 +14,8 @@ _DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600)
 class Metrics:
     """Every metric of §13 with the seed's names and labels, plus a few of our own
     (``export_actor_restarts_total``, ``export_registry_reload_failures_total``,
-    ``export_consumer_no_claim_total``, ``export_outbox_send_total``)."""
+    ``export_consumer_no_claim_total``, ``export_outbox_send_total``,
+    ``export_reconciler_errors_total``)."""
 
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry(auto_describe=True)
@@ -88,6 +89,12 @@ class Metrics:
         )
         self.outbox_send = Counter(
             "export_outbox_send_total", "Outbox send attempts", ["result"], registry=r
+        )
+        self.reconciler_errors = Counter(
+            "export_reconciler_errors_total",
+            "Reconciler duties that failed one pass (the other duties still ran)",
+            ["duty"],
+            registry=r,
         )
 
     # ProviderObserver protocol (actors.pipeline.provider_client)

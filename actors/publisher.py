@@ -4,6 +4,11 @@ Woken at once by the API after a create or retry commits; polls every
 ``FILE_EXPORT_PUBLISHER_POLL_MS`` as the fallback. A send failure puts the row back to
 PENDING with backoff computed from the claim-time ``attempt_count``; there is no terminal
 state for sending (DESIGN invariant 6).
+
+A database blip ends the current round, not the publisher: it logs one WARNING (then at
+most one per ``DB_WARNING_INTERVAL_SECONDS``) and tries again after a short pause. Rows it
+had claimed but not yet marked stay CLAIMED until their publisher lease expires; the
+reconciler then releases them and they are sent again — a harmless duplicate.
 """
 
 from __future__ import annotations
@@ -19,12 +24,17 @@ from actors.core.models import COMMAND_SCHEMA_VERSION, OutboxRow
 from actors.metrics import Metrics
 from actors.transport.base import CommandTransport, OutgoingMessage
 from actors.wakeup import Wakeup
+from db.database import TransientDatabaseError
 from db.store import ExportStore
 
 log = logging.getLogger("actors.publisher")
 
 #: Far below the 60 s outbox lease, so a send never outlives its claim (§7.4).
 SEND_TIMEOUT_SECONDS = 3.0
+#: Pause after a round that hit a database fault, seconds (the store already retried).
+DB_PAUSE_SECONDS = 1.0
+#: At most one WARNING about database faults per this many seconds.
+DB_WARNING_INTERVAL_SECONDS = 30.0
 
 
 def outgoing_message(row: OutboxRow) -> OutgoingMessage:
@@ -63,14 +73,27 @@ class Publisher:
         self.metrics = metrics
         self.wakeup = wakeup
         self.owner = settings.instance_id
+        self._warned_at: float | None = None
 
     async def run(self) -> None:
-        """Publish forever: drain due rows, then wait for a wake-up or the poll interval."""
+        """Publish forever: drain due rows, then wait for a wake-up or the poll interval.
+        A database fault pauses the loop briefly instead of ending it."""
         poll = self.settings.publisher_poll_ms / 1000
         while True:
-            claimed = await self.publish_due()
+            try:
+                claimed = await self.publish_due()
+            except TransientDatabaseError as exc:
+                self._database_fault(exc)
+                await trio.sleep(min(poll, DB_PAUSE_SECONDS))
+                continue
             if claimed < self.settings.publisher_batch_size:
                 await self.wakeup.wait(poll)
+
+    def _database_fault(self, exc: TransientDatabaseError) -> None:
+        now = trio.current_time()
+        if self._warned_at is None or now - self._warned_at >= DB_WARNING_INTERVAL_SECONDS:
+            self._warned_at = now
+            log.warning("publisher round ended by a database fault; retrying: %s", exc)
 
     async def publish_due(self) -> int:
         """One round: claim up to ``publisher_batch_size`` due rows and send each.
@@ -93,6 +116,8 @@ class Publisher:
             error = f"send timed out after {SEND_TIMEOUT_SECONDS:g}s"
         if error is None:
             self.metrics.outbox_send.labels("sent").inc()
+            # A database fault here ends the round; the row stays CLAIMED and is sent
+            # again after its lease (see the module docstring).
             if not await self.store.mark_outbox_sent(row.id, self.owner):
                 log.warning("outbox %s sent but its claim was lost (duplicate is harmless)", row.id)
             return

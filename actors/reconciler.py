@@ -14,19 +14,30 @@ instances at once:
 * ``orphan_clean``: files under ``exports/`` older than 24 h that no SUCCEEDED (or
   running) task references.
 * pruning SENT outbox rows older than 7 days, ≤ 5000 per statement.
+
+Each duty runs on its own: one that fails — a database blip, a folder that another
+instance deleted while it was being listed — is logged (a WARNING for a database fault,
+a traceback for anything else), counted in ``export_reconciler_errors_total{duty}``, and
+the other duties of the pass still run. The next pass tries it again.
+
+A recovered lease gets the message of its real cause when this process's slot noted one
+(``LocalClaims``: it could not write its outcome before the lease margin); otherwise the
+lease expired without a word from its executor, and the message says so.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import trio
 
 from actors.config import Settings
+from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
 from actors.pipeline.storage import OBJECT_KEY_PATTERN, ExportStorage
+from db.database import TransientDatabaseError
 from db.store import ExportStore, RetryOutcome
 
 log = logging.getLogger("actors.reconciler")
@@ -37,8 +48,26 @@ LEASE_RECOVER_LIMIT = 20  # §8.5-2
 EXPIRE_LIMIT = 100
 ORPHAN_AGE_SECONDS = 24 * 3600
 OUTBOX_RETENTION_SECONDS = 7 * 86400
-LEASE_LOST_MESSAGE = "executor lost (lease expired); retrying"
-LEASE_EXHAUSTED_MESSAGE = "executor lost and max attempts reached"
+LEASE_LOST_MESSAGE = (
+    "executor lost (its lease expired: the process stopped, or could not reach the "
+    "database); retrying"
+)
+LEASE_EXHAUSTED_MESSAGE = (
+    "executor lost (its lease expired: the process stopped, or could not reach the "
+    "database) and max attempts reached"
+)
+
+
+def lease_recovery_messages(cause: str | None) -> tuple[str, str]:
+    """The failure messages of a lease recovery: (retrying, attempts exhausted).
+
+    Args:
+        cause: why the run ended, as noted by its slot when it could not write the
+            outcome itself; ``None`` when nothing is known.
+    """
+    if cause is None:
+        return LEASE_LOST_MESSAGE, LEASE_EXHAUSTED_MESSAGE
+    return f"{cause}; retrying", f"{cause}; max attempts reached"
 
 
 class Reconciler:
@@ -48,6 +77,8 @@ class Reconciler:
         file_clock: epoch seconds used only to age files for the orphan scan (file mtimes
             are filesystem times, not scheduling decisions; the DB is still asked whether a
             file is referenced before it is deleted).
+        local: this process's ``LocalClaims``: causes noted by its slots, and the tasks
+            they still hold (whose expired lease is left to them while they settle).
     """
 
     def __init__(
@@ -57,12 +88,14 @@ class Reconciler:
         settings: Settings,
         metrics: Metrics,
         file_clock: Callable[[], float] = time.time,
+        local: LocalClaims | None = None,
     ) -> None:
         self.store = store
         self.storage = storage
         self.settings = settings
         self.metrics = metrics
         self.file_clock = file_clock
+        self.local = local
 
     async def run(self) -> None:
         interval = self.settings.reconciler_poll_ms / 1000
@@ -71,46 +104,71 @@ class Reconciler:
             await trio.sleep(interval)
 
     async def reconcile_once(self) -> dict[str, int]:
-        """One pass over every duty. Returns the count of actions per duty."""
-        s = self.settings
+        """One pass over every duty, each isolated from the others' failures.
+
+        Returns:
+            Actions per duty (``redispatch``, ``lease_recover``, ``outbox_release``,
+            ``expire``, ``orphan_clean``); 0 for a duty that failed this pass.
+        """
         actions = {
-            "redispatch": await self.store.redispatch_missing_outbox(
-                s.redispatch_grace_seconds, REDISPATCH_LIMIT_A
-            )
-            + await self.store.redispatch_stale_sent(
-                s.sent_stale_seconds, s.redispatch_grace_seconds, REDISPATCH_LIMIT_B
+            "redispatch": await self._duty("redispatch", self._redispatch),
+            "lease_recover": await self._duty("lease_recover", self._recover_leases),
+            "outbox_release": await self._duty(
+                "outbox_release", self.store.release_expired_outbox_claims
             ),
-            "lease_recover": await self._recover_leases(),
-            "outbox_release": await self.store.release_expired_outbox_claims(),
-            "expire": await self._expire_files(),
-            "orphan_clean": await self._clean_orphans(),
+            "expire": await self._duty("expire", self._expire_files),
+            "orphan_clean": await self._duty("orphan_clean", self._clean_orphans),
         }
-        pruned = await self.store.prune_sent_outbox(OUTBOX_RETENTION_SECONDS)
+        pruned = await self._duty(
+            "prune", lambda: self.store.prune_sent_outbox(OUTBOX_RETENTION_SECONDS)
+        )
         for action, count in actions.items():
             if count:
                 self.metrics.reconciler_action.labels(action).inc(count)
                 log.info("reconciler %s: %d", action, count)
         if pruned:
             log.info("reconciler pruned %d SENT outbox rows", pruned)
-        await self._sample_gauges()
+        await self._duty("gauges", self._sample_gauges)
         return actions
+
+    async def _duty(self, name: str, duty: Callable[[], Awaitable[int | None]]) -> int:
+        """Run one duty; a failure is logged and counted, never raised (see module)."""
+        try:
+            return await duty() or 0
+        except TransientDatabaseError as exc:
+            log.warning("reconciler %s skipped this pass: database fault: %s", name, exc)
+        except Exception:
+            log.exception("reconciler %s failed this pass", name)
+        self.metrics.reconciler_errors.labels(name).inc()
+        return 0
+
+    async def _redispatch(self) -> int:
+        s = self.settings
+        return await self.store.redispatch_missing_outbox(
+            s.redispatch_grace_seconds, REDISPATCH_LIMIT_A
+        ) + await self.store.redispatch_stale_sent(
+            s.sent_stale_seconds, s.redispatch_grace_seconds, REDISPATCH_LIMIT_B
+        )
 
     async def _recover_leases(self) -> int:
         recovered = 0
         for task in await self.store.expired_leases(LEASE_RECOVER_LIMIT):
-            outcome = await self.store.recover_expired_lease(
-                task, LEASE_LOST_MESSAGE, LEASE_EXHAUSTED_MESSAGE
-            )
+            if self.local is not None and self.local.holds(task.id):
+                continue  # its slot here is still settling; it gives up at the lease margin
+            cause = self.local.take_note(task.id, task.dispatch_version) if self.local else None
+            retrying, exhausted = lease_recovery_messages(cause)
+            outcome = await self.store.recover_expired_lease(task, retrying, exhausted)
             if outcome == RetryOutcome.LOST:
                 continue
             recovered += 1
             if outcome == RetryOutcome.FAILED:
                 self.metrics.task_completed.labels(task.export_type, "FAILED").inc()
             log.warning(
-                "task %s v%d lease expired (owner %s): %s",
+                "task %s v%d lease expired (owner %s%s): %s",
                 task.id,
                 task.dispatch_version,
                 task.lease_owner,
+                f"; {cause}" if cause else "",
                 "retrying as a new version"
                 if outcome == RetryOutcome.SCHEDULED
                 else "FAILED, max attempts reached",

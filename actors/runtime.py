@@ -39,9 +39,11 @@ from hypercorn.trio import serve as hypercorn_serve
 
 from actors.config import Settings
 from actors.consumer import ConsumerSlot
+from actors.core.db_retry import DbRetryPolicy
 from actors.core.errors import ConfigError, RegistryError, sole_exception
 from actors.core.ids import IdGenerator
 from actors.core.models import AppCode
+from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
 from actors.pipeline.context import AbortReason
 from actors.pipeline.provider_client import ProviderClient
@@ -58,7 +60,7 @@ from actors.supervisor import supervise
 from actors.transport.base import CommandTransport
 from actors.transport.embedded import EmbeddedBus
 from actors.wakeup import Wakeup
-from db.database import Database, DatabaseUnavailableError
+from db.database import Database, DatabaseAccessError, DatabaseUnavailableError
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import CreateLimits, ExportStore
@@ -133,7 +135,7 @@ async def open_database(
                 if migrate:
                     await mdb.migrate()
                 yield mdb
-            except DatabaseUnavailableError as exc:
+            except (DatabaseUnavailableError, DatabaseAccessError) as exc:
                 raise ConfigError(f"FILE_EXPORT_DATABASE_URL: {exc}") from None
             finally:
                 await mdb.aclose()
@@ -248,7 +250,11 @@ async def _serve(
         return at.isoformat(timespec="milliseconds")
 
     store = ExportStore(
-        db, IdGenerator(instance_clock_ms), topic=settings.command_topic, clock_label=label
+        db,
+        IdGenerator(instance_clock_ms),
+        topic=settings.command_topic,
+        clock_label=label,
+        retry_policy=DbRetryPolicy(budget_seconds=settings.db_retry_seconds),
     )
     await store.check_guard_row()
     if settings.transport == "embedded":
@@ -310,6 +316,7 @@ async def _serve(
     stopping = trio.Event()  # stop taking commands
     web_stop = trio.Event()  # hypercorn shutdown trigger
     runner = ExportRunner(store, storage, provider, registry, settings, spool_dir=spool)
+    local = LocalClaims()  # what this process's slots hold; shared with its reconciler
     try:
         if not isinstance(transport, EmbeddedBus):
             # First thing in the try: the finally's aclose() also cleans up a half start.
@@ -367,6 +374,7 @@ async def _serve(
                             metrics,
                             runner,
                             stopping,
+                            local=local,
                         )
                         for i in range(settings.consumer_concurrency)
                     ]
@@ -376,7 +384,7 @@ async def _serve(
                 if settings.reconciler_enabled:
                     from actors.reconciler import Reconciler
 
-                    reconciler = Reconciler(store, storage, settings, metrics)
+                    reconciler = Reconciler(store, storage, settings, metrics, local=local)
                     actors.start_soon(supervise, "reconciler", reconciler.run, metrics)
                 from actors.dlq import DlqHandler
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
+from actors.core.db_retry import DbFault
 from db.dialect import Dialect
 
 
@@ -20,16 +21,63 @@ class DuplicateKeyError(Exception):
     seed says the unique key absorbs races (§7.2, §8.5-1)."""
 
 
-class RetryableDatabaseError(Exception):
+class TransientDatabaseError(Exception):
+    """Base of the database failures that may pass: the store retries them (see
+    ``actors.core.db_retry``), actors ride them out with a WARNING, the API answers 503.
+
+    The tree::
+
+        TransientDatabaseError          fault
+        ├── RetryableDatabaseError      ROLLED_BACK: the server undid the transaction
+        ├── ConnectionLostError         CONNECTION_LOST: dropped before COMMIT was sent
+        ├── CommitUnknownError          COMMIT_UNKNOWN: dropped after COMMIT was sent
+        └── DatabaseUnavailableError    UNAVAILABLE: no connection can be opened
+
+    ``DatabaseAccessError`` (bad credentials, unknown database) is *not* transient.
+    """
+
+    fault: ClassVar[DbFault]
+
+
+class RetryableDatabaseError(TransientDatabaseError):
     """The database rolled the transaction back for a reason that a retry cures: a
-    deadlock (MySQL 1213), a lock wait timeout (1205), SQLite's "database is locked".
-    The store retries the whole transition, which is safe because each one is a single
-    transaction of conditional updates (or idempotent steps)."""
+    deadlock (MySQL 1213), a lock wait timeout (1205), an interrupted statement (1317),
+    SQLite's "database is locked". Nothing was written and the connection is fine."""
+
+    fault = DbFault.ROLLED_BACK
 
 
-class DatabaseUnavailableError(Exception):
-    """The database cannot be reached or refuses the credentials. Raised by a
-    ``Database`` when it opens a connection, in place of the driver's own error."""
+class ConnectionLostError(TransientDatabaseError):
+    """The connection failed before ``COMMIT`` was sent: at ``BEGIN`` on a pooled
+    connection the server had already closed, or mid-transaction (server gone away 2006,
+    lost connection 2013, connection killed 1927, shutdown 1053, a statement timeout).
+    The server rolls back a transaction whose connection ends uncommitted, so nothing was
+    written; the connection is discarded and the next attempt gets a fresh one."""
+
+    fault = DbFault.CONNECTION_LOST
+
+
+class CommitUnknownError(TransientDatabaseError):
+    """The connection failed after ``COMMIT`` was sent and before its answer arrived:
+    the transaction may or may not have committed. Only a store transition that can
+    tell the two apart by re-reading state may be re-run after it (every one in
+    ``db.store`` can; each docstring says how). Never raised by SQLite, whose commit is a
+    local call that either returns or fails without committing."""
+
+    fault = DbFault.COMMIT_UNKNOWN
+
+
+class DatabaseUnavailableError(TransientDatabaseError):
+    """No connection can be opened right now: refused or timed out while the server
+    restarts, server shutdown in progress, too many connections; for SQLite an I/O error
+    or a full disk. Raised by a ``Database`` in place of the driver's own error."""
+
+    fault = DbFault.UNAVAILABLE
+
+
+class DatabaseAccessError(Exception):
+    """The server refuses this account or does not know the database (MySQL 1044, 1045,
+    1049): a configuration error that no retry cures."""
 
 
 class Tx(Protocol):
@@ -63,6 +111,11 @@ class Database(Protocol):
         Locking differs by dialect and stays inside the implementation: SQLite takes the
         database write lock at ``BEGIN IMMEDIATE`` (it has no ``SELECT … FOR UPDATE``);
         MySQL transitions lock the rows they need (``{for_update}`` in the SQL text).
+
+        Raises:
+            TransientDatabaseError: a subclass naming the fault; ``CommitUnknownError``
+                only when the commit itself was lost.
+            DatabaseAccessError: the account or database is refused.
         """
         ...
 

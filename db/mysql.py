@@ -12,7 +12,16 @@ runtime opens as its outermost block (DESIGN §7). Connection handling:
   in the middle of the protocol) **poisons** its connection: it is closed and its server
   thread killed, never returned to the pool; an ordinary SQL error rolls back and keeps it;
 * an asyncio-side timeout per statement (``query_timeout``) besides trio's own, because a
-  trio cancel waits for the asyncio side to unwind.
+  trio cancel waits for the asyncio side to unwind;
+* a pooled connection is checked before it is handed out: one whose stream the server
+  already closed (a ``KILL``, a restart, ``wait_timeout``) is dropped without a round
+  trip, one idle longer than ``PING_AFTER_IDLE_SECONDS`` is pinged, one idle longer than
+  ``MAX_IDLE_SECONDS`` is closed;
+* driver errors become the classes of ``db.database``: deadlocks and interrupted
+  statements ``RetryableDatabaseError``; a connection that fails before ``COMMIT`` was
+  sent ``ConnectionLostError``; one that fails during ``COMMIT`` ``CommitUnknownError``;
+  a connection that cannot be opened ``DatabaseUnavailableError`` (or
+  ``DatabaseAccessError`` for refused credentials and unknown databases).
 
 ``clock_ms`` (tests only) pins each transaction's ``CURRENT_TIMESTAMP`` with
 ``SET timestamp``, so DB time follows trio's mock clock exactly as the SQLite store does.
@@ -27,9 +36,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -37,17 +48,46 @@ import asyncmy
 import trio
 from asyncmy.constants import CLIENT
 from asyncmy.cursors import DictCursor
-from asyncmy.errors import IntegrityError, OperationalError
+from asyncmy.errors import IntegrityError, InterfaceError, OperationalError
 
 from actors.core.errors import ConfigError
-from db.database import DatabaseUnavailableError, DuplicateKeyError, RetryableDatabaseError
+from db.database import (
+    CommitUnknownError,
+    ConnectionLostError,
+    DatabaseAccessError,
+    DatabaseUnavailableError,
+    DuplicateKeyError,
+    RetryableDatabaseError,
+    TransientDatabaseError,
+)
 from db.dialect import MYSQL, Dialect
 from db.sqlite import schema_sql
 
 log = logging.getLogger("db.mysql")
 
 _DUPLICATE_ENTRY = 1062
-_RETRYABLE = (1213, 1205)  # deadlock found; lock wait timeout exceeded
+#: The server undid the statement or transaction; the connection is fine: deadlock found,
+#: lock wait timeout exceeded, query execution interrupted (KILL QUERY).
+_ROLLED_BACK = frozenset({1213, 1205, 1317})
+#: The server closed the session itself: no thread is left to kill. Server gone away,
+#: connection killed (MariaDB), server shutdown in progress, disconnected for inactivity.
+_SERVER_CLOSED = frozenset({2006, 1927, 1053, 4031})
+#: The connection cannot be used any more (besides the above): lost during a query, lost
+#: (extended), commands out of sync, can't connect, can't connect via socket.
+_CONNECTION = _SERVER_CLOSED | {2013, 2055, 2014, 2003, 2002}
+#: asyncmy raises "server has gone away" only when it cannot write the request at all (its
+#: transport is already closed): the statement never reached the server.
+_NOT_SENT = 2006
+#: A connection attempt the server refused for good: access denied to the database,
+#: access denied for the user, unknown database.
+_ACCESS = frozenset({1044, 1045, 1049})
+
+#: A pooled connection idle longer than this is pinged before it is handed out, seconds.
+PING_AFTER_IDLE_SECONDS = 30.0
+#: ... and one idle longer than this is closed instead (the server may have timed it out).
+MAX_IDLE_SECONDS = 300.0
+#: How long a ping of an idle connection may take, seconds.
+PING_TIMEOUT_SECONDS = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,16 +121,43 @@ class MysqlUrl:
         )
 
 
+async def _ping(raw: Any) -> None:
+    await asyncio.wait_for(raw.ping(False), PING_TIMEOUT_SECONDS)
+
+
+def _error_code(exc: BaseException) -> Any:
+    return exc.args[0] if exc.args else None
+
+
 class _Conn:
-    """A pooled connection and whether it can be trusted again."""
+    """A pooled connection and whether it can be trusted again.
+
+    ``poisoned``: never hand it out again. ``kill_needed``: the server may still run its
+    session (a cancelled or timed-out query), so discarding it kills the server thread.
+    ``idle_since``: ``time.monotonic()`` when it went back to the pool.
+    """
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
         self.poisoned = False
+        self.kill_needed = True
+        self.idle_since = time.monotonic()
 
     @property
     def thread_id(self) -> int | None:
         return getattr(self.raw, "server_thread_id", [None])[0]
+
+    @property
+    def stream_broken(self) -> bool:
+        """The server closed the socket (or it was closed here): no round trip needed to
+        know it is dead. asyncmy's own pool reads the same flag."""
+        return bool(getattr(self.raw, "_stream_broken", False))
+
+    def close(self) -> None:
+        try:
+            self.raw.close()
+        except Exception:
+            pass
 
 
 class _MysqlTx:
@@ -112,16 +179,25 @@ class _MysqlTx:
         try:
             return await self._db._aio(work)
         except IntegrityError as exc:
-            if exc.args and exc.args[0] == _DUPLICATE_ENTRY:
+            if _error_code(exc) == _DUPLICATE_ENTRY:
                 raise DuplicateKeyError(str(exc)) from exc
             raise
-        except OperationalError as exc:
-            if exc.args and exc.args[0] in _RETRYABLE:
+        except (OperationalError, InterfaceError) as exc:
+            code = _error_code(exc)
+            if code in _ROLLED_BACK:
                 # The server rolled back (the statement or the whole transaction); the
                 # connection itself is fine.
                 raise RetryableDatabaseError(str(exc)) from exc
             self._conn.poisoned = True
+            if isinstance(exc, InterfaceError) or code in _CONNECTION:
+                self._conn.kill_needed = code not in _SERVER_CLOSED and not isinstance(
+                    exc, InterfaceError
+                )
+                raise ConnectionLostError(f"{type(exc).__name__}: {exc}") from exc
             raise
+        except OSError as exc:  # includes asyncio's statement timeout (TimeoutError)
+            self._conn.poisoned = True
+            raise ConnectionLostError(f"{type(exc).__name__}: {exc}") from exc
         except BaseException:
             # Cancelled, timed out or broken mid-protocol: the connection's state is unknown.
             self._conn.poisoned = True
@@ -193,7 +269,21 @@ class MysqlDatabase:
         with self._io_guard():
             return await self._loop.run_aio_coroutine(with_timeout())
 
+    def _unavailable(self, exc: BaseException) -> Exception:
+        """The error for a connection that could not be opened (see ``_ACCESS``)."""
+        u = self.url
+        text = f"cannot connect to MySQL at {u.host}:{u.port} as {u.user!r}: {exc}"
+        if isinstance(exc, OperationalError) and _error_code(exc) in _ACCESS:
+            return DatabaseAccessError(text)
+        return DatabaseUnavailableError(text)
+
     async def _connect(self) -> _Conn:
+        """Open a fresh connection.
+
+        Raises:
+            DatabaseUnavailableError: it cannot be opened now.
+            DatabaseAccessError: credentials refused or unknown database.
+        """
         u = self.url
 
         async def connect() -> Any:
@@ -212,27 +302,51 @@ class MysqlDatabase:
 
         try:
             conn = _Conn(await self._aio(connect))
+        except (OperationalError, InterfaceError, OSError) as exc:
+            raise self._unavailable(exc) from exc
+        try:
             # READ COMMITTED: no gap locks between the outbox INSERTs of creates and the
             # publisher's claims, so far fewer deadlocks. Every transition is a
             # conditional UPDATE, so nothing depends on repeatable reads.
             await _MysqlTx(self, conn).execute(
                 "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
             )
+        except TransientDatabaseError as exc:
+            conn.close()
+            raise self._unavailable(exc) from exc
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    async def _checkout(self) -> _Conn:
+        """An idle pooled connection that still works, else a fresh one.
+
+        A connection the server closed is seen without a round trip (its stream is
+        broken); one idle for a while is pinged, because a silently dropped network path
+        shows no end of stream; one idle for very long is closed."""
+        while self._idle:
+            conn = self._idle.pop()
+            idle = time.monotonic() - conn.idle_since
+            if conn.stream_broken or idle > MAX_IDLE_SECONDS:
+                conn.close()
+                continue
+            if idle > PING_AFTER_IDLE_SECONDS:
+                try:
+                    await self._aio(partial(_ping, conn.raw))
+                except Exception:
+                    conn.close()
+                    continue
             return conn
-        except (TimeoutError, OperationalError, OSError) as exc:
-            raise DatabaseUnavailableError(
-                f"cannot connect to MySQL at {u.host}:{u.port} as {u.user!r}: {exc}"
-            ) from exc
+        return await self._connect()
 
     async def _discard(self, conn: _Conn) -> None:
-        """Close a poisoned connection and kill its server thread, so a query the client
-        gave up on does not keep running (or keep a transaction open) on the server."""
-        try:
-            conn.raw.close()
-        except Exception:
-            pass
+        """Close a poisoned connection and, when its server session may still be alive,
+        kill its server thread, so a query the client gave up on does not keep running (or
+        keep a transaction open) on the server."""
+        conn.close()
         thread_id = conn.thread_id
-        if thread_id is None:
+        if thread_id is None or not conn.kill_needed:
             return
         with trio.CancelScope(shield=True), trio.move_on_after(5):
             try:
@@ -242,12 +356,11 @@ class MysqlDatabase:
                 except Exception:
                     pass  # already gone
                 finally:
-                    killer.raw.close()
-            except Exception:
-                log.warning(
-                    "could not kill server thread %s of a discarded connection",
-                    thread_id,
-                    exc_info=True,
+                    killer.close()
+            except Exception as exc:
+                # The server is unreachable, so the session is going away with it.
+                log.info(
+                    "could not kill server thread %s of a discarded connection: %s", thread_id, exc
                 )
 
     @asynccontextmanager
@@ -255,7 +368,7 @@ class MysqlDatabase:
         if self._closed:
             raise RuntimeError("database is closed")
         async with self._slots:
-            conn = self._idle.pop() if self._idle else await self._connect()
+            conn = await self._checkout()
             tx = _MysqlTx(self, conn)
             reusable = False
             try:
@@ -270,10 +383,18 @@ class MysqlDatabase:
                             await tx.execute("ROLLBACK")
                         reusable = not scope.cancelled_caught and not conn.poisoned
                     raise
-                await tx.execute("COMMIT")
+                try:
+                    await tx.execute("COMMIT")
+                except ConnectionLostError as exc:
+                    if _error_code(exc.__cause__) == _NOT_SENT:
+                        raise  # COMMIT never left: the server rolls the transaction back
+                    # COMMIT reached the socket: the server may have committed before the
+                    # connection dropped. Only the caller can find out, by re-reading.
+                    raise CommitUnknownError(f"connection lost during COMMIT: {exc}") from exc
                 reusable = not conn.poisoned
             finally:
                 if reusable and not self._closed:
+                    conn.idle_since = time.monotonic()
                     self._idle.append(conn)
                 else:
                     await self._discard(conn)
@@ -301,10 +422,8 @@ class MysqlDatabase:
 
         try:
             await self._aio(run)
-        except (OperationalError, OSError) as exc:
-            raise DatabaseUnavailableError(
-                f"cannot connect to MySQL at {u.host}:{u.port} as {u.user!r}: {exc}"
-            ) from exc
+        except (OperationalError, InterfaceError, OSError) as exc:
+            raise self._unavailable(exc) from exc
 
     async def create_database_if_missing(self) -> None:
         """``CREATE DATABASE IF NOT EXISTS`` for the URL's database (utf8mb4)."""
@@ -323,7 +442,7 @@ class MysqlDatabase:
             await self.create_database_if_missing()
         except DatabaseUnavailableError:
             raise
-        except Exception:
+        except Exception:  # e.g. DatabaseAccessError: no CREATE privilege
             log.info("could not create database %s; assuming it exists", self.url.database)
         statements = [s.strip() for s in re.split(r";\s*\n", schema_sql("mysql"))]
         async with self.transaction() as tx:
@@ -338,8 +457,4 @@ class MysqlDatabase:
     async def aclose(self) -> None:
         self._closed = True
         while self._idle:
-            conn = self._idle.pop()
-            try:
-                conn.raw.close()
-            except Exception:
-                pass
+            self._idle.pop().close()

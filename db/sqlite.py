@@ -23,8 +23,13 @@ from typing import Any
 
 import trio
 
-from db.database import DuplicateKeyError, RetryableDatabaseError
+from db.database import DatabaseUnavailableError, DuplicateKeyError, RetryableDatabaseError
 from db.dialect import SQLITE, Dialect
+
+#: Primary result codes: the file is busy or locked by another connection (retry); the
+#: file cannot be read or written now (I/O error, disk full, cannot open, lock protocol).
+_BUSY = frozenset({5, 6})
+_UNAVAILABLE = frozenset({10, 13, 14, 15})
 
 
 def wall_clock_ms() -> int:
@@ -37,6 +42,22 @@ def schema_sql(dialect_name: str) -> str:
     return resources.files("db").joinpath("schema", f"{dialect_name}.sql").read_text("utf-8")
 
 
+def map_error(exc: sqlite3.Error) -> Exception:
+    """The ``db.database`` class for a SQLite error, or ``exc`` itself when no retry can
+    cure it (a constraint, a syntax error, a corrupt file). Uses the primary result code,
+    not the message text."""
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if isinstance(exc, sqlite3.IntegrityError) and (
+        "UNIQUE" in str(exc) or "PRIMARY KEY" in str(exc)
+    ):
+        return DuplicateKeyError(str(exc))
+    if code in _BUSY:
+        return RetryableDatabaseError(str(exc))
+    if code in _UNAVAILABLE:
+        return DatabaseUnavailableError(f"SQLite: {exc}")
+    return exc
+
+
 class _SqliteTx:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
@@ -44,14 +65,11 @@ class _SqliteTx:
     def _run(self, sql: str, params: Mapping[str, Any] | None) -> sqlite3.Cursor:
         try:
             return self._conn.execute(sql, dict(params or {}))
-        except sqlite3.IntegrityError as exc:
-            if "UNIQUE" in str(exc) or "PRIMARY KEY" in str(exc):
-                raise DuplicateKeyError(str(exc)) from exc
-            raise
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise RetryableDatabaseError(str(exc)) from exc
-            raise
+        except sqlite3.Error as exc:
+            mapped = map_error(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
 
     async def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
         return self._run(sql, params).rowcount
@@ -97,22 +115,38 @@ class SqliteDatabase:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_SqliteTx]:
+        """A transaction under the process lock and SQLite's write lock.
+
+        A failed ``COMMIT`` is rolled back here and reported like any other error: SQLite
+        commits in this call or not at all, so its commit is never ambiguous (no
+        ``CommitUnknownError``). Errors are mapped by ``map_error``."""
         async with self._lock:
             # Every transaction writes sooner or later, so take the write lock at BEGIN:
             # a deferred transaction that upgrades later can fail with SQLITE_BUSY.
+            tx = _SqliteTx(self._conn)
+            await tx.execute("BEGIN IMMEDIATE")  # busy > 10 s: another process holds it
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:  # another process held the lock > 10 s
-                if "locked" in str(exc) or "busy" in str(exc):
-                    raise RetryableDatabaseError(str(exc)) from exc
-                raise
-            try:
-                yield _SqliteTx(self._conn)
+                yield tx
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 raise
-            else:
+            try:
                 self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._rollback()  # SQLITE_BUSY at COMMIT leaves the transaction open
+                mapped = map_error(exc)
+                if mapped is exc:
+                    raise
+                raise mapped from exc
+
+    def _rollback(self) -> None:
+        # Some errors (a full disk, an I/O error) end the transaction by themselves; a
+        # ROLLBACK then would fail and hide the original error.
+        if self._conn.in_transaction:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
 
     async def aclose(self) -> None:
         self._conn.close()

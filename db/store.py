@@ -8,11 +8,14 @@ pure functions in ``actors.core`` and the actors carry them out.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 import json
 import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -22,6 +25,7 @@ import trio
 
 from actors.core import dispatch
 from actors.core.backoff import should_retry
+from actors.core.db_retry import DbFault, DbRetryPolicy, db_retry_delay
 from actors.core.errors import ConfigError
 from actors.core.ids import IdGenerator
 from actors.core.limits import NormalisedParameters
@@ -35,7 +39,13 @@ from actors.core.models import (
     TaskStatus,
 )
 from db import transitions as T
-from db.database import Database, DuplicateKeyError, RetryableDatabaseError, Tx
+from db.database import (
+    Database,
+    DuplicateKeyError,
+    RetryableDatabaseError,
+    TransientDatabaseError,
+    Tx,
+)
 
 log = logging.getLogger("db.store")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
@@ -132,37 +142,141 @@ class CreateLimits:
     max_active_per_type: int = 5
 
 
-_RETRY_ATTEMPTS = 6
+#: Retry budget of the display-only progress write, seconds: one immediate retry on a fresh
+#: connection fits; a database that is down is not waited for (the run goes on).
+PROGRESS_RETRY_SECONDS = 0.5
+
+#: True while a transition re-runs after a lost COMMIT (``CommitUnknownError``) in the
+#: same call: the earlier attempt may have landed, so a 0-row answer may be its own work.
+_REPLAY: ContextVar[bool] = ContextVar("export_store_replay", default=False)
 
 
-def retrying(method: F) -> F:
-    """Retry a transition the database rolled back for a retryable reason (a deadlock, a
-    lock wait timeout, a busy SQLite file), with short jittered backoff. Safe because a
-    decorated method is one transaction whose effects all roll back together."""
+def _replaying() -> bool:
+    """Is this attempt a re-run after a commit whose outcome was lost?"""
+    return _REPLAY.get()
 
-    @functools.wraps(method)
-    async def wrapper(*args: Any, **kwargs: Any) -> Any:
-        delay = 0.005
-        for attempt in range(1, _RETRY_ATTEMPTS + 1):
-            try:
-                return await method(*args, **kwargs)
-            except RetryableDatabaseError:
-                if attempt == _RETRY_ATTEMPTS:
-                    raise
-                log.info(
-                    "%s rolled back by the database (attempt %d); retrying",
-                    method.__name__,
-                    attempt,
-                )
-                await trio.sleep(delay * (1 + random.random()))
-                delay *= 3
-        raise AssertionError("unreachable")
 
-    return wrapper  # type: ignore[return-value]
+class DbHealth:
+    """The database's health as this process's store sees it, for operators: one WARNING
+    when transitions start failing on connection faults, one when they work again (with
+    how long the blip lasted), instead of one line per attempt. Shared by every copy of
+    a store (``ExportStore.with_retry_budget``).
+
+    Attributes:
+        faulty_since: ``trio.current_time()`` of the first fault of the current blip, or
+            ``None`` while healthy.
+        blips: durations of the blips seen so far, seconds (the last 100).
+        faults: connection-level faults seen in total.
+    """
+
+    def __init__(self) -> None:
+        self.faulty_since: float | None = None
+        self.blips: list[float] = []
+        self.faults = 0
+        self._attempts_in_blip = 0
+
+    def fault(self, where: str, exc: TransientDatabaseError, budget: float) -> None:
+        self.faults += 1
+        self._attempts_in_blip += 1
+        if self.faulty_since is None:
+            self.faulty_since = trio.current_time()
+            log.warning(
+                "database fault in %s (%s: %s); store transitions retry for up to %gs",
+                where,
+                exc.fault.value,
+                exc,
+                budget,
+            )
+
+    def ok(self) -> None:
+        if self.faulty_since is None:
+            return
+        lasted = trio.current_time() - self.faulty_since
+        self.blips = [*self.blips[-99:], lasted]
+        log.warning(
+            "database reachable again after %.2fs (%d failed attempts)",
+            lasted,
+            self._attempts_in_blip,
+        )
+        self.faulty_since = None
+        self._attempts_in_blip = 0
+
+
+def retrying(method: F | None = None, *, budget: float | None = None) -> Any:
+    """Re-run a transition whose attempt hit a ``TransientDatabaseError``, as long as
+    ``actors.core.db_retry.db_retry_delay`` allows: deadlocks a few times, fast;
+    connection faults (a killed or dead connection, a server restarting, a lost COMMIT)
+    until the store's retry budget (``FILE_EXPORT_DB_RETRY_SECONDS``) or the caller's
+    trio deadline, whichever comes first — never sleeping into a cancellation.
+
+    Safe because a decorated method is one transaction (or a sequence of independently
+    safe ones) whose effects roll back together when it fails before COMMIT; after a lost
+    COMMIT each method tells "my earlier attempt landed" from "someone else changed it"
+    by re-reading state, as its docstring explains (``_replaying()`` is true then).
+
+    Args:
+        budget: seconds, to use a shorter budget than the store's for this method (a
+            display-only write that should be skipped rather than waited for).
+    """
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        async def wrapper(self: ExportStore, *args: Any, **kwargs: Any) -> Any:
+            policy = self.retry_policy
+            if budget is not None and budget < policy.budget_seconds:
+                policy = dataclasses.replace(policy, budget_seconds=budget)
+            started = trio.current_time()
+            replay = False
+            attempt = 0
+            while True:
+                attempt += 1
+                token = _REPLAY.set(replay)
+                try:
+                    result = await fn(self, *args, **kwargs)
+                except TransientDatabaseError as exc:
+                    now = trio.current_time()
+                    delay = db_retry_delay(
+                        exc.fault,
+                        attempt,
+                        now - started,
+                        random.random(),
+                        policy,
+                        trio.current_effective_deadline() - now,
+                    )
+                    if exc.fault == DbFault.ROLLED_BACK:
+                        log.info(
+                            "%s rolled back by the database (attempt %d)", fn.__name__, attempt
+                        )
+                    else:
+                        self.health.fault(fn.__name__, exc, policy.budget_seconds)
+                    if delay is None:
+                        log.info(
+                            "%s gave up after %d attempts over %.2fs: %s",
+                            fn.__name__,
+                            attempt,
+                            now - started,
+                            exc,
+                        )
+                        raise
+                    replay = replay or exc.fault == DbFault.COMMIT_UNKNOWN
+                    await trio.sleep(delay)
+                    continue
+                finally:
+                    _REPLAY.reset(token)
+                self.health.ok()
+                return result
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate(method) if method is not None else decorate
 
 
 class ExportStore:
     """Transitions over a ``Database``.
+
+    Every public method retries database faults (``retrying``). Reads are safe to re-run
+    because they write nothing; each writing transition's docstring says why re-running
+    it after a lost COMMIT gives the same answer.
 
     Args:
         db: the SQLite or MySQL database.
@@ -170,16 +284,33 @@ class ExportStore:
         topic: the command topic written into outbox rows, with ``MQ_TOPIC_PREFIX`` (§6.2).
         clock_label: returns an ISO-8601 instance-clock time, used only for the command's
             ``occurredAt`` label (§8.6 allows instance clocks for labels).
+        retry_policy: how transitions retry database faults (``actors.core.db_retry``).
     """
 
     def __init__(
-        self, db: Database, ids: IdGenerator, *, topic: str, clock_label: Any = None
+        self,
+        db: Database,
+        ids: IdGenerator,
+        *,
+        topic: str,
+        clock_label: Any = None,
+        retry_policy: DbRetryPolicy | None = None,
     ) -> None:
         self.db = db
         self.ids = ids
         self.topic = topic
+        self.retry_policy = retry_policy or DbRetryPolicy()
+        self.health = DbHealth()
         self._sql = _Sql(db)
         self._label = clock_label or (lambda: datetime.now(UTC).isoformat(timespec="milliseconds"))
+
+    def with_retry_budget(self, seconds: float) -> ExportStore:
+        """The same store (same database, ids, health) whose transitions give up on
+        connection faults after ``seconds`` instead of the configured budget: for callers
+        that would rather answer "try again" than wait, such as HTTP requests."""
+        other = copy.copy(self)
+        other.retry_policy = dataclasses.replace(self.retry_policy, budget_seconds=seconds)
+        return other
 
     @property
     def sql(self) -> Any:
@@ -274,7 +405,6 @@ class ExportStore:
 
     # -- create (§7.2, §14) -------------------------------------------------------------
 
-    @retrying
     async def create_task(
         self, new: NewTask, limits: CreateLimits = CreateLimits()
     ) -> CreateResult:
@@ -283,10 +413,21 @@ class ExportStore:
         Order inside the transaction (§7.2): lock ``GLOBAL_CREATE``; 60-second duplicate
         check (returns the existing active task); per-user and per-type active limits;
         insert task; insert outbox row (same version 1). Nothing is sent here (invariant 2).
+
+        Re-run: the task id is drawn once, before the first attempt. A re-run after a lost
+        COMMIT first looks for that id: found, the earlier attempt landed and its task is
+        returned as CREATED — not as a duplicate of itself, and not counted against the
+        limits it now fills. Not found, nothing was written and the create runs afresh.
         """
+        return await self._create_task(new, limits, self.ids.next_id())
+
+    @retrying
+    async def _create_task(self, new: NewTask, limits: CreateLimits, task_id: int) -> CreateResult:
         p = new.principal
         async with self.db.transaction() as tx:
             await tx.fetchone(self._sql.LOCK_CREATE_GUARD)
+            if _replaying() and (mine := await tx.fetchone(self._sql.GET_TASK, {"id": task_id})):
+                return CreateResult(CreateOutcome.CREATED, self.task_from_row(mine))
             scope = {
                 "tenant_id": p.tenant_id,
                 "app_code": p.app_code.value,
@@ -311,7 +452,6 @@ class ExportStore:
             )
             if by_type and int(by_type["n"]) >= limits.max_active_per_type:
                 return CreateResult(CreateOutcome.TYPE_LIMIT, None)
-            task_id = self.ids.next_id()
             await tx.execute(
                 self._sql.INSERT_TASK,
                 {
@@ -331,15 +471,39 @@ class ExportStore:
         assert row is not None
         return CreateResult(CreateOutcome.CREATED, self.task_from_row(row))
 
+    def _new_command(self, task: Task, version: int) -> tuple[Command, int]:
+        """A command and an outbox id for ``task`` at ``version``, drawn before a
+        transition's first attempt so that a re-run after a lost COMMIT can look for its
+        own row (``_outbox_landed``)."""
+        return Command.new(task.id, task.export_type, version, self._label()), self.ids.next_id()
+
+    async def _outbox_landed(self, tx: Tx, cmd: Command) -> bool:
+        """Is the outbox row of ``cmd`` (its unique event id) written?"""
+        return (
+            await tx.fetchone(self._sql.GET_OUTBOX_BY_EVENT, {"event_id": cmd.event_id}) is not None
+        )
+
     async def _insert_outbox(
-        self, tx: Tx, task_id: int, export_type: str, version: int, next_retry_at: Any
+        self,
+        tx: Tx,
+        task_id: int,
+        export_type: str,
+        version: int,
+        next_retry_at: Any,
+        *,
+        drawn: tuple[Command, int] | None = None,
     ) -> Command:
         """Insert the outbox row for (task, version); ``next_retry_at`` is a raw DB value
-        to copy (§9.2 step 4) or ``None`` for "now". Raises DuplicateKeyError if a row for
-        this version exists (the unique key, §7.2)."""
-        cmd = Command.new(task_id, export_type, version, self._label())
+        to copy (§9.2 step 4) or ``None`` for "now"; ``drawn`` is a command and id drawn by
+        ``_new_command`` (else new ones). Raises DuplicateKeyError if a row for this
+        version exists (the unique key, §7.2)."""
+        if drawn is not None:
+            cmd, outbox_id = drawn
+            assert (cmd.task_id, cmd.dispatch_version) == (task_id, version)
+        else:
+            cmd, outbox_id = Command.new(task_id, export_type, version, self._label()), None
         params = {
-            "id": self.ids.next_id(),
+            "id": outbox_id or self.ids.next_id(),
             "event_id": cmd.event_id,
             "task_id": task_id,
             "dispatch_version": version,
@@ -367,7 +531,8 @@ class ExportStore:
     ) -> list[OutboxRow]:
         """Claim due PENDING rows in two steps (select ids, then a conditional update per
         id), so the lock range stays one row (§7.4). Returns the rows this owner won, with
-        ``attempt_count`` already incremented."""
+        ``attempt_count`` already incremented. A row that keeps deadlocking is left for
+        the next round; any other database fault ends the round (raised)."""
         ids = await self._due_outbox_ids(limit)
         won: list[OutboxRow] = []
         for outbox_id in ids:
@@ -383,25 +548,50 @@ class ExportStore:
     async def _claim_one_outbox(
         self, outbox_id: int, owner: str, lease_seconds: float
     ) -> dict[str, Any] | None:
-        """Step 2 of §7.4 for one row: the conditional claim, then the claimed row."""
+        """Step 2 of §7.4 for one row: the conditional claim, then the claimed row.
+
+        Re-run: a claim that landed before its COMMIT answer was lost finds the row
+        CLAIMED by this owner and returns it (the row was PENDING when this round selected
+        it, and one publisher per process claims, so that claim is this call's);
+        otherwise the claim simply runs again."""
         async with self.db.transaction() as tx:
             n = await tx.execute(
                 self._sql.CLAIM_OUTBOX,
                 {"id": outbox_id, "owner": owner, "lease_seconds": lease_seconds},
             )
-            return await tx.fetchone(self._sql.GET_OUTBOX, {"id": outbox_id}) if n else None
+            row = await tx.fetchone(self._sql.GET_OUTBOX, {"id": outbox_id})
+        if n or (
+            _replaying()
+            and row is not None
+            and row["status"] == OutboxStatus.CLAIMED
+            and row["lease_owner"] == owner
+        ):
+            return row
+        return None
 
     @retrying
     async def mark_outbox_sent(self, outbox_id: int, owner: str) -> bool:
+        """CLAIMED → SENT, fenced by this publisher's claim. True if the row is SENT
+        afterwards; False if this claim was lost and the row is elsewhere.
+
+        Re-run: after a COMMIT that landed the row is already SENT; it matches 0 rows and
+        the re-read reports SENT, so the answer is the same."""
         async with self.db.transaction() as tx:
-            return (
-                await tx.execute(self._sql.MARK_OUTBOX_SENT, {"id": outbox_id, "owner": owner}) == 1
-            )
+            n = await tx.execute(self._sql.MARK_OUTBOX_SENT, {"id": outbox_id, "owner": owner})
+            if n == 1:
+                return True
+            row = await tx.fetchone(self._sql.GET_OUTBOX, {"id": outbox_id})
+        return row is not None and row["status"] == OutboxStatus.SENT
 
     @retrying
     async def mark_outbox_send_failed(
         self, outbox_id: int, owner: str, backoff_seconds: float, error: str
     ) -> bool:
+        """CLAIMED → PENDING with backoff by DB time, fenced by this publisher's claim.
+
+        Re-run: after a COMMIT that landed the row is PENDING already and the update
+        matches 0 rows (False). Nothing depends on the answer: the row waits its backoff
+        either way, and the next claim re-checks it."""
         async with self.db.transaction() as tx:
             return (
                 await tx.execute(
@@ -428,7 +618,14 @@ class ExportStore:
         max_duration_seconds: float,
     ) -> ClaimResult:
         """The atomic claim of §8.2 with the deadline of §8.3.1, all by DB time. On 0 rows
-        the task is re-read and the branch classified (every branch acks)."""
+        the task is re-read and the branch classified (every branch acks).
+
+        Re-run: a claim whose COMMIT answer was lost may have landed. The re-run then
+        matches 0 rows and finds the task RUNNING at this version under ``owner``; that is
+        this call's own claim, returned as claimed, so the task neither runs twice nor
+        waits for its lease to expire. This relies on the caller: no other executor of
+        this process may claim the same task meanwhile (the consumer slots share a
+        registry of the tasks they hold, ``actors.local_claims.LocalClaims``)."""
         async with self.db.transaction() as tx:
             n = await tx.execute(
                 self._sql.CLAIM_TASK,
@@ -445,18 +642,39 @@ class ExportStore:
             return ClaimResult(self.task_from_row(row), None)
         if row is None:
             return ClaimResult(None, dispatch.NoClaim.TASK_MISSING)
+        task = self.task_from_row(row)
+        if (
+            _replaying()
+            and task.status == TaskStatus.RUNNING
+            and task.dispatch_version == dispatch_version
+            and task.lease_owner == owner
+        ):
+            return ClaimResult(task, None)
         now = self.db.dialect.to_datetime(row["db_now"])
         assert now is not None
-        return ClaimResult(
-            None, dispatch.classify_no_claim(self.task_from_row(row), dispatch_version, now)
-        )
+        return ClaimResult(None, dispatch.classify_no_claim(task, dispatch_version, now))
 
     def _fence(self, task: Task, owner: str) -> dict[str, Any]:
         return {"id": task.id, "dispatch_version": task.dispatch_version, "owner": owner}
 
+    async def _now_in(self, tx: Tx, task: Task, status: TaskStatus, **fields: Any) -> bool:
+        """Is ``task`` now in ``status`` at its own ``dispatch_version``, with these column
+        values? How a transition that matched 0 rows recognises its own earlier attempt
+        whose COMMIT answer was lost."""
+        row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
+        return (
+            row is not None
+            and row["status"] == status
+            and int(row["dispatch_version"]) == task.dispatch_version
+            and all(row[k] == v for k, v in fields.items())
+        )
+
     @retrying
     async def renew_lease(self, task: Task, owner: str, lease_seconds: float) -> bool:
-        """§8.3.1 renewal. False means: lease lost, version changed or deadline passed."""
+        """§8.3.1 renewal. False means: lease lost, version changed or deadline passed.
+
+        Re-run: the fenced update matches the same row again (rows *matched* are counted)
+        and only moves the lease a little further: same answer."""
         async with self.db.transaction() as tx:
             return (
                 await tx.execute(
@@ -468,7 +686,9 @@ class ExportStore:
 
     @retrying
     async def record_object_key(self, task: Task, owner: str, object_key: str) -> bool:
-        """Record the key of the file this attempt is about to write (fenced)."""
+        """Record the key of the file this attempt is about to write (fenced).
+
+        Re-run: writes the same key into the same row again: same answer."""
         async with self.db.transaction() as tx:
             return (
                 await tx.execute(
@@ -478,10 +698,15 @@ class ExportStore:
                 == 1
             )
 
-    @retrying
+    @retrying(budget=PROGRESS_RETRY_SECONDS)
     async def report_progress(
         self, task: Task, owner: str, processed_rows: int, total_rows: int | None
     ) -> bool:
+        """Display-only progress of a run (fenced). Retried only briefly
+        (``PROGRESS_RETRY_SECONDS``): the caller skips a write that fails, the next batch
+        writes a newer figure anyway.
+
+        Re-run: writes the same figures into the same row again: same answer."""
         async with self.db.transaction() as tx:
             return (
                 await tx.execute(
@@ -513,38 +738,47 @@ class ExportStore:
         the caller must delete its file.
 
         ``rows`` becomes ``processed_rows``; ``total_rows`` (default: ``rows``) keeps a
-        Provider's announced figure when fewer rows came than it announced (§10.2)."""
+        Provider's announced figure when fewer rows came than it announced (§10.2).
+
+        Re-run: a commit that landed before its answer was lost makes the fenced update
+        match 0 rows the second time — and the caller would then delete the file a
+        SUCCEEDED task references. So a 0-row answer re-reads the task: SUCCEEDED at this
+        version with *this* ``object_key`` (a fresh key per attempt, so no one else's)
+        means the commit is ours, and the answer is True."""
         async with self.db.transaction() as tx:
-            return (
-                await tx.execute(
-                    self._sql.COMPLETE_TASK,
-                    {
-                        **self._fence(task, owner),
-                        "file_name": file_name,
-                        "object_key": object_key,
-                        "content_type": content_type,
-                        "size_bytes": size_bytes,
-                        "total_rows": rows if total_rows is None else total_rows,
-                        "processed_rows": rows,
-                        "retention_seconds": retention_seconds,
-                    },
-                )
-                == 1
+            n = await tx.execute(
+                self._sql.COMPLETE_TASK,
+                {
+                    **self._fence(task, owner),
+                    "file_name": file_name,
+                    "object_key": object_key,
+                    "content_type": content_type,
+                    "size_bytes": size_bytes,
+                    "total_rows": rows if total_rows is None else total_rows,
+                    "processed_rows": rows,
+                    "retention_seconds": retention_seconds,
+                },
+            )
+            return n == 1 or await self._now_in(
+                tx, task, TaskStatus.SUCCEEDED, object_key=object_key
             )
 
     @retrying
     async def fail_task(self, task: Task, owner: str, failure_message: str) -> bool:
-        """Permanent failure (§9.1): FAILED at once, fenced."""
+        """Permanent failure (§9.1): FAILED at once, fenced. True if this call failed it.
+
+        Re-run: after a commit that landed, the update matches 0 rows; the re-read finds
+        the task FAILED at this version with exactly this message (the reconciler and the
+        DLQ handler write messages of their own), so the answer is True again."""
+        message = failure_message[:1000]
         async with self.db.transaction() as tx:
-            return (
-                await tx.execute(
-                    self._sql.FAIL_TASK,
-                    {**self._fence(task, owner), "failure_message": failure_message[:1000]},
-                )
-                == 1
+            n = await tx.execute(
+                self._sql.FAIL_TASK, {**self._fence(task, owner), "failure_message": message}
+            )
+            return n == 1 or await self._now_in(
+                tx, task, TaskStatus.FAILED, failure_message=message
             )
 
-    @retrying
     async def schedule_retry(
         self, task: Task, owner: str, failure_message: str, backoff_seconds: float
     ) -> RetryOutcome:
@@ -552,7 +786,25 @@ class ExportStore:
         else PENDING with ``dispatch_version + 1``, ``next_retry_at`` by DB time, progress
         reset, ``failure_message`` kept, and a new outbox row whose ``next_retry_at``
         equals the task's (so the publisher cannot send it early). The caller has already
-        deleted its partial file (§9.5)."""
+        deleted its partial file (§9.5).
+
+        Re-run: the new version's command (and its unique event id) is drawn once, before
+        the first attempt. After a commit that landed, the task is no longer RUNNING under
+        this fence; the re-run then finds its own outbox row by event id (SCHEDULED), or the
+        task FAILED at this version with this message (FAILED), and never inserts a second
+        row (the unique key on task and version would refuse it anyway)."""
+        drawn = self._new_command(task, task.dispatch_version + 1)
+        return await self._schedule_retry(task, owner, failure_message, backoff_seconds, drawn)
+
+    @retrying
+    async def _schedule_retry(
+        self,
+        task: Task,
+        owner: str,
+        failure_message: str,
+        backoff_seconds: float,
+        drawn: tuple[Command, int],
+    ) -> RetryOutcome:
         fence = self._fence(task, owner)
         message = failure_message[:1000]
         async with self.db.transaction() as tx:
@@ -563,6 +815,10 @@ class ExportStore:
                 or row["dispatch_version"] != task.dispatch_version
                 or row["lease_owner"] != owner
             ):
+                if await self._outbox_landed(tx, drawn[0]):
+                    return RetryOutcome.SCHEDULED
+                if await self._now_in(tx, task, TaskStatus.FAILED, failure_message=message):
+                    return RetryOutcome.FAILED
                 return RetryOutcome.LOST
             if not should_retry(int(row["attempt_count"]), int(row["max_attempts"])):
                 n = await tx.execute(self._sql.FAIL_TASK, {**fence, "failure_message": message})
@@ -581,13 +837,14 @@ class ExportStore:
                 task.export_type,
                 int(after["dispatch_version"]),
                 next_retry_at=after["next_retry_at"],
+                drawn=drawn,
             )
         return RetryOutcome.SCHEDULED
 
     @retrying
     async def own_run_past_deadline(self, task: Task, owner: str) -> bool:
         """After a final commit matched 0 rows: is this still our RUNNING attempt whose
-        deadline has passed (§8.4 → timeout retry), rather than a lost lease?"""
+        deadline has passed (§8.4 → timeout retry), rather than a lost lease? Read-only."""
         async with self.db.transaction() as tx:
             row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
         if row is None:
@@ -605,7 +862,6 @@ class ExportStore:
 
     # -- manual retry (§9.3) ------------------------------------------------------------
 
-    @retrying
     async def manual_retry(
         self, task: Task, limits: CreateLimits = CreateLimits()
     ) -> tuple[CreateOutcome, Task | None]:
@@ -617,9 +873,25 @@ class ExportStore:
         and (DUPLICATE, None) if the task was no longer FAILED at that version (a
         concurrent retry won). Authorisation and ``enabled`` are checked by the caller;
         the caller deletes any leftover file.
+
+        Re-run: the new version's command is drawn once, before the first attempt. A
+        re-run after a lost COMMIT first looks for its outbox row by event id: found, the
+        retry landed and is CREATED (not refused by the limits it now fills, nor reported
+        as a concurrent retry).
         """
+        drawn = self._new_command(task, task.dispatch_version + 1)
+        return await self._manual_retry(task, limits, drawn)
+
+    @retrying
+    async def _manual_retry(
+        self, task: Task, limits: CreateLimits, drawn: tuple[Command, int]
+    ) -> tuple[CreateOutcome, Task | None]:
         async with self.db.transaction() as tx:
             await tx.fetchone(self._sql.LOCK_CREATE_GUARD)
+            if _replaying() and await self._outbox_landed(tx, drawn[0]):
+                row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
+                assert row is not None
+                return CreateOutcome.CREATED, self.task_from_row(row)
             by_user = await tx.fetchone(
                 self._sql.COUNT_ACTIVE_BY_REQUESTER,
                 {
@@ -642,7 +914,12 @@ class ExportStore:
                 return CreateOutcome.DUPLICATE, None
             try:
                 await self._insert_outbox(
-                    tx, task.id, task.export_type, task.dispatch_version + 1, next_retry_at=None
+                    tx,
+                    task.id,
+                    task.export_type,
+                    task.dispatch_version + 1,
+                    next_retry_at=None,
+                    drawn=drawn,
                 )
             except DuplicateKeyError:
                 pass  # a row for this version exists already: the unique key absorbed it
@@ -657,21 +934,37 @@ class ExportStore:
         """At start-up of an embedded instance: SENT rows whose task is still PENDING at
         that version go back to PENDING (same row, same version), because the in-process
         bus that held them is gone. A duplicate, if another process still holds one, is
-        absorbed by the claim. Returns rows requeued."""
+        absorbed by the claim. Returns rows requeued.
+
+        Re-run: a set-based conditional update; after a commit that landed nothing is
+        left to requeue and the count (used for a log line only) is 0."""
         async with self.db.transaction() as tx:
             return await tx.execute(self._sql.REQUEUE_SENT_OF_PENDING_TASKS)
 
-    @retrying
     async def release_lease(self, task: Task, owner: str) -> bool:
-        """Hand a RUNNING task back after a shutdown cancelled its run: PENDING at a new
-        version with a new outbox row, the attempt not counted. Fenced; False if the
-        lease was already lost."""
+        """Hand a RUNNING task back without counting its attempt: PENDING at a new
+        version with a new outbox row. Used when a shutdown or a database outage, not the
+        export, ended the run. Fenced; False if the lease was already lost.
+
+        Re-run: the command is drawn once, before the first attempt; after a commit that
+        landed the fenced update matches 0 rows and the re-read finds the outbox row by
+        its event id: True again."""
+        drawn = self._new_command(task, task.dispatch_version + 1)
+        return await self._release_lease(task, owner, drawn)
+
+    @retrying
+    async def _release_lease(self, task: Task, owner: str, drawn: tuple[Command, int]) -> bool:
         async with self.db.transaction() as tx:
             n = await tx.execute(self._sql.RELEASE_LEASE, self._fence(task, owner))
             if n != 1:
-                return False
+                return await self._outbox_landed(tx, drawn[0])
             await self._insert_outbox(
-                tx, task.id, task.export_type, task.dispatch_version + 1, next_retry_at=None
+                tx,
+                task.id,
+                task.export_type,
+                task.dispatch_version + 1,
+                next_retry_at=None,
+                drawn=drawn,
             )
         return True
 
@@ -680,51 +973,68 @@ class ExportStore:
     async def redispatch_missing_outbox(self, grace_seconds: float, limit: int) -> int:
         """Case A of §8.5-1: PENDING tasks past the grace with no outbox row for their
         current version get one, *same version*. The unique key absorbs a racing insert.
-        Returns rows inserted."""
+        Returns rows inserted.
+
+        Re-run: each insert is its own transaction; after one that landed, the re-run hits
+        the unique key on task and version and counts nothing (the count is for metrics).
+        A row that keeps deadlocking is left for the next pass."""
+        rows = await self._tasks_without_outbox(grace_seconds, limit)
+        inserted = 0
+        for task_id, export_type, version in rows:
+            try:
+                inserted += await self._redispatch_one(task_id, export_type, version)
+            except RetryableDatabaseError:
+                pass  # rolled back: the next pass sees it again
+        return inserted
+
+    @retrying
+    async def _tasks_without_outbox(
+        self, grace_seconds: float, limit: int
+    ) -> list[tuple[int, str, int]]:
         async with self.db.transaction() as tx:
             rows = await tx.fetchall(
                 self._sql.SELECT_TASKS_WITHOUT_OUTBOX,
                 {"grace_seconds": grace_seconds, "limit": limit},
             )
-        inserted = 0
-        for r in rows:
-            try:
-                async with self.db.transaction() as tx:
-                    await self._insert_outbox(
-                        tx,
-                        int(r["id"]),
-                        r["export_type"],
-                        int(r["dispatch_version"]),
-                        next_retry_at=None,
-                    )
-                inserted += 1
-            except (DuplicateKeyError, RetryableDatabaseError):
-                pass  # already there, or rolled back: the next pass sees it again
-        return inserted
+        return [(int(r["id"]), r["export_type"], int(r["dispatch_version"])) for r in rows]
+
+    @retrying
+    async def _redispatch_one(self, task_id: int, export_type: str, version: int) -> int:
+        try:
+            async with self.db.transaction() as tx:
+                await self._insert_outbox(tx, task_id, export_type, version, next_retry_at=None)
+        except DuplicateKeyError:
+            return 0  # already there
+        return 1
 
     async def redispatch_stale_sent(
         self, stale_seconds: float, grace_seconds: float, limit: int
     ) -> int:
         """Case B of §8.5-1: a SENT row whose task is still PENDING at that version after
-        ``stale_seconds`` goes back to PENDING (same row, same version). Returns rows reset."""
+        ``stale_seconds`` goes back to PENDING (same row, same version). Returns rows reset.
+
+        Re-run: each reset re-checks the whole condition; after one that landed the row is
+        PENDING and the re-run matches nothing (the count is for metrics). A row that keeps
+        deadlocking is left for the next pass."""
         params = {"stale_seconds": stale_seconds, "grace_seconds": grace_seconds}
-        async with self.db.transaction() as tx:
-            ids = [
-                r["id"]
-                for r in await tx.fetchall(
-                    self._sql.SELECT_STALE_SENT_OUTBOX, {**params, "limit": limit}
-                )
-            ]
         reset = 0
-        for outbox_id in ids:
+        for outbox_id in await self._stale_sent_ids(params, limit):
             try:
-                async with self.db.transaction() as tx:
-                    reset += await tx.execute(
-                        self._sql.REDISPATCH_STALE_SENT, {**params, "id": outbox_id}
-                    )
+                reset += await self._redispatch_stale_one(params, outbox_id)
             except RetryableDatabaseError:
                 continue  # the next pass sees it again
         return reset
+
+    @retrying
+    async def _stale_sent_ids(self, params: dict[str, Any], limit: int) -> list[int]:
+        async with self.db.transaction() as tx:
+            rows = await tx.fetchall(self._sql.SELECT_STALE_SENT_OUTBOX, {**params, "limit": limit})
+        return [int(r["id"]) for r in rows]
+
+    @retrying
+    async def _redispatch_stale_one(self, params: dict[str, Any], outbox_id: int) -> int:
+        async with self.db.transaction() as tx:
+            return await tx.execute(self._sql.REDISPATCH_STALE_SENT, {**params, "id": outbox_id})
 
     @retrying
     async def expired_leases(self, limit: int) -> list[Task]:
@@ -733,13 +1043,32 @@ class ExportStore:
             rows = await tx.fetchall(self._sql.SELECT_EXPIRED_LEASES, {"limit": limit})
         return [self.task_from_row(r) for r in rows]
 
-    @retrying
     async def recover_expired_lease(
         self, task: Task, failure_message: str, exhausted_message: str
     ) -> RetryOutcome:
         """§8.5-2 for one task, in one transaction: new version + new outbox row if
-        attempts remain, else FAILED. ``LOST`` if the lease was renewed meanwhile."""
+        attempts remain, else FAILED. ``LOST`` if the lease was renewed meanwhile (or
+        another reconciler recovered it first).
+
+        Re-run: the new version's command is drawn once, before the first attempt. After
+        a commit that landed, the fenced update matches 0 rows; the re-run finds its own
+        outbox row by event id (SCHEDULED) or, only when re-running after a lost COMMIT,
+        the task FAILED at this version with ``exhausted_message`` (FAILED). The answer
+        decides whether the dead run's file is deleted, so a landed recovery must not
+        come back as LOST."""
+        drawn = self._new_command(task, task.dispatch_version + 1)
+        return await self._recover_expired_lease(task, failure_message, exhausted_message, drawn)
+
+    @retrying
+    async def _recover_expired_lease(
+        self,
+        task: Task,
+        failure_message: str,
+        exhausted_message: str,
+        drawn: tuple[Command, int],
+    ) -> RetryOutcome:
         params = {"id": task.id, "dispatch_version": task.dispatch_version}
+        exhausted = exhausted_message[:1000]
         async with self.db.transaction() as tx:
             if should_retry(task.attempt_count, task.max_attempts):
                 n = await tx.execute(
@@ -747,20 +1076,33 @@ class ExportStore:
                     {**params, "failure_message": failure_message[:1000]},
                 )
                 if n != 1:
-                    return RetryOutcome.LOST
+                    landed = await self._outbox_landed(tx, drawn[0])
+                    return RetryOutcome.SCHEDULED if landed else RetryOutcome.LOST
                 await self._insert_outbox(
-                    tx, task.id, task.export_type, task.dispatch_version + 1, next_retry_at=None
+                    tx,
+                    task.id,
+                    task.export_type,
+                    task.dispatch_version + 1,
+                    next_retry_at=None,
+                    drawn=drawn,
                 )
                 return RetryOutcome.SCHEDULED
             n = await tx.execute(
-                self._sql.RECOVER_LEASE_FAIL,
-                {**params, "failure_message": exhausted_message[:1000]},
+                self._sql.RECOVER_LEASE_FAIL, {**params, "failure_message": exhausted}
             )
-            return RetryOutcome.FAILED if n == 1 else RetryOutcome.LOST
+            if n == 1 or (
+                _replaying()
+                and await self._now_in(tx, task, TaskStatus.FAILED, failure_message=exhausted)
+            ):
+                return RetryOutcome.FAILED
+            return RetryOutcome.LOST
 
     @retrying
     async def release_expired_outbox_claims(self) -> int:
-        """§8.5-3: CLAIMED rows whose publisher lease expired go back to PENDING."""
+        """§8.5-3: CLAIMED rows whose publisher lease expired go back to PENDING.
+
+        Re-run: set-based and conditional; after a commit that landed nothing is left and
+        the count (metrics only) is 0."""
         async with self.db.transaction() as tx:
             return await tx.execute(self._sql.RELEASE_EXPIRED_OUTBOX_CLAIMS)
 
@@ -773,6 +1115,10 @@ class ExportStore:
 
     @retrying
     async def mark_expired(self, task_id: int) -> bool:
+        """SUCCEEDED past ``expires_at`` → EXPIRED (§15), after its file was deleted.
+
+        Re-run: after a commit that landed the task is EXPIRED and the update matches 0
+        rows (False: one expiry fewer in the metrics, nothing else)."""
         async with self.db.transaction() as tx:
             return await tx.execute(self._sql.MARK_EXPIRED, {"id": task_id}) == 1
 
@@ -789,7 +1135,9 @@ class ExportStore:
 
     @retrying
     async def prune_sent_outbox(self, retention_seconds: float, chunk: int = 5000) -> int:
-        """Delete SENT rows older than the retention, at most ``chunk`` (§15)."""
+        """Delete SENT rows older than the retention, at most ``chunk`` (§15).
+
+        Re-run: deletes whatever old SENT rows are left; the count is for a log line."""
         params = {"retention_seconds": retention_seconds}
         async with self.db.transaction() as tx:
             bound = await tx.fetchone(self._sql.SELECT_PRUNE_BOUND, {**params, "offset": chunk - 1})
@@ -824,13 +1172,31 @@ class ExportStore:
     ) -> QuarantineOutcome:
         """Quarantine the outbox row and fail the task in one transaction, asserting one
         row each; on any other count roll back and report a mismatch (a stale version or
-        a foreign event id must not touch the current attempt)."""
+        a foreign event id must not touch the current attempt).
+
+        Re-run: after a commit that landed both updates would match 0 rows (a mismatch);
+        so a re-run after a lost COMMIT first re-reads the row of ``event_id``: QUARANTINED
+        for this task and version, with the task FAILED at that version, is this call's
+        own work, reported as QUARANTINED."""
 
         class _Mismatch(Exception):
             pass
 
         try:
             async with self.db.transaction() as tx:
+                if _replaying():
+                    row = await tx.fetchone(self._sql.GET_OUTBOX_BY_EVENT, {"event_id": event_id})
+                    task = await tx.fetchone(self._sql.GET_TASK, {"id": task_id})
+                    if (
+                        row is not None
+                        and row["status"] == OutboxStatus.QUARANTINED
+                        and (int(row["task_id"]), int(row["dispatch_version"]))
+                        == (task_id, dispatch_version)
+                        and task is not None
+                        and task["status"] == TaskStatus.FAILED
+                        and int(task["dispatch_version"]) == dispatch_version
+                    ):
+                        return QuarantineOutcome.QUARANTINED
                 n1 = await tx.execute(
                     self._sql.QUARANTINE_OUTBOX,
                     {

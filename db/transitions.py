@@ -103,6 +103,11 @@ SELECT COUNT(*) AS n FROM file_export_task
 
 GET_OUTBOX = f"SELECT {OUTBOX_COLUMNS} FROM file_export_outbox WHERE id = :id"
 
+# Did an outbox row this caller drew an event id for get written? Transitions that insert
+# one re-read it after a lost COMMIT (the event id is unique and drawn before the first
+# attempt, so finding it proves the earlier attempt landed).
+GET_OUTBOX_BY_EVENT = f"SELECT {OUTBOX_COLUMNS} FROM file_export_outbox WHERE event_id = :event_id"
+
 LIST_OUTBOX_FOR_TASK = (
     f"SELECT {OUTBOX_COLUMNS} FROM file_export_outbox WHERE task_id = :task_id ORDER BY id"
 )

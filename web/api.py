@@ -73,7 +73,7 @@ async def owned_task(principal: Principal, raw_id: str) -> Task:
         raise ApiError("400", f"invalid task id {raw_id!r}") from None
     if not 0 < task_id <= MAX_ID:
         raise ApiError("404", f"export task {raw_id} not found")
-    task = await services().store.get_task(task_id)
+    task = await services().api_store.get_task(task_id)
     if task is None or not owns(principal, task):
         raise ApiError("404", f"export task {raw_id} not found")
     return task
@@ -112,7 +112,7 @@ async def create_task() -> Any:
     definition = check_definition(principal, export_type)
     params = normalise_parameters(body.get("parameters"))
     svc = services()
-    result = await svc.store.create_task(
+    result = await svc.api_store.create_task(
         NewTask(export_type, task_name, fmt, params, principal, definition.max_attempts),
         svc.create_limits,
     )
@@ -151,7 +151,7 @@ async def list_tasks() -> Any:
         raise ApiError("400", "page and pageSize must be integers") from None
     if not 1 <= page <= MAX_PAGE or not 1 <= size <= MAX_PAGE_SIZE:
         raise ApiError("400", f"page must be 1..{MAX_PAGE} and pageSize 1..{MAX_PAGE_SIZE}")
-    tasks, total = await services().store.list_tasks(
+    tasks, total = await services().api_store.list_tasks(
         principal,
         all_users=principal.has(DOWNLOAD_ALL_PERMISSION),
         status=status,
@@ -214,7 +214,7 @@ async def retry(task_id: str) -> Any:
     svc = services()
     if task.object_key:
         await svc.storage.delete(task.object_key)  # leftover of the failed attempt (§9.5)
-    outcome, updated = await svc.store.manual_retry(task, svc.create_limits)
+    outcome, updated = await svc.api_store.manual_retry(task, svc.create_limits)
     if outcome == CreateOutcome.USER_LIMIT:
         raise ApiError(
             "429",

@@ -2,6 +2,10 @@
 
 Actors never run in ``app.nursery`` (DESIGN §7): the runtime owns them and passes the
 services in here. The app only serves requests.
+
+When the database cannot be reached, requests that need it answer HTTP 503 with the
+envelope (code ``"503"``) and a ``Retry-After`` header after at most
+``API_DB_RETRY_SECONDS`` of retrying — never a 500 — and ``/healthz`` reports not ready.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from typing import Any
 
 import trio
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from quart import Response, jsonify
+from quart import Response, jsonify, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
@@ -21,11 +25,18 @@ from actors.metrics import Metrics
 from actors.pipeline.storage import ExportStorage
 from actors.registry_source import RegistryHolder
 from actors.wakeup import Wakeup
+from db.database import TransientDatabaseError
 from db.store import CreateLimits, ExportStore
 from web.api import api
+from web.health import DatabaseProbe
 from web.serialize import envelope
 
 log = logging.getLogger("web.app")
+
+#: How long a request retries a database fault (a dead pooled connection is replaced at
+#: once) before answering 503, seconds; and the ``Retry-After`` it then suggests.
+API_DB_RETRY_SECONDS = 5.0
+RETRY_AFTER_SECONDS = 5
 
 
 @dataclass
@@ -41,6 +52,11 @@ class Services:
     create_limits: CreateLimits = field(default_factory=CreateLimits)
     ready: trio.Event = field(default_factory=trio.Event)
     stopping: bool = False
+
+    def __post_init__(self) -> None:
+        #: The store as requests use it: retries bounded by ``API_DB_RETRY_SECONDS``.
+        self.api_store = self.store.with_retry_budget(API_DB_RETRY_SECONDS)
+        self.db_probe = DatabaseProbe(self.store)
 
 
 def create_app(services: Services, *, extra_blueprints: list[Any] | None = None) -> QuartTrio:
@@ -66,6 +82,14 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
         code = exc.code or 500
         return jsonify(envelope(None, code=str(code), message=exc.description or exc.name)), code
 
+    @app.errorhandler(TransientDatabaseError)
+    async def _database_unavailable(exc: TransientDatabaseError) -> Any:
+        log.warning("%s %s: database unavailable: %s", request.method, request.path, exc)
+        body = envelope(
+            None, code="503", message="the database is unavailable; please try again shortly"
+        )
+        return jsonify(body), 503, {"Retry-After": str(RETRY_AFTER_SECONDS)}
+
     @app.errorhandler(Exception)
     async def _unexpected(exc: Exception) -> Any:
         log.error("unhandled error", exc_info=exc)
@@ -77,6 +101,8 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
             return jsonify({"status": "starting"}), 503
         if services.stopping:  # draining: a load balancer should send traffic elsewhere
             return jsonify({"status": "stopping"}), 503
+        if not await services.db_probe.reachable():
+            return jsonify({"status": "database unavailable"}), 503
         return jsonify({"status": "ok"})
 
     @app.get("/metrics")

@@ -55,6 +55,9 @@ class RunContext:
     abort_flag: threading.Event = field(default_factory=threading.Event)
     abort_reason: AbortReason | None = None
     object_key: str | None = None
+    #: ``trio.current_time()`` of the claim or of the last lease renewal that landed:
+    #: the watchdog and the settle step count the lease margin from it.
+    lease_renewed_at: float = 0.0
 
     def abort(self, reason: AbortReason) -> None:
         if self.abort_reason is None:

@@ -11,6 +11,10 @@ Definition values that protect downstream services (``provider-*``, ``batch-size
 Warnings about the Provider's data (truncated cells, invalid values, undeclared fields,
 fewer rows than announced) are logged once per run, as one summary line, whether the run
 succeeds or fails.
+
+The progress write after each batch is for display only: a database error there is
+logged (at most once per ``PROGRESS_WARNING_INTERVAL_SECONDS``) and the write skipped, so
+a database blip never costs the export an attempt; the next batch writes a newer figure.
 """
 
 from __future__ import annotations
@@ -38,9 +42,13 @@ from actors.pipeline.provider_client import ProviderClient, iterate_batches
 from actors.pipeline.storage import XLSX_CONTENT_TYPE, ExportStorage, new_object_key
 from actors.pipeline.xlsx_writer import XlsxExportWriter
 from actors.registry_source import RegistryHolder
+from db.database import TransientDatabaseError
 from db.store import ExportStore
 
 log = logging.getLogger("actors.pipeline.runner")
+
+#: At most one WARNING per run and interval about skipped progress writes, seconds.
+PROGRESS_WARNING_INTERVAL_SECONDS = 30.0
 
 _UNSAFE_NAME = re.compile(r'[\\/:*?"<>|\x00-\x1f]+')
 
@@ -84,6 +92,7 @@ class ExportRunner:
         writer: XlsxExportWriter | None = None
         total_estimate: int | None = None
         batches = 0
+        progress = _Progress(self.store, ctx)
         # One batch of read-ahead: the next Provider request runs while this batch is
         # encoded, so Provider latency and XLSX encoding overlap.
         send, recv = trio.open_memory_channel[ProviderBatch](1)
@@ -124,9 +133,7 @@ class ExportRunner:
                             # keep the last one known rather than blanking the total.
                             if batch.total_rows is not None:
                                 total_estimate = batch.total_rows
-                            await self.store.report_progress(
-                                task, ctx.owner, writer.rows_written, total_estimate
-                            )
+                            await progress.report(writer.rows_written, total_estimate)
             except BaseExceptionGroup as group:
                 raise sole_exception(group) from None
             assert writer is not None
@@ -158,6 +165,35 @@ class ExportRunner:
             rows=writer.rows_written,
             total_rows=total_rows,
         )
+
+
+class _Progress:
+    """Writes a run's progress, skipping writes the database refuses (display only)."""
+
+    def __init__(self, store: ExportStore, ctx: RunContext) -> None:
+        self.store = store
+        self.ctx = ctx
+        self.skipped = 0
+        self._warned_at: float | None = None
+
+    async def report(self, processed_rows: int, total_rows: int | None) -> None:
+        try:
+            await self.store.report_progress(
+                self.ctx.task, self.ctx.owner, processed_rows, total_rows
+            )
+        except TransientDatabaseError as exc:
+            self.skipped += 1
+            now = trio.current_time()
+            if self._warned_at is None or now - self._warned_at >= (
+                PROGRESS_WARNING_INTERVAL_SECONDS
+            ):
+                self._warned_at = now
+                log.warning(
+                    "task %s: progress write skipped (%d so far; the export goes on): %s",
+                    self.ctx.task.id,
+                    self.skipped,
+                    exc,
+                )
 
 
 def _close_durably(out: BinaryIO) -> None:

@@ -6,6 +6,11 @@ filesystem, so no caller can reach a path outside the storage root.
 
 Blocking file IO runs in worker threads (``trio.to_thread``) so the event loop keeps
 renewing leases and serving HTTP.
+
+Several actors — and several instances sharing one directory — create and delete files
+and per-task folders concurrently: a listing tolerates entries that vanish while it walks,
+and creating a file tolerates its folder being removed (empty) by another attempt's
+delete between making the folder and opening the file.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from actors.core.errors import StorageUnavailableError
 OBJECT_KEY_PATTERN = re.compile(r"^exports/(\d{1,20})/([0-9a-f]{32})\.xlsx$")
 XLSX_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 _CHUNK = 256 * 1024
+#: Times ``create`` makes the task folder again after a concurrent delete removed it.
+_CREATE_RACE_RETRIES = 5
 
 
 def new_object_key(task_id: int) -> str:
@@ -109,8 +116,13 @@ class LocalDirectoryStorage:
         path = self.path_for(key)
 
         def _open() -> BinaryIO:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            return open(path, "xb")  # CREATE_NEW: never overwrite another attempt's file
+            for _ in range(_CREATE_RACE_RETRIES):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    return open(path, "xb")  # CREATE_NEW: never overwrite another's file
+                except FileNotFoundError:
+                    continue  # a delete removed the (empty) folder just now: make it again
+            return open(path, "xb")
 
         try:
             return await self._offload(_open)
@@ -153,23 +165,35 @@ class LocalDirectoryStorage:
             raise _storage_error("delete", key, exc) from exc
 
     async def list_objects(self) -> list[StoredObject]:
-        base = self.root / "exports"
+        """Every object under ``exports/``. A folder or file deleted while the listing
+        walks is simply not listed (see the module docstring)."""
+        return await self._offload(scan_exports, self.root)
 
-        def _scan() -> list[StoredObject]:
-            found: list[StoredObject] = []
-            if not base.is_dir():
-                return found
-            for path in base.glob("*/*.xlsx"):
-                key = path.relative_to(self.root).as_posix()
-                if OBJECT_KEY_PATTERN.match(key):
-                    try:
-                        st = path.stat()
-                    except FileNotFoundError:
-                        continue
-                    found.append(StoredObject(key, st.st_size, st.st_mtime))
-            return found
 
-        return await self._offload(_scan)
+def _entries(folder: str) -> list[os.DirEntry[str]]:
+    """The entries of ``folder``; none if it vanished (or was never a folder)."""
+    try:
+        with os.scandir(folder) as it:
+            return list(it)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def scan_exports(root: Path) -> list[StoredObject]:
+    """List ``root/exports/{taskId}/{uuid}.xlsx`` files, blocking. Tolerates folders and
+    files that disappear between being seen and being read (a concurrent delete)."""
+    found: list[StoredObject] = []
+    for task_dir in _entries(os.path.join(root, "exports")):
+        for entry in _entries(task_dir.path):
+            key = f"exports/{task_dir.name}/{entry.name}"
+            if not OBJECT_KEY_PATTERN.match(key):
+                continue
+            try:
+                st = entry.stat()
+            except FileNotFoundError:
+                continue
+            found.append(StoredObject(key, st.st_size, st.st_mtime))
+    return found
 
 
 def _storage_error(op: str, key: str, exc: OSError) -> Exception:

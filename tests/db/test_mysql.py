@@ -11,11 +11,19 @@ import trio_asyncio
 
 from actors.core.errors import ConfigError
 from actors.core.ids import IdGenerator
-from db.database import DuplicateKeyError, RetryableDatabaseError
+from actors.core.models import TaskStatus
+from db.database import (
+    CommitUnknownError,
+    ConnectionLostError,
+    DatabaseAccessError,
+    DatabaseUnavailableError,
+    DuplicateKeyError,
+    RetryableDatabaseError,
+)
 from db.mysql import MysqlDatabase, MysqlUrl
 from db.sqlite import wall_clock_ms
 from db.store import ExportStore
-from tests.conftest import MYSQL_TEST_URL, TOPIC, reset_mysql
+from tests.conftest import MYSQL_TEST_URL, TOPIC, claim, create, reset_mysql
 
 
 @pytest.fixture
@@ -163,3 +171,177 @@ async def test_a_deadlock_is_reported_as_retryable_and_keeps_the_connection(
             n.start_soon(worker, "OTHER", "GLOBAL_CREATE")
     assert sorted(outcomes) == ["committed", "retryable"]
     assert len(mdb._idle) == 2 and not any(c.poisoned for c in mdb._idle)
+
+
+# --- connection faults (issue 13) --------------------------------------------------------
+
+
+def store_on(db: MysqlDatabase) -> ExportStore:
+    return ExportStore(db, IdGenerator(wall_clock_ms), topic=TOPIC)
+
+
+async def kill_from_outside(thread_id: int) -> None:
+    """``KILL CONNECTION`` from a separate admin connection, as an operator would."""
+    async with trio_asyncio.open_loop() as loop:
+        admin = MysqlDatabase(MYSQL_TEST_URL, loop, max_connections=1)
+        async with admin.transaction() as tx:
+            await tx.execute(f"KILL CONNECTION {int(thread_id)}")
+        await admin.aclose()
+
+
+async def test_a_killed_idle_connection_is_never_handed_out(mdb: MysqlDatabase) -> None:
+    """The server closes a pooled connection (a KILL, a restart, wait_timeout): the pool
+    sees its broken stream and opens a fresh one instead — no failed BEGIN, no retry."""
+    store = store_on(mdb)
+    await store.db_now()
+    [pooled] = mdb._idle
+    await kill_from_outside(pooled.thread_id)
+    with trio.fail_after(5):
+        while not pooled.stream_broken:
+            await trio.sleep(0.01)
+    await store.db_now()
+    assert store.health.faults == 0
+    assert [c.thread_id for c in mdb._idle] != [pooled.thread_id]
+
+
+async def test_a_dead_connection_whose_begin_fails_is_retried_on_a_fresh_one(
+    mdb: MysqlDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pooled connection that looks alive but is dead (its end of stream not seen yet):
+    BEGIN fails with 2006 "gone away", which is a connection fault before anything was
+    done — the transition runs again on a fresh connection and succeeds."""
+    store = store_on(mdb)
+    task = await create(store)
+    [pooled] = mdb._idle
+    await kill_from_outside(pooled.thread_id)
+    monkeypatch.setattr(type(pooled), "stream_broken", property(lambda self: False))
+    got = await store.get_task(task.id)
+    assert got is not None and got.id == task.id
+    assert store.health.faults == 1 and store.health.faulty_since is None
+
+
+async def test_a_connection_killed_mid_transaction_commits_nothing(mdb: MysqlDatabase) -> None:
+    """KILL between two statements of one transaction: the next statement raises
+    ConnectionLostError (2013) and the first statement's write is not committed."""
+    store = store_on(mdb)
+    task = await create(store)
+    with pytest.raises(ConnectionLostError):
+        async with mdb.transaction() as tx:
+            await tx.execute(
+                "UPDATE file_export_task SET task_name = 'changed' WHERE id = %(id)s",
+                {"id": task.id},
+            )
+            row = await tx.fetchone("SELECT CONNECTION_ID() AS id")
+            await kill_from_outside(row["id"])
+            await tx.fetchone("SELECT 1 AS one")
+    assert (await store.get_task(task.id)).task_name == "Customers"
+    assert mdb._idle == [] or all(not c.poisoned for c in mdb._idle)
+
+
+async def test_an_unreachable_server_and_refused_credentials_are_told_apart() -> None:
+    """Nothing listening: DatabaseUnavailableError (transient, retried). Wrong password:
+    DatabaseAccessError (configuration, not retried)."""
+    with trio.socket.socket() as probe:  # a port that is free right now
+        await probe.bind(("127.0.0.1", 0))
+        free_port = probe.getsockname()[1]
+    base = MysqlUrl.parse(MYSQL_TEST_URL)
+    async with trio_asyncio.open_loop() as loop:
+        down = MysqlDatabase(f"mysql://u:p@127.0.0.1:{free_port}/{base.database}", loop)
+        with pytest.raises(DatabaseUnavailableError):
+            async with down.transaction():
+                pass
+        refused = MysqlDatabase(
+            f"mysql://{base.user}:wrong@{base.host}:{base.port}/{base.database}", loop
+        )
+        with pytest.raises(DatabaseAccessError):
+            async with refused.transaction():
+                pass
+
+
+class CommitAnswerDropper:
+    """A TCP proxy in front of MariaDB that, when armed, forwards the next ``COMMIT``
+    and then drops the connection instead of relaying the server's answer: the commit
+    lands, the client never hears of it. MySQL packets are ``len(3) seq(1) payload``; a
+    text query is payload ``0x03 + SQL``."""
+
+    def __init__(self, target: MysqlUrl) -> None:
+        self.target = target
+        self.armed = False
+        self.dropped = 0
+
+    async def serve(self, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        task_status.started(listeners[0].socket.getsockname()[1])
+        await trio.serve_listeners(self._handle, listeners)
+
+    async def _handle(self, client: trio.SocketStream) -> None:
+        server = await trio.open_tcp_stream(self.target.host, self.target.port)
+        drop_answer = trio.Event()
+        async with client, server, trio.open_nursery() as n:
+
+            async def to_client() -> None:
+                while data := await server.receive_some():
+                    if drop_answer.is_set():
+                        self.dropped += 1
+                        n.cancel_scope.cancel()  # closes both ends: "lost connection"
+                        return
+                    await client.send_all(data)
+                n.cancel_scope.cancel()
+
+            n.start_soon(to_client)
+            buf = b""
+            while data := await client.receive_some():
+                buf += data
+                while len(buf) >= 4 and len(buf) >= 4 + int.from_bytes(buf[:3], "little"):
+                    size = 4 + int.from_bytes(buf[:3], "little")
+                    packet, buf = buf[:size], buf[size:]
+                    if self.armed and packet[4:] == b"\x03COMMIT":
+                        self.armed = False
+                        drop_answer.set()
+                    await server.send_all(packet)
+            n.cancel_scope.cancel()
+
+
+async def test_a_lost_commit_answer_is_commit_unknown_and_the_final_commit_resolves_it(
+    mdb: MysqlDatabase,
+) -> None:
+    """For real: the fenced final commit lands on the server but its answer is lost.
+    The database reports CommitUnknownError; the store re-runs ``complete_task``, which
+    finds the task SUCCEEDED with its own object key and answers True — so the consumer
+    keeps the file instead of deleting the file of a SUCCEEDED task."""
+    base = store_on(mdb)
+    running = await claim(base, await create(base))
+    proxy = CommitAnswerDropper(mdb.url)
+    u = mdb.url
+    async with trio.open_nursery() as n:
+        port = await n.start(proxy.serve)
+        async with trio_asyncio.open_loop() as loop:
+            via = MysqlDatabase(
+                f"mysql://{u.user}:{u.password}@127.0.0.1:{port}/{u.database}", loop
+            )
+            async with via.transaction() as tx:  # connect first: connecting COMMITs too
+                await tx.execute("SELECT 1")
+            proxy.armed = True
+            with pytest.raises(CommitUnknownError):
+                async with via.transaction() as tx:
+                    await tx.execute("SELECT 1")
+            assert proxy.dropped == 1
+            store = store_on(via)
+            await store.db_now()
+            key = f"exports/{running.id}/{'c' * 32}.xlsx"
+            proxy.armed = True
+            assert await store.complete_task(
+                running,
+                "owner-a",
+                file_name="f.xlsx",
+                object_key=key,
+                content_type="x",
+                size_bytes=1,
+                rows=1,
+                retention_seconds=60,
+            )
+            assert proxy.dropped == 2 and store.health.faults == 1
+            await via.aclose()
+        n.cancel_scope.cancel()
+    done = await base.get_task(running.id)
+    assert done.status == TaskStatus.SUCCEEDED and done.object_key == key

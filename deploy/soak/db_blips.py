@@ -1,0 +1,364 @@
+"""Soak: many exports on two instances while their database connections keep dying.
+
+Two ``export-center serve`` processes share one MariaDB and one storage directory. While
+``--tasks`` exports (default 200) run, an admin connection kills a random one of the
+service's MariaDB connections every ``--kill-min``..``--kill-max`` seconds, and each
+instance is SIGKILLed once (at about 30 % and 60 % of the tasks done) and started again.
+At the end it checks, and prints:
+
+* lost: tasks that did not end SUCCEEDED (must be 0);
+* duplicated: tasks with more than one file in storage, or more than one SUCCEEDED run in
+  the logs (must be 0);
+* stuck: tasks not terminal when the soak gives up (must be 0);
+* orphan files: files in storage that no SUCCEEDED task references (must be 0);
+* reconciler crashes: reconciler restarts or duty failures with a traceback (must be 0);
+* and how long the database blips lasted, as the services measured them.
+
+By default it starts its own throwaway MariaDB (``deploy/mariadb/server.sh`` on a free
+port, in a temporary directory) and stops it at the end; it never touches a shared
+server. Exit status 0 only if every check passes. Figures only, not part of the tests.
+
+Usage::
+
+    .venv/bin/python deploy/soak/db_blips.py [--tasks 200] [--rows-min 1000]
+        [--rows-max 6000] [--kill-min 0.3] [--kill-max 1.5] [--timeout 1200] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import trio
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from actors.core.models import AppCode  # noqa: E402
+from web.auth import issue_token  # noqa: E402
+
+API = "/api/platform/v1/files/export-tasks"
+SECRET = "soak-db-blips-secret-" + "s" * 32
+DATABASE = "export_center_soak"
+READY = re.compile(r"ready at (http://127\.0\.0\.1:\d+)")
+REGISTRY = """\
+definitions:
+  CUSTOMER_LIST:
+    provider-service: demo-service
+    provider-path: /internal/exports/v1/CUSTOMER_LIST/batches
+    required-permission: platform:customer:export
+    app-scope: PLATFORM
+    max-attempts: 5
+    batch-size: 100
+"""
+SERVICE_ENV = {
+    "FILE_EXPORT_JWT_SECRET": SECRET,
+    "FILE_EXPORT_HTTP_BIND": "127.0.0.1:0",
+    "FILE_EXPORT_TASK_LEASE_SECONDS": "10",
+    "FILE_EXPORT_TASK_HEARTBEAT_SECONDS": "2",
+    "FILE_EXPORT_RECONCILER_POLL_MS": "1000",
+    "FILE_EXPORT_PUBLISHER_POLL_MS": "200",
+    "FILE_EXPORT_SENT_STALE_SECONDS": "5",
+    "FILE_EXPORT_REDISPATCH_GRACE_SECONDS": "1",
+    "FILE_EXPORT_MAX_ACTIVE_TASKS_PER_USER": "1000",
+    "FILE_EXPORT_MAX_ACTIVE_TASKS_PER_TYPE": "1000",
+    "FILE_EXPORT_CONSUMER_CONCURRENCY": "3",
+    "FILE_EXPORT_SHUTDOWN_GRACE_SECONDS": "1",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class MariaDB:
+    """The soak's own server (``deploy/mariadb/server.sh``), administered as root over
+    its socket."""
+
+    def __init__(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="ec-soak-"))
+        self.port = free_port()
+        self.env = {
+            **os.environ,
+            "EXPORT_CENTER_MARIADB_DIR": str(self.dir),
+            "EXPORT_CENTER_MARIADB_PORT": str(self.port),
+            "PATH": os.environ.get("PATH", "") + ":/usr/sbin",
+        }
+        self.client = shutil.which("mariadb", path=self.env["PATH"]) or "mariadb"
+        self.url = f"mysql://export_center:export_center@127.0.0.1:{self.port}/{DATABASE}"
+
+    def start(self) -> None:
+        script = ROOT / "deploy" / "mariadb" / "server.sh"
+        subprocess.run([str(script), "start"], env=self.env, check=True, capture_output=True)
+
+    def stop(self) -> None:
+        script = ROOT / "deploy" / "mariadb" / "server.sh"
+        subprocess.run([str(script), "stop"], env=self.env, capture_output=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    async def sql(self, statement: str) -> list[list[str]]:
+        out = await trio.run_process(
+            [
+                self.client,
+                "--no-defaults",
+                f"--socket={self.dir / 'mysqld.sock'}",
+                "-uroot",
+                "-N",
+                "-B",
+                "-e",
+                statement,
+            ],
+            env=self.env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+        return [line.split("\t") for line in out.stdout.decode().splitlines() if line]
+
+
+class Instance:
+    def __init__(self, name: str, work: Path, env: dict[str, str]) -> None:
+        self.name = name
+        self.work = work
+        self.env = env
+        self.logs: list[Path] = []
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = ""
+
+    async def start(self) -> None:
+        log = self.work / f"{self.name}-{len(self.logs) + 1}.log"
+        self.logs.append(log)
+        env = {
+            **os.environ,
+            **SERVICE_ENV,
+            **self.env,
+            "FILE_EXPORT_DATA_DIR": str(self.work / self.name),
+            "FILE_EXPORT_INSTANCE_ID": self.name,
+        }
+        with open(log, "w") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "actors"], env=env, stdout=subprocess.DEVNULL, stderr=out
+            )
+        with trio.fail_after(60):
+            while not (m := READY.search(log.read_text())):
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"{self.name} exited:\n{log.read_text()[-3000:]}")
+                await trio.sleep(0.1)
+        self.url = m.group(1)
+
+    def sigkill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def log_text(self) -> str:
+        return "".join(p.read_text() for p in self.logs)
+
+
+def client(url: str, user: int) -> httpx.AsyncClient:
+    token = issue_token(
+        SECRET,
+        user_id=user,
+        tenant_id=0,
+        app_code=AppCode.PLATFORM,
+        perms=["platform:customer:export", "platform:download:all"],
+    )
+    return httpx.AsyncClient(base_url=url, timeout=30, headers={"Authorization": f"Bearer {token}"})
+
+
+async def soak(args: argparse.Namespace) -> int:
+    db = MariaDB()
+    work = Path(tempfile.mkdtemp(prefix="ec-soak-work-"))
+    instances: list[Instance] = []
+    try:
+        db.start()
+        (work / "registry.yaml").write_text(REGISTRY)
+        common = {
+            "FILE_EXPORT_DATABASE_URL": db.url,
+            "FILE_EXPORT_STORAGE_DIR": str(work / "shared-files"),
+            "FILE_EXPORT_REGISTRY": str(work / "registry.yaml"),
+        }
+        migrate = await trio.run_process(
+            [sys.executable, "-c", "from actors.cli import main; main()", "migrate"],
+            env={**os.environ, **SERVICE_ENV, **common, "FILE_EXPORT_DATA_DIR": str(work / "m")},
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+        if migrate.returncode:
+            print(migrate.stderr.decode(), file=sys.stderr)
+            return 2
+        instances = [Instance(n, work, common) for n in ("soak-a", "soak-b")]
+        for inst in instances:
+            await inst.start()
+        return await run(args, db, work, instances)
+    finally:
+        for inst in instances:
+            inst.stop()
+        db.stop()
+        if args.keep:
+            print(f"kept logs and files in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+async def run(args: argparse.Namespace, db: MariaDB, work: Path, instances: list[Instance]) -> int:
+    rng = random.Random(args.seed)
+    started = time.monotonic()
+    ids: list[int] = []
+    for i in range(args.tasks):
+        inst = instances[i % 2]
+        async with client(inst.url, 100 + i % 20) as c:
+            rows = rng.randint(args.rows_min, args.rows_max)
+            r = await c.post(
+                API, json={"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": rows, "i": i}}
+            )
+            body = r.json()
+            if body.get("code") != "200":
+                print(f"create {i} refused: {body}", file=sys.stderr)
+                return 2
+            ids.append(int(body["data"]["id"]))
+    print(f"created {len(ids)} tasks in {time.monotonic() - started:.1f} s")
+
+    kills = 0
+    sigkills: list[str] = []
+    done = trio.Event()
+
+    async def terminal_count() -> int:
+        rows = await db.sql(
+            f"SELECT COUNT(*) FROM {DATABASE}.file_export_task "
+            "WHERE status IN ('SUCCEEDED', 'FAILED')"
+        )
+        return int(rows[0][0]) if rows else 0
+
+    async def kill_connections() -> None:
+        nonlocal kills
+        while not done.is_set():
+            await trio.sleep(rng.uniform(args.kill_min, args.kill_max))
+            rows = await db.sql(
+                "SELECT ID FROM information_schema.PROCESSLIST "
+                f"WHERE DB = '{DATABASE}' AND ID <> CONNECTION_ID()"
+            )
+            victims = [int(r[0]) for r in rows if r and r[0].isdigit()]
+            if victims:
+                await db.sql(f"KILL CONNECTION {rng.choice(victims)}")
+                kills += 1
+
+    async def sigkill_instances() -> None:
+        for inst, fraction in zip(instances, (0.3, 0.6), strict=True):
+            while await terminal_count() < fraction * len(ids):
+                await trio.sleep(0.5)
+            inst.sigkill()
+            sigkills.append(f"{inst.name} at {fraction:.0%}")
+            print(f"SIGKILLed {inst.name} with {await terminal_count()} tasks terminal")
+            await trio.sleep(3)
+            await inst.start()
+            print(f"restarted {inst.name}")
+
+    stuck: list[list[str]] = []
+    with trio.move_on_after(args.timeout):
+        async with trio.open_nursery() as n:
+            n.start_soon(kill_connections)
+            n.start_soon(sigkill_instances)
+            while await terminal_count() < len(ids) or len(sigkills) < 2:
+                await trio.sleep(1)
+            done.set()
+            n.cancel_scope.cancel()
+    elapsed = time.monotonic() - started
+    # let the reconcilers finish deleting the files of recovered runs
+    await trio.sleep(3)
+
+    rows = await db.sql(
+        f"SELECT id, status, object_key, attempt_count, dispatch_version FROM "
+        f"{DATABASE}.file_export_task"
+    )
+    tasks = {int(r[0]): r for r in rows}
+    statuses = Counter(r[1] for r in tasks.values())
+    lost = [t for t in ids if tasks.get(t, [None, "MISSING"])[1] != "SUCCEEDED"]
+    stuck = [r for r in tasks.values() if r[1] in ("PENDING", "RUNNING")]
+    storage = work / "shared-files" / "exports"
+    files = sorted(p.relative_to(storage.parent).as_posix() for p in storage.glob("*/*"))
+    referenced = {r[2] for r in tasks.values() if r[1] == "SUCCEEDED"}
+    orphans = [f for f in files if f not in referenced]
+    per_task = Counter(f.split("/")[1] for f in files)
+    logs = "".join(inst.log_text() for inst in instances)
+    succeeded_runs = Counter(re.findall(r"task (\d+) v\d+ SUCCEEDED", logs))
+    duplicated = [t for t in ids if per_task.get(str(t), 0) > 1 or succeeded_runs[str(t)] > 1]
+    reconciler_crashes = len(re.findall(r"actor reconciler crashed", logs)) + len(
+        re.findall(r"reconciler \w+ failed this pass", logs)
+    )
+    restarts = Counter(re.findall(r"actor (\S+) crashed; restarting", logs))
+    duty_skips = Counter(re.findall(r"reconciler (\w+) skipped this pass", logs))
+    blips = sorted(float(x) for x in re.findall(r"database reachable again after ([\d.]+)s", logs))
+    attempts = Counter(int(r[3]) for r in tasks.values())
+    versions = Counter(int(r[4]) for r in tasks.values())
+
+    print(f"\n== soak: {len(ids)} tasks on 2 instances, {elapsed:.0f} s")
+    print(
+        f"statuses {dict(statuses)}; attempts {dict(sorted(attempts.items()))}; "
+        f"dispatch versions {dict(sorted(versions.items()))}"
+    )
+    print(f"chaos: {kills} connections killed; SIGKILLs: {', '.join(sigkills) or 'none'}")
+    if blips:
+        print(
+            f"blips seen by the services: {len(blips)}; median {statistics.median(blips):.3f} s, "
+            f"p95 {blips[int(0.95 * (len(blips) - 1))]:.3f} s, max {blips[-1]:.3f} s"
+        )
+    print(f"reconciler duties skipped on a database fault: {dict(duty_skips)}")
+    print(f"actor restarts: {dict(restarts)}; tracebacks in logs: {logs.count('Traceback')}")
+    checks = {
+        "lost": len(lost),
+        "duplicated": len(duplicated),
+        "stuck": len(stuck),
+        "orphan files": len(orphans),
+        "reconciler crashes": reconciler_crashes,
+    }
+    print("checks: " + ", ".join(f"{k} {v}" for k, v in checks.items()))
+    for name, bad in (("lost", lost), ("duplicated", duplicated), ("orphans", orphans)):
+        if bad:
+            print(f"  {name}: {bad[:10]}")
+    if args.keep:
+        for inst in instances:
+            print(f"  logs of {inst.name}: {', '.join(str(p) for p in inst.logs)}")
+    return 0 if not any(checks.values()) else 1
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--tasks", type=int, default=200)
+    p.add_argument("--rows-min", type=int, default=1000)
+    p.add_argument("--rows-max", type=int, default=6000)
+    p.add_argument("--kill-min", type=float, default=0.3, help="seconds between kills, min")
+    p.add_argument("--kill-max", type=float, default=1.5, help="seconds between kills, max")
+    p.add_argument("--timeout", type=float, default=1200, help="give up after, seconds")
+    p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--keep", action="store_true", help="keep the logs and files")
+    sys.exit(trio.run(soak, p.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
