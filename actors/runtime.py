@@ -37,6 +37,7 @@ import trio_asyncio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 
+from actors.claim_gate import ClaimGate
 from actors.config import Settings
 from actors.consumer import ConsumerSlot
 from actors.core.errors import ConfigError, RegistryError, sole_exception
@@ -289,6 +290,7 @@ async def _serve(
         create_limits=CreateLimits(
             max_active_per_user=settings.max_active_per_user,
             max_active_per_type=settings.max_active_per_type,
+            type_reserved_places=settings.type_reserved_places,
         ),
     )
     blueprints = []
@@ -352,6 +354,7 @@ async def _serve(
                     actors.start_soon(supervise, "publisher", publisher.run, metrics)
                 slots_done = trio.Event()
                 if settings.consumer_enabled:
+                    gate = ClaimGate(store, settings)  # one per instance: fair share
                     rt.slots = [
                         ConsumerSlot(
                             f"slot-{i}",
@@ -362,6 +365,7 @@ async def _serve(
                             metrics,
                             runner,
                             stopping,
+                            gate=gate,
                         )
                         for i in range(settings.consumer_concurrency)
                     ]
