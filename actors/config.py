@@ -81,6 +81,17 @@ class Settings(BaseSettings):
         5, ge=1, validation_alias=AliasChoices("FILE_EXPORT_MAX_ACTIVE_TASKS_PER_TYPE")
     )
     """FILE_EXPORT_MAX_ACTIVE_TASKS_PER_TYPE: PENDING+RUNNING tasks per export type (§14)."""
+    type_reserved_places: int = Field(
+        1, ge=0, validation_alias=AliasChoices("FILE_EXPORT_TYPE_RESERVED_PLACES")
+    )
+    """FILE_EXPORT_TYPE_RESERVED_PLACES: free places of an export type's active limit that
+    only a user with no active task of that type may take (fair share; 0 = first come,
+    first served)."""
+    consumer_reserved_slots: int = Field(
+        1, ge=0, validation_alias=AliasChoices("FILE_EXPORT_CONSUMER_RESERVED_SLOTS")
+    )
+    """FILE_EXPORT_CONSUMER_RESERVED_SLOTS: slots of an instance that one user may never
+    fill (fair share; a user always may hold one). 0 lets one user fill every slot."""
 
     # -- timings (§16.3) ------------------------------------------------------------------
     publisher_poll_ms: int = Field(

@@ -7,10 +7,12 @@ Per delivery:
 
 1. Decode. An undecodable body is the only thing that is *not* acked (§6.4): it is
    rejected, redelivered, and dead-lettered after ``maxReconsumeTimes``.
-2. Claim with the full §8.2 update. Whatever the outcome (claimed, any of the seven
-   no-claim branches, even a database error) the command is acked right after: the queue
-   never holds a message for the length of an export, and the reconciler is the only
-   re-dispatch path (DESIGN invariant 5).
+2. Claim with the full §8.2 update, through the instance's ``ClaimGate``, which first
+   applies fair share: a task whose requester already holds its share of the slots is
+   deferred (left PENDING, nothing written). Whatever the outcome (claimed, deferred, any
+   of the seven no-claim branches, even a database error) the command is acked right
+   after: the queue never holds a message for the length of an export, and the
+   reconciler is the only re-dispatch path (DESIGN invariant 5).
 3. Run the export in a per-run nursery beside a **watchdog** that renews the lease every
    ``heartbeat`` seconds (§8.3) and a **deadline guard** (§8.3.1). Either one aborts the
    run by cancelling its scope — a structured abort — and sets a thread-safe flag so a
@@ -25,6 +27,11 @@ slot gives up with a WARNING, notes the real cause for the reconciler (``LocalCl
 and keeps the file, which a landed commit may reference. A database error that escapes
 the run itself (the store gave up on a write it needed) hands the task back without
 counting the attempt, as a shutdown does.
+
+Before waiting for the next command, a slot that has become free *pulls*: it claims the
+fairest due PENDING task from the database (``ClaimGate.claim_next``) and runs it, until
+nothing may run here. That is how deferred tasks run as soon as a slot frees, and why a
+deferral never leaves a slot idle while someone else's task waits.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from typing import TypeVar
 
 import trio
 
+from actors.claim_gate import ClaimGate
 from actors.config import Settings
 from actors.core.backoff import retry_backoff
 from actors.core.dispatch import NoClaim
@@ -83,6 +91,9 @@ class ConsumerSlot:
         rand: uniform [0, 1) source for retry jitter.
         local: what this process's slots hold, shared by all of them and the reconciler
             (a slot given none keeps its own, which is enough for a single slot).
+        gate: the claim gate shared by all slots of this instance (fair share); a slot
+            built without one gets its own, which applies the rules without the shared
+            lock (tests of a single slot).
     """
 
     def __init__(
@@ -97,6 +108,7 @@ class ConsumerSlot:
         stopping: trio.Event,
         rand: Callable[[], float] = random.random,
         local: LocalClaims | None = None,
+        gate: ClaimGate | None = None,
     ) -> None:
         self.name = name
         self.store = store
@@ -108,6 +120,7 @@ class ConsumerSlot:
         self.stopping = stopping
         self.rand = rand
         self.owner = settings.instance_id
+        self.gate = gate or ClaimGate(store, settings)
         self.current: RunContext | None = None
         self.local = local if local is not None else LocalClaims()
 
@@ -123,6 +136,34 @@ class ConsumerSlot:
             if delivery is None:
                 return  # stop requested while idle
             await self.handle(delivery)
+            await self.run_pulled()
+
+    async def run_pulled(self) -> None:
+        """While this slot is free, claim and run the fairest due task the gate allows.
+
+        A database error ends the pulling (logged); the next command or freed slot tries
+        again, and the reconciler's re-send of a stale command remains the backstop."""
+        while not self.stopping.is_set():
+            try:
+                task = await self.gate.claim_next(self.local)
+            except TransientDatabaseError as exc:
+                log.warning("%s: claiming the next due task failed (%s)", self.name, exc)
+                return
+            except Exception:
+                log.exception("%s: claiming the next due task failed", self.name)
+                return
+            if task is None:
+                return
+            log.info(
+                "task %s v%d claimed from the queue by %s (fair share)",
+                task.id,
+                task.dispatch_version,
+                self.name,
+            )
+            try:
+                await self.execute(task)
+            finally:
+                self.local.release(task.id)
 
     def stop_receiving(self) -> None:
         """Stop waiting for new commands; a running export continues (§14)."""
@@ -160,13 +201,7 @@ class ConsumerSlot:
 
     async def _claim_and_run(self, command: Command, delivery: Delivery) -> None:
         try:
-            claim = await self.store.claim_task(
-                command.task_id,
-                command.dispatch_version,
-                self.owner,
-                self.settings.task_lease_seconds,
-                self.settings.max_duration_minutes * 60,
-            )
+            claim = await self.gate.claim_commanded(command)
         except Exception as exc:
             # Not a poison message: never let it reach the DLQ. Ack; if the task stays
             # PENDING the reconciler re-sends the same version (§8.5-1 case B).

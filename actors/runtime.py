@@ -37,6 +37,7 @@ import trio_asyncio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio import serve as hypercorn_serve
 
+from actors.claim_gate import ClaimGate
 from actors.config import Settings
 from actors.consumer import ConsumerSlot
 from actors.core.db_retry import DbRetryPolicy
@@ -300,6 +301,7 @@ async def _serve(
         create_limits=CreateLimits(
             max_active_per_user=settings.max_active_per_user,
             max_active_per_type=settings.max_active_per_type,
+            type_reserved_places=settings.type_reserved_places,
         ),
     )
     blueprints = []
@@ -364,6 +366,7 @@ async def _serve(
                     actors.start_soon(supervise, "publisher", publisher.run, metrics)
                 slots_done = trio.Event()
                 if settings.consumer_enabled:
+                    gate = ClaimGate(store, settings)  # one per instance: fair share
                     rt.slots = [
                         ConsumerSlot(
                             f"slot-{i}",
@@ -375,6 +378,7 @@ async def _serve(
                             runner,
                             stopping,
                             local=local,
+                            gate=gate,
                         )
                         for i in range(settings.consumer_concurrency)
                     ]

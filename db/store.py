@@ -23,7 +23,8 @@ from typing import Any, TypeVar
 
 import trio
 
-from actors.core import dispatch
+from actors.core import dispatch, fairness
+from actors.core.admission import ActiveCounts, CreateLimits, CreateOutcome, admit
 from actors.core.backoff import should_retry
 from actors.core.db_retry import DbFault, DbRetryPolicy, db_retry_delay
 from actors.core.errors import ConfigError
@@ -91,13 +92,6 @@ class NewTask:
     max_attempts: int
 
 
-class CreateOutcome(StrEnum):
-    CREATED = "created"
-    DUPLICATE = "duplicate"  # same user+type+params within the window (§14)
-    USER_LIMIT = "user_limit"  # the user already has the maximum active tasks
-    TYPE_LIMIT = "type_limit"  # the export type already has the maximum active tasks
-
-
 @dataclass(frozen=True, slots=True)
 class CreateResult:
     outcome: CreateOutcome
@@ -133,14 +127,7 @@ class RetryOutcome(StrEnum):
     LOST = "lost"  # fencing matched nothing: another owner or version
 
 
-@dataclass(frozen=True, slots=True)
-class CreateLimits:
-    """Create-time limits (§14)."""
-
-    duplicate_window_seconds: float = 60
-    max_active_per_user: int = 3
-    max_active_per_type: int = 5
-
+_DEFAULT_LIMITS = CreateLimits()
 
 #: Retry budget of the display-only progress write, seconds: one immediate retry on a fresh
 #: connection fits; a database that is down is not waited for (the run goes on).
@@ -406,13 +393,14 @@ class ExportStore:
     # -- create (§7.2, §14) -------------------------------------------------------------
 
     async def create_task(
-        self, new: NewTask, limits: CreateLimits = CreateLimits()
+        self, new: NewTask, limits: CreateLimits = _DEFAULT_LIMITS
     ) -> CreateResult:
         """Create a task and its first outbox row in one transaction under the guard lock.
 
         Order inside the transaction (§7.2): lock ``GLOBAL_CREATE``; 60-second duplicate
-        check (returns the existing active task); per-user and per-type active limits;
-        insert task; insert outbox row (same version 1). Nothing is sent here (invariant 2).
+        check and active counts, decided by ``actors.core.admission.admit`` (duplicate →
+        the existing active task; user limit, type limit, kept places → refused); insert
+        task; insert outbox row (same version 1). Nothing is sent here (invariant 2).
 
         Re-run: the task id is drawn once, before the first attempt. A re-run after a lost
         COMMIT first looks for that id: found, the earlier attempt landed and its task is
@@ -442,16 +430,13 @@ class ExportStore:
                     "window_seconds": limits.duplicate_window_seconds,
                 },
             )
-            if dup is not None:
-                return CreateResult(CreateOutcome.DUPLICATE, self.task_from_row(dup))
-            by_user = await tx.fetchone(self._sql.COUNT_ACTIVE_BY_USER, scope)
-            if by_user and int(by_user["n"]) >= limits.max_active_per_user:
-                return CreateResult(CreateOutcome.USER_LIMIT, None)
-            by_type = await tx.fetchone(
-                self._sql.COUNT_ACTIVE_BY_TYPE, {"export_type": new.export_type}
-            )
-            if by_type and int(by_type["n"]) >= limits.max_active_per_type:
-                return CreateResult(CreateOutcome.TYPE_LIMIT, None)
+            counts = await self._active_counts(tx, scope, new.export_type)
+            outcome = admit(counts, limits, duplicate=dup is not None)
+            if outcome == CreateOutcome.DUPLICATE:
+                assert dup is not None
+                return CreateResult(outcome, self.task_from_row(dup))
+            if outcome != CreateOutcome.CREATED:
+                return CreateResult(outcome, None)
             await tx.execute(
                 self._sql.INSERT_TASK,
                 {
@@ -481,6 +466,20 @@ class ExportStore:
         """Is the outbox row of ``cmd`` (its unique event id) written?"""
         return (
             await tx.fetchone(self._sql.GET_OUTBOX_BY_EVENT, {"event_id": cmd.event_id}) is not None
+        )
+
+    async def _active_counts(
+        self, tx: Tx, scope: Mapping[str, Any], export_type: str
+    ) -> ActiveCounts:
+        """The admission counts for a requester (``scope``) and type, inside ``tx``."""
+        row = await tx.fetchone(
+            self._sql.COUNT_ACTIVE_FOR_ADMISSION, {**scope, "export_type": export_type}
+        )
+        assert row is not None
+        return ActiveCounts(
+            by_user=int(row["by_user"] or 0),
+            by_type=int(row["by_type"] or 0),
+            by_user_in_type=int(row["by_user_in_type"] or 0),
         )
 
     async def _insert_outbox(
@@ -653,6 +652,41 @@ class ExportStore:
         now = self.db.dialect.to_datetime(row["db_now"])
         assert now is not None
         return ClaimResult(None, dispatch.classify_no_claim(task, dispatch_version, now))
+
+    @retrying
+    async def fair_share_load(self, owner: str, limit: int = 500) -> fairness.SlotLoad:
+        """What ``owner``'s slots hold and what waits, by DB time, in one read.
+
+        Args:
+            owner: this instance's ``lease_owner``.
+            limit: most due tasks to read, oldest first. Admission keeps the active set
+                small (per-user and per-type limits), so the list is normally complete.
+
+        Returns:
+            RUNNING tasks leased to ``owner`` counted by requester (a slot that crashed
+            mid-run keeps counting until its lease expires), and the due PENDING tasks
+            ordered by (``next_retry_at``, id).
+        """
+        async with self.db.transaction() as tx:
+            running = await tx.fetchall(
+                self._sql.COUNT_RUNNING_BY_REQUESTER_OF_OWNER, {"owner": owner}
+            )
+            due = await tx.fetchall(self._sql.SELECT_DUE_PENDING_TASKS, {"limit": limit})
+        to_dt = self.db.dialect.to_datetime
+
+        def requester(row: Mapping[str, Any]) -> fairness.Requester:
+            return fairness.Requester(
+                int(row["tenant_id"]), str(row["app_code"]), int(row["requested_by"])
+            )
+
+        due_tasks = []
+        for r in due:
+            at = to_dt(r["next_retry_at"])
+            assert at is not None
+            due_tasks.append(
+                fairness.DueTask(int(r["id"]), int(r["dispatch_version"]), requester(r), at)
+            )
+        return fairness.SlotLoad({requester(r): int(r["n"]) for r in running}, due_tasks)
 
     def _fence(self, task: Task, owner: str) -> dict[str, Any]:
         return {"id": task.id, "dispatch_version": task.dispatch_version, "owner": owner}
@@ -863,16 +897,16 @@ class ExportStore:
     # -- manual retry (§9.3) ------------------------------------------------------------
 
     async def manual_retry(
-        self, task: Task, limits: CreateLimits = CreateLimits()
+        self, task: Task, limits: CreateLimits = _DEFAULT_LIMITS
     ) -> tuple[CreateOutcome, Task | None]:
         """FAILED → PENDING with a new version and a new outbox row, attempts reset (§9.3).
 
-        Runs under the create guard and re-applies the active-task limits of §14 to the
-        task's requester and type, so retries cannot exceed what creates may. Returns
-        (CREATED, task) on success, (USER_LIMIT | TYPE_LIMIT, None) when a limit is full,
-        and (DUPLICATE, None) if the task was no longer FAILED at that version (a
-        concurrent retry won). Authorisation and ``enabled`` are checked by the caller;
-        the caller deletes any leftover file.
+        Runs under the create guard and applies the same admission as a create (without
+        the duplicate check) to the task's requester and type, so retries cannot exceed
+        what creates may. Returns (CREATED, task) on success, (USER_LIMIT | TYPE_LIMIT |
+        TYPE_RESERVED, None) when admission refuses, and (DUPLICATE, None) if the task
+        was no longer FAILED at that version (a concurrent retry won). Authorisation and
+        ``enabled`` are checked by the caller; the caller deletes any leftover file.
 
         Re-run: the new version's command is drawn once, before the first attempt. A
         re-run after a lost COMMIT first looks for its outbox row by event id: found, the
@@ -892,21 +926,14 @@ class ExportStore:
                 row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
                 assert row is not None
                 return CreateOutcome.CREATED, self.task_from_row(row)
-            by_user = await tx.fetchone(
-                self._sql.COUNT_ACTIVE_BY_REQUESTER,
-                {
-                    "tenant_id": task.tenant_id,
-                    "app_code": task.app_code,
-                    "requested_by": task.requested_by,
-                },
-            )
-            if by_user and int(by_user["n"]) >= limits.max_active_per_user:
-                return CreateOutcome.USER_LIMIT, None
-            by_type = await tx.fetchone(
-                self._sql.COUNT_ACTIVE_BY_TYPE, {"export_type": task.export_type}
-            )
-            if by_type and int(by_type["n"]) >= limits.max_active_per_type:
-                return CreateOutcome.TYPE_LIMIT, None
+            scope = {
+                "tenant_id": task.tenant_id,
+                "app_code": task.app_code,
+                "requested_by": task.requested_by,
+            }
+            outcome = admit(await self._active_counts(tx, scope, task.export_type), limits)
+            if outcome != CreateOutcome.CREATED:
+                return outcome, None
             n = await tx.execute(
                 self._sql.MANUAL_RETRY, {"id": task.id, "dispatch_version": task.dispatch_version}
             )

@@ -40,15 +40,19 @@ SELECT {TASK_COLUMNS} FROM file_export_task
  ORDER BY id DESC LIMIT 1
 """
 
-COUNT_ACTIVE_BY_USER = """
-SELECT COUNT(*) AS n FROM file_export_task
- WHERE tenant_id = :tenant_id AND app_code = :app_code AND requested_by = :requested_by
-   AND status IN ('PENDING', 'RUNNING')
-"""
-
-COUNT_ACTIVE_BY_TYPE = """
-SELECT COUNT(*) AS n FROM file_export_task
- WHERE export_type = :export_type AND status IN ('PENDING', 'RUNNING')
+# The three counts admission needs (actors.core.admission), read under the guard lock.
+# by_user and by_user_in_type use idx_file_export_requester_active, by_type
+# idx_file_export_type_status: each is an index range over active rows only.
+COUNT_ACTIVE_FOR_ADMISSION = """
+SELECT
+  (SELECT COUNT(*) FROM file_export_task
+    WHERE tenant_id = :tenant_id AND app_code = :app_code AND requested_by = :requested_by
+      AND status IN ('PENDING', 'RUNNING')) AS by_user,
+  (SELECT COUNT(*) FROM file_export_task
+    WHERE export_type = :export_type AND status IN ('PENDING', 'RUNNING')) AS by_type,
+  (SELECT COUNT(*) FROM file_export_task
+    WHERE tenant_id = :tenant_id AND app_code = :app_code AND requested_by = :requested_by
+      AND status IN ('PENDING', 'RUNNING') AND export_type = :export_type) AS by_user_in_type
 """
 
 INSERT_TASK = """
@@ -161,6 +165,22 @@ UPDATE file_export_task
    AND dispatch_version = :dispatch_version
    AND status = 'PENDING'
    AND next_retry_at <= {now}
+"""
+
+# Fair share (actors.core.fairness): what one instance's slots hold, and what waits.
+# RUNNING rows are few (at most the slots of all instances): the status prefix of
+# idx_file_export_lease finds them. The due list walks idx_file_export_dispatch.
+COUNT_RUNNING_BY_REQUESTER_OF_OWNER = """
+SELECT tenant_id, app_code, requested_by, COUNT(*) AS n FROM file_export_task
+ WHERE status = 'RUNNING' AND lease_owner = :owner
+ GROUP BY tenant_id, app_code, requested_by
+"""
+
+SELECT_DUE_PENDING_TASKS = """
+SELECT id, dispatch_version, tenant_id, app_code, requested_by, next_retry_at
+  FROM file_export_task
+ WHERE status = 'PENDING' AND next_retry_at <= {now}
+ ORDER BY next_retry_at, id LIMIT :limit
 """
 
 RENEW_LEASE = """
@@ -381,10 +401,4 @@ UPDATE file_export_task
        lease_owner = NULL, lease_until = NULL, updated_at = {now}
  WHERE id = :id AND status = 'RUNNING'
    AND dispatch_version = :dispatch_version AND lease_owner = :owner
-"""
-
-COUNT_ACTIVE_BY_REQUESTER = """
-SELECT COUNT(*) AS n FROM file_export_task
- WHERE tenant_id = :tenant_id AND app_code = :app_code AND requested_by = :requested_by
-   AND status IN ('PENDING', 'RUNNING')
 """

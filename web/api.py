@@ -129,6 +129,8 @@ async def create_task() -> Any:
             f"{svc.create_limits.max_active_per_type} active tasks; "
             "try again later",
         )
+    if result.outcome == CreateOutcome.TYPE_RESERVED:
+        raise ApiError("429", _type_reserved_message(export_type))
     assert result.task is not None
     if result.outcome == CreateOutcome.DUPLICATE:
         return ok(task_json(result.task), "duplicate submission: the active task is returned")
@@ -136,6 +138,13 @@ async def create_task() -> Any:
     svc.wakeup.set()  # the row is committed: let the publisher send it now (§7.4)
     log.info("task %s created: type %s by user %s", result.task.id, export_type, principal.user_id)
     return ok(task_json(result.task))
+
+
+def _type_reserved_message(export_type: str) -> str:
+    return (
+        f"export type {export_type} has only places left that are kept for users with no "
+        f"active {export_type} export; try again when one of yours finishes"
+    )
 
 
 @api.get(PREFIX)
@@ -228,6 +237,8 @@ async def retry(task_id: str) -> Any:
             f"{svc.create_limits.max_active_per_type} active tasks; "
             "try again later",
         )
+    if outcome == CreateOutcome.TYPE_RESERVED:
+        raise ApiError("429", _type_reserved_message(task.export_type))
     if updated is None:
         raise ApiError("409", "the task changed meanwhile; reload and try again")
     svc.wakeup.set()

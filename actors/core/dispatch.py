@@ -1,4 +1,5 @@
-"""Why a claim matched no row: the seven branches of §8.2, as a pure function.
+"""Why a claim matched no row: the seven branches of §8.2, as a pure function, plus the
+fair-share deferral (``actors.core.fairness``), decided before any claim is tried.
 
 Every branch acks the command and does nothing else (DESIGN invariant 5: the reconciler is
 the only re-dispatch path). The classification exists for logs and metrics, and so tests
@@ -14,7 +15,7 @@ from actors.core.models import TERMINAL_STATUSES, Task, TaskStatus
 
 
 class NoClaim(StrEnum):
-    """The §8.2 table, one member per row."""
+    """The §8.2 table, one member per row, and the fair-share deferral."""
 
     TASK_MISSING = "task_missing"  # very old message or data cleaned up (WARN)
     STALE_VERSION = "stale_version"  # task has a newer dispatch_version
@@ -23,6 +24,10 @@ class NoClaim(StrEnum):
     RUNNING_LEASE_EXPIRED = "running_lease_expired"  # RUNNING, lease expired: reconciler's job
     IN_BACKOFF = "in_backoff"  # PENDING, next_retry_at in the future
     LOST_RACE = "lost_race"  # PENDING and due, another claimer won
+    # Not from the seed's no-claim table: PENDING and due, but its requester already
+    # holds its fair share of this instance's slots. The task stays PENDING at the same
+    # version; a slot that becomes free claims it from the database (actors.core.fairness).
+    DEFERRED_FAIR_SHARE = "deferred_fair_share"
 
 
 def classify_no_claim(task: Task | None, dispatch_version: int, now: datetime) -> NoClaim:

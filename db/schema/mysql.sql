@@ -40,7 +40,10 @@ CREATE TABLE IF NOT EXISTS file_export_task (
   KEY idx_file_export_dispatch (status, next_retry_at, id),
   KEY idx_file_export_lease (status, lease_until),
   KEY idx_file_export_requester (tenant_id, app_code, requested_by, id),
-  KEY idx_file_export_type_status (export_type, status)
+  KEY idx_file_export_type_status (export_type, status),
+  -- admission counts; a database created before this key needs it added by hand
+  -- (ALTER TABLE file_export_task ADD KEY ...): there is no migration tool yet
+  KEY idx_file_export_requester_active (tenant_id, app_code, requested_by, status, export_type)
 ) ENGINE=InnoDB COMMENT='export tasks: source of truth for scheduling and the download center';
 
 CREATE TABLE IF NOT EXISTS file_export_outbox (

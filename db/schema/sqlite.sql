@@ -43,6 +43,9 @@ CREATE INDEX IF NOT EXISTS idx_file_export_lease ON file_export_task (status, le
 CREATE INDEX IF NOT EXISTS idx_file_export_requester
   ON file_export_task (tenant_id, app_code, requested_by, id);
 CREATE INDEX IF NOT EXISTS idx_file_export_type_status ON file_export_task (export_type, status);
+-- Admission counts a requester's active tasks, in all types and in one type.
+CREATE INDEX IF NOT EXISTS idx_file_export_requester_active
+  ON file_export_task (tenant_id, app_code, requested_by, status, export_type);
 
 CREATE TABLE IF NOT EXISTS file_export_outbox (
   id INTEGER NOT NULL PRIMARY KEY,

@@ -8,10 +8,11 @@ from __future__ import annotations
 import pytest
 import trio
 
+from actors.core import fairness
 from actors.core.dispatch import NoClaim
 from actors.core.models import OutboxStatus, TaskStatus
 from db.database import DuplicateKeyError, RetryableDatabaseError
-from db.store import CreateOutcome, ExportStore, RetryOutcome
+from db.store import CreateLimits, CreateOutcome, ExportStore, RetryOutcome
 from tests.conftest import claim, create, new_task
 
 # --- create ------------------------------------------------------------------------------
@@ -79,6 +80,30 @@ async def test_sixth_active_task_of_a_type_is_refused(store: ExportStore) -> Non
         await create(store, user_id=100 + user)
     result = await store.create_task(new_task(user_id=200))
     assert result.outcome == CreateOutcome.TYPE_LIMIT
+
+
+async def test_two_heavy_users_leave_a_place_of_the_type_for_a_third(store: ExportStore) -> None:
+    """Issue 13: two heavy users used to fill the type's five places (3 + 2) and lock
+    everyone else out. The last free place is kept for a user with no active task of
+    that type: the second heavy user's second create is refused, a third user's admitted."""
+    for i in range(3):
+        await create(store, user_id=1, params={"i": i})
+    await create(store, user_id=2, params={"i": 0})
+    second = await store.create_task(new_task(user_id=2, params={"i": 1}))
+    assert second.outcome == CreateOutcome.TYPE_RESERVED and second.task is None
+    third = await store.create_task(new_task(user_id=3))
+    assert third.outcome == CreateOutcome.CREATED
+    sixth = await store.create_task(new_task(user_id=4))
+    assert sixth.outcome == CreateOutcome.TYPE_LIMIT
+
+
+async def test_a_lone_user_keeps_the_full_user_limit_in_one_type(store: ExportStore) -> None:
+    """The kept place costs a lone user nothing: three active tasks of one type (the user
+    limit) are admitted while the type has room for a newcomer."""
+    outcomes = [
+        (await store.create_task(new_task(user_id=1, params={"i": i}))).outcome for i in range(3)
+    ]
+    assert outcomes == [CreateOutcome.CREATED] * 3
 
 
 async def test_finished_tasks_do_not_count_against_the_limits(store: ExportStore) -> None:
@@ -245,6 +270,39 @@ async def test_no_claim_lost_race(store: ExportStore) -> None:
     assert [r.no_claim for r in results if r.task is None] == [NoClaim.RUNNING_ELSEWHERE]
 
 
+async def test_fair_share_load_counts_this_owners_slots_and_lists_due_tasks_oldest_first(
+    store: ExportStore, autojump_clock: trio.testing.MockClock
+) -> None:
+    """What the claim gate decides on: RUNNING tasks leased to this instance by requester
+    (another instance's do not count), and due PENDING tasks oldest first (tasks in
+    backoff, RUNNING or finished are not due)."""
+    a1 = await create(store, user_id=1, params={"i": 1})
+    a2 = await create(store, user_id=1, params={"i": 2})
+    await trio.sleep(1)
+    b1 = await create(store, user_id=2, params={"i": 1})
+    await trio.sleep(1)
+    a3 = await create(store, user_id=1, params={"i": 3})
+    c1 = await create(store, user_id=3, tenant_id=5, export_type="ORDERS", params={"i": 1})
+    await claim(store, a1, "me")
+    await claim(store, b1, "other-instance")
+    running = await claim(store, c1, "me")
+    # a task in backoff is not due
+    assert await store.schedule_retry(running, "me", "boom", 60) == RetryOutcome.SCHEDULED
+    c2 = await create(store, user_id=3, tenant_id=5, export_type="ORDERS", params={"i": 2})
+    await claim(store, c2, "me")
+
+    load = await store.fair_share_load("me")
+    assert load.running == {
+        fairness.Requester(0, "PLATFORM", 1): 1,
+        fairness.Requester(5, "PLATFORM", 3): 1,
+    }
+    assert [t.task_id for t in load.due] == [a2.id, a3.id]
+    assert load.due[0].requester == fairness.Requester(0, "PLATFORM", 1)
+    assert load.due[0].dispatch_version == 1
+    assert load.due[0].next_retry_at < load.due[1].next_retry_at
+    assert [t.task_id for t in (await store.fair_share_load("me", limit=1)).due] == [a2.id]
+
+
 # --- leases, commit, retry ---------------------------------------------------------------
 
 
@@ -393,6 +451,22 @@ async def test_manual_retry_respects_the_active_limits(store: ExportStore) -> No
     outcome, retried = await store.manual_retry(await store.get_task(task.id))
     assert outcome == CreateOutcome.USER_LIMIT and retried is None
     assert (await store.get_task(task.id)).status == TaskStatus.FAILED
+
+
+async def test_manual_retry_respects_the_kept_place_of_a_type(store: ExportStore) -> None:
+    """A retry is admitted like a create: a user with an active task of the type may not
+    take the type's last free place."""
+    failed = await create(store, user_id=2, params={"i": 0})
+    await store.fail_task(await claim(store, failed), "owner-a", "boom")
+    await create(store, user_id=2, params={"i": 1})
+    for i in range(3):
+        await create(store, user_id=1, params={"i": i})
+    outcome, retried = await store.manual_retry(await store.get_task(failed.id))
+    assert outcome == CreateOutcome.TYPE_RESERVED and retried is None
+    assert (await store.get_task(failed.id)).status == TaskStatus.FAILED
+    lenient = CreateLimits(type_reserved_places=0)
+    outcome, retried = await store.manual_retry(await store.get_task(failed.id), lenient)
+    assert outcome == CreateOutcome.CREATED and retried is not None
 
 
 async def test_requeue_sent_rows_of_pending_tasks_at_embedded_start(store: ExportStore) -> None:

@@ -1,0 +1,96 @@
+"""Admission of a new active task (create or manual retry), as one pure function.
+
+The rules, checked in this order under the create guard lock (the store gathers the
+counts in the same transaction, so concurrent creates cannot overshoot):
+
+1. **Duplicate**: the same requester, export type and normalised parameters within the
+   duplicate window return the existing active task (creates only).
+2. **User limit**: a requester has at most ``max_active_per_user`` PENDING/RUNNING tasks
+   (seed default 3).
+3. **Type limit**: an export type has at most ``max_active_per_type`` PENDING/RUNNING tasks
+   (seed default 5), which protects its Provider.
+4. **Kept places** (fair share): the last ``type_reserved_places`` free places of a type
+   are kept for requesters with no active task of that type. Without it two heavy users
+   (3 + 2 tasks) could fill a type and lock every other user out until one of their
+   exports finished. A lone user loses nothing: with the defaults the user limit (3) binds
+   before the kept place (the 5th) does. ``0`` restores first come, first served.
+
+A "requester" is the triple (tenant, app, user) that owns a task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class CreateOutcome(StrEnum):
+    """What admission decided; ``CREATED`` means admitted."""
+
+    CREATED = "created"
+    DUPLICATE = "duplicate"  # same user+type+params within the window: the existing task
+    USER_LIMIT = "user_limit"  # the requester already has the maximum active tasks
+    TYPE_LIMIT = "type_limit"  # the export type already has the maximum active tasks
+    TYPE_RESERVED = "type_reserved"  # only kept places are free, and the requester has one
+
+
+@dataclass(frozen=True, slots=True)
+class CreateLimits:
+    """Admission settings.
+
+    Attributes:
+        duplicate_window_seconds: seconds in which an identical create returns the
+            existing active task (seed: 60).
+        max_active_per_user: PENDING/RUNNING tasks per requester
+            (``FILE_EXPORT_MAX_ACTIVE_TASKS_PER_USER``, seed: 3).
+        max_active_per_type: PENDING/RUNNING tasks per export type
+            (``FILE_EXPORT_MAX_ACTIVE_TASKS_PER_TYPE``, seed: 5).
+        type_reserved_places: free places of a type only a requester with no active task
+            of that type may take (``FILE_EXPORT_TYPE_RESERVED_PLACES``, default 1). A
+            requester with nothing of the type may always take the last place; from
+            ``max_active_per_type - 1`` up, each requester gets one active task per type.
+    """
+
+    duplicate_window_seconds: float = 60
+    max_active_per_user: int = 3
+    max_active_per_type: int = 5
+    type_reserved_places: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveCounts:
+    """PENDING/RUNNING tasks counted under the guard lock, before the new one.
+
+    Attributes:
+        by_user: the requester's active tasks, all types.
+        by_type: the export type's active tasks, all requesters.
+        by_user_in_type: the requester's active tasks of this export type.
+    """
+
+    by_user: int
+    by_type: int
+    by_user_in_type: int
+
+
+def admit(counts: ActiveCounts, limits: CreateLimits, *, duplicate: bool = False) -> CreateOutcome:
+    """Decide whether one more active task may be added for a requester and type.
+
+    Args:
+        counts: the active counts before the new task.
+        limits: the admission settings.
+        duplicate: an identical active task exists within the duplicate window (only a
+            create asks; a manual retry passes ``False``).
+
+    Returns:
+        ``CREATED`` to admit, else the first rule (in the module's order) that refuses.
+    """
+    if duplicate:
+        return CreateOutcome.DUPLICATE
+    if counts.by_user >= limits.max_active_per_user:
+        return CreateOutcome.USER_LIMIT
+    if counts.by_type >= limits.max_active_per_type:
+        return CreateOutcome.TYPE_LIMIT
+    free = limits.max_active_per_type - counts.by_type
+    if counts.by_user_in_type > 0 and free <= limits.type_reserved_places:
+        return CreateOutcome.TYPE_RESERVED
+    return CreateOutcome.CREATED
