@@ -70,6 +70,9 @@ async def test_four_exports_survive_connection_kills_and_a_server_restart(
         "FILE_EXPORT_MAX_ACTIVE_TASKS_PER_USER": "10",
         "FILE_EXPORT_MAX_ACTIVE_TASKS_PER_TYPE": "10",
         "FILE_EXPORT_CONSUMER_CONCURRENCY": "4",
+        # All four exports belong to one user and must run side by side, so that the
+        # server restart hits all of them mid-way: no slot is kept back for other users.
+        "FILE_EXPORT_CONSUMER_RESERVED_SLOTS": "0",
         "FILE_EXPORT_TASK_LEASE_SECONDS": "20",
         "FILE_EXPORT_TASK_HEARTBEAT_SECONDS": "2",
         "FILE_EXPORT_RECONCILER_POLL_MS": "1000",
