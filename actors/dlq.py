@@ -71,8 +71,10 @@ class DlqHandler:
                 )
             except Exception:
                 log.exception("DLQ quarantine of task %s failed; retrying in %.1fs", task_id, delay)
-                await trio.sleep(delay)
-                delay = min(delay * 2, _DB_RETRY_MAX_SECONDS)
+            # both branches wait: a transient error retried at once would hammer a
+            # database that is already struggling
+            await trio.sleep(delay)
+            delay = min(delay * 2, _DB_RETRY_MAX_SECONDS)
         if outcome == QuarantineOutcome.QUARANTINED:
             log.error(
                 "poison command quarantined: task %s event %s v%d; task FAILED",

@@ -18,6 +18,7 @@ from actors.pipeline.storage import LocalDirectoryStorage
 from actors.reconciler import Reconciler
 from actors.transport.base import OutgoingMessage
 from actors.transport.embedded import EmbeddedBus
+from db.database import TransientDatabaseError
 from db.store import ExportStore, QuarantineOutcome
 from tests.conftest import claim, create
 
@@ -150,14 +151,19 @@ async def test_dlq_message_without_locating_properties_is_logged_critical_and_ac
     assert metrics.dlq_messages._value.get() == 1
 
 
+@pytest.mark.parametrize(
+    "fault", [OSError("database unavailable"), TransientDatabaseError("connection lost")]
+)
 async def test_dlq_handler_retries_database_failures_before_acking(
+    fault: Exception,
     autojump_clock: trio.testing.MockClock,
     store: ExportStore,
     metrics: Metrics,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """§19.1 DLQ: 任一步失败则回滚且不确认 — the delivery is acked only after the quarantine
-    transaction commits; database errors are retried without limit (§9.4.3)."""
+    transaction commits; database errors are retried without limit (§9.4.3), with back-off
+    for every kind of error — a transient one retried at once would spin on the database."""
     bus = EmbeddedBus(max_reconsume_times=0)
     task = await create(store)
     await poison(bus, store, task.id)
@@ -185,10 +191,12 @@ async def test_dlq_handler_retries_database_failures_before_acking(
         if failures < 4:
             failures += 1
             assert not acked  # not acked while the database keeps failing
-            raise OSError("database unavailable")
+            raise fault
         return await real_quarantine(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(store, "quarantine", flaky_quarantine)
+    started = trio.current_time()
     outcome = await DlqHandler(store, bus, metrics).handle(delivery)
     assert outcome == QuarantineOutcome.QUARANTINED and failures == 4 and acked == [True]
+    assert trio.current_time() - started >= 0.5 + 1 + 2 + 4  # backed off between tries
     assert (await store.get_task(task.id)).status == TaskStatus.FAILED

@@ -76,7 +76,7 @@ T = TypeVar("T")
 DELIVERY_TIMEOUT = 60.0
 #: "an acked message does not come back" window: the dev broker redelivers after 1 s
 QUIET_WINDOW = 4.0
-#: sentStaleSeconds of the poison test, see its docstring
+#: sentStaleSeconds of the poison test: it waits past it to show nothing is re-sent
 POISON_SENT_STALE_SECONDS = 5.0
 ROWS = 300
 
@@ -202,6 +202,9 @@ class BrokerTap:
             for s in self.received
             if s.kind == "command" and s.properties.get("eventId") == event_id
         ]
+
+    def received_for(self, event_id: str) -> list[Seen]:
+        return [s for s in self.received if s.properties.get("eventId") == event_id]
 
     def dead_for(self, event_id: str) -> list[Seen]:
         return [
@@ -447,24 +450,21 @@ async def test_five_deliveries_of_one_command_run_the_export_once(
 # -- 3. poison message ----------------------------------------------------------------------
 
 
-async def test_poison_command_reaches_the_application_dlq_and_is_never_resent(
+async def test_poison_command_is_dead_lettered_and_cannot_hold_its_task_back(
     start_service: ServiceFactory, tap: BrokerTap, figures: dict[str, str]
 ) -> None:
     """§9.4 through the broker: the publisher's message for a real task (row SENT, task
     PENDING) carries a corrupted body with full, correct locating properties. The slot
-    rejects it on deliveries 1-3 (the broker redelivers it through its retry topic), the
-    transport moves it to ``%DLQ%<worker group>`` itself, and the service's DLQ handler
-    quarantines the row and fails the task in one transaction (outcome QUARANTINED).
+    rejects it on deliveries 1-3 (the broker redelivers it through its retry topic) and the
+    transport moves it to ``%DLQ%<worker group>`` itself, with the application's origin
+    properties.
 
-    The reconciler must never re-send a QUARANTINED row. To show it was running and *would*
-    have re-sent a stale SENT row, a control task's command is dropped after SENT: the
-    reconciler resets that row after ``sentStaleSeconds`` and the control task completes.
-    The control row was sent after the poison row, so the pass that reset it saw the poison
-    row past ``sentStaleSeconds`` too — and left it QUARANTINED, with no new message.
-
-    ``sentStaleSeconds`` is 5 s, not 2 s: the dead-letter path takes three deliveries 1 s
-    apart (about 2-3 s). With 2 s the reconciler would (correctly) re-send the still-SENT
-    row before the DLQ handler quarantines it and the task would simply run."""
+    The command was only the fast path: the slot that rejected it is free and pulls the
+    fairest due task from the database — this very task — and runs it. So the dead letter
+    reaches the DLQ handler for an attempt that is no longer PENDING: outcome MISMATCH,
+    acked, nothing changed (quarantining a still-PENDING task through the DLQ handler is
+    ``tests/actors/test_dlq.py``). The message is never re-sent: one send, three
+    deliveries, one dead letter."""
     rt = await start_service(sent_stale_seconds=POISON_SENT_STALE_SECONDS)
     tap.plan = ["corrupt"]
     poison_id = await create_export(rt)
@@ -472,10 +472,13 @@ async def test_poison_command_reaches_the_application_dlq_and_is_never_resent(
         lambda: tap.sends_for(poison_id), what="the poison command sent"
     )
     assert poison_send.action == "corrupt"
-    tap.plan = ["drop"]
-    control_id = await create_export(rt, user=1002)
 
-    # the DLQ path: three rejected deliveries, one dead letter, quarantined
+    task = await wait_task(
+        rt, poison_id, TaskStatus.SUCCEEDED, TaskStatus.FAILED, timeout=DELIVERY_TIMEOUT
+    )
+    assert task.status == TaskStatus.SUCCEEDED, task.failure_message
+    assert task.attempt_count == 1 and task.total_rows == ROWS
+
     event_id = poison_send.properties["eventId"]
     await eventually(
         lambda: any(d.outcome != "unhandled" for d in tap.dead_for(event_id)),
@@ -484,14 +487,7 @@ async def test_poison_command_reaches_the_application_dlq_and_is_never_resent(
     # counted on the native thread once send_sync returns, possibly after the hand-over
     await eventually(lambda: rt.transport.dead_lettered, what="dead_lettered", timeout=10)
     row = await only_outbox_row(rt, poison_id)
-    assert row.status == OutboxStatus.QUARANTINED, row
-    task = await task_of(rt, poison_id)
-    assert task.status == TaskStatus.FAILED and task.attempt_count == 0
-    assert "corrupted" in (task.failure_message or "")
-    assert "after 3 deliveries" in (row.last_error or ""), row.last_error
-    assert ms(row.updated_at, row.sent_at) < POISON_SENT_STALE_SECONDS * 1000, (
-        "quarantined only after the row went stale: raise POISON_SENT_STALE_SECONDS"
-    )
+    assert row.status == OutboxStatus.SENT and row.attempt_count == 1, row
     assert poison_send.properties == locating(row)
     tries = tap.commands_for(row.event_id)
     assert [t.reconsume_times for t in tries] == [0, 1, 2]
@@ -509,35 +505,24 @@ async def test_poison_command_reaches_the_application_dlq_and_is_never_resent(
     assert dead.properties[PROP_ORIGIN_MESSAGE_ID] == tries[0].message_id == dead.message_id
     assert dead.properties[PROP_RECONSUME_TIMES] == "2"
     assert only_locating(dead.properties) == locating(row) and dead.body == poison_send.body
-    assert dead.outcome == QuarantineOutcome.QUARANTINED and dead.decision == "ack"
+    assert dead.outcome == QuarantineOutcome.MISMATCH and dead.decision == "ack"
     assert rt.transport.dead_lettered == 1
-    figures["poison command sent → quarantined"] = (
-        f"{ms(row.updated_at, row.sent_at):.0f} ms DB time (task {poison_id}, message "
-        f"{dead.message_id}, deliveries at +"
+    figures["poison command sent → dead letter handled"] = (
+        f"task {poison_id} SUCCEEDED by pull, message {dead.message_id}, deliveries at +"
         + ", +".join(f"{(t.at - poison_send.at) * 1000:.0f}" for t in tries)
-        + f" ms, dead letter at +{(dead.at - poison_send.at) * 1000:.0f} ms)"
+        + f" ms, dead letter at +{(dead.at - poison_send.at) * 1000:.0f} ms"
     )
-    print(figures["poison command sent → quarantined"])
+    print(figures["poison command sent → dead letter handled"])
 
-    # the control task: dropped after SENT, re-sent by the reconciler, completed
-    control = await wait_task(
-        rt,
-        control_id,
-        TaskStatus.SUCCEEDED,
-        TaskStatus.FAILED,
-        timeout=POISON_SENT_STALE_SECONDS + 60,
-    )
-    assert control.status == TaskStatus.SUCCEEDED, control.failure_message
-    assert [s.action for s in tap.sends_for(control_id)] == ["drop", "send"]
-    control_row = await only_outbox_row(rt, control_id)
-    assert control_row.attempt_count == 2  # the lost send, then the reconciler's re-send
-    assert counter(rt.metrics, "export_reconciler_action_total", action="redispatch") >= 1
-
-    # the poison row: untouched by that reconciler pass and every later one
-    assert (await only_outbox_row(rt, poison_id)) == row
-    assert (await task_of(rt, poison_id)).status == TaskStatus.FAILED
-    assert len(tap.sends_for(poison_id)) == 1
-    assert len(tap.commands_for(row.event_id)) == 3 and len(tap.dead_for(row.event_id)) == 1
+    # acked and finished: past sentStaleSeconds nothing is re-sent or redelivered
+    with trio.move_on_after(POISON_SENT_STALE_SECONDS + QUIET_WINDOW):
+        while len(tap.sends_for(poison_id)) == 1 and len(tap.received_for(event_id)) == 4:
+            await trio.sleep(0.1)
+        pytest.fail(
+            f"task {poison_id}: sends {tap.sends_for(poison_id)}, "
+            f"deliveries {tap.received_for(event_id)}"
+        )
+    assert (await task_of(rt, poison_id)).status == TaskStatus.SUCCEEDED
 
 
 # -- 4. DLQ message without locating properties ---------------------------------------------
