@@ -346,9 +346,7 @@ async def _serve(
         async with trio.open_nursery() as root:
             # Supervised like every actor: a failure of the web server restarts it on the
             # same sockets and never cancels the actors beside it (web/server.py).
-            root.start_soon(
-                partial(supervise, "web", partial(web.serve, web_stop.wait), metrics)
-            )
+            root.start_soon(partial(supervise, "web", partial(web.serve, web_stop.wait), metrics))
             if settings.demo_provider:
                 base_urls.setdefault(DEMO_SERVICE, urls[0])
             rt = Runtime(settings, urls, store, storage, transport, metrics, jwt_secret)

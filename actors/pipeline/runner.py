@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
@@ -37,6 +36,7 @@ from actors.core.errors import (
     sole_exception,
 )
 from actors.core.models import ProviderBatch
+from actors.core.text import safe_file_name
 from actors.pipeline.context import ExportResult, RunContext
 from actors.pipeline.provider_client import ProviderClient, iterate_batches
 from actors.pipeline.storage import XLSX_CONTENT_TYPE, ExportStorage, new_object_key
@@ -50,13 +50,11 @@ log = logging.getLogger("actors.pipeline.runner")
 #: At most one WARNING per run and interval about skipped progress writes, seconds.
 PROGRESS_WARNING_INTERVAL_SECONDS = 30.0
 
-_UNSAFE_NAME = re.compile(r'[\\/:*?"<>|\x00-\x1f]+')
-
 
 def download_file_name(task_name: str, at: datetime) -> str:
     """A user-facing file name: the task name (unsafe characters replaced) plus a
     timestamp from the instance clock, which only labels the file (§8.6)."""
-    base = _UNSAFE_NAME.sub("_", task_name).strip(" ._") or "export"
+    base = safe_file_name(task_name, default="export").strip("_") or "export"
     return f"{base[:100]}_{at:%Y%m%d_%H%M%S}.xlsx"
 
 

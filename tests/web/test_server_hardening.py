@@ -23,7 +23,7 @@ import trio
 
 from actors.runtime import Runtime
 from tests.test_end_to_end import API, client_for, service, wait_for_status
-from tests.test_process import ServeProcess, client, processes, poll_task
+from tests.test_process import ServeProcess, client, poll_task, processes
 from web.server import GuardedTCPServer, WebServer
 
 __all__ = ["processes", "service"]  # fixtures
@@ -161,7 +161,5 @@ def _restarts_total(rt: Runtime) -> float:
 
 
 def _restarts(rt: Runtime, actor: str) -> float:
-    value = rt.metrics.registry.get_sample_value(
-        "export_actor_restarts_total", {"actor": actor}
-    )
+    value = rt.metrics.registry.get_sample_value("export_actor_restarts_total", {"actor": actor})
     return value or 0.0
