@@ -313,23 +313,43 @@ def _date(column_type: ColumnType, value: Any) -> Cell:
     return _excel_datetime(column_type, value, moment, date_only=True)
 
 
+def parse_datetime_text(text: str) -> datetime | str:
+    """The wall time of a DATETIME text, following the module rules (offset dropped).
+
+    Args:
+        text: the raw Provider string.
+
+    Returns:
+        The naive wall time, or why the text is not a date-time: ``"bad offset"`` or
+        ``""`` (not the accepted ISO-8601 form, or no such day or time). The 1900 limit
+        is not checked here.
+    """
+    match = _DATETIME_RE.fullmatch(text)
+    if match is None:
+        return ""
+    wall = text
+    if match.group("off"):
+        off_h, off_m = match.group("oh", "om")
+        if (off_h and int(off_h) > 23) or (off_m and int(off_m) > 59):
+            return "bad offset"
+        wall = text[: match.start("off")]  # keep the wall time, drop the offset
+    try:
+        # Python 3.11+: any fraction length (nanoseconds from Java are cut to micros).
+        return datetime.fromisoformat(wall)
+    except ValueError:
+        return ""
+
+
 def _datetime(column_type: ColumnType, value: Any) -> Cell:
     if isinstance(value, datetime):
         moment = value.replace(tzinfo=None)
     elif isinstance(value, date):
         moment = datetime(value.year, value.month, value.day)
-    elif isinstance(value, str) and (match := _DATETIME_RE.fullmatch(value)):
-        wall = value
-        if match.group("off"):
-            off_h, off_m = match.group("oh", "om")
-            if (off_h and int(off_h) > 23) or (off_m and int(off_m) > 59):
-                return _invalid(column_type, value, "bad offset")
-            wall = value[: match.start("off")]  # keep the wall time, drop the offset
-        try:
-            # Python 3.11+: any fraction length (nanoseconds from Java are cut to micros).
-            moment = datetime.fromisoformat(wall)
-        except ValueError:
-            return _invalid(column_type, value)
+    elif isinstance(value, str):
+        parsed = parse_datetime_text(value)
+        if isinstance(parsed, str):
+            return _invalid(column_type, value, parsed or None)
+        moment = parsed
     else:
         return _invalid(column_type, value)
     return _excel_datetime(column_type, value, moment, date_only=False)

@@ -42,9 +42,11 @@ from typing import Any
 
 from actors.core.cells import (
     EXCEL_MAX_CELL_CHARS,
+    EXCEL_MIN_DATETIME,
     FORMULA_TRIGGERS,
     MAX_EXACT_INTEGER,
     Cell,
+    parse_datetime_text,
     to_cell,
 )
 from actors.core.models import ColumnDef, ColumnType
@@ -69,6 +71,11 @@ _SECONDS_PER_DAY = 86_400.0
 # What XML text cannot carry as is. Characters XML 1.0 forbids are removed; CR becomes a
 # character reference so that parsers keep it (they turn a literal CR into LF).
 _XML_SPECIAL = re.compile("[&<>\r\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+# The fast string path's one check: anything to escape, or a lone surrogate (which
+# cells.text_cell replaces), sends the value to the full rules.
+_NOT_PLAIN = re.compile("[&<>\r\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+# Whitespace an XML reader may drop at the ends of a text without xml:space="preserve".
+_XML_SPACE = " \t\n\r"
 _XML_REPLACEMENT = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"}
 # A short string cannot exceed Excel's limit even counted in UTF-16 units (see cells.py).
 _SHORT_TEXT = EXCEL_MAX_CELL_CHARS // 2
@@ -129,7 +136,7 @@ def excel_serial(moment: datetime) -> float:
 
 
 def _inline_string(text: str) -> str:
-    if text != text.strip():
+    if text[0] in _XML_SPACE or text[-1] in _XML_SPACE:
         return f' t="inlineStr"><is><t xml:space="preserve">{escape_text(text)}</t></is></c>'
     return f' t="inlineStr"><is><t>{escape_text(text)}</t></is></c>'
 
@@ -181,22 +188,21 @@ def column_formatter(column: ColumnDef) -> Formatter:
         return _boolean
     if column_type is ColumnType.DATE:
         return _date_formatter(column)
-    return _typed_formatter(column)
+    return _datetime
 
 
 def _string(value: Any) -> str | None:
-    if type(value) is not str or len(value) > _SHORT_TEXT:
+    if type(value) is not str:
         return None
     if not value:
         return ""
-    if value[0] in FORMULA_TRIGGERS:
-        return None  # the injection guard lives in cells.text_cell
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return None  # lone surrogates: cells replaces them
-    return _inline_string(value)
+    if len(value) > _SHORT_TEXT or value[0] in FORMULA_TRIGGERS:
+        return None  # truncation and the injection guard live in cells.text_cell
+    if _NOT_PLAIN.search(value) is not None:
+        return None
+    if value[0] in _XML_SPACE or value[-1] in _XML_SPACE:
+        return f' t="inlineStr"><is><t xml:space="preserve">{value}</t></is></c>'
+    return f' t="inlineStr"><is><t>{value}</t></is></c>'
 
 
 def _integer(value: Any) -> str | None:
@@ -246,16 +252,14 @@ def _date_formatter(column: ColumnDef) -> Formatter:
     return date_cell
 
 
-def _typed_formatter(column: ColumnDef) -> Formatter:
-    """DATETIME: the regex and parse of cells are the work; only the rendering is saved."""
-
-    def typed_cell(value: Any) -> str | None:
-        cell = to_cell(column, value)
-        if cell.warning is not None:
-            return None
-        return cell_xml(cell)
-
-    return typed_cell
+def _datetime(value: Any) -> str | None:
+    # Clean text is parsed here with the function cells uses; the rest goes to cells.
+    if type(value) is not str:
+        return None
+    moment = parse_datetime_text(value)
+    if isinstance(moment, str) or moment < EXCEL_MIN_DATETIME:
+        return None
+    return f' s="{STYLE_DATETIME}"><v>{excel_serial(moment)!r}</v></c>'
 
 
 # --- package parts ---------------------------------------------------------------------
