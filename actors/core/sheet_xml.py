@@ -23,7 +23,10 @@ Cell encoding rules:
 * Text is escaped for XML (``& < >``); CR is written as the character reference
   ``&#13;`` because an XML parser turns a literal CR into LF; characters XML 1.0 forbids
   (C0 controls except TAB, LF, CR; U+FFFE, U+FFFF) are removed — no reader could load
-  the file otherwise. Leading or trailing whitespace gets ``xml:space="preserve"``.
+  the file otherwise. Text that looks like Excel's own character escape (``_x0041_``)
+  gets its underscore escaped (``_x005F_x0041_``) so that Excel, LibreOffice and calamine
+  show it as written (openpyxl shows the escape; ``openpyxl.utils.escape.unescape``
+  undoes it). Leading or trailing whitespace gets ``xml:space="preserve"``.
 * Numbers are the shortest text that reads back as the same double (``repr``); integers
   up to 2**53 are written as their digits.
 * Dates and date-times are Excel serial days in the 1900 date system (with Excel's
@@ -74,6 +77,8 @@ _XML_SPECIAL = re.compile("[&<>\r\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 # The fast string path's one check: anything to escape, or a lone surrogate (which
 # cells.text_cell replaces), sends the value to the full rules.
 _NOT_PLAIN = re.compile("[&<>\r\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+# Excel's own escape of a character in cell text: "_x" + 4 hex digits + "_".
+_EXCEL_ESCAPE = re.compile("_x[0-9A-Fa-f]{4}_")
 # Whitespace an XML reader may drop at the ends of a text without xml:space="preserve".
 _XML_SPACE = " \t\n\r"
 _XML_REPLACEMENT = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"}
@@ -114,7 +119,12 @@ def column_width(chars: int) -> float:
 
 
 def escape_text(text: str) -> str:
-    """``text`` as XML character data (module rules: escape, CR reference, drop illegal)."""
+    """``text`` as XML character data (module rules: escape, CR reference, drop illegal,
+    literal ``_xHHHH_`` kept literal)."""
+    if "_x" in text:
+        # Excel (and calamine) read "_x0041_" in cell text as "A" (ECMA-376 ST_Xstring);
+        # "_x005F" escapes the underscore so the text reads back as written.
+        text = _EXCEL_ESCAPE.sub(r"_x005F\g<0>", text)
     if _XML_SPECIAL.search(text) is None:
         return text
     return _XML_SPECIAL.sub(_xml_replace, text)
@@ -198,7 +208,7 @@ def _string(value: Any) -> str | None:
         return ""
     if len(value) > _SHORT_TEXT or value[0] in FORMULA_TRIGGERS:
         return None  # truncation and the injection guard live in cells.text_cell
-    if _NOT_PLAIN.search(value) is not None:
+    if _NOT_PLAIN.search(value) is not None or "_x" in value:
         return None
     if value[0] in _XML_SPACE or value[-1] in _XML_SPACE:
         return f' t="inlineStr"><is><t xml:space="preserve">{value}</t></is></c>'
@@ -342,11 +352,14 @@ def sheet_path(number: int) -> str:
     return f"xl/worksheets/sheet{number}.xml"
 
 
+def _attribute(text: str) -> str:
+    return _XML_SPECIAL.sub(_xml_replace, text).replace('"', "&quot;")
+
+
 def workbook_xml(sheet_names: Sequence[str]) -> str:
     """``xl/workbook.xml`` listing the sheets in order (relationship ``rId<n>``)."""
     sheets = "".join(
-        f'<sheet name="{escape_text(name).replace(chr(34), "&quot;")}" sheetId="{n}" '
-        f'r:id="rId{n}"/>'
+        f'<sheet name="{_attribute(name)}" sheetId="{n}" r:id="rId{n}"/>'
         for n, name in enumerate(sheet_names, 1)
     )
     return (

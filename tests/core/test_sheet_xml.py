@@ -55,6 +55,8 @@ def test_column_width_adds_excels_cell_padding(chars: int, stored: float) -> Non
         ("tab\tkept", "tab\tkept"),
         ("bell\x07 vt\x0b ff\x0c nul\x00", "bell vt ff nul"),
         ("\ufffe\uffff", ""),
+        ("_x0041_ and _x00e9_", "_x005F_x0041_ and _x005F_x00e9_"),
+        ("_x41_ _xZZZZ_", "_x41_ _xZZZZ_"),
         ("emoji 😀 rtl مرحبا \u202e", "emoji 😀 rtl مرحبا \u202e"),
     ],
 )
@@ -133,6 +135,7 @@ json_scalars = st.one_of(
             "=1+1",
             "-5",
             "a&b",
+            "_x0041_",
             "\r",
             "\x01",
             "\ud800",
