@@ -73,6 +73,12 @@ _DATETIME_RE = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]{1,9})?)?"
     r"(?P<off>[Zz]|[+-](?P<oh>[0-9]{2})(?::?(?P<om>[0-9]{2}))?)?"
 )
+# The same with the offset's range checked in the pattern (hours 00-23, minutes 00-59):
+# one match decides a clean value, which is what nearly every value is.
+_DATETIME_VALID_OFFSET_RE = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]{1,9})?)?"
+    r"([Zz]|[+-](?:[01][0-9]|2[0-3])(?::?[0-5][0-9])?)?"
+)
 
 CellKind = Literal["blank", "string", "number", "boolean", "datetime"]
 
@@ -324,18 +330,14 @@ def parse_datetime_text(text: str) -> datetime | str:
         ``""`` (not the accepted ISO-8601 form, or no such day or time). The 1900 limit
         is not checked here.
     """
-    match = _DATETIME_RE.fullmatch(text)
+    match = _DATETIME_VALID_OFFSET_RE.fullmatch(text)
     if match is None:
-        return ""
-    wall = text
-    if match.group("off"):
-        off_h, off_m = match.group("oh", "om")
-        if (off_h and int(off_h) > 23) or (off_m and int(off_m) > 59):
-            return "bad offset"
-        wall = text[: match.start("off")]  # keep the wall time, drop the offset
+        # Same form with an hour offset over 23 or minutes over 59, or another form.
+        return "bad offset" if _DATETIME_RE.fullmatch(text) else ""
+    cut = match.start(1)  # keep the wall time, drop the offset
     try:
         # Python 3.11+: any fraction length (nanoseconds from Java are cut to micros).
-        return datetime.fromisoformat(wall)
+        return datetime.fromisoformat(text if cut < 0 else text[:cut])
     except ValueError:
         return ""
 

@@ -140,8 +140,12 @@ def excel_serial(moment: datetime) -> float:
     Args:
         moment: on or after 1900-01-01 (``cells`` writes earlier ones as text).
     """
-    delta = moment - _EPOCH
-    serial = delta.days + (delta.seconds + delta.microseconds / 1e6) / _SECONDS_PER_DAY
+    # The arithmetic of ``moment - epoch`` (days, seconds, microseconds), without
+    # building the timedelta: this runs for every date-time cell.
+    seconds = moment.hour * 3600 + moment.minute * 60 + moment.second
+    serial = (moment.toordinal() - _EPOCH_ORDINAL) + (
+        seconds + moment.microsecond / 1e6
+    ) / _SECONDS_PER_DAY
     return serial + 1 if serial > 59 else serial
 
 
@@ -279,6 +283,11 @@ _REL_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 _PKG_REL_NS = "http://schemas.openxmlformats.org/package/2006/relationships"
 _XML_DECL = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
 
+#: Length of :func:`sheet_prefix` (ASCII), fixed by the widest reference Excel allows.
+SHEET_PREFIX_CHARS = len(
+    f'{_XML_DECL}<worksheet xmlns="{_MAIN_NS}" xmlns:r="{_REL_NS}"><dimension ref="A1:XFD1048576"/>'
+)
+
 #: Sheet XML after the last row.
 SHEET_TAIL = (
     '</sheetData><pageMargins left="0.7" right="0.7" top="0.75" bottom="0.75" '
@@ -286,8 +295,27 @@ SHEET_TAIL = (
 )
 
 
+def sheet_prefix(columns: int, last_row: int) -> str:
+    """Sheet XML up to and including ``<dimension>``, always :data:`SHEET_PREFIX_CHARS` long.
+
+    The writer puts it first and overwrites it once the sheet's last row is known, so its
+    length must not depend on the numbers: spaces after the element pad it (whitespace
+    between elements means nothing in XML).
+
+    Args:
+        columns: number of columns, 1..16384.
+        last_row: 1-based number of the sheet's last row with a cell (1: header only).
+    """
+    text = (
+        f'{_XML_DECL}<worksheet xmlns="{_MAIN_NS}" xmlns:r="{_REL_NS}">'
+        f'<dimension ref="A1:{column_letter(columns - 1)}{last_row}"/>'
+    )
+    return text.ljust(SHEET_PREFIX_CHARS)
+
+
 def sheet_head(widths: Sequence[int], headers: Sequence[str], *, selected: bool) -> str:
-    """Sheet XML up to and including the header row: frozen first row, column widths.
+    """Sheet XML after :func:`sheet_prefix` up to and including the header row: frozen
+    first row, column widths.
 
     Args:
         widths: width of each column in characters, 1..255.
@@ -304,7 +332,6 @@ def sheet_head(widths: Sequence[int], headers: Sequence[str], *, selected: bool)
     )
     tab = ' tabSelected="1"' if selected else ""
     return (
-        f'{_XML_DECL}<worksheet xmlns="{_MAIN_NS}" xmlns:r="{_REL_NS}">'
         f'<sheetViews><sheetView{tab} workbookViewId="0">'
         '<pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/>'
         '<selection pane="bottomLeft" activeCell="A2" sqref="A2"/></sheetView></sheetViews>'

@@ -1,7 +1,10 @@
 """Streaming XLSX writer for one export run (§11 "通用 XLSX Writer"), built for speed.
 
 One sheet XML stream is written straight into a deflated zip entry of ``out`` while rows
-arrive; nothing is spooled to temporary files and memory stays flat in rows. Cell typing
+arrive (:mod:`actors.pipeline.zip_stream`); nothing is spooled to temporary files and
+memory stays flat in rows. The sheet's ``<dimension>`` (which openpyxl's read-only mode and
+others use for the sheet's size) sits at the top of the sheet but is known only at the
+end: it is written uncompressed and patched in place when the sheet ends. Cell typing
 follows :mod:`actors.core.cells`; the cell text and the package parts come from
 :mod:`actors.core.sheet_xml` (per-column formatters chosen once from the column
 definitions). Synchronous and CPU-bound: callers run it off the event loop. One writer
@@ -52,9 +55,9 @@ from __future__ import annotations
 
 import os
 import threading
-import zipfile
 from collections.abc import Iterable, Mapping, Sequence
-from typing import IO, Any, BinaryIO
+from datetime import datetime
+from typing import Any, BinaryIO
 
 from actors.core.cells import text_cell, to_cell
 from actors.core.data_warnings import DataWarnings, cell_location
@@ -75,10 +78,12 @@ from actors.core.sheet_xml import (
     content_types_xml,
     sheet_head,
     sheet_path,
+    sheet_prefix,
     workbook_rels_xml,
     workbook_xml,
 )
 from actors.core.text import quote_outside
+from actors.pipeline.zip_stream import ZipEntry, ZipStream
 
 #: Data rows one worksheet can hold: Excel's 1048576 rows minus the header (§11).
 EXCEL_MAX_DATA_ROWS = 1_048_575
@@ -179,10 +184,6 @@ class _CountingStream:
         if self.failure is None:
             self._out.flush()
 
-    def close(self) -> None:
-        """Nothing to do: the caller owns ``out`` and closes it (zipfile never calls this
-        for a file object it was given)."""
-
 
 class XlsxStreamWriter:
     """Writes declared columns of Provider rows into one typed, streamed XLSX (§11).
@@ -268,16 +269,12 @@ class XlsxStreamWriter:
         self._warnings = DataWarnings()
         self._state = "open"  # open -> closed | discarded; "broken" after a failed write
         self._size: int | None = None
-        self._entry: IO[bytes] | None = None
+        self._entry: ZipEntry | None = None
+        self._last_row = 1  # last row of the current sheet with a cell (1: the header)
 
         self._stream = _CountingStream(out, max_bytes, abort)
+        self._zip = ZipStream(self._stream, level=compress_level, modified=datetime.now())
         try:
-            self._zip = zipfile.ZipFile(
-                self._stream,
-                "w",
-                compression=zipfile.ZIP_DEFLATED,
-                compresslevel=compress_level,
-            )
             self._new_sheet()
         except BaseException as exc:
             self._state = "broken"
@@ -381,6 +378,7 @@ class XlsxStreamWriter:
                     f"({type(exc).__name__}: {quote_outside(str(exc), 120)})"
                 ) from None
             if len(parts) > 1:  # a row of blanks is no row at all, as in xlsxwriter
+                self._last_row = self._sheet_rows + 2
                 parts.append("</row>")
                 text = "".join(parts)
                 append(text)
@@ -401,7 +399,7 @@ class XlsxStreamWriter:
     def _write(self, data: bytes) -> None:
         assert self._entry is not None
         self._entry.write(data)
-        self._sheet_bytes += len(data)
+        self._sheet_bytes = self._entry.uncompressed_size
 
     def close(self) -> int:
         """Finish the sheet and the package parts and return the size of the XLSX.
@@ -452,17 +450,7 @@ class XlsxStreamWriter:
         if self._state in ("closed", "discarded"):
             return
         self._state = "discarded"
-        # Dead stream first: closing the entry and the zip below then writes nowhere, and
-        # zipfile's __del__ finds nothing left to complain about.
-        self._stream.kill()
-        try:
-            if self._entry is not None:
-                self._entry.close()
-            zip_file = getattr(self, "_zip", None)
-            if zip_file is not None:
-                zip_file.close()
-        except Exception:  # noqa: BLE001 - cleanup of a failed run; the first error stands
-            pass
+        self._stream.kill()  # whatever still holds the stream now writes nowhere
         self._entry = None
         # "Produce nothing": the caller deletes the file, but do not leave a partial zip
         # of up to max_bytes lying around until then.
@@ -487,7 +475,8 @@ class XlsxStreamWriter:
     def _end_sheet(self) -> None:
         if self._entry is not None:
             self._write(SHEET_TAIL.encode("utf-8"))
-            self._entry.close()
+            # Now the last row is known: the <dimension> at the top gets it.
+            self._entry.close(sheet_prefix(len(self._columns), self._last_row).encode())
             self._entry = None
 
     def _new_sheet(self) -> None:
@@ -499,7 +488,9 @@ class XlsxStreamWriter:
             suffix = f" {number}"
             name = self._sheet_name[: EXCEL_MAX_SHEET_NAME - len(suffix)] + suffix
         self._sheet_names.append(name)
-        self._entry = self._zip.open(sheet_path(number), "w")
+        prefix = sheet_prefix(len(self._columns), 1).encode()
+        self._entry = self._zip.open(sheet_path(number), prefix)
         self._sheet_bytes = 0
         self._sheet_rows = 0
+        self._last_row = 1
         self._write(sheet_head(self._widths, self._headers, selected=number == 1).encode())

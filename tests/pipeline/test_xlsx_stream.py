@@ -12,6 +12,7 @@ import os
 import random
 import string
 import threading
+import zipfile
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -165,6 +166,35 @@ def test_rows_beyond_rows_per_sheet_continue_on_numbered_sheets_with_header(
         assert sheet.freeze_panes == "A2"
         seen += [row[0] for row in values[1:]]
     assert seen == list(range(12))
+
+
+def test_each_sheet_states_its_dimension_for_read_only_readers(
+    tmp_path: Path, tmpdir_path: Path
+) -> None:
+    """openpyxl's read-only mode (pandas reads this way too) takes a sheet's size from its
+    <dimension>, written last into the top of the streamed sheet; every CRC still holds."""
+    columns = TYPED_COLUMNS[:3]
+    # The last row of the second sheet has no cell: the dimension ends at the row before.
+    rows = [{"id": i, "name": f"n{i}"} for i in range(7)] + [{"undeclared": 1}]
+    path = tmp_path / "out.xlsx"
+    write_file(path, columns, rows, tmpdir_path, rows_per_sheet=5)
+
+    assert zipfile.ZipFile(path).testzip() is None
+    book = openpyxl.load_workbook(path, read_only=True)
+    try:
+        dims = [(book[n].max_row, book[n].max_column) for n in book.sheetnames]
+        assert [book[n].calculate_dimension() for n in book.sheetnames] == ["A1:C6", "A1:C3"]
+    finally:
+        book.close()
+    assert dims == [(6, 3), (3, 3)]
+
+    empty = tmp_path / "empty.xlsx"
+    write_file(empty, columns, [], tmpdir_path)
+    book = openpyxl.load_workbook(empty, read_only=True)
+    try:
+        assert book["Export"].calculate_dimension() == "A1:C1"
+    finally:
+        book.close()
 
 
 def test_row_number_max_rows_plus_one_raises_limit_exceeded_naming_the_limit(
