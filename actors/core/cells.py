@@ -1,7 +1,8 @@
 """Cell typing for the XLSX writer: one raw Provider value plus its column -> one typed cell.
 
-Pure: no IO, no logging. The writer (``actors.pipeline.xlsx_writer``) turns a :class:`Cell`
-into exactly one typed xlsxwriter call and counts the warnings.
+Pure: no IO, no logging. The writer (``actors.pipeline.xlsx_stream``) turns a :class:`Cell`
+into one typed cell of the sheet XML (``actors.core.sheet_xml.cell_xml``) and counts the
+warnings.
 
 Rules (§11 "通用 XLSX Writer", §12 limits):
 
@@ -85,7 +86,7 @@ CellKind = Literal["blank", "string", "number", "boolean", "datetime"]
 
 @dataclass(frozen=True, slots=True)
 class Cell:
-    """One typed cell, ready for the matching xlsxwriter ``write_*`` call.
+    """One typed cell, ready to be written as the matching kind of sheet cell.
 
     Attributes:
         kind: which typed writer to use.

@@ -188,9 +188,9 @@ class _CountingStream:
 class XlsxStreamWriter:
     """Writes declared columns of Provider rows into one typed, streamed XLSX (§11).
 
-    A drop-in for the xlsxwriter-based ``XlsxExportWriter`` it replaces: same constructor,
-    methods, properties and errors. Unlike it, bytes reach ``out`` while rows are written,
-    so ``write_rows`` may already raise the size-limit and disk errors.
+    A drop-in for the xlsxwriter-based ``XlsxExportWriter`` it replaced (removed): same
+    constructor, methods, properties and errors. Unlike it, bytes reach ``out`` while rows
+    are written, so ``write_rows`` may already raise the size-limit and disk errors.
     """
 
     def __init__(
