@@ -20,25 +20,30 @@ per run::
         raise
 
 Why our own writer and not a library — measured with ``deploy/bench/bench_xlsx_writer.py``
-over the same 200,000 pre-made rows of the demo Provider's 8 columns, one process on this
-2-core machine (load average ~2 from other work; figures move ±10 % between runs):
+over the same 200,000 pre-made rows of the demo Provider's 8 columns, in batches of 500,
+one process on this 2-core machine shared with other work (load average 5-9 during the
+run, so wall times are long; rows per CPU-second of the process are the fair figure):
 
-==========================================  =========  ==========  =========
-writer                                       rows/s     × xlsxwriter file MB
-==========================================  =========  ==========  =========
-this writer, deflate level 1                 ~118,000    ~5.7 ×      ~9.7
-this writer, deflate level 6                  ~74,000    ~3.6 ×      ~6.6
-xlsxwriter ``constant_memory`` (typed calls)  ~20,600    1 ×         ~6.6
-openpyxl ``write_only``                       ~18,000    ~0.9 ×      ~6.7
-rustpy-xlsxwriter 0.8 (Rust)                  ~37,000    ~1.8 ×      ~6.3
-==========================================  =========  ==========  =========
+=====================================  ===========  =================  =======  =========
+writer                                  rows/CPU-s   × xlsxwriter (CPU)  file MB  +peak MiB
+=====================================  ===========  =================  =======  =========
+this writer, deflate level 1                40,400              6.7      14.8       1.6
+this writer, deflate level 6                28,400              4.7      11.3       0.3
+xlsxwriter ``constant_memory`` loop          6,000              1.0      11.3       2.2
+openpyxl ``write_only``                      3,200              0.53     11.2       4.7
+rustpy-xlsxwriter 0.8 (Rust)                47,300              7.9      11.4      82.1
+=====================================  ===========  =================  =======  =========
 
-The Rust-backed package is fast once it has Python values but needs a Python object per
-cell to be built first, and it buffers the whole workbook in memory (no streaming mode),
-so memory would grow with rows; xlsxwriter and openpyxl spend their time in per-cell
-calls. Deflate level 1 costs ~45 % more bytes than level 6 but writes ~1.6 × faster;
-a 50 MB file limit still holds ~1,000,000 demo rows at level 1. Inline strings
-(``t="inlineStr"``) beat a shared-string table: no table in memory, no second pass.
+The Rust-backed package is a little faster, but it takes a whole sheet of records at once
+(no way to append batch after batch as they arrive), holds far more memory (+82 MiB at
+200k rows where the streaming writers add under 5 MiB), refuses a cell over 32,767
+characters instead of cutting it, and is a young 0.x package. xlsxwriter and openpyxl
+spend their time in per-cell Python calls. This writer types each cell with a formatter
+chosen once per column and writes sheet XML text directly. Deflate level 1 makes files ~30
+% larger than level 6 (and than xlsxwriter's) but writes ~1.4 × faster; level 5 gives
+level 6's size at ~0.85 × level 1's speed (one constant, :data:`COMPRESS_LEVEL`, if file
+size matters more than speed). Inline strings (``t="inlineStr"``) beat a shared-string
+table: no table in memory, no second pass.
 
 Guards, the same as the xlsxwriter-based writer had: formula-injection prefix and
 32,767-character truncation (``cells``), characters XML forbids removed, roll-over to a
