@@ -39,8 +39,8 @@ The Rust-backed package is a little faster, but it takes a whole sheet of record
 200k rows where the streaming writers add under 5 MiB), refuses a cell over 32,767
 characters instead of cutting it, and is a young 0.x package. xlsxwriter and openpyxl
 spend their time in per-cell Python calls. This writer types each cell with a formatter
-chosen once per column and writes sheet XML text directly. Deflate level 1 makes files ~30
-% larger than level 6 (and than xlsxwriter's) but writes ~1.4 × faster; level 5 gives
+chosen once per column and writes sheet XML text directly. Deflate level 1 makes files
+~30 % larger than level 6 (and than xlsxwriter's) but writes ~1.4 × faster; level 5 gives
 level 6's size at ~0.85 × level 1's speed (one constant, :data:`COMPRESS_LEVEL`, if file
 size matters more than speed). Inline strings (``t="inlineStr"``) beat a shared-string
 table: no table in memory, no second pass.
