@@ -1,4 +1,4 @@
-"""Streaming XLSX writer for one export run (§11 "通用 XLSX Writer"), built for speed.
+"""Streaming XLSX writer for one export run (the product's generic XLSX writer), built for speed.
 
 One sheet XML stream is written straight into a deflated zip entry of ``out`` while rows
 arrive (:mod:`actors.pipeline.zip_stream`); nothing is spooled to temporary files and
@@ -90,7 +90,7 @@ from actors.core.sheet_xml import (
 from actors.core.text import quote_outside
 from actors.pipeline.zip_stream import ZipEntry, ZipStream
 
-#: Data rows one worksheet can hold: Excel's 1048576 rows minus the header (§11).
+#: Data rows one worksheet can hold: Excel's 1048576 rows minus the header.
 EXCEL_MAX_DATA_ROWS = 1_048_575
 EXCEL_MAX_COLUMNS = 16_384
 EXCEL_MAX_SHEET_NAME = 31
@@ -191,7 +191,7 @@ class _CountingStream:
 
 
 class XlsxStreamWriter:
-    """Writes declared columns of Provider rows into one typed, streamed XLSX (§11).
+    """Writes declared columns of Provider rows into one typed, streamed XLSX.
 
     A drop-in for the xlsxwriter-based ``XlsxExportWriter`` it replaced (removed): same
     constructor, methods, properties and errors. Unlike it, bytes reach ``out`` while rows
@@ -218,7 +218,7 @@ class XlsxStreamWriter:
                 current position. The caller closes and deletes it.
             columns: the declared columns, in sheet order; keys must be unique.
             max_rows: data rows allowed in the whole export (registry ``max-rows``).
-            max_bytes: maximum size of the XLSX file in bytes (e.g. 50 MB, §11).
+            max_bytes: maximum size of the XLSX file in bytes (e.g. 50 MB).
             abort: set by the lease watchdog when the lease is lost; checked every
                 :data:`ABORT_CHECK_EVERY` rows and on every write to ``out``.
             rows_per_sheet: data rows per worksheet (1..1048575) before the next sheet.
@@ -304,7 +304,7 @@ class XlsxStreamWriter:
 
         Args:
             rows: mappings from column key to raw JSON value; missing keys are blank,
-                undeclared keys are ignored and counted (§11).
+                undeclared keys are ignored and counted.
             batch: 1-based number of the Provider batch these rows came in, named in
                 warnings and errors; ``None`` when the caller does not batch.
 

@@ -3,7 +3,7 @@
 Why not :mod:`zipfile`: a sheet's ``<dimension ref="A1:H200001"/>`` sits at the top of its
 XML, but the last row is only known at the end. zipfile compresses everything it is given,
 so the top cannot be changed afterwards. Here an entry may start with a *prefix* written
-as a deflate stored block (raw bytes inside the compressed data, RFC 1951 §3.2.4), which
+as a deflate stored block (raw bytes inside the compressed data, RFC 1951 section 3.2.4), which
 :meth:`ZipEntry.close` overwrites in place with text of the same length; the entry's
 CRC-32 is then the combination of the final prefix's CRC with the CRC of everything after
 it (:func:`crc32_combine`, zlib's algorithm). The rest of an entry is raw deflate at the

@@ -1,11 +1,11 @@
-"""Benchmark of the streaming XLSX writer (§11) against the libraries it was chosen over.
+"""Benchmark of the streaming XLSX writer against the libraries it was chosen over.
 
 Makes N rows (first argument, default 200000) of the demo Provider's 8 columns once
 (``web.demo_provider.customer_row``, the values a run gets from JSON), then writes the
 same rows, in batches of 500, with each writer in turn and prints, side by side: wall and
 CPU seconds, rows per second of each, the ratio of CPU time to a bare xlsxwriter
 ``constant_memory`` loop, the file size and the peak memory the writer added. Figures
-only, no pass/fail: targets live here, not in timed tests (DESIGN §8).
+only, no pass/fail: targets live here, not in timed tests.
 
 Writers:
 
@@ -41,7 +41,7 @@ from actors.core.models import ColumnDef, ColumnType  # noqa: E402
 from actors.pipeline.xlsx_stream import XlsxStreamWriter  # noqa: E402
 from web.demo_provider import DEMO_COLUMNS, customer_row  # noqa: E402
 
-BATCH_SIZE = 500  # the registry's default batch-size (§10.3)
+BATCH_SIZE = 500  # the registry's default batch-size
 MAX_BYTES = 1 << 40  # no file-size limit here: the figure is the speed
 Rows = list[dict[str, Any]]
 Batches = list[Rows]

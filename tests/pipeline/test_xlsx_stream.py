@@ -1,4 +1,4 @@
-"""XlsxStreamWriter (§11): typed cells read back with openpyxl, sheets, limits, abort, cleanup.
+"""XlsxStreamWriter: typed cells read back with openpyxl, sheets, limits, abort, cleanup.
 
 Ported from the tests of the xlsxwriter-based writer it replaced; the three-reader checks
 live in test_xlsx_readers.py.
@@ -400,7 +400,7 @@ def test_truncated_and_invalid_cells_are_counted_with_located_examples(
     summary = writer.warnings.summary()
     assert "20 cells truncated to 32767 characters (batch 1 row 1 column 's'" in summary
     assert "20 values invalid for their column type written as text (batch 1 row 1" in summary
-    # Row data never appears in logs or the summary (§12).
+    # Row data never appears in logs or the summary.
     assert caplog.records == [] and "oops" not in summary
 
 
@@ -437,7 +437,7 @@ def test_5000_digit_integer_string_is_written_as_its_exact_digits(
     tmp_path: Path, tmpdir_path: Path
 ) -> None:
     """Issue 13 item 6, reported input: 5,000 digits passed Python's int/str limit and
-    raised ValueError in the writer thread; now the digits are kept as text (§5 Long)."""
+    raised ValueError in the writer thread; now the digits are kept as text, as Long values are."""
     digits = "7" * 5000
     path = tmp_path / "out.xlsx"
     write_file(path, TYPED_COLUMNS[:1], [{"id": digits}, {"id": "-" + digits}], tmpdir_path)
