@@ -38,7 +38,7 @@ A second run (load average 7.5-10) gave 51,600 rows/CPU-s for this writer at lev
 (6.9 ×), 31,900 at level 6 (4.2 ×), 7,500 for xlsxwriter, 3,500 for openpyxl and 48,200
 for rustpy-xlsxwriter (6.4 ×): the ranking holds, the absolute figures follow the load.
 
-The Rust-backed package is a little faster, but it takes a whole sheet of records at once
+The Rust-backed package is about as fast, but it takes a whole sheet of records at once
 (no way to append batch after batch as they arrive), holds far more memory (+82 MiB at
 200k rows where the streaming writers add under 5 MiB), refuses a cell over 32,767
 characters instead of cutting it, and is a young 0.x package. xlsxwriter and openpyxl
