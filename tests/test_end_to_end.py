@@ -129,7 +129,7 @@ async def test_export_runs_end_to_end_and_downloads_a_typed_xlsx(service: Runtim
         for col, cell in zip(DEMO_COLUMNS, got, strict=True):
             want = expected_cell(col.type.value, source.get(col.key))
             if isinstance(cell, str):
-                cell = unescape(cell)  # xlsxwriter escapes CR as _x000D_
+                cell = unescape(cell)  # undo Excel's _xHHHH_ escapes, should a value need one
             if col.type.value == "DECIMAL":
                 assert math.isclose(cell, float(want)), (customer_id, col.key)
             else:

@@ -1,7 +1,8 @@
 """Cell typing for the XLSX writer: one raw Provider value plus its column -> one typed cell.
 
-Pure: no IO, no logging. The writer (``actors.pipeline.xlsx_writer``) turns a :class:`Cell`
-into exactly one typed xlsxwriter call and counts the warnings.
+Pure: no IO, no logging. The writer (``actors.pipeline.xlsx_stream``) turns a :class:`Cell`
+into one typed cell of the sheet XML (``actors.core.sheet_xml.cell_xml``) and counts the
+warnings.
 
 Rules (§11 "通用 XLSX Writer", §12 limits):
 
@@ -73,13 +74,19 @@ _DATETIME_RE = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]{1,9})?)?"
     r"(?P<off>[Zz]|[+-](?P<oh>[0-9]{2})(?::?(?P<om>[0-9]{2}))?)?"
 )
+# The same with the offset's range checked in the pattern (hours 00-23, minutes 00-59):
+# one match decides a clean value, which is what nearly every value is.
+_DATETIME_VALID_OFFSET_RE = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:[.,][0-9]{1,9})?)?"
+    r"([Zz]|[+-](?:[01][0-9]|2[0-3])(?::?[0-5][0-9])?)?"
+)
 
 CellKind = Literal["blank", "string", "number", "boolean", "datetime"]
 
 
 @dataclass(frozen=True, slots=True)
 class Cell:
-    """One typed cell, ready for the matching xlsxwriter ``write_*`` call.
+    """One typed cell, ready to be written as the matching kind of sheet cell.
 
     Attributes:
         kind: which typed writer to use.
@@ -313,23 +320,39 @@ def _date(column_type: ColumnType, value: Any) -> Cell:
     return _excel_datetime(column_type, value, moment, date_only=True)
 
 
+def parse_datetime_text(text: str) -> datetime | str:
+    """The wall time of a DATETIME text, following the module rules (offset dropped).
+
+    Args:
+        text: the raw Provider string.
+
+    Returns:
+        The naive wall time, or why the text is not a date-time: ``"bad offset"`` or
+        ``""`` (not the accepted ISO-8601 form, or no such day or time). The 1900 limit
+        is not checked here.
+    """
+    match = _DATETIME_VALID_OFFSET_RE.fullmatch(text)
+    if match is None:
+        # Same form with an hour offset over 23 or minutes over 59, or another form.
+        return "bad offset" if _DATETIME_RE.fullmatch(text) else ""
+    cut = match.start(1)  # keep the wall time, drop the offset
+    try:
+        # Python 3.11+: any fraction length (nanoseconds from Java are cut to micros).
+        return datetime.fromisoformat(text if cut < 0 else text[:cut])
+    except ValueError:
+        return ""
+
+
 def _datetime(column_type: ColumnType, value: Any) -> Cell:
     if isinstance(value, datetime):
         moment = value.replace(tzinfo=None)
     elif isinstance(value, date):
         moment = datetime(value.year, value.month, value.day)
-    elif isinstance(value, str) and (match := _DATETIME_RE.fullmatch(value)):
-        wall = value
-        if match.group("off"):
-            off_h, off_m = match.group("oh", "om")
-            if (off_h and int(off_h) > 23) or (off_m and int(off_m) > 59):
-                return _invalid(column_type, value, "bad offset")
-            wall = value[: match.start("off")]  # keep the wall time, drop the offset
-        try:
-            # Python 3.11+: any fraction length (nanoseconds from Java are cut to micros).
-            moment = datetime.fromisoformat(wall)
-        except ValueError:
-            return _invalid(column_type, value)
+    elif isinstance(value, str):
+        parsed = parse_datetime_text(value)
+        if isinstance(parsed, str):
+            return _invalid(column_type, value, parsed or None)
+        moment = parsed
     else:
         return _invalid(column_type, value)
     return _excel_datetime(column_type, value, moment, date_only=False)

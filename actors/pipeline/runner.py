@@ -40,7 +40,7 @@ from actors.core.text import safe_file_name
 from actors.pipeline.context import ExportResult, RunContext
 from actors.pipeline.provider_client import ProviderClient, iterate_batches
 from actors.pipeline.storage import XLSX_CONTENT_TYPE, ExportStorage, new_object_key
-from actors.pipeline.xlsx_writer import XlsxExportWriter
+from actors.pipeline.xlsx_stream import XlsxStreamWriter
 from actors.registry_source import RegistryHolder
 from db.database import TransientDatabaseError
 from db.store import ExportStore
@@ -87,7 +87,7 @@ class ExportRunner:
             raise ExportAbortedError("export aborted: lease lost before writing")
         out: BinaryIO = await self.storage.create(key)
         ctx.object_key = key
-        writer: XlsxExportWriter | None = None
+        writer: XlsxStreamWriter | None = None
         total_estimate: int | None = None
         batches = 0
         progress = _Progress(self.store, ctx)
@@ -118,7 +118,7 @@ class ExportRunner:
                             batches += 1
                             if writer is None:
                                 assert batch.columns is not None  # first batch has them
-                                writer = XlsxExportWriter(
+                                writer = XlsxStreamWriter(
                                     out,
                                     batch.columns,
                                     max_rows=definition.max_rows,

@@ -35,7 +35,7 @@ from actors.pipeline.provider_client import (
     _encode,
     parse_batch_response,
 )
-from actors.pipeline.xlsx_writer import XlsxExportWriter
+from actors.pipeline.xlsx_stream import XlsxStreamWriter
 
 #: Examples per run (about 15 s here). Derandomised, so every run checks the same batches;
 #: set EXPORT_CENTER_FUZZ_EXAMPLES to search further, e.g. 5000 before a release.
@@ -185,7 +185,7 @@ def run_batch(body: bytes, tmp: Path) -> int | None:
         )
         assert batch.columns is not None
         out = io.BytesIO()
-        writer = XlsxExportWriter(
+        writer = XlsxStreamWriter(
             out, batch.columns, max_rows=500_000, max_bytes=50 << 20, tmpdir=str(tmp)
         )
         try:

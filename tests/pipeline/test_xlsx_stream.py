@@ -1,4 +1,8 @@
-"""XlsxExportWriter (§11): typed cells read back with openpyxl, sheets, limits, abort, cleanup."""
+"""XlsxStreamWriter: typed cells read back with openpyxl, sheets, limits, abort, cleanup.
+
+Ported from the tests of the xlsxwriter-based writer it replaced; the three-reader checks
+live in test_xlsx_readers.py.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import os
 import random
 import string
 import threading
+import zipfile
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -15,7 +20,6 @@ from typing import Any
 
 import openpyxl
 import pytest
-from openpyxl.utils.escape import unescape
 
 from actors.core.errors import (
     ExportAbortedError,
@@ -24,7 +28,7 @@ from actors.core.errors import (
     StorageUnavailableError,
 )
 from actors.core.models import ColumnDef, ColumnType
-from actors.pipeline.xlsx_writer import XlsxExportWriter, format_megabytes
+from actors.pipeline.xlsx_stream import XlsxStreamWriter, format_megabytes
 
 MB = 1024 * 1024
 HOSTILE = ["=1+1", "+x", "-x", "@x", "\tx", "\rx"]
@@ -48,10 +52,10 @@ def tmpdir_path(tmp_path: Path) -> Path:
 
 def make_writer(
     out: Any, columns: list[ColumnDef], tmpdir: Path, **kwargs: Any
-) -> XlsxExportWriter:
+) -> XlsxStreamWriter:
     kwargs.setdefault("max_rows", 200_000)
     kwargs.setdefault("max_bytes", 50 * MB)
-    return XlsxExportWriter(out, columns, tmpdir=str(tmpdir), **kwargs)
+    return XlsxStreamWriter(out, columns, tmpdir=str(tmpdir), **kwargs)
 
 
 def typed_row(i: int) -> dict[str, Any]:
@@ -67,7 +71,7 @@ def typed_row(i: int) -> dict[str, Any]:
 
 def write_file(
     path: Path, columns: list[ColumnDef], rows: list[dict[str, Any]], tmpdir: Path, **kwargs: Any
-) -> tuple[int, XlsxExportWriter]:
+) -> tuple[int, XlsxStreamWriter]:
     with path.open("wb") as out:
         writer = make_writer(out, columns, tmpdir, **kwargs)
         writer.write_rows(rows)
@@ -109,8 +113,8 @@ def test_typed_columns_hostile_strings_and_long_cell_read_back_as_typed_cells(
         cell = sheet.cell(row=5 + offset, column=2)
         assert cell.data_type == "s"
         assert isinstance(cell.value, str) and cell.value.startswith("'")
-        # xlsxwriter stores CR as Excel's "_x000D_" escape; openpyxl does not undo it.
-        assert unescape(cell.value) == "'" + text
+        # CR travels as the reference &#13;, so every reader gets the character back.
+        assert cell.value == "'" + text
     # Missing declared keys are blank cells.
     assert sheet.cell(row=5, column=3).value is None
 
@@ -119,7 +123,7 @@ def test_typed_columns_hostile_strings_and_long_cell_read_back_as_typed_cells(
 
     assert sheet.freeze_panes == "A2"
     widths = {letter: sheet.column_dimensions[letter].width for letter in "ABCDEF"}
-    # xlsxwriter stores the width plus cell padding, so allow less than one unit on top.
+    # Excel stores the width plus cell padding, so allow less than one unit on top.
     for letter, expected in zip("ABCDEF", [8, 30, 16, 1, 12, 255], strict=True):
         assert expected <= widths[letter] < expected + 1, letter
 
@@ -164,6 +168,35 @@ def test_rows_beyond_rows_per_sheet_continue_on_numbered_sheets_with_header(
     assert seen == list(range(12))
 
 
+def test_each_sheet_states_its_dimension_for_read_only_readers(
+    tmp_path: Path, tmpdir_path: Path
+) -> None:
+    """openpyxl's read-only mode (pandas reads this way too) takes a sheet's size from its
+    <dimension>, written last into the top of the streamed sheet; every CRC still holds."""
+    columns = TYPED_COLUMNS[:3]
+    # The last row of the second sheet has no cell: the dimension ends at the row before.
+    rows = [{"id": i, "name": f"n{i}"} for i in range(7)] + [{"undeclared": 1}]
+    path = tmp_path / "out.xlsx"
+    write_file(path, columns, rows, tmpdir_path, rows_per_sheet=5)
+
+    assert zipfile.ZipFile(path).testzip() is None
+    book = openpyxl.load_workbook(path, read_only=True)
+    try:
+        dims = [(book[n].max_row, book[n].max_column) for n in book.sheetnames]
+        assert [book[n].calculate_dimension() for n in book.sheetnames] == ["A1:C6", "A1:C3"]
+    finally:
+        book.close()
+    assert dims == [(6, 3), (3, 3)]
+
+    empty = tmp_path / "empty.xlsx"
+    write_file(empty, columns, [], tmpdir_path)
+    book = openpyxl.load_workbook(empty, read_only=True)
+    try:
+        assert book["Export"].calculate_dimension() == "A1:C1"
+    finally:
+        book.close()
+
+
 def test_row_number_max_rows_plus_one_raises_limit_exceeded_naming_the_limit(
     tmp_path: Path, tmpdir_path: Path
 ) -> None:
@@ -181,7 +214,7 @@ def random_text(rng: random.Random, length: int) -> str:
     return "".join(rng.choices(string.ascii_letters + string.digits, k=length))
 
 
-def test_file_over_max_bytes_fails_during_close_and_stays_bounded_on_disk(
+def test_file_over_max_bytes_fails_while_writing_and_stays_bounded_on_disk(
     tmp_path: Path, tmpdir_path: Path
 ) -> None:
     columns = [ColumnDef("s", "S", ColumnType.STRING)]
@@ -196,17 +229,48 @@ def test_file_over_max_bytes_fails_during_close_and_stays_bounded_on_disk(
     path = tmp_path / "limited.xlsx"
     with path.open("wb") as out:
         writer = make_writer(out, columns, tmpdir_path, max_bytes=max_bytes)
-        writer.write_rows(rows)  # nothing reaches `out` before close()
-        assert path.stat().st_size == 0
+        # Bytes flow while rows arrive: the limit stops the rows, not only close().
         with pytest.raises(LimitExceededError, match="maximum file size of 0.19 MB"):
-            writer.close()
+            for start in range(0, len(rows), 100):
+                writer.write_rows(rows[start : start + 100])
         out.flush()
         # The check refuses the write that would cross the limit, so not even one
         # chunk beyond max_bytes reaches the file.
-        assert path.stat().st_size <= max_bytes
+        assert 0 < path.stat().st_size <= max_bytes
+        with pytest.raises(RuntimeError):
+            writer.close()
         writer.discard()
     assert path.stat().st_size == 0
     assert os.listdir(tmpdir_path) == []
+
+
+def test_file_that_passes_max_bytes_only_in_close_fails_there(
+    tmp_path: Path, tmpdir_path: Path
+) -> None:
+    """The package parts written by close() count too: a limit just above what the rows
+    took fails in close() with the same error, and the file stays within the limit."""
+    columns = [ColumnDef("s", "S", ColumnType.STRING)]
+    rows = [{"s": f"row {i}"} for i in range(50)]
+    size, _ = write_file(tmp_path / "full.xlsx", columns, rows, tmpdir_path)
+    path = tmp_path / "limited.xlsx"
+    with path.open("wb") as out:
+        writer = make_writer(out, columns, tmpdir_path, max_bytes=size - 1)
+        writer.write_rows(rows)
+        with pytest.raises(LimitExceededError, match="maximum file size"):
+            writer.close()
+        out.flush()
+        assert path.stat().st_size <= size - 1
+        writer.discard()
+    assert path.stat().st_size == 0
+
+
+def test_abort_event_already_set_refuses_to_start(tmp_path: Path, tmpdir_path: Path) -> None:
+    abort = threading.Event()
+    abort.set()
+    path = tmp_path / "out.xlsx"
+    with path.open("wb") as out, pytest.raises(ExportAbortedError):
+        make_writer(out, TYPED_COLUMNS, tmpdir_path, abort=abort)
+    assert path.stat().st_size == 0
 
 
 class FullDisk(io.BytesIO):
@@ -222,12 +286,20 @@ class FullDisk(io.BytesIO):
         return super().write(data)
 
 
-def test_disk_error_while_closing_surfaces_as_storage_unavailable(tmpdir_path: Path) -> None:
-    writer = make_writer(FullDisk(room=2000), TYPED_COLUMNS, tmpdir_path)
-    writer.write_rows(typed_row(i) for i in range(100))
+@pytest.mark.parametrize("room", [10, 2000, 6000])
+def test_disk_error_while_writing_surfaces_as_storage_unavailable(
+    tmpdir_path: Path, room: int
+) -> None:
+    """Wherever the disk fills up — the first header bytes, the rows, the package parts
+    written by close() — the error is StorageUnavailableError and discard() cleans up."""
+    out = FullDisk(room=room)
     with pytest.raises(StorageUnavailableError, match="No space left"):
+        writer = make_writer(out, TYPED_COLUMNS, tmpdir_path)
+        writer.write_rows(typed_row(i) for i in range(300))
         writer.close()
-    writer.discard()
+    if room > 10:
+        writer.discard()
+    assert out.getvalue() == b""
     assert os.listdir(tmpdir_path) == []
 
 
@@ -328,7 +400,7 @@ def test_truncated_and_invalid_cells_are_counted_with_located_examples(
     summary = writer.warnings.summary()
     assert "20 cells truncated to 32767 characters (batch 1 row 1 column 's'" in summary
     assert "20 values invalid for their column type written as text (batch 1 row 1" in summary
-    # Row data never appears in logs or the summary (§12).
+    # Row data never appears in logs or the summary.
     assert caplog.records == [] and "oops" not in summary
 
 
@@ -365,7 +437,7 @@ def test_5000_digit_integer_string_is_written_as_its_exact_digits(
     tmp_path: Path, tmpdir_path: Path
 ) -> None:
     """Issue 13 item 6, reported input: 5,000 digits passed Python's int/str limit and
-    raised ValueError in the writer thread; now the digits are kept as text (§5 Long)."""
+    raised ValueError in the writer thread; now the digits are kept as text, as Long values are."""
     digits = "7" * 5000
     path = tmp_path / "out.xlsx"
     write_file(path, TYPED_COLUMNS[:1], [{"id": digits}, {"id": "-" + digits}], tmpdir_path)
@@ -378,7 +450,7 @@ def test_discard_leaves_no_temp_files_and_is_safe_twice(tmp_path: Path, tmpdir_p
     with path.open("wb") as out:
         writer = make_writer(out, TYPED_COLUMNS, tmpdir_path, rows_per_sheet=3)
         writer.write_rows(typed_row(i) for i in range(10))
-        assert os.listdir(tmpdir_path) != []  # xlsxwriter spools rows there
+        assert os.listdir(tmpdir_path) == []  # nothing is spooled: rows go into the zip
         writer.discard()
         writer.discard()
         with pytest.raises(RuntimeError):
