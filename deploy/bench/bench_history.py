@@ -1,0 +1,335 @@
+"""Benchmark: do the service's queries stay flat as finished tasks pile up? (issue 9 item 4)
+
+Figures, no pass/fail. For each database (SQLite file, MariaDB) and each history size
+(default 1,000 and 1,000,000 finished tasks), it builds a fresh database with the real
+schema, bulk-loads the history, and times with the real store and reconciler:
+
+* one reconciler pass (``Reconciler.reconcile_once``) and each of its duties;
+* a create (``ExportStore.create_task``);
+* list pages: a user's first page, the same filtered by status, a page deep in a
+  user's history, and an administrator's first page (all users of the tenant).
+
+The history is what a service in steady state holds: finished tasks (60 % SUCCEEDED
+with files still kept, 30 % EXPIRED, 10 % FAILED) requested over the last 6 days by
+1,000 users of one tenant, each with the SENT outbox row of its command (the pruning
+keeps 7 days). On top of it, the same small live set in every run: the measured user's
+60 tasks, 3 RUNNING tasks with live leases, 3 PENDING tasks in a backoff window. So every
+run does the same work; only the history differs.
+
+SQLite gets no ``ANALYZE`` (a service database never runs one); MariaDB gets
+``ANALYZE TABLE`` after the bulk load, which InnoDB's automatic statistics would do by
+themselves a moment later. Each figure is the median of ``--repeat`` runs after one
+warm-up, in milliseconds. The MariaDB database (``export_center_bench_<pid>`` on
+127.0.0.1:3307, or ``--mysql-url``) is dropped at the end.
+
+Usage::
+
+    .venv/bin/python deploy/bench/bench_history.py                   # both sizes, both DBs
+    .venv/bin/python deploy/bench/bench_history.py --sizes 1000,100000 --db sqlite
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from actors.config import load_settings  # noqa: E402
+from actors.core.admission import CreateLimits  # noqa: E402
+from actors.core.ids import IdGenerator  # noqa: E402
+from actors.core.limits import normalise_parameters  # noqa: E402
+from actors.core.models import DOWNLOAD_ALL_PERMISSION, AppCode, Principal  # noqa: E402
+from actors.metrics import Metrics  # noqa: E402
+from actors.pipeline.storage import LocalDirectoryStorage  # noqa: E402
+from actors.reconciler import OUTBOX_RETENTION_SECONDS, Reconciler  # noqa: E402
+from actors.runtime import open_database  # noqa: E402
+from db.database import Database  # noqa: E402
+from db.mysql import MysqlDatabase  # noqa: E402
+from db.sqlite import wall_clock_ms  # noqa: E402
+from db.store import ExportStore, NewTask  # noqa: E402
+
+DEFAULT_MYSQL_URL = "mysql://export_center:export_center@127.0.0.1:3307/export_center_bench"
+TOPIC = "bench-file-export-command-v1"
+HISTORY_USERS = 1000
+HISTORY_SPAN_MS = 6 * 86400 * 1000
+CHUNK = 100_000
+BENCH_USER = 1
+BENCH_USER_TASKS = 60
+DAY_MS = 86400 * 1000
+
+# One row per history task: i runs over 0..n-1 (digits cross-joined, so no recursion
+# limit matters); its time is spread evenly over the last 6 days.
+_DIGITS = "SELECT 0 AS d UNION ALL " + " UNION ALL ".join(f"SELECT {k}" for k in range(1, 10))
+_NUMBERS = (
+    "WITH d AS (" + _DIGITS + "),"
+    " n AS (SELECT a.d + 10*b.d + 100*c.d + 1000*e.d + 10000*f.d AS i"
+    " FROM d a, d b, d c, d e, d f)"
+)
+
+
+def _time(dialect: str, expr: str) -> str:
+    """A time value from epoch milliseconds: INTEGER in SQLite, DATETIME(3) in MySQL."""
+    if dialect == "sqlite":
+        return f"({expr})"
+    return f"FROM_UNIXTIME(({expr}) / 1000)"
+
+
+def _cat(dialect: str, *parts: str) -> str:
+    """String concatenation (SQLite 3.40 has no CONCAT())."""
+    return "(" + " || ".join(parts) + ")" if dialect == "sqlite" else f"CONCAT({', '.join(parts)})"
+
+
+def _history_sql(dialect: str, table: str) -> str:
+    """INSERT … SELECT of one chunk of 100,000 history rows starting at :base."""
+    at = "(:now - :span + ((n.i + :base) * :span) / :total)"
+    status = (
+        "CASE (n.i + :base) % 10 WHEN 0 THEN 'FAILED' WHEN 1 THEN 'EXPIRED'"
+        " WHEN 2 THEN 'EXPIRED' WHEN 3 THEN 'EXPIRED' ELSE 'SUCCEEDED' END"
+    )
+    tid = "(:id0 + n.i + :base)"
+    expires = f"CASE WHEN {status} = 'EXPIRED' THEN {at} + 1000 ELSE {at} + 7 * {DAY_MS} END"
+    if table == "task":
+        return f"""
+INSERT INTO file_export_task
+  (id, task_no, export_type, task_name, format, status, parameters_json, parameters_hash,
+   tenant_id, app_code, processed_rows, total_rows, file_name, object_key, content_type,
+   size_bytes, failure_message, dispatch_version, attempt_count, max_attempts,
+   next_retry_at, requested_by, requested_at, started_at, completed_at, expires_at,
+   created_at, updated_at)
+{_NUMBERS}
+SELECT {tid}, {_cat(dialect, "'H'", tid)}, 'CUSTOMER_LIST', 'history', 'XLSX', {status}, '{{}}',
+       'hash', 0, 'PLATFORM', 1000, 1000, 'customers.xlsx',
+       {_cat(dialect, "'exports/'", tid, "'/1/customers.xlsx'")}, 'application/xlsx', 62000, NULL,
+       1, 1, 3, {_time(dialect, at)}, {HISTORY_USERS} + (n.i + :base) % {HISTORY_USERS},
+       {_time(dialect, at)}, {_time(dialect, at + " + 20")},
+       {_time(dialect, at + " + 2000")},
+       {_time(dialect, expires)},
+       {_time(dialect, at)}, {_time(dialect, at + " + 2000")}
+  FROM n WHERE n.i + :base < :total AND n.i < {CHUNK}
+"""
+    return f"""
+INSERT INTO file_export_outbox
+  (id, event_id, task_id, dispatch_version, topic, tag, message_key, payload_json, status,
+   attempt_count, next_retry_at, sent_at, created_at, updated_at)
+{_NUMBERS}
+SELECT {tid}, {_cat(dialect, "'e'", tid)}, {tid}, 1, '{TOPIC}', 'CUSTOMER_LIST',
+       {_cat(dialect, "''", tid)}, '{{}}', 'SENT', 1, {_time(dialect, at)},
+       {_time(dialect, at + " + 5")}, {_time(dialect, at)}, {_time(dialect, at + " + 5")}
+  FROM n WHERE n.i + :base < :total AND n.i < {CHUNK}
+"""
+
+
+async def load_history(db: Database, total: int) -> None:
+    """Bulk-load ``total`` finished tasks and their SENT outbox rows (see module)."""
+    dialect = db.dialect.name
+    now = wall_clock_ms()
+    for table in ("task", "outbox"):
+        sql = _history_sql(dialect, table)
+        rendered = db.dialect.render(sql)
+        for base in range(0, total, CHUNK):
+            params = {"now": now, "span": HISTORY_SPAN_MS, "total": total, "base": base}
+            params["id0"] = 10**15
+            async with db.transaction() as tx:
+                await tx.execute(rendered, params)
+    if dialect == "sqlite":
+        return
+    async with db.transaction() as tx:
+        for table in ("file_export_task", "file_export_outbox"):
+            await tx.fetchall(f"ANALYZE TABLE {table}")
+
+
+def principal(user: int, *, admin: bool = False) -> Principal:
+    perms = {"platform:customer:export"} | ({DOWNLOAD_ALL_PERMISSION} if admin else set())
+    return Principal(user, 0, AppCode.PLATFORM, frozenset(perms))
+
+
+def new_task(user: int, i: int) -> NewTask:
+    return NewTask(
+        "CUSTOMER_LIST",
+        "Customers",
+        "XLSX",
+        normalise_parameters({"rowCount": 10, "i": i}),
+        principal(user),
+        3,
+    )
+
+
+_NO_LIMITS = CreateLimits(
+    max_active_per_user=10**6, max_active_per_type=10**6, type_reserved_places=0
+)
+
+
+async def load_live_set(store: ExportStore) -> None:
+    """The same small live set in every run (see module)."""
+    db = store.db
+    for i in range(BENCH_USER_TASKS):
+        result = await store.create_task(new_task(BENCH_USER, i), _NO_LIMITS)
+        assert result.task is not None
+        t = await store.claim_task(result.task.id, 1, "bench-owner", 600, 3600)
+        assert t.task is not None
+        for row in await store.claim_due_outbox("bench-pub", 10, 100):
+            await store.mark_outbox_sent(row.id, "bench-pub")
+        await store.complete_task(
+            t.task,
+            "bench-owner",
+            file_name="c.xlsx",
+            object_key=f"exports/{t.task.id}/1/c.xlsx",
+            content_type="x",
+            size_bytes=1,
+            rows=1,
+            retention_seconds=86400,
+        )
+    for i in range(6):
+        result = await store.create_task(new_task(2 + i, i), _NO_LIMITS)
+        assert result.task is not None
+        if i < 3:
+            await store.claim_task(result.task.id, 1, "bench-owner", 3600, 7200)
+    async with db.transaction() as tx:
+        # PENDING tasks wait in a backoff window, their outbox rows too (nothing is due).
+        await tx.execute(
+            db.dialect.render(
+                "UPDATE file_export_task SET next_retry_at = {now+:s} WHERE status = 'PENDING'"
+            ),
+            {"s": 3600},
+        )
+        await tx.execute(
+            db.dialect.render(
+                "UPDATE file_export_outbox SET next_retry_at = {now+:s} WHERE status = 'PENDING'"
+            ),
+            {"s": 3600},
+        )
+
+
+async def timed(fn: Callable[[], Awaitable[Any]], repeat: int) -> float:
+    """Median milliseconds of ``repeat`` runs after one warm-up."""
+    await fn()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        await fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+async def measure(db: Database, tmp: Path, total: int, repeat: int) -> dict[str, float]:
+    store = ExportStore(db, IdGenerator(wall_clock_ms), topic=TOPIC)
+    started = time.perf_counter()
+    await load_history(db, total)
+    await load_live_set(store)
+    print(
+        f"  {db.dialect.name}: loaded {total:,} finished tasks in "
+        f"{time.perf_counter() - started:.1f} s",
+        flush=True,
+    )
+    settings = load_settings(data_dir=tmp, database_url=f"sqlite:///{tmp}/unused.db")
+    rec = Reconciler(store, LocalDirectoryStorage(tmp / "files"), settings, Metrics())
+    retention = OUTBOX_RETENTION_SECONDS
+    figures: dict[str, float] = {}
+    figures["reconciler pass"] = await timed(rec.reconcile_once, repeat)
+    duties: dict[str, Callable[[], Awaitable[Any]]] = {
+        "  redispatch (A+B)": rec._redispatch,
+        "  lease_recover": rec._recover_leases,
+        "  outbox_release": store.release_expired_outbox_claims,
+        "  expire": rec._expire_files,
+        "  prune": lambda: store.prune_sent_outbox(retention),
+        "  gauges": rec._sample_gauges,
+    }
+    for name, fn in duties.items():
+        figures[name] = await timed(fn, repeat)
+    user = principal(BENCH_USER)
+    admin = principal(BENCH_USER, admin=True)
+    lists: dict[str, Callable[[], Awaitable[Any]]] = {
+        "list: user, page 1": lambda: store.list_tasks(
+            user, all_users=False, status=None, limit=20, offset=0
+        ),
+        "list: user, SUCCEEDED": lambda: store.list_tasks(
+            user, all_users=False, status="SUCCEEDED", limit=20, offset=0
+        ),
+        "list: user, page 3": lambda: store.list_tasks(
+            user, all_users=False, status=None, limit=20, offset=40
+        ),
+        "list: admin, page 1": lambda: store.list_tasks(
+            admin, all_users=True, status=None, limit=20, offset=0
+        ),
+        "list: admin, RUNNING": lambda: store.list_tasks(
+            admin, all_users=True, status="RUNNING", limit=20, offset=0
+        ),
+    }
+    for name, fn in lists.items():
+        figures[name] = await timed(fn, repeat)
+    counter = iter(range(10**6))
+
+    async def create() -> None:
+        i = next(counter)
+        result = await store.create_task(new_task(100 + i % 50, 1000 + i), _NO_LIMITS)
+        assert result.task is not None
+
+    figures["create"] = await timed(create, repeat)
+    return figures
+
+
+async def run_db(kind: str, sizes: list[int], repeat: int, mysql_url: str) -> dict[int, Any]:
+    results: dict[int, Any] = {}
+    for total in sizes:
+        with tempfile.TemporaryDirectory() as tmp_name:
+            tmp = Path(tmp_name)
+            url = f"sqlite:///{tmp}/history.db" if kind == "sqlite" else mysql_url
+            settings = load_settings(data_dir=tmp, database_url=url)
+            async with open_database(settings, migrate=True) as db:
+                if isinstance(db, MysqlDatabase):
+                    await db.drop_database()
+                    await db.migrate()
+                try:
+                    results[total] = await measure(db, tmp, total, repeat)
+                finally:
+                    if isinstance(db, MysqlDatabase):
+                        await db.drop_database()
+    return results
+
+
+def print_table(results: dict[str, dict[int, dict[str, float]]], sizes: list[int]) -> None:
+    small, big = sizes[0], sizes[-1]
+    head = f"{'median ms':24}"
+    for kind in results:
+        head += f" | {kind + ' ' + f'{small:,}':>16} {f'{big:,}':>11} {'ratio':>7}"
+    print(head)
+    print("-" * len(head))
+    names = list(next(iter(results.values()))[small])
+    for name in names:
+        line = f"{name:24}"
+        for by_size in results.values():
+            a, b = by_size[small][name], by_size[big][name]
+            line += f" | {a:16.2f} {b:11.2f} {b / a if a else float('nan'):6.1f}x"
+        print(line)
+
+
+async def main(args: argparse.Namespace) -> None:
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    results = {}
+    for kind in args.db.split(","):
+        print(f"{kind}:", flush=True)
+        results[kind] = await run_db(kind, sizes, args.repeat, args.mysql_url)
+    print()
+    print_table(results, sizes)
+    print(f"\nload: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,1000000")
+    parser.add_argument("--db", default="sqlite,mariadb")
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--mysql-url", default=f"{DEFAULT_MYSQL_URL}_{os.getpid()}")
+    logging.basicConfig(level=logging.WARNING)
+    trio.run(main, parser.parse_args())
