@@ -58,95 +58,12 @@ from db.database import Database  # noqa: E402
 from db.mysql import MysqlDatabase  # noqa: E402
 from db.sqlite import wall_clock_ms  # noqa: E402
 from db.store import ExportStore, NewTask  # noqa: E402
+from tests.history import load_history  # noqa: E402
 
 DEFAULT_MYSQL_URL = "mysql://export_center:export_center@127.0.0.1:3307/export_center_bench"
 TOPIC = "bench-file-export-command-v1"
-HISTORY_USERS = 1000
-HISTORY_SPAN_MS = 6 * 86400 * 1000
-CHUNK = 100_000
 BENCH_USER = 1
 BENCH_USER_TASKS = 60
-DAY_MS = 86400 * 1000
-
-# One row per history task: i runs over 0..n-1 (digits cross-joined, so no recursion
-# limit matters); its time is spread evenly over the last 6 days.
-_DIGITS = "SELECT 0 AS d UNION ALL " + " UNION ALL ".join(f"SELECT {k}" for k in range(1, 10))
-_NUMBERS = (
-    "WITH d AS (" + _DIGITS + "),"
-    " n AS (SELECT a.d + 10*b.d + 100*c.d + 1000*e.d + 10000*f.d AS i"
-    " FROM d a, d b, d c, d e, d f)"
-)
-
-
-def _time(dialect: str, expr: str) -> str:
-    """A time value from epoch milliseconds: INTEGER in SQLite, DATETIME(3) in MySQL."""
-    if dialect == "sqlite":
-        return f"({expr})"
-    return f"FROM_UNIXTIME(({expr}) / 1000)"
-
-
-def _cat(dialect: str, *parts: str) -> str:
-    """String concatenation (SQLite 3.40 has no CONCAT())."""
-    return "(" + " || ".join(parts) + ")" if dialect == "sqlite" else f"CONCAT({', '.join(parts)})"
-
-
-def _history_sql(dialect: str, table: str) -> str:
-    """INSERT … SELECT of one chunk of 100,000 history rows starting at :base."""
-    at = "(:now - :span + ((n.i + :base) * :span) / :total)"
-    status = (
-        "CASE (n.i + :base) % 10 WHEN 0 THEN 'FAILED' WHEN 1 THEN 'EXPIRED'"
-        " WHEN 2 THEN 'EXPIRED' WHEN 3 THEN 'EXPIRED' ELSE 'SUCCEEDED' END"
-    )
-    tid = "(:id0 + n.i + :base)"
-    expires = f"CASE WHEN {status} = 'EXPIRED' THEN {at} + 1000 ELSE {at} + 7 * {DAY_MS} END"
-    if table == "task":
-        return f"""
-INSERT INTO file_export_task
-  (id, task_no, export_type, task_name, format, status, parameters_json, parameters_hash,
-   tenant_id, app_code, processed_rows, total_rows, file_name, object_key, content_type,
-   size_bytes, failure_message, dispatch_version, attempt_count, max_attempts,
-   next_retry_at, requested_by, requested_at, started_at, completed_at, expires_at,
-   created_at, updated_at)
-{_NUMBERS}
-SELECT {tid}, {_cat(dialect, "'H'", tid)}, 'CUSTOMER_LIST', 'history', 'XLSX', {status}, '{{}}',
-       'hash', 0, 'PLATFORM', 1000, 1000, 'customers.xlsx',
-       {_cat(dialect, "'exports/'", tid, "'/1/customers.xlsx'")}, 'application/xlsx', 62000, NULL,
-       1, 1, 3, {_time(dialect, at)}, {HISTORY_USERS} + (n.i + :base) % {HISTORY_USERS},
-       {_time(dialect, at)}, {_time(dialect, at + " + 20")},
-       {_time(dialect, at + " + 2000")},
-       {_time(dialect, expires)},
-       {_time(dialect, at)}, {_time(dialect, at + " + 2000")}
-  FROM n WHERE n.i + :base < :total AND n.i < {CHUNK}
-"""
-    return f"""
-INSERT INTO file_export_outbox
-  (id, event_id, task_id, dispatch_version, topic, tag, message_key, payload_json, status,
-   attempt_count, next_retry_at, sent_at, created_at, updated_at)
-{_NUMBERS}
-SELECT {tid}, {_cat(dialect, "'e'", tid)}, {tid}, 1, '{TOPIC}', 'CUSTOMER_LIST',
-       {_cat(dialect, "''", tid)}, '{{}}', 'SENT', 1, {_time(dialect, at)},
-       {_time(dialect, at + " + 5")}, {_time(dialect, at)}, {_time(dialect, at + " + 5")}
-  FROM n WHERE n.i + :base < :total AND n.i < {CHUNK}
-"""
-
-
-async def load_history(db: Database, total: int) -> None:
-    """Bulk-load ``total`` finished tasks and their SENT outbox rows (see module)."""
-    dialect = db.dialect.name
-    now = wall_clock_ms()
-    for table in ("task", "outbox"):
-        sql = _history_sql(dialect, table)
-        rendered = db.dialect.render(sql)
-        for base in range(0, total, CHUNK):
-            params = {"now": now, "span": HISTORY_SPAN_MS, "total": total, "base": base}
-            params["id0"] = 10**15
-            async with db.transaction() as tx:
-                await tx.execute(rendered, params)
-    if dialect == "sqlite":
-        return
-    async with db.transaction() as tx:
-        for table in ("file_export_task", "file_export_outbox"):
-            await tx.fetchall(f"ANALYZE TABLE {table}")
 
 
 def principal(user: int, *, admin: bool = False) -> Principal:
@@ -225,7 +142,11 @@ async def timed(fn: Callable[[], Awaitable[Any]], repeat: int) -> float:
 async def measure(db: Database, tmp: Path, total: int, repeat: int) -> dict[str, float]:
     store = ExportStore(db, IdGenerator(wall_clock_ms), topic=TOPIC)
     started = time.perf_counter()
-    await load_history(db, total)
+    await load_history(db, total, now_ms=wall_clock_ms())
+    if db.dialect.name != "sqlite":
+        async with db.transaction() as tx:
+            for table in ("file_export_task", "file_export_outbox"):
+                await tx.fetchall(f"ANALYZE TABLE {table}")
     await load_live_set(store)
     print(
         f"  {db.dialect.name}: loaded {total:,} finished tasks in "
