@@ -101,7 +101,7 @@ VALUES
 
 GET_TASK = f"SELECT {TASK_COLUMNS}, {{now}} AS db_now FROM file_export_task WHERE id = :id"
 
-# A list page, newest first, and its total (§5): one statement per filter, each on the
+# A list page, newest first, and its total (the list API): one statement per filter, each on the
 # index whose equality prefix is the filter and whose last column is id, so a page reads
 # its own rows and nothing else. The totals count index entries of the filter only.
 # idx_file_export_requester: one requester's tasks.
@@ -390,8 +390,8 @@ DELETE FROM file_export_outbox
  WHERE status = 'SENT' AND sent_at <= {now-:retention_seconds}
 """
 
-# Gauges (§13): idx_file_export_dispatch (its first due entry) and
-# idx_file_export_outbox_publish (the unsent rows only).
+# Gauges (§13): idx_file_export_dispatch (its first due entry) and an outbox index led by
+# status (the unsent rows only; {live:} keeps SQLite off a scan after ANALYZE).
 SAMPLE_QUEUE = """
 SELECT MIN(next_retry_at) AS oldest FROM file_export_task
  WHERE status = 'PENDING' AND next_retry_at <= {now}
