@@ -10,6 +10,12 @@ rendered per dialect at store start-up:
   (fractions allowed, so tests can use sub-second timings).
 * ``{for_update}`` — row lock suffix: ``FOR UPDATE`` in MySQL; empty in SQLite, whose
   store takes the database write lock with ``BEGIN IMMEDIATE`` instead.
+* ``{live:condition}`` — a condition few rows meet, such as a status of the live queue
+  (PENDING, RUNNING, CLAIMED) among the finished history: ``unlikely(condition)`` in
+  SQLite, the condition itself in MySQL. After an ``ANALYZE`` SQLite only knows how many
+  rows a status holds on average (no per-value statistics in the stock build), so it may
+  scan the table for a live status; the hint keeps it on the index. MySQL estimates each
+  value from the index itself.
 * ``:name`` — a named parameter; becomes ``%(name)s`` for asyncmy.
 
 Time values cross this boundary as aware UTC ``datetime`` objects (``to_datetime`` and
@@ -25,6 +31,7 @@ from typing import Any
 
 _NOW_OFFSET = re.compile(r"\{now([+-]):(\w+)\}")
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
+_LIVE = re.compile(r"\{live:([^{}]*)\}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,15 +52,17 @@ class Dialect:
             def offset(m: re.Match[str]) -> str:
                 return f"(db_now_ms() {m.group(1)} CAST(ROUND(:{m.group(2)} * 1000) AS INTEGER))"
 
-            out = _NOW_OFFSET.sub(offset, sql)
+            out = _LIVE.sub(lambda m: f"unlikely({m.group(1)})", sql)
+            out = _NOW_OFFSET.sub(offset, out)
             return out.replace("{now}", now).replace("{for_update}", "")
+        out = _LIVE.sub(lambda m: m.group(1), sql)
         # MySQL: microsecond intervals keep fractional-second timings exact.
         out = _NOW_OFFSET.sub(
             lambda m: (
                 f"(CURRENT_TIMESTAMP(3) {m.group(1)} "
                 f"INTERVAL ROUND(:{m.group(2)} * 1000000) MICROSECOND)"
             ),
-            sql,
+            out,
         )
         out = out.replace("{now}", "CURRENT_TIMESTAMP(3)").replace("{for_update}", "FOR UPDATE")
         # asyncmy uses pyformat; a literal % must be doubled first.

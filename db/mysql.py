@@ -121,6 +121,51 @@ class MysqlUrl:
         )
 
 
+_CREATE_INDEX = re.compile(r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+(\w+)\s+ON\s+(\w+)", re.IGNORECASE)
+_DROP_INDEX = re.compile(r"DROP\s+INDEX\s+(\w+)\s+ON\s+(\w+)", re.IGNORECASE)
+
+_INDEX_EXISTS = """
+SELECT 1 AS present FROM information_schema.STATISTICS
+ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %(table)s AND INDEX_NAME = %(name)s
+ LIMIT 1
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexChange:
+    """A schema statement that creates or drops one index, and when it is due: MySQL 8
+    has no ``IF [NOT] EXISTS`` for indexes, so ``migrate`` asks the catalogue first."""
+
+    table: str
+    name: str
+    create: bool
+
+    @classmethod
+    def parse(cls, statement: str) -> IndexChange | None:
+        """The index change ``statement`` makes, or ``None`` for any other statement."""
+        if m := _CREATE_INDEX.match(statement):
+            return cls(m.group(2), m.group(1), create=True)
+        if m := _DROP_INDEX.match(statement):
+            return cls(m.group(2), m.group(1), create=False)
+        return None
+
+    def due(self, present: bool) -> bool:
+        """Run it? A create when the index is missing, a drop when it is there."""
+        return present != self.create
+
+
+def schema_statements() -> list[str]:
+    """The statements of ``db/schema/mysql.sql``, comments removed, in file order."""
+    statements = []
+    for stmt in re.split(r";\s*\n", schema_sql("mysql")):
+        body = "\n".join(
+            line for line in stmt.splitlines() if not line.lstrip().startswith("--")
+        ).strip()
+        if body:
+            statements.append(body)
+    return statements
+
+
 async def _ping(raw: Any) -> None:
     await asyncio.wait_for(raw.ping(False), PING_TIMEOUT_SECONDS)
 
@@ -437,22 +482,27 @@ class MysqlDatabase:
 
     async def migrate(self) -> None:
         """Create the database if it is missing and the account may, then apply the seed's
-        DDL idempotently (``CREATE TABLE IF NOT EXISTS``, guard row inserted only if missing)."""
+        DDL idempotently (``CREATE TABLE IF NOT EXISTS``, guard row inserted only if
+        missing, each index created when missing and dropped when retired: see
+        ``IndexChange``). Adding an index to a big table takes a while; InnoDB builds it
+        online, so a running service goes on reading and writing meanwhile."""
         try:
             await self.create_database_if_missing()
         except DatabaseUnavailableError:
             raise
         except Exception:  # e.g. DatabaseAccessError: no CREATE privilege
             log.info("could not create database %s; assuming it exists", self.url.database)
-        statements = [s.strip() for s in re.split(r";\s*\n", schema_sql("mysql"))]
         async with self.transaction() as tx:
             await tx.execute("SET SESSION sql_notes = 0")  # "already exists" is expected
-            for stmt in statements:
-                body = "\n".join(
-                    line for line in stmt.splitlines() if not line.lstrip().startswith("--")
-                ).strip()
-                if body:
-                    await tx.execute(body.replace("%", "%%"))
+            for body in schema_statements():
+                change = IndexChange.parse(body)
+                if change is not None:
+                    row = await tx.fetchone(
+                        _INDEX_EXISTS, {"table": change.table, "name": change.name}
+                    )
+                    if not change.due(row is not None):
+                        continue
+                await tx.execute(body.replace("%", "%%"))
 
     async def aclose(self) -> None:
         self._closed = True

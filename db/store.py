@@ -14,6 +14,7 @@ import functools
 import json
 import logging
 import random
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -369,19 +370,40 @@ class ExportStore:
         limit: int,
         offset: int,
     ) -> tuple[list[Task], int]:
-        """Tasks visible to ``principal`` (§12 ownership), newest first, and the total."""
-        params = {
+        """Tasks visible to ``principal`` (§12 ownership), newest first, and the total.
+
+        Args:
+            all_users: every requester of the principal's tenant and app, not only the
+                principal's own tasks.
+            status: only tasks in this status; ``None`` for all.
+            limit: page size, rows.
+            offset: rows to skip.
+
+        Each combination of filters has its own statement and index (``db.transitions``),
+        so a page costs the same however many tasks the tenant has finished."""
+        params: dict[str, Any] = {
             "tenant_id": principal.tenant_id,
             "app_code": principal.app_code.value,
-            "requested_by": principal.user_id,
-            "all_users": 1 if all_users else 0,
-            "status": status,
             "limit": limit,
             "offset": offset,
         }
+        if not all_users:
+            params["requested_by"] = principal.user_id
+        if status is not None:
+            params["status"] = status
+        sql = self._sql
+        page_sql, count_sql = {
+            (False, False): (sql.LIST_TASKS_OF_REQUESTER, sql.COUNT_TASKS_OF_REQUESTER),
+            (False, True): (
+                sql.LIST_TASKS_OF_REQUESTER_IN_STATUS,
+                sql.COUNT_TASKS_OF_REQUESTER_IN_STATUS,
+            ),
+            (True, False): (sql.LIST_TASKS_OF_SCOPE, sql.COUNT_TASKS_OF_SCOPE),
+            (True, True): (sql.LIST_TASKS_OF_SCOPE_IN_STATUS, sql.COUNT_TASKS_OF_SCOPE_IN_STATUS),
+        }[(all_users, status is not None)]
         async with self.db.transaction() as tx:
-            rows = await tx.fetchall(self._sql.LIST_TASKS_SCOPED, params)
-            total = await tx.fetchone(self._sql.COUNT_TASKS_SCOPED, params)
+            rows = await tx.fetchall(page_sql, params)
+            total = await tx.fetchone(count_sql, params)
         return [self.task_from_row(r) for r in rows], int(total["n"]) if total else 0
 
     @retrying
@@ -421,7 +443,7 @@ class ExportStore:
                 "app_code": p.app_code.value,
                 "requested_by": p.user_id,
             }
-            dup = await tx.fetchone(
+            duplicates = await tx.fetchall(
                 self._sql.FIND_DUPLICATE_ACTIVE,
                 {
                     **scope,
@@ -430,6 +452,8 @@ class ExportStore:
                     "window_seconds": limits.duplicate_window_seconds,
                 },
             )
+            # The newest, should a manual retry have made two of them active.
+            dup = max(duplicates, key=lambda r: int(r["id"]), default=None)
             counts = await self._active_counts(tx, scope, new.export_type)
             outcome = admit(counts, limits, duplicate=dup is not None)
             if outcome == CreateOutcome.DUPLICATE:
@@ -669,7 +693,7 @@ class ExportStore:
         """
         async with self.db.transaction() as tx:
             running = await tx.fetchall(
-                self._sql.COUNT_RUNNING_BY_REQUESTER_OF_OWNER, {"owner": owner}
+                self._sql.SELECT_RUNNING_REQUESTERS_OF_OWNER, {"owner": owner}
             )
             due = await tx.fetchall(self._sql.SELECT_DUE_PENDING_TASKS, {"limit": limit})
         to_dt = self.db.dialect.to_datetime
@@ -686,7 +710,7 @@ class ExportStore:
             due_tasks.append(
                 fairness.DueTask(int(r["id"]), int(r["dispatch_version"]), requester(r), at)
             )
-        return fairness.SlotLoad({requester(r): int(r["n"]) for r in running}, due_tasks)
+        return fairness.SlotLoad(dict(Counter(requester(r) for r in running)), due_tasks)
 
     def _fence(self, task: Task, owner: str) -> dict[str, Any]:
         return {"id": task.id, "dispatch_version": task.dispatch_version, "owner": owner}
@@ -963,10 +987,18 @@ class ExportStore:
         bus that held them is gone. A duplicate, if another process still holds one, is
         absorbed by the claim. Returns rows requeued.
 
-        Re-run: a set-based conditional update; after a commit that landed nothing is
-        left to requeue and the count (used for a log line only) is 0."""
+        The rows are found from the PENDING tasks, not from the SENT rows (nearly all of
+        them history), and reset one by one in one transaction, each with the condition
+        checked again.
+
+        Re-run: conditional updates in one transaction; after a commit that landed nothing
+        is left to requeue and the count (used for a log line only) is 0."""
         async with self.db.transaction() as tx:
-            return await tx.execute(self._sql.REQUEUE_SENT_OF_PENDING_TASKS)
+            rows = await tx.fetchall(self._sql.SELECT_SENT_OF_PENDING_TASKS)
+            requeued = 0
+            for row in rows:
+                requeued += await tx.execute(self._sql.REQUEUE_SENT, {"id": row["id"]})
+            return requeued
 
     async def release_lease(self, task: Task, owner: str) -> bool:
         """Hand a RUNNING task back without counting its attempt: PENDING at a new
@@ -1164,13 +1196,17 @@ class ExportStore:
     async def prune_sent_outbox(self, retention_seconds: float, chunk: int = 5000) -> int:
         """Delete SENT rows older than the retention, at most ``chunk`` (§15).
 
+        The oldest go first: the ``chunk``-th candidate in (``sent_at``, id) order bounds
+        the delete, so it reads an index range of ``chunk`` rows, not every SENT row.
+
         Re-run: deletes whatever old SENT rows are left; the count is for a log line."""
-        params = {"retention_seconds": retention_seconds}
+        params: dict[str, Any] = {"retention_seconds": retention_seconds}
         async with self.db.transaction() as tx:
             bound = await tx.fetchone(self._sql.SELECT_PRUNE_BOUND, {**params, "offset": chunk - 1})
             if bound is None:  # fewer than ``chunk`` candidates: delete them all
-                bound = {"id": 2**63 - 1}
-            return await tx.execute(self._sql.PRUNE_SENT_OUTBOX, {**params, "max_id": bound["id"]})
+                return await tx.execute(self._sql.PRUNE_ALL_SENT_OUTBOX, params)
+            params.update(max_sent_at=bound["sent_at"], max_id=bound["id"])
+            return await tx.execute(self._sql.PRUNE_SENT_OUTBOX, params)
 
     @retrying
     async def sample_queues(self) -> QueueSample:

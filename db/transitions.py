@@ -6,6 +6,14 @@ Every executor write is fenced by id + dispatch_version + lease_owner + status R
 ``ON UPDATE`` clause.
 
 Names follow the transition they perform; the seed section that defines it is given.
+
+Every statement reads through an index whose leading columns match its equality filter
+and whose next columns match its range and its ORDER BY, so its cost follows the rows it
+returns (or the live PENDING/RUNNING rows it looks at), never the finished history.
+Filters are written so that both planners can use them: no OR across columns, no function
+on an indexed column, one statement per combination of optional filters. The comment
+above each statement names its index (see ``db/schema``); ``tests/db/test_query_plans.py``
+checks the plan of every statement on SQLite and MariaDB.
 """
 
 from __future__ import annotations
@@ -31,17 +39,20 @@ LOCK_CREATE_GUARD = (
     "SELECT guard_key FROM file_export_task_guard WHERE guard_key = 'GLOBAL_CREATE' {for_update}"
 )
 
+# idx_file_export_requester_status: the requester's PENDING and RUNNING rows (a handful,
+# bounded by the per-user limit); the hash and time are filters. No ORDER BY: the caller
+# takes the newest, because an ORDER BY id would tempt a planner to walk the requester's
+# whole history backwards on idx_file_export_requester when there is no duplicate.
 FIND_DUPLICATE_ACTIVE = f"""
 SELECT {TASK_COLUMNS} FROM file_export_task
  WHERE tenant_id = :tenant_id AND app_code = :app_code AND requested_by = :requested_by
    AND export_type = :export_type AND parameters_hash = :parameters_hash
    AND status IN ('PENDING', 'RUNNING')
    AND requested_at >= {{now-:window_seconds}}
- ORDER BY id DESC LIMIT 1
 """
 
 # The three counts admission needs (actors.core.admission), read under the guard lock.
-# by_user and by_user_in_type use idx_file_export_requester_active, by_type
+# by_user and by_user_in_type use idx_file_export_requester_status, by_type
 # idx_file_export_type_status: each is an index range over active rows only.
 COUNT_ACTIVE_FOR_ADMISSION = """
 SELECT
@@ -90,20 +101,27 @@ VALUES
 
 GET_TASK = f"SELECT {TASK_COLUMNS}, {{now}} AS db_now FROM file_export_task WHERE id = :id"
 
-LIST_TASKS_SCOPED = f"""
-SELECT {TASK_COLUMNS} FROM file_export_task
- WHERE tenant_id = :tenant_id AND app_code = :app_code
-   AND (:all_users = 1 OR requested_by = :requested_by)
-   AND (:status IS NULL OR status = :status)
- ORDER BY id DESC LIMIT :limit OFFSET :offset
-"""
+# A list page, newest first, and its total (the list API): one statement per filter, each on the
+# index whose equality prefix is the filter and whose last column is id, so a page reads
+# its own rows and nothing else. The totals count index entries of the filter only.
+# idx_file_export_requester: one requester's tasks.
+# idx_file_export_requester_status: one requester's tasks in one status.
+# idx_file_export_scope: every task of the tenant and app (DOWNLOAD_ALL permission).
+# idx_file_export_scope_status: those in one status.
+_OF_REQUESTER = "tenant_id = :tenant_id AND app_code = :app_code AND requested_by = :requested_by"
+_OF_SCOPE = "tenant_id = :tenant_id AND app_code = :app_code"
+_PAGE = " ORDER BY id DESC LIMIT :limit OFFSET :offset"
+_LIST = f"SELECT {TASK_COLUMNS} FROM file_export_task WHERE "
+_COUNT = "SELECT COUNT(*) AS n FROM file_export_task WHERE "
 
-COUNT_TASKS_SCOPED = """
-SELECT COUNT(*) AS n FROM file_export_task
- WHERE tenant_id = :tenant_id AND app_code = :app_code
-   AND (:all_users = 1 OR requested_by = :requested_by)
-   AND (:status IS NULL OR status = :status)
-"""
+LIST_TASKS_OF_REQUESTER = _LIST + _OF_REQUESTER + _PAGE
+LIST_TASKS_OF_REQUESTER_IN_STATUS = _LIST + _OF_REQUESTER + " AND status = :status" + _PAGE
+LIST_TASKS_OF_SCOPE = _LIST + _OF_SCOPE + _PAGE
+LIST_TASKS_OF_SCOPE_IN_STATUS = _LIST + _OF_SCOPE + " AND status = :status" + _PAGE
+COUNT_TASKS_OF_REQUESTER = _COUNT + _OF_REQUESTER
+COUNT_TASKS_OF_REQUESTER_IN_STATUS = _COUNT + _OF_REQUESTER + " AND status = :status"
+COUNT_TASKS_OF_SCOPE = _COUNT + _OF_SCOPE
+COUNT_TASKS_OF_SCOPE_IN_STATUS = _COUNT + _OF_SCOPE + " AND status = :status"
 
 GET_OUTBOX = f"SELECT {OUTBOX_COLUMNS} FROM file_export_outbox WHERE id = :id"
 
@@ -112,12 +130,16 @@ GET_OUTBOX = f"SELECT {OUTBOX_COLUMNS} FROM file_export_outbox WHERE id = :id"
 # attempt, so finding it proves the earlier attempt landed).
 GET_OUTBOX_BY_EVENT = f"SELECT {OUTBOX_COLUMNS} FROM file_export_outbox WHERE event_id = :event_id"
 
+# uk_file_export_outbox_task_version; versions are written in order, so this is also
+# the order the rows were written in.
 LIST_OUTBOX_FOR_TASK = (
-    f"SELECT {OUTBOX_COLUMNS} FROM file_export_outbox WHERE task_id = :task_id ORDER BY id"
+    f"SELECT {OUTBOX_COLUMNS} FROM file_export_outbox WHERE task_id = :task_id"
+    " ORDER BY dispatch_version"
 )
 
 # --- publisher (§7.4) -------------------------------------------------------------------
 
+# idx_file_export_outbox_publish.
 SELECT_DUE_OUTBOX = """
 SELECT id FROM file_export_outbox
  WHERE status = 'PENDING' AND next_retry_at <= {now}
@@ -169,11 +191,12 @@ UPDATE file_export_task
 
 # Fair share (actors.core.fairness): what one instance's slots hold, and what waits.
 # RUNNING rows are few (at most the slots of all instances): the status prefix of
-# idx_file_export_lease finds them. The due list walks idx_file_export_dispatch.
-COUNT_RUNNING_BY_REQUESTER_OF_OWNER = """
-SELECT tenant_id, app_code, requested_by, COUNT(*) AS n FROM file_export_task
+# idx_file_export_lease finds them. The caller counts them by requester: a GROUP BY would
+# tempt SQLite to walk all of idx_file_export_requester_status for its order instead.
+# The due list walks idx_file_export_dispatch.
+SELECT_RUNNING_REQUESTERS_OF_OWNER = """
+SELECT tenant_id, app_code, requested_by FROM file_export_task
  WHERE status = 'RUNNING' AND lease_owner = :owner
- GROUP BY tenant_id, app_code, requested_by
 """
 
 SELECT_DUE_PENDING_TASKS = """
@@ -271,28 +294,36 @@ SELECT t.id, t.export_type, t.dispatch_version FROM file_export_task t
 
 # (1) case B: SENT long ago while the task is still PENDING at that version -> the same
 # row back to PENDING (same version; status 'SENT' excludes QUARANTINED rows).
-_STALE_SENT_CONDITION = """
-       OUTBOX.status = 'SENT'
-   AND OUTBOX.sent_at <= {now-:stale_seconds}
+# The select starts from the due PENDING tasks (idx_file_export_dispatch, in its order) and
+# looks up each one's outbox row of its version (idx_file_export_outbox_task): SENT rows
+# are nearly all history, PENDING tasks are the live queue. CROSS JOIN keeps the task
+# table outer in SQLite (MySQL reads it as a plain JOIN and finds the same order).
+SELECT_STALE_SENT_OUTBOX = """
+SELECT o.id FROM file_export_task t
+ CROSS JOIN file_export_outbox o ON o.task_id = t.id AND o.dispatch_version = t.dispatch_version
+ WHERE t.status = 'PENDING'
+   AND t.next_retry_at <= {now-:grace_seconds}
+   AND o.status = 'SENT'
+   AND o.sent_at <= {now-:stale_seconds}
+ ORDER BY t.next_retry_at, t.id LIMIT :limit
+"""
+# Re-checks the whole condition for one row (primary keys); MySQL cannot subquery the
+# updated table, so the correlation names the table itself.
+REDISPATCH_STALE_SENT = """
+UPDATE file_export_outbox
+   SET status = 'PENDING', next_retry_at = {now}, lease_owner = NULL, lease_until = NULL,
+       updated_at = {now}
+ WHERE id = :id
+   AND status = 'SENT'
+   AND sent_at <= {now-:stale_seconds}
    AND EXISTS (SELECT 1 FROM file_export_task t
-                WHERE t.id = OUTBOX.task_id AND t.dispatch_version = OUTBOX.dispatch_version
+                WHERE t.id = file_export_outbox.task_id
+                  AND t.dispatch_version = file_export_outbox.dispatch_version
                   AND t.status = 'PENDING'
                   AND t.next_retry_at <= {now-:grace_seconds})
 """
-SELECT_STALE_SENT_OUTBOX = (
-    "SELECT o.id FROM file_export_outbox o WHERE"
-    + _STALE_SENT_CONDITION.replace("OUTBOX.", "o.")
-    + " ORDER BY o.sent_at, o.id LIMIT :limit"
-)
-# Re-checks the whole condition per row; MySQL cannot subquery the updated table, so the
-# correlation names the table itself.
-REDISPATCH_STALE_SENT = (
-    "UPDATE file_export_outbox SET status = 'PENDING', next_retry_at = {now},"
-    " lease_owner = NULL, lease_until = NULL, updated_at = {now}"
-    " WHERE id = :id AND" + _STALE_SENT_CONDITION.replace("OUTBOX.", "file_export_outbox.")
-)
 
-# (2) expired RUNNING leases.
+# (2) expired RUNNING leases: idx_file_export_lease (id follows lease_until in it).
 SELECT_EXPIRED_LEASES = f"""
 SELECT {TASK_COLUMNS} FROM file_export_task
  WHERE status = 'RUNNING' AND lease_until <= {{now}}
@@ -317,6 +348,7 @@ UPDATE file_export_task
 """
 
 # (3) CLAIMED outbox rows whose publisher lease expired: back to PENDING, same version.
+# idx_file_export_outbox_publish: the CLAIMED rows are the few in flight.
 RELEASE_EXPIRED_OUTBOX_CLAIMS = """
 UPDATE file_export_outbox
    SET status = 'PENDING', next_retry_at = {now}, lease_owner = NULL, lease_until = NULL,
@@ -325,6 +357,7 @@ UPDATE file_export_outbox
 """
 
 # (4) retention (§15): delete the file first, mark EXPIRED only after.
+# idx_file_export_expiry: only the files already due are read, oldest first.
 SELECT_EXPIRED_FILES = """
 SELECT id, object_key FROM file_export_task
  WHERE status = 'SUCCEEDED' AND expires_at <= {now}
@@ -338,26 +371,34 @@ UPDATE file_export_task SET status = 'EXPIRED', updated_at = {now}
 
 GET_TASK_FILE_STATE = "SELECT status, object_key FROM file_export_task WHERE id = :id"
 
-# SENT rows older than the retention, at most 5000 per statement (§15). The bound comes
-# from the 5000th candidate id so one statement text serves both dialects.
+# SENT rows older than the retention, at most 5000 per statement (§15), oldest first on
+# idx_file_export_outbox_sent. The select finds the 5000th candidate; the delete takes
+# the index range up to it, (sent_at, id) <= (bound), written without row values so that
+# both planners see the range on sent_at. One statement text serves both dialects.
 SELECT_PRUNE_BOUND = """
-SELECT id FROM file_export_outbox
+SELECT sent_at, id FROM file_export_outbox
  WHERE status = 'SENT' AND sent_at <= {now-:retention_seconds}
- ORDER BY id LIMIT 1 OFFSET :offset
+ ORDER BY sent_at, id LIMIT 1 OFFSET :offset
 """
 PRUNE_SENT_OUTBOX = """
 DELETE FROM file_export_outbox
- WHERE status = 'SENT' AND sent_at <= {now-:retention_seconds} AND id <= :max_id
+ WHERE status = 'SENT' AND sent_at <= {now-:retention_seconds}
+   AND sent_at <= :max_sent_at AND (sent_at < :max_sent_at OR id <= :max_id)
+"""
+PRUNE_ALL_SENT_OUTBOX = """
+DELETE FROM file_export_outbox
+ WHERE status = 'SENT' AND sent_at <= {now-:retention_seconds}
 """
 
-# Gauges (§13).
+# Gauges (§13): idx_file_export_dispatch (its first due entry) and an outbox index led by
+# status (the unsent rows only; {live:} keeps SQLite off a scan after ANALYZE).
 SAMPLE_QUEUE = """
 SELECT MIN(next_retry_at) AS oldest FROM file_export_task
  WHERE status = 'PENDING' AND next_retry_at <= {now}
 """
 SAMPLE_OUTBOX = """
 SELECT COUNT(*) AS pending, MIN(created_at) AS oldest, MAX(attempt_count) AS max_attempt
-  FROM file_export_outbox WHERE status IN ('PENDING', 'CLAIMED')
+  FROM file_export_outbox WHERE {live:status IN ('PENDING', 'CLAIMED')}
 """
 
 # --- DLQ quarantine (§9.4.2): both in one transaction, one row each --------------------
@@ -380,11 +421,20 @@ UPDATE file_export_task
 
 # The in-process bus starts empty: commands it held when the process stopped are gone.
 # Send them again at once (same rows, same version) instead of after sentStaleSeconds.
-REQUEUE_SENT_OF_PENDING_TASKS = """
+# Found from the PENDING tasks (idx_file_export_dispatch, then idx_file_export_outbox_task),
+# not from the SENT rows, which are nearly all history (CROSS JOIN: see above); each row
+# is reset by id with the condition checked again.
+SELECT_SENT_OF_PENDING_TASKS = """
+SELECT o.id FROM file_export_task t
+ CROSS JOIN file_export_outbox o ON o.task_id = t.id AND o.dispatch_version = t.dispatch_version
+ WHERE t.status = 'PENDING' AND o.status = 'SENT'
+"""
+REQUEUE_SENT = """
 UPDATE file_export_outbox
    SET status = 'PENDING', next_retry_at = {now}, lease_owner = NULL, lease_until = NULL,
        updated_at = {now}
- WHERE status = 'SENT'
+ WHERE id = :id
+   AND status = 'SENT'
    AND EXISTS (SELECT 1 FROM file_export_task t
                 WHERE t.id = file_export_outbox.task_id
                   AND t.dispatch_version = file_export_outbox.dispatch_version

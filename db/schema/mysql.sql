@@ -1,6 +1,9 @@
 -- Export Center schema, MySQL 8 / MariaDB 10.11 dialect: the seed's DDL (§7.2, §7.3, §8.3.1).
 -- Applied idempotently by `export-center migrate` (no warnings on a second run). All times are UTC DATETIME(3); the
 -- session time zone is pinned to +00:00 by the store.
+-- Secondary indexes are separate statements at the end: `migrate` runs a CREATE INDEX only
+-- when the index is missing and a DROP INDEX only when it exists (MySQL 8 has no
+-- IF [NOT] EXISTS for them), so an existing database gets new indexes too.
 
 CREATE TABLE IF NOT EXISTS file_export_task (
   id BIGINT UNSIGNED NOT NULL COMMENT 'task id (snowflake)',
@@ -36,14 +39,7 @@ CREATE TABLE IF NOT EXISTS file_export_task (
   created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
   PRIMARY KEY (id),
-  UNIQUE KEY uk_file_export_task_no (task_no),
-  KEY idx_file_export_dispatch (status, next_retry_at, id),
-  KEY idx_file_export_lease (status, lease_until),
-  KEY idx_file_export_requester (tenant_id, app_code, requested_by, id),
-  KEY idx_file_export_type_status (export_type, status),
-  -- admission counts; a database created before this key needs it added by hand
-  -- (ALTER TABLE file_export_task ADD KEY ...): there is no migration tool yet
-  KEY idx_file_export_requester_active (tenant_id, app_code, requested_by, status, export_type)
+  UNIQUE KEY uk_file_export_task_no (task_no)
 ) ENGINE=InnoDB COMMENT='export tasks: source of truth for scheduling and the download center';
 
 CREATE TABLE IF NOT EXISTS file_export_outbox (
@@ -66,9 +62,7 @@ CREATE TABLE IF NOT EXISTS file_export_outbox (
   updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
   PRIMARY KEY (id),
   UNIQUE KEY uk_file_export_outbox_event (event_id),
-  UNIQUE KEY uk_file_export_outbox_task_version (task_id, dispatch_version),
-  KEY idx_file_export_outbox_publish (status, next_retry_at, id),
-  KEY idx_file_export_outbox_task (task_id, dispatch_version, status, sent_at)
+  UNIQUE KEY uk_file_export_outbox_task_version (task_id, dispatch_version)
 ) ENGINE=InnoDB COMMENT='transactional outbox of export commands (§7.2)';
 
 CREATE TABLE IF NOT EXISTS file_export_task_guard (
@@ -80,3 +74,34 @@ CREATE TABLE IF NOT EXISTS file_export_task_guard (
 INSERT INTO file_export_task_guard (guard_key)
 SELECT 'GLOBAL_CREATE' FROM DUAL
  WHERE NOT EXISTS (SELECT 1 FROM file_export_task_guard WHERE guard_key = 'GLOBAL_CREATE');
+
+-- Secondary indexes. Every statement of db/transitions.py reads through one whose leading
+-- columns match its filter and whose next ones match its order, so no query grows with the
+-- finished history (tests/db/test_query_plans.py checks each plan). Kept in step with
+-- db/schema/sqlite.sql. InnoDB builds an added index online (reads and writes go on).
+
+-- Due PENDING tasks by next_retry_at: claims, fair share, reconciler, queue gauge.
+CREATE INDEX idx_file_export_dispatch ON file_export_task (status, next_retry_at, id);
+-- RUNNING tasks by lease_until: lease recovery, fair share's per-owner counts.
+CREATE INDEX idx_file_export_lease ON file_export_task (status, lease_until);
+-- SUCCEEDED tasks by expires_at: file retention.
+CREATE INDEX idx_file_export_expiry ON file_export_task (status, expires_at, id);
+-- Active tasks of one export type: admission.
+CREATE INDEX idx_file_export_type_status ON file_export_task (export_type, status);
+-- List pages, newest first: one requester; one requester in one status (also admission
+-- and the duplicate check); the whole tenant and app; the tenant and app in one status.
+CREATE INDEX idx_file_export_requester ON file_export_task (tenant_id, app_code, requested_by, id);
+CREATE INDEX idx_file_export_requester_status
+  ON file_export_task (tenant_id, app_code, requested_by, status, id);
+CREATE INDEX idx_file_export_scope ON file_export_task (tenant_id, app_code, id);
+CREATE INDEX idx_file_export_scope_status ON file_export_task (tenant_id, app_code, status, id);
+-- Replaced by idx_file_export_requester_status.
+DROP INDEX idx_file_export_requester_active ON file_export_task;
+
+-- Due PENDING rows by next_retry_at (publisher), CLAIMED rows (release), unsent gauge.
+CREATE INDEX idx_file_export_outbox_publish ON file_export_outbox (status, next_retry_at, id);
+-- The row of a task's version, with the columns redispatch checks.
+CREATE INDEX idx_file_export_outbox_task
+  ON file_export_outbox (task_id, dispatch_version, status, sent_at);
+-- SENT rows by sent_at: pruning, oldest first.
+CREATE INDEX idx_file_export_outbox_sent ON file_export_outbox (status, sent_at, id);

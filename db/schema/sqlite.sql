@@ -38,15 +38,6 @@ CREATE TABLE IF NOT EXISTS file_export_task (
   updated_at INTEGER NOT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS uk_file_export_task_no ON file_export_task (task_no);
-CREATE INDEX IF NOT EXISTS idx_file_export_dispatch ON file_export_task (status, next_retry_at, id);
-CREATE INDEX IF NOT EXISTS idx_file_export_lease ON file_export_task (status, lease_until);
-CREATE INDEX IF NOT EXISTS idx_file_export_requester
-  ON file_export_task (tenant_id, app_code, requested_by, id);
-CREATE INDEX IF NOT EXISTS idx_file_export_type_status ON file_export_task (export_type, status);
--- Admission counts a requester's active tasks, in all types and in one type.
-CREATE INDEX IF NOT EXISTS idx_file_export_requester_active
-  ON file_export_task (tenant_id, app_code, requested_by, status, export_type);
-
 CREATE TABLE IF NOT EXISTS file_export_outbox (
   id INTEGER NOT NULL PRIMARY KEY,
   event_id TEXT NOT NULL,
@@ -69,10 +60,6 @@ CREATE TABLE IF NOT EXISTS file_export_outbox (
 CREATE UNIQUE INDEX IF NOT EXISTS uk_file_export_outbox_event ON file_export_outbox (event_id);
 CREATE UNIQUE INDEX IF NOT EXISTS uk_file_export_outbox_task_version
   ON file_export_outbox (task_id, dispatch_version);
-CREATE INDEX IF NOT EXISTS idx_file_export_outbox_publish
-  ON file_export_outbox (status, next_retry_at, id);
-CREATE INDEX IF NOT EXISTS idx_file_export_outbox_task
-  ON file_export_outbox (task_id, dispatch_version, status, sent_at);
 
 CREATE TABLE IF NOT EXISTS file_export_task_guard (
   guard_key TEXT NOT NULL PRIMARY KEY,
@@ -80,3 +67,38 @@ CREATE TABLE IF NOT EXISTS file_export_task_guard (
 );
 -- The single guard row the create transaction locks (§7.2). Start-up fails without it.
 INSERT OR IGNORE INTO file_export_task_guard (guard_key, updated_at) VALUES ('GLOBAL_CREATE', 0);
+
+-- Secondary indexes. Every statement of db/transitions.py reads through one whose leading
+-- columns match its filter and whose next ones match its order, so no query grows with the
+-- finished history (tests/db/test_query_plans.py checks each plan). Kept in step with
+-- db/schema/mysql.sql. CREATE INDEX IF NOT EXISTS brings a new index to an existing
+-- database at its next start; an index no statement needs any more is dropped below.
+
+-- Due PENDING tasks by next_retry_at: claims, fair share, reconciler, queue gauge.
+CREATE INDEX IF NOT EXISTS idx_file_export_dispatch ON file_export_task (status, next_retry_at, id);
+-- RUNNING tasks by lease_until: lease recovery, fair share's per-owner counts.
+CREATE INDEX IF NOT EXISTS idx_file_export_lease ON file_export_task (status, lease_until);
+-- SUCCEEDED tasks by expires_at: file retention.
+CREATE INDEX IF NOT EXISTS idx_file_export_expiry ON file_export_task (status, expires_at, id);
+-- Active tasks of one export type: admission.
+CREATE INDEX IF NOT EXISTS idx_file_export_type_status ON file_export_task (export_type, status);
+-- List pages, newest first: one requester; one requester in one status (also admission
+-- and the duplicate check); the whole tenant and app; the tenant and app in one status.
+CREATE INDEX IF NOT EXISTS idx_file_export_requester
+  ON file_export_task (tenant_id, app_code, requested_by, id);
+CREATE INDEX IF NOT EXISTS idx_file_export_requester_status
+  ON file_export_task (tenant_id, app_code, requested_by, status, id);
+CREATE INDEX IF NOT EXISTS idx_file_export_scope ON file_export_task (tenant_id, app_code, id);
+CREATE INDEX IF NOT EXISTS idx_file_export_scope_status
+  ON file_export_task (tenant_id, app_code, status, id);
+-- Replaced by idx_file_export_requester_status.
+DROP INDEX IF EXISTS idx_file_export_requester_active;
+
+-- Due PENDING rows by next_retry_at (publisher), CLAIMED rows (release), unsent gauge.
+CREATE INDEX IF NOT EXISTS idx_file_export_outbox_publish
+  ON file_export_outbox (status, next_retry_at, id);
+-- The row of a task's version, with the columns redispatch checks.
+CREATE INDEX IF NOT EXISTS idx_file_export_outbox_task
+  ON file_export_outbox (task_id, dispatch_version, status, sent_at);
+-- SENT rows by sent_at: pruning, oldest first.
+CREATE INDEX IF NOT EXISTS idx_file_export_outbox_sent ON file_export_outbox (status, sent_at, id);

@@ -1,0 +1,423 @@
+"""Every statement of the store reads through an index that matches its filter and its
+order, on SQLite and on MariaDB (issue 9 item 4: queries that do not grow with history).
+
+The tables hold a finished history (``tests.history``: 20,000 tasks and their SENT outbox
+rows over 1,000 users) and a small live set, so the planners have a reason to care. The
+plans are read with ``EXPLAIN QUERY PLAN`` (SQLite, before and after ``ANALYZE``: a service
+database never runs one, a copied or maintained one may) and ``EXPLAIN`` (MariaDB, after
+``ANALYZE TABLE``, as InnoDB's automatic statistics would). A statement fails when, on the
+task or outbox table, it
+
+* scans the table or a whole index (SQLite ``SCAN``, MariaDB type ``ALL``; MariaDB type
+  ``index`` only passes as a walk in index order that a LIMIT stops early, by the
+  planner's own estimate);
+* sorts or groups in a temporary structure (``USE TEMP B-TREE``, ``Using filesort`` /
+  ``Using temporary``), unless ``CHECKS`` says why the rows it sorts are few;
+* reads through an index ``CHECKS`` does not name for it (a status prefix of an index
+  meant for another status reads history, without a scan or a sort to show it);
+* on MariaDB, expects to read more than 5 % of the table (the estimate behind the plan),
+  unless ``CHECKS`` says why, or the index gives the order and a LIMIT stops the read
+  (the estimate of a range ignores the LIMIT).
+
+``READS_HISTORY`` holds statements as they were before this check existed; the SQLite test
+makes sure the check catches each of them.
+
+``CHECKS`` must name every statement ``ExportStore`` renders, so a new statement without a
+plan check fails ``test_every_statement_has_a_plan_check``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import trio_asyncio
+
+import db.transitions as T
+from actors.core.admission import CreateLimits
+from actors.core.ids import IdGenerator
+from db.database import Database
+from db.mysql import MysqlDatabase
+from db.sqlite import SqliteDatabase, wall_clock_ms
+from db.store import ExportStore
+from tests.conftest import MYSQL_TEST_URL, new_task
+from tests.history import FIRST_ID, FIRST_USER, load_history
+
+HISTORY = 20_000
+TABLES = {"file_export_task": "task", "t": "task", "file_export_outbox": "outbox", "o": "outbox"}
+PRIMARY = "PRIMARY"
+#: On MariaDB, a read expected to touch more than this share of a table reads history.
+MAX_ROWS_SHARE = 0.05
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What the plan of one statement may do on the task and outbox tables.
+
+    Attributes:
+        indexes: the indexes it may read them through (``PRIMARY``: the primary key);
+            empty for a statement that reads neither table.
+        sorts: why the rows it sorts or groups are few, if it sorts at all.
+        reads_all: why it may read more than ``MAX_ROWS_SHARE`` of a table.
+    """
+
+    indexes: frozenset[str] = frozenset()
+    sorts: str | None = None
+    reads_all: str | None = None
+
+
+def uses(*indexes: str, sorts: str | None = None, reads_all: str | None = None) -> Expect:
+    return Expect(frozenset(indexes), sorts, reads_all)
+
+
+# Any index led by status reads only the rows of a live status (PENDING, RUNNING, CLAIMED)
+# and planners pick among them freely.
+_TASK_BY_STATUS = ("idx_file_export_dispatch", "idx_file_export_lease", "idx_file_export_expiry")
+_OUTBOX_BY_STATUS = ("idx_file_export_outbox_publish", "idx_file_export_outbox_sent")
+_OUTBOX_OF_VERSION = ("uk_file_export_outbox_task_version", "idx_file_export_outbox_task")
+# A page filtered by status may also walk an index in id order and stop at the page's
+# last row, when the planner's statistics say the status is common (MariaDB does).
+_ID_ORDER = (PRIMARY, "idx_file_export_scope", "idx_file_export_requester")
+_TENANT_TOTAL = "the total of an administrator's list page counts every task of the tenant and app"
+
+CHECKS: dict[str, Expect] = {
+    "DB_NOW": uses(),
+    "LOCK_CREATE_GUARD": uses(),
+    # create
+    "FIND_DUPLICATE_ACTIVE": uses("idx_file_export_requester_status"),
+    "COUNT_ACTIVE_FOR_ADMISSION": uses(
+        "idx_file_export_requester_status", "idx_file_export_type_status"
+    ),
+    "INSERT_TASK": uses(),
+    "INSERT_OUTBOX_NOW": uses(),
+    "INSERT_OUTBOX_AT": uses(),
+    # reads
+    "GET_TASK": uses(PRIMARY),
+    "GET_TASK_FILE_STATE": uses(PRIMARY),
+    "GET_OUTBOX": uses(PRIMARY),
+    "GET_OUTBOX_BY_EVENT": uses("uk_file_export_outbox_event"),
+    "LIST_OUTBOX_FOR_TASK": uses(*_OUTBOX_OF_VERSION),
+    "LIST_TASKS_OF_REQUESTER": uses("idx_file_export_requester"),
+    "LIST_TASKS_OF_REQUESTER_IN_STATUS": uses("idx_file_export_requester_status", *_ID_ORDER),
+    "LIST_TASKS_OF_SCOPE": uses("idx_file_export_scope"),
+    "LIST_TASKS_OF_SCOPE_IN_STATUS": uses("idx_file_export_scope_status", *_ID_ORDER),
+    "COUNT_TASKS_OF_REQUESTER": uses(
+        "idx_file_export_requester", "idx_file_export_requester_status"
+    ),
+    "COUNT_TASKS_OF_REQUESTER_IN_STATUS": uses("idx_file_export_requester_status"),
+    "COUNT_TASKS_OF_SCOPE": uses(
+        "idx_file_export_scope",
+        "idx_file_export_scope_status",
+        "idx_file_export_requester",
+        "idx_file_export_requester_status",
+        reads_all=_TENANT_TOTAL,
+    ),
+    "COUNT_TASKS_OF_SCOPE_IN_STATUS": uses("idx_file_export_scope_status", reads_all=_TENANT_TOTAL),
+    # publisher
+    "SELECT_DUE_OUTBOX": uses("idx_file_export_outbox_publish"),
+    "CLAIM_OUTBOX": uses(PRIMARY, *_OUTBOX_BY_STATUS),
+    "MARK_OUTBOX_SENT": uses(PRIMARY, *_OUTBOX_BY_STATUS),
+    "MARK_OUTBOX_SEND_FAILED": uses(PRIMARY, *_OUTBOX_BY_STATUS),
+    # consumer and fair share
+    "CLAIM_TASK": uses(PRIMARY, *_TASK_BY_STATUS),
+    "SELECT_RUNNING_REQUESTERS_OF_OWNER": uses(*_TASK_BY_STATUS),
+    "SELECT_DUE_PENDING_TASKS": uses("idx_file_export_dispatch"),
+    "RENEW_LEASE": uses(PRIMARY, *_TASK_BY_STATUS),
+    "RECORD_OBJECT_KEY": uses(PRIMARY, *_TASK_BY_STATUS),
+    "REPORT_PROGRESS": uses(PRIMARY, *_TASK_BY_STATUS),
+    "COMPLETE_TASK": uses(PRIMARY, *_TASK_BY_STATUS),
+    "FAIL_TASK": uses(PRIMARY, *_TASK_BY_STATUS),
+    "SCHEDULE_RETRY": uses(PRIMARY, *_TASK_BY_STATUS),
+    "MANUAL_RETRY": uses(PRIMARY),
+    "RELEASE_LEASE": uses(PRIMARY, *_TASK_BY_STATUS),
+    # reconciler
+    "SELECT_TASKS_WITHOUT_OUTBOX": uses("idx_file_export_dispatch", *_OUTBOX_OF_VERSION),
+    "SELECT_STALE_SENT_OUTBOX": uses("idx_file_export_dispatch", *_OUTBOX_OF_VERSION),
+    "REDISPATCH_STALE_SENT": uses(PRIMARY, *_TASK_BY_STATUS),
+    "SELECT_EXPIRED_LEASES": uses("idx_file_export_lease"),
+    "RECOVER_LEASE_RETRY": uses(PRIMARY, *_TASK_BY_STATUS),
+    "RECOVER_LEASE_FAIL": uses(PRIMARY, *_TASK_BY_STATUS),
+    "RELEASE_EXPIRED_OUTBOX_CLAIMS": uses(*_OUTBOX_BY_STATUS),
+    "SELECT_EXPIRED_FILES": uses("idx_file_export_expiry"),
+    # When not by primary key, the range of files already due: the expire duty keeps it short.
+    "MARK_EXPIRED": uses(PRIMARY, "idx_file_export_expiry"),
+    "SELECT_PRUNE_BOUND": uses("idx_file_export_outbox_sent"),
+    "PRUNE_SENT_OUTBOX": uses("idx_file_export_outbox_sent"),
+    "PRUNE_ALL_SENT_OUTBOX": uses("idx_file_export_outbox_sent"),
+    "SAMPLE_QUEUE": uses("idx_file_export_dispatch"),
+    "SAMPLE_OUTBOX": uses(*_OUTBOX_BY_STATUS),
+    # DLQ (either unique key finds the one row), embedded start-up
+    "QUARANTINE_OUTBOX": uses("uk_file_export_outbox_event", *_OUTBOX_OF_VERSION),
+    "FAIL_QUARANTINED_TASK": uses(PRIMARY, *_TASK_BY_STATUS),
+    "SELECT_SENT_OF_PENDING_TASKS": uses(*_TASK_BY_STATUS, *_OUTBOX_OF_VERSION),
+    "REQUEUE_SENT": uses(PRIMARY, *_TASK_BY_STATUS),
+}
+
+_PARAM = re.compile(r"(?<![:\w]):(\w+)")
+_AT = datetime(2027, 1, 15, 8, 0, tzinfo=UTC)
+
+
+def params_for(template: str, db: Database) -> dict[str, Any]:
+    """Plausible values for every parameter of ``template``."""
+    values: dict[str, Any] = {
+        "id": FIRST_ID + 5,
+        "task_id": FIRST_ID + 5,
+        "max_id": FIRST_ID + 5,
+        "tenant_id": 0,
+        "all_users": 0,
+        "app_code": "PLATFORM",
+        "requested_by": FIRST_USER + 5,
+        "export_type": "CUSTOMER_LIST",
+        "parameters_hash": "hash",
+        "window_seconds": 60,
+        "limit": 20,
+        "offset": 0,
+        "status": "SUCCEEDED",
+        "owner": "owner-a",
+        "lease_seconds": 10,
+        "max_duration_seconds": 60,
+        "dispatch_version": 1,
+        "grace_seconds": 60,
+        "stale_seconds": 120,
+        "retention_seconds": 7 * 86400,
+        "backoff_seconds": 60,
+        "max_sent_at": db.dialect.from_datetime(_AT),
+        "next_retry_at": db.dialect.from_datetime(_AT),
+        "event_id": "e-1",
+        "topic": "t",
+        "tag": "CUSTOMER_LIST",
+        "message_key": "1",
+        "payload_json": "{}",
+        "task_no": "EXP1",
+        "task_name": "n",
+        "format": "XLSX",
+        "parameters_json": "{}",
+        "max_attempts": 3,
+        "failure_message": "m",
+        "last_error": "m",
+        "object_key": "exports/1/1/f.xlsx",
+        "file_name": "f.xlsx",
+        "content_type": "x",
+        "size_bytes": 1,
+        "processed_rows": 1,
+        "total_rows": 1,
+    }
+    names = set(_PARAM.findall(template))
+    missing = names - values.keys()
+    assert not missing, f"give test_query_plans.params_for a value for {sorted(missing)}"
+    return {name: values[name] for name in names}
+
+
+def templates() -> dict[str, str]:
+    """The statement templates ``ExportStore`` renders (the rule of ``db.store._Sql``)."""
+    return {
+        name: value
+        for name in dir(T)
+        if name.isupper()
+        and not name.startswith("_")
+        and isinstance(value := getattr(T, name), str)
+        and not name.endswith("_COLUMNS")
+    }
+
+
+@dataclass(frozen=True)
+class Access:
+    """One read of the task or outbox table in a plan."""
+
+    table: str
+    index: str | None  # None: a scan of the table or of a whole index
+    rows: int | None  # MariaDB's estimate; None on SQLite
+    walk: bool = False  # MariaDB type "index": the whole index in its order, up to LIMIT
+
+
+_SQLITE_ACCESS = re.compile(
+    r"^(SCAN|SEARCH) (\w+)(?: AS \w+)?"
+    r"(?: USING (?:(?:AUTOMATIC )?(?:COVERING )?INDEX (\w+)|INTEGER PRIMARY KEY|PRIMARY KEY))?"
+)
+
+
+def sqlite_plan(rows: list[dict[str, Any]]) -> tuple[list[Access], list[str]]:
+    """The task/outbox accesses of a SQLite plan, and its temporary sorts."""
+    accesses, sorts = [], []
+    for row in rows:
+        detail = str(row["detail"])
+        if detail.startswith("USE TEMP B-TREE"):
+            sorts.append(detail)
+            continue
+        m = _SQLITE_ACCESS.match(detail)
+        if m is None or m.group(2) not in TABLES:
+            continue
+        if "AUTOMATIC" in detail or m.group(1) == "SCAN":
+            accesses.append(Access(TABLES[m.group(2)], None, None))
+        else:
+            accesses.append(Access(TABLES[m.group(2)], m.group(3) or PRIMARY, None))
+    return accesses, sorts
+
+
+def mariadb_plan(rows: list[dict[str, Any]]) -> tuple[list[Access], list[str]]:
+    """The task/outbox accesses of a MariaDB plan, and its temporary sorts."""
+    accesses, sorts = [], []
+    for row in rows:
+        extra = str(row.get("Extra") or "")
+        sorts += [s for s in ("Using filesort", "Using temporary") if s in extra]
+        if row.get("table") not in TABLES or row.get("select_type") == "INSERT":
+            continue
+        full = row["type"] == "ALL" or not row.get("key")
+        rows_estimate = int(row["rows"]) if row.get("rows") is not None else None
+        accesses.append(
+            Access(
+                TABLES[row["table"]],
+                None if full else row["key"],
+                rows_estimate,
+                walk=row["type"] == "index",
+            )
+        )
+    return accesses, sorts
+
+
+async def explain(db: Database, template: str) -> tuple[list[Access], list[str]]:
+    """The plan of a statement template, rendered for ``db``."""
+    sql = db.dialect.render(template)
+    params = params_for(template, db)
+    async with db.transaction() as tx:
+        if db.dialect.is_sqlite:
+            return sqlite_plan(await tx.fetchall("EXPLAIN QUERY PLAN " + sql, params))
+        return mariadb_plan(await tx.fetchall("EXPLAIN " + sql, params))
+
+
+def problems(
+    name: str, template: str, accesses: list[Access], sorts: list[str], sizes: dict[str, int]
+) -> list[str]:
+    """What is wrong with the plan of statement ``name`` (see module docstring).
+
+    Args:
+        template: its text; ``accesses`` and ``sorts``: its plan (``explain``).
+        sizes: rows in the task and outbox tables.
+    """
+    expect = CHECKS[name]
+    # Reading stops at the page's last row when the order comes from the index; MariaDB's
+    # estimate for a range read ignores that.
+    stops_at_limit = "LIMIT" in template and not sorts
+    found = []
+    for a in accesses:
+        many = a.rows is not None and a.rows > MAX_ROWS_SHARE * sizes[a.table]
+        if a.index is None or (a.walk and (many or not stops_at_limit)):
+            found.append(f"{name}: scans {a.table} ({a.index or 'table'})")
+        elif a.index not in expect.indexes:
+            found.append(f"{name}: reads {a.table} through {a.index}, not {sorted(expect.indexes)}")
+        if many and not stops_at_limit and expect.reads_all is None:
+            found.append(f"{name}: expects to read {a.rows} of {sizes[a.table]} {a.table} rows")
+    if sorts and expect.sorts is None:
+        found.append(f"{name}: sorts in a temporary structure ({'; '.join(sorts)})")
+    return found
+
+
+async def load_live_set(store: ExportStore) -> None:
+    """A few dozen live tasks: RUNNING, PENDING with a SENT command, PENDING unsent."""
+    limits = CreateLimits(max_active_per_user=100, max_active_per_type=1000)
+    tasks = []
+    for i in range(40):
+        result = await store.create_task(new_task(FIRST_USER + i % 7, params={"i": i}), limits)
+        assert result.task is not None
+        tasks.append(result.task)
+    for row in await store.claim_due_outbox("publisher", 10, 30):
+        await store.mark_outbox_sent(row.id, "publisher")
+    for task in tasks[:10]:
+        claimed = await store.claim_task(task.id, 1, "owner-a", 60, 600)
+        assert claimed.task is not None
+
+
+async def check_all(store: ExportStore) -> list[str]:
+    sizes = {}
+    async with store.db.transaction() as tx:
+        for table, short in (("file_export_task", "task"), ("file_export_outbox", "outbox")):
+            row = await tx.fetchone(f"SELECT COUNT(*) AS n FROM {table}")
+            assert row is not None
+            sizes[short] = int(row["n"])
+    found = []
+    for name, template in sorted(templates().items()):
+        accesses, sorts = await explain(store.db, template)
+        found += problems(name, template, accesses, sorts, sizes)
+    return found
+
+
+async def fill(db: Database) -> ExportStore:
+    store = ExportStore(db, IdGenerator(wall_clock_ms), topic="plans-file-export-command-v1")
+    await load_history(db, HISTORY, now_ms=wall_clock_ms())
+    await load_live_set(store)
+    return store
+
+
+def test_every_statement_has_a_plan_check() -> None:
+    """A statement added to db/transitions.py must get an entry in CHECKS (and a
+    statement removed must lose its entry)."""
+    names = set(templates())
+    assert names - CHECKS.keys() == set(), "statements without a plan check"
+    assert CHECKS.keys() - names == set(), "plan checks of statements that are gone"
+
+
+#: Statements as they were before the history grew, each checked as the statement that
+#: replaced it: the check must catch every one of them.
+READS_HISTORY = {
+    # optional filters OR'ed in one text: no index matches them all
+    "LIST_TASKS_OF_REQUESTER": f"""
+SELECT {T.TASK_COLUMNS} FROM file_export_task
+ WHERE tenant_id = :tenant_id AND app_code = :app_code
+   AND (:all_users = 1 OR requested_by = :requested_by)
+   AND (:status IS NULL OR status = :status)
+ ORDER BY id DESC LIMIT :limit OFFSET :offset""",
+    # driven by the SENT rows, that is by the whole history
+    "SELECT_STALE_SENT_OUTBOX": """
+SELECT o.id FROM file_export_outbox o
+ WHERE o.status = 'SENT' AND o.sent_at <= {now-:stale_seconds}
+   AND EXISTS (SELECT 1 FROM file_export_task t
+                WHERE t.id = o.task_id AND t.dispatch_version = o.dispatch_version
+                  AND t.status = 'PENDING' AND t.next_retry_at <= {now-:grace_seconds})
+ ORDER BY o.sent_at, o.id LIMIT :limit""",
+    # the order by id walks the requester's whole history when nothing matches
+    "FIND_DUPLICATE_ACTIVE": T.FIND_DUPLICATE_ACTIVE + " ORDER BY id DESC LIMIT 1",
+    # pruning in id order: every old SENT row sorted
+    "SELECT_PRUNE_BOUND": """
+SELECT id FROM file_export_outbox
+ WHERE status = 'SENT' AND sent_at <= {now-:retention_seconds}
+ ORDER BY id LIMIT 1 OFFSET :offset""",
+}
+
+
+async def test_sqlite_plans_read_through_matching_indexes(tmp_path: Path) -> None:
+    db = SqliteDatabase(tmp_path / "plans.db")
+    db.migrate()
+    try:
+        store = await fill(db)
+        caught = {}
+        for name, template in READS_HISTORY.items():
+            caught[name] = problems(name, template, *await explain(db, template), {})
+        before = await check_all(store)
+        async with db.transaction() as tx:
+            await tx.execute("ANALYZE")
+        after = await check_all(store)
+    finally:
+        await db.aclose()
+    assert [name for name, found in caught.items() if not found] == [], "missed"
+    assert before == [], "without statistics:\n" + "\n".join(before)
+    assert after == [], "after ANALYZE:\n" + "\n".join(after)
+
+
+async def test_mariadb_plans_read_through_matching_indexes() -> None:
+    async with trio_asyncio.open_loop() as loop:
+        db = MysqlDatabase(MYSQL_TEST_URL + "_plans", loop, query_timeout=None)
+        try:
+            await db.drop_database()
+            await db.migrate()
+            store = await fill(db)
+            async with db.transaction() as tx:
+                for table in ("file_export_task", "file_export_outbox"):
+                    await tx.fetchall(f"ANALYZE TABLE {table}")
+            found = await check_all(store)
+        finally:
+            await db.drop_database()
+            await db.aclose()
+    assert found == [], "\n".join(found)
