@@ -45,12 +45,13 @@ import trio
 from actors.core.batch_rules import BatchGuard
 from actors.core.errors import (
     ExportError,
+    ExportWorkerDiedError,
     LimitExceededError,
     PermanentExportError,
     ProviderContractError,
     ProviderUnavailableError,
 )
-from actors.core.models import ExportDefinition, ProviderBatch
+from actors.core.models import BatchSummary, ExportDefinition, ProviderBatch
 from actors.core.text import quote_outside
 from actors.pipeline.provider_decode import (
     MAX_COLUMN_WIDTH,
@@ -74,6 +75,7 @@ __all__ = [
     "MIN_COLUMN_WIDTH",
     "SERVICE_TOKEN_HEADER",
     "SUPPORTED_SCHEMA_VERSION",
+    "BatchDecoder",
     "BatchRequest",
     "ProviderClient",
     "ProviderObserver",
@@ -159,6 +161,20 @@ class BatchRequest:
         }
 
 
+class BatchDecoder(Protocol):
+    """Decodes and checks one raw HTTP 200 body (see :meth:`ProviderClient.fetch_batch`)."""
+
+    async def __call__(
+        self, raw: bytes, *, service: str, limit: int, max_columns: int
+    ) -> ProviderBatch | BatchSummary:
+        """Return the validated batch or its summary.
+
+        Raises:
+            ProviderContractError, LimitExceededError: as :func:`parse_batch_response`.
+        """
+        ...
+
+
 class ProviderObserver(Protocol):
     """Receives one observation per Provider request (metrics, §13)."""
 
@@ -168,8 +184,9 @@ class ProviderObserver(Protocol):
         Args:
             service: the registry's ``provider-service``.
             export_type: the export type requested.
-            seconds: duration from sending to a validated batch or an error, in seconds of
-                trio's clock.
+            seconds: duration from sending to the last byte of the answer (or the error),
+                in seconds of trio's clock. Decoding is not counted: it may wait for an
+                export worker that is still writing the previous batch.
             ok: ``True`` when a valid batch came back; ``False`` for any §9.1 error.
         """
 
@@ -250,8 +267,12 @@ class ProviderClient:
             await self._http.aclose()
 
     async def fetch_batch(
-        self, definition: ExportDefinition, request: BatchRequest
-    ) -> ProviderBatch:
+        self,
+        definition: ExportDefinition,
+        request: BatchRequest,
+        *,
+        decode: BatchDecoder | None = None,
+    ) -> Any:
         """POST one §10.1 request and return the validated batch.
 
         The body is streamed and counted while it arrives; reading stops as soon as it
@@ -263,9 +284,15 @@ class ProviderClient:
             definition: the registry entry; ``provider_service`` picks the base URL and
                 ``provider_path`` is appended to it.
             request: the request body.
+            decode: decodes and checks the raw body, called as ``await decode(raw,
+                service=..., limit=..., max_columns=...)``; an export run passes its
+                worker process's (:class:`actors.pipeline.export_worker.ExportWorker`), which
+                answers a :class:`BatchSummary` and keeps the rows. ``None``: decode here
+                with :func:`parse_batch_response`.
 
         Returns:
-            The batch. ``columns`` is ``None`` when the Provider omitted them.
+            The batch (:class:`ProviderBatch`), or what ``decode`` returns. ``columns`` is
+            ``None`` when the Provider omitted them.
 
         Raises:
             ValueError: a tenant field is missing; nothing was sent.
@@ -284,25 +311,36 @@ class ProviderClient:
         body = _encode(request)  # raises ValueError before any IO
         service = definition.provider_service
         started = trio.current_time()
+        seconds: float | None = None
         try:
             raw = await self._post_within_limit(definition, body)
-            batch = parse_batch_response(
-                raw, service=service, limit=request.limit, max_columns=self._max_columns
-            )
+            seconds = trio.current_time() - started
+            if decode is None:
+                batch = parse_batch_response(
+                    raw, service=service, limit=request.limit, max_columns=self._max_columns
+                )
+            else:
+                batch = await decode(
+                    raw, service=service, limit=request.limit, max_columns=self._max_columns
+                )
+        except ExportWorkerDiedError:
+            raise  # our process failed, not the Provider
         except ExportError:
-            self._observe(definition, started, ok=False)
+            self._observe(definition, started, seconds, ok=False)
             raise
         # Cancellation and programming errors are not observed: they say nothing about
         # the Provider's health.
-        self._observe(definition, started, ok=True)
+        self._observe(definition, started, seconds, ok=True)
         return batch
 
-    def _observe(self, definition: ExportDefinition, started: float, *, ok: bool) -> None:
+    def _observe(
+        self, definition: ExportDefinition, started: float, seconds: float | None, *, ok: bool
+    ) -> None:
         if self._observer is not None:
             self._observer.observe_request(
                 definition.provider_service,
                 definition.export_type,
-                trio.current_time() - started,
+                trio.current_time() - started if seconds is None else seconds,
                 ok,
             )
 
@@ -412,7 +450,8 @@ async def iterate_batches(
     requested_by: int,
     dispatch_version: int,
     parameters: Mapping[str, Any],
-) -> AsyncIterator[ProviderBatch]:
+    decode: BatchDecoder | None = None,
+) -> AsyncIterator[Any]:
     """Yield every batch of one export, enforcing the cross-batch rules of §10.1/§10.2.
 
     The first request has no cursor and no token and asks for ``definition.batch_size``
@@ -430,9 +469,13 @@ async def iterate_batches(
         task_id, tenant_id, app_code, requested_by, dispatch_version: from the task row;
             the tenant fields are sent on every request (§10.1).
         parameters: the task's business parameters.
+        decode: how each raw body is decoded (see :meth:`ProviderClient.fetch_batch`);
+            an export run passes its worker's, and then receives :class:`BatchSummary`
+            values: the rules below need no rows.
 
     Yields:
-        Each validated batch; only the first carries ``columns``, as the Provider sent it.
+        Each validated batch (:class:`ProviderBatch`, or what ``decode`` returns); only
+        the first carries ``columns``, as the Provider sent it.
 
     Raises:
         ValueError: a tenant field is missing (nothing is sent).
@@ -468,7 +511,7 @@ async def iterate_batches(
             snapshot_token=token,
             limit=limit,
         )
-        batch = await client.fetch_batch(definition, request)
+        batch = await client.fetch_batch(definition, request, decode=decode)
         if schema_hash is None:
             if not batch.columns:
                 raise ProviderContractError("the first batch carries no columns (§10.1)")
@@ -485,14 +528,14 @@ async def iterate_batches(
             # a new snapshot would mix rows from two points in time (§10.2).
             if batch.snapshot_token is not None and batch.snapshot_token != token:
                 raise ProviderContractError("snapshotToken changed between batches (§10.2)")
-        if len(batch.rows) > limit:
+        if batch.row_count > limit:
             raise ProviderContractError(
-                f"batch has {len(batch.rows)} rows; the batch-size limit is {limit} rows"
+                f"batch has {batch.row_count} rows; the batch-size limit is {limit} rows"
             )
         guard.check(
             next_cursor=batch.next_cursor,
             has_more=batch.has_more,
-            rows=len(batch.rows),
+            rows=batch.row_count,
             total_rows=batch.total_rows,
         )
         yield batch
