@@ -333,7 +333,7 @@ class ProviderBatch:
 
 @dataclass(frozen=True, slots=True)
 class BatchSummary:
-    """One validated Provider batch without its rows (§10.1 ``data``).
+    """One validated Provider batch (the answer's ``data``) without its rows.
 
     An export worker process decodes and keeps the rows; it hands the parent this summary,
     which is all the cross-batch rules need (schemaHash and snapshot token unchanged, the

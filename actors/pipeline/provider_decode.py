@@ -1,4 +1,4 @@
-"""Decoding and checking one Provider answer (§10.1): bytes in, a validated batch out. Pure.
+"""Decoding and checking one Provider answer: bytes in, a validated batch out. Pure.
 
 Split from :mod:`actors.pipeline.provider_client` so the export worker process
 (:mod:`actors.pipeline.worker_main`) can decode a batch without importing httpx or trio:

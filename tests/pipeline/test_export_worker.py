@@ -31,7 +31,7 @@ COLUMNS = [
 
 
 def answer(rows: list[dict[str, Any]], *, first: bool = True, literal: str | None = None) -> bytes:
-    """A §10.1 answer; ``literal`` replaces the placeholder ``"@@"`` with raw JSON text."""
+    """A Provider batch answer; ``literal`` replaces the placeholder ``"@@"`` with raw JSON text."""
     data = {
         "schemaVersion": 1,
         "schemaHash": "sha256:test",
