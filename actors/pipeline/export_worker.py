@@ -217,7 +217,12 @@ class ExportWorker:
 
 @contextlib.asynccontextmanager
 async def open_export_worker(
-    out: BinaryIO, *, max_rows: int, max_bytes: int, spool_dir: Path | None
+    out: BinaryIO,
+    *,
+    max_rows: int,
+    max_bytes: int,
+    spool_dir: Path | None,
+    nice: int = 10,
 ) -> AsyncIterator[ExportWorker]:
     """Start a worker process for one run; stop it when the block ends.
 
@@ -233,6 +238,7 @@ async def open_export_worker(
         max_rows: registry ``max-rows`` of the export.
         max_bytes: largest file, bytes.
         spool_dir: where the run's temporary directory is made; ``None`` = the system's.
+        nice: added to the worker's nice value (``FILE_EXPORT_WORKER_NICE``, 0..19).
 
     Yields:
         The worker handle. Its ``Start`` request is already sent (its reply is read by
@@ -260,7 +266,7 @@ async def open_export_worker(
             raise StorageUnavailableError(f"cannot start an export worker process: {exc}") from exc
         worker = ExportWorker(process)
         try:
-            await worker._send(Start(fd, max_rows, max_bytes, tmpdir), "starting")
+            await worker._send(Start(fd, max_rows, max_bytes, tmpdir, nice), "starting")
             yield worker
             await _stop(process)
         finally:

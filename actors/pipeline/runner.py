@@ -98,6 +98,7 @@ class ExportRunner:
                 max_rows=definition.max_rows,
                 max_bytes=self.settings.max_file_bytes,
                 spool_dir=self.spool_dir,
+                nice=self.settings.worker_nice,
             ) as worker:
                 ctx.worker_pid = worker.pid
                 async with contextlib.aclosing(

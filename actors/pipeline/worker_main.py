@@ -13,8 +13,9 @@ At start it
   group is meant for the parent, whose drain decides when this run ends (it hands the task
   back, then kills the worker). The parent ends the worker by closing its stdin (clean) or
   with SIGKILL (cancel);
-* lowers its own scheduling priority (``nice`` +10), so when every core is busy encoding
-  the parent's event loop — the API, lease renewals — still gets the CPU first;
+* lowers its own scheduling priority (``nice`` +10, ``FILE_EXPORT_WORKER_NICE``) on the
+  parent's first request, so when every core is busy encoding the parent's event loop —
+  the API, lease renewals — still gets the CPU first;
 * moves the frame pipe off file descriptor 1 and points 1 at stderr, so a stray print from
   a library cannot corrupt a frame.
 
@@ -50,9 +51,6 @@ from actors.pipeline.worker_protocol import (
     write_frame,
 )
 from actors.pipeline.xlsx_writer import XlsxExportWriter
-
-#: Added to the worker's nice value: the event-loop process goes first when cores are busy.
-WORKER_NICE_INCREMENT = 10
 
 
 class WorkerSession:
@@ -92,6 +90,7 @@ class WorkerSession:
     def _handle(self, request: Request) -> Reply:
         if isinstance(request, Start):
             self._start = request
+            _lower_priority(request.nice)
             self._out = os.fdopen(request.out_fd, "wb")  # no truncation: an fd, not a path
             return Started(os.getpid())
         if isinstance(request, Decode):
@@ -159,14 +158,20 @@ class WorkerSession:
                 pass
 
 
+def _lower_priority(increment: int) -> None:
+    """``nice`` +``increment``, before the first batch (the parent's Start request)."""
+    if increment <= 0:
+        return
+    try:
+        os.nice(increment)
+    except OSError:  # not permitted here: run at the parent's priority rather than not at all
+        pass
+
+
 def _prepare_process() -> tuple[BinaryIO, BinaryIO]:
     """Signals, priority and the frame pipes (module docstring); returns (requests, replies)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    try:
-        os.nice(WORKER_NICE_INCREMENT)
-    except OSError:  # not permitted here: run at the parent's priority rather than not at all
-        pass
     requests = os.fdopen(os.dup(0), "rb")
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
