@@ -2,7 +2,7 @@
 
 ```
 root (signals -> graceful stop)
-├── web          hypercorn.trio.serve(QuartTrio app), stopped through its shutdown trigger
+├── web          supervised HTTP server (web/server.py), stopped through its shutdown trigger
 ├── publisher    supervised
 ├── slot ×N      supervised consumer slots
 ├── reconciler   supervised
@@ -35,7 +35,6 @@ from typing import Any
 import trio
 import trio_asyncio
 from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve as hypercorn_serve
 
 from actors.claim_gate import ClaimGate
 from actors.config import Settings
@@ -245,6 +244,7 @@ async def _serve(
     task_status: trio.TaskStatus[Runtime],
 ) -> None:
     from web.app import Services, create_app  # composition root: the one place that wires web
+    from web.server import WebServer
 
     def label() -> str:
         at = datetime.fromtimestamp(instance_clock_ms() / 1000, tz=UTC)
@@ -319,6 +319,7 @@ async def _serve(
     web_stop = trio.Event()  # hypercorn shutdown trigger
     runner = ExportRunner(store, storage, provider, registry, settings, spool_dir=spool)
     local = LocalClaims()  # what this process's slots hold; shared with its reconciler
+    web: WebServer | None = None
     try:
         if not isinstance(transport, EmbeddedBus):
             # First thing in the try: the finally's aclose() also cleans up a half start.
@@ -329,24 +330,23 @@ async def _serve(
                     f"ROCKETMQ_NAME_SERVER ({settings.rocketmq_name_server}): cannot start "
                     f"the RocketMQ clients: {exc}"
                 ) from None
+        hc = HypercornConfig()
+        hc.bind = [settings.http_bind]
+        hc.accesslog = None
+        hc.errorlog = logging.getLogger("hypercorn.error")
+        hc.graceful_timeout = 5
+        web = WebServer(app, hc)
+        try:
+            urls = web.bind()
+        except (OSError, ValueError) as exc:
+            cause = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise ConfigError(
+                f"FILE_EXPORT_HTTP_BIND ({settings.http_bind}): cannot listen: {cause}"
+            ) from None
         async with trio.open_nursery() as root:
-            hc = HypercornConfig()
-            hc.bind = [settings.http_bind]
-            hc.accesslog = None
-            hc.errorlog = logging.getLogger("hypercorn.error")
-            hc.graceful_timeout = 5
-            try:
-                urls: list[str] = await root.start(
-                    partial(hypercorn_serve, app, hc, shutdown_trigger=web_stop.wait)
-                )
-            except (OSError, BaseExceptionGroup) as exc:
-                cause = sole_exception(exc) if isinstance(exc, BaseExceptionGroup) else exc
-                if not isinstance(cause, OSError):
-                    raise
-                raise ConfigError(
-                    f"FILE_EXPORT_HTTP_BIND ({settings.http_bind}): cannot listen: "
-                    f"{cause.strerror or cause}"
-                ) from None
+            # Supervised like every actor: a failure of the web server restarts it on the
+            # same sockets and never cancels the actors beside it (web/server.py).
+            root.start_soon(partial(supervise, "web", partial(web.serve, web_stop.wait), metrics))
             if settings.demo_provider:
                 base_urls.setdefault(DEMO_SERVICE, urls[0])
             rt = Runtime(settings, urls, store, storage, transport, metrics, jwt_secret)
@@ -426,7 +426,12 @@ async def _serve(
             # (demo Provider): close it first so hypercorn has nothing to wait for.
             await provider.aclose()
             web_stop.set()
+            # The server drains within graceful_timeout; a web server caught in a restart
+            # back-off must not hold the exit.
+            root.cancel_scope.deadline = trio.current_time() + hc.graceful_timeout + 1
     finally:
+        if web is not None:
+            web.close()
         await provider.aclose()
         await transport.aclose()
     log.info("stopped")

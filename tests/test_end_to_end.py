@@ -181,12 +181,12 @@ async def test_create_refusals_come_back_as_envelopes(service: Runtime) -> None:
         assert r["code"] == "400" and "256" in r["message"]
         r = await c.post(API, content=b"not json")
         assert r.status_code == 200 and r.json()["code"] == "400"
-        for hostile in (
-            b'{"exportType":"CUSTOMER_LIST","parameters":{"x":Infinity}}',
-            b'{"exportType":"CUSTOMER_LIST","parameters":{"x":1e400}}',
+        for hostile, says in (
+            (b'{"exportType":"CUSTOMER_LIST","parameters":{"x":Infinity}}', "not valid JSON"),
+            (b'{"exportType":"CUSTOMER_LIST","parameters":{"x":1e400}}', "finite"),
         ):
             r = (await c.post(API, content=hostile)).json()
-            assert r["code"] == "400" and "finite" in r["message"], r
+            assert r["code"] == "400" and says in r["message"], r
         r = await c.post(API, content=b'{"exportType": "\xff\xfe"}')
         assert r.status_code == 200 and r.json()["code"] == "400"
         for path in (f"{API}/99999999999999999999999", f"{API}?page=99999999999999999999"):

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from quart import Blueprint, Response, current_app, request
 
 from actors.core.errors import ApiError
-from actors.core.limits import normalise_parameters
+from actors.core.limits import normalise_parameters, parse_json_body
 from actors.core.models import DOWNLOAD_ALL_PERMISSION, Principal, Task, TaskStatus
+from actors.core.text import content_disposition
 from db.store import CreateOutcome, NewTask
 from web.auth import principal_from_header
 from web.serialize import envelope, task_json
@@ -48,13 +48,7 @@ def ok(data: Any, message: str = "success") -> dict[str, Any]:
 
 
 async def _json_body() -> dict[str, Any]:
-    try:
-        body = await request.get_json(force=True, silent=True)
-    except UnicodeDecodeError:
-        raise ApiError("400", "request body is not valid UTF-8") from None
-    if not isinstance(body, dict):
-        raise ApiError("400", "request body must be a JSON object")
-    return body
+    return parse_json_body(await request.get_data(cache=False))
 
 
 def owns(principal: Principal, task: Task) -> bool:
@@ -196,11 +190,8 @@ async def download(task_id: str) -> Any:
     if size is None:
         log.error("task %s: file %s missing from storage", task.id, task.object_key)
         raise ApiError("404", "the export file is missing from storage")
-    name = task.file_name or f"{task.task_no}.xlsx"
-    ascii_name = name.encode("ascii", "replace").decode().replace("?", "_").replace('"', "_")
-    disposition = f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(name)}"
     headers = {
-        "Content-Disposition": disposition,
+        "Content-Disposition": content_disposition(task.file_name or f"{task.task_no}.xlsx"),
         "Content-Length": str(size),
         "Cache-Control": "no-store",
     }

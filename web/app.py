@@ -69,6 +69,10 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     app = QuartTrio("export-center")
     app.config["SERVICES"] = services
     app.config["MAX_CONTENT_LENGTH"] = 64 * 1024  # create bodies are tiny (§12: params ≤ 4 KB)
+    # No routing redirects: werkzeug answers a redirect (HTML, not the envelope) for "//"
+    # in a path or a missing trailing slash, before any error handler can run.
+    app.url_map.merge_slashes = False
+    app.url_map.strict_slashes = False
     app.register_blueprint(api)
     for bp in extra_blueprints or []:
         app.register_blueprint(bp)

@@ -27,6 +27,8 @@ from typing import Any, TypeGuard
 import quart
 from quart import Blueprint, Response, request
 
+from actors.core.errors import ApiError
+from actors.core.limits import parse_json_body
 from actors.core.models import AppCode, ColumnDef, ColumnType
 
 EXPORT_TYPE = "CUSTOMER_LIST"
@@ -255,7 +257,10 @@ def create_demo_provider_blueprint(
         presented = request.headers.get(SERVICE_TOKEN_HEADER, "")
         if not hmac.compare_digest(presented.encode("utf-8", "replace"), expected_token):
             return _envelope("401", "invalid internal service token", None, http_status=401)
-        body = await request.get_json(force=True, silent=True)
+        try:
+            body = parse_json_body(await request.get_data(cache=False))
+        except ApiError as exc:
+            return _envelope(exc.code, exc.message, None)
         try:
             data = _answer(body, snapshot_secret, default_rows)
         except _BadRequest as exc:

@@ -67,3 +67,111 @@ def _check_value(value: Any, depth: int, path: str) -> None:
         # NaN, Infinity and 1e400 (parsed as inf) are not JSON: the Provider request could
         # never be built, so refuse them here rather than fail the export later.
         raise ApiError("400", f"{path} is not a finite number")
+
+
+#: Deepest nesting a request body may have (objects and arrays), levels. A create body
+#: needs 3 (body → parameters → a list value); the margin is for clients that wrap.
+MAX_BODY_DEPTH = 32
+
+
+def json_nesting_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` in JSON ``text``, outside strings.
+
+    Linear in the text and without recursion, so it can run before ``json.loads`` (whose
+    recursive decoder raises ``RecursionError`` near 1,000 levels) on any input.
+
+    Args:
+        text: JSON text, possibly malformed (then the figure is only an estimate; the
+            decoder reports the syntax error).
+
+    Returns:
+        The maximum depth, 0 for a scalar.
+    """
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def parse_json_body(raw: bytes) -> dict[str, Any]:
+    """Decode a request body into a JSON object, or say precisely why not.
+
+    The checks, in order: strict UTF-8; nesting at most :data:`MAX_BODY_DEPTH`; valid JSON
+    (RFC 8259, no ``NaN``/``Infinity``); a JSON object at the top; no unpaired UTF-16
+    surrogate escape (``"\\ud800"``) in any key or string — such text has no UTF-8 form and
+    would fail later, deep in the store.
+
+    Args:
+        raw: the request body, bytes.
+
+    Returns:
+        The decoded object.
+
+    Raises:
+        ApiError: code "400", with a message naming the problem (and the field, for a
+            surrogate).
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ApiError("400", f"request body is not valid UTF-8 (byte {exc.start})") from None
+    if not text.strip():
+        raise ApiError("400", "request body is empty; a JSON object is required")
+    if json_nesting_depth(text) > MAX_BODY_DEPTH:
+        raise ApiError("400", f"request body is nested deeper than {MAX_BODY_DEPTH} levels")
+    try:
+        body = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise ApiError("400", f"request body is not valid JSON: {_json_error(exc)}") from None
+    if not isinstance(body, dict):
+        raise ApiError("400", "request body must be a JSON object")
+    _check_text(body, "body")
+    return body
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _json_error(exc: BaseException) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+    return str(exc)
+
+
+def _check_text(value: Any, path: str) -> None:
+    """Refuse strings without a UTF-8 form (unpaired surrogates); ``path`` names them.
+    Depth is bounded by :data:`MAX_BODY_DEPTH`, so the recursion is too."""
+    if isinstance(value, str):
+        if not _encodable(value):
+            raise ApiError("400", f"{path} contains an unpaired surrogate (\\ud800-\\udfff)")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not _encodable(key):
+                raise ApiError("400", f"{path} has a key with an unpaired surrogate")
+            _check_text(item, f"{path}.{key}" if path != "body" else key)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_text(item, f"{path}[{i}]")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -16,6 +16,8 @@ matters.
 from __future__ import annotations
 
 import re
+import unicodedata
+from urllib.parse import quote
 
 #: Format characters that change the visual order of text (Unicode bidi controls and
 #: marks). Other ``Cf`` characters (soft hyphen, joiners) are harmless and kept.
@@ -107,3 +109,51 @@ def redact_credentials(text: str) -> str:
     if "@" not in text or "://" not in text:
         return text
     return _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+
+
+#: Unicode categories never allowed in a file name we hand out: controls (C0, DEL, C1),
+#: format characters (bidi overrides, zero-width joiners …), surrogates, line and
+#: paragraph separators, unassigned and private-use code points.
+_NAME_UNSAFE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+#: Characters Windows, macOS or a shell refuse or misread in a file name.
+_NAME_RESERVED = frozenset('\\/:*?"<>|')
+
+
+def safe_file_name(name: str, default: str = "export.xlsx") -> str:
+    """A file name without control, format or reserved characters.
+
+    Each unsafe character becomes ``_`` (so a visible trace remains); leading and
+    trailing spaces and dots are dropped (Windows ignores them; a leading dot hides the
+    file). Used for the names the service creates and for ``Content-Disposition``.
+
+    Args:
+        name: any text (a task name, a stored file name).
+        default: returned when nothing usable is left.
+
+    Returns:
+        The cleaned name, never empty.
+    """
+    cleaned = "".join(
+        "_" if ch in _NAME_RESERVED or unicodedata.category(ch) in _NAME_UNSAFE_CATEGORIES else ch
+        for ch in name
+    ).strip(" .")
+    return cleaned or default
+
+
+def content_disposition(name: str) -> str:
+    """The ``Content-Disposition`` value of a download (RFC 6266 with RFC 5987 ``filename*``).
+
+    ``filename`` is the ASCII fallback for old clients: :func:`safe_file_name`, then every
+    non-ASCII character as ``_``. ``filename*`` carries the full cleaned name, UTF-8 and
+    percent-encoded. Neither can hold a control, format (bidi override) or quote
+    character, so a task name cannot forge header syntax or disguise an extension.
+
+    Args:
+        name: the stored file name.
+
+    Returns:
+        ``attachment; filename="…"; filename*=UTF-8''…``
+    """
+    full = safe_file_name(name)
+    fallback = safe_file_name("".join(ch if ch.isascii() else "_" for ch in full))
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(full, safe='')}"

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
@@ -36,6 +35,7 @@ import trio
 from actors.config import Settings
 from actors.core.batch_rules import final_total_rows
 from actors.core.errors import ExportAbortedError, PermanentExportError
+from actors.core.text import safe_file_name
 from actors.pipeline.context import ExportResult, RunContext
 from actors.pipeline.export_worker import ExportWorker, open_export_worker
 from actors.pipeline.provider_client import ProviderClient, iterate_batches
@@ -49,13 +49,11 @@ log = logging.getLogger("actors.pipeline.runner")
 #: At most one WARNING per run and interval about skipped progress writes, seconds.
 PROGRESS_WARNING_INTERVAL_SECONDS = 30.0
 
-_UNSAFE_NAME = re.compile(r'[\\/:*?"<>|\x00-\x1f]+')
-
 
 def download_file_name(task_name: str, at: datetime) -> str:
     """A user-facing file name: the task name (unsafe characters replaced) plus a
     timestamp from the instance clock, which only labels the file (§8.6)."""
-    base = _UNSAFE_NAME.sub("_", task_name).strip(" ._") or "export"
+    base = safe_file_name(task_name, default="export").strip("_") or "export"
     return f"{base[:100]}_{at:%Y%m%d_%H%M%S}.xlsx"
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from actors.core.errors import ProviderContractError, TransientExportError
-from actors.core.text import escape_control, quote_outside, redact_credentials, redact_url
+from actors.core.text import (
+    content_disposition,
+    escape_control,
+    quote_outside,
+    redact_credentials,
+    redact_url,
+    safe_file_name,
+)
 
 FORGED = "boom\n2026-12-01 00:00:00,000 CRITICAL actors.runtime: FORGED"
 
@@ -96,3 +103,48 @@ def test_export_error_messages_are_escaped_and_redacted_at_every_raise_site() ->
     wrapped = TransientExportError(f"internal error: ValueError: {str(error)}\r\x00")
     assert str(wrapped).endswith("\\r\\x00")
     assert str(TransientExportError(str(wrapped))) == str(wrapped)  # no double escaping
+
+
+@pytest.mark.parametrize(
+    ("name", "cleaned"),
+    [
+        ("report.xlsx", "report.xlsx"),
+        ("客户清单_20261201.xlsx", "客户清单_20261201.xlsx"),
+        ("a\x7fb.xlsx", "a_b.xlsx"),  # DEL
+        ("invoice\u202egnp.xlsx", "invoice_gnp.xlsx"),  # right-to-left override
+        ("x\u200by\u2066z\u2069.xlsx", "x_y_z_.xlsx"),  # zero-width space, isolates
+        ("a\x85b\u2028c.xlsx", "a_b_c.xlsx"),  # C1 NEL, line separator
+        ("a\ud800b.xlsx", "a_b.xlsx"),  # lone surrogate
+        ('a"b\\c/d:e*f?g<h>i|j', "a_b_c_d_e_f_g_h_i_j"),
+        ("  ..hidden. ", "hidden"),
+        ("\x00\x01", "__"),
+        ("", "export.xlsx"),
+        (" . ", "export.xlsx"),
+    ],
+)
+def test_safe_file_name_replaces_control_format_and_reserved_characters(
+    name: str, cleaned: str
+) -> None:
+    assert safe_file_name(name) == cleaned
+
+
+@pytest.mark.parametrize(
+    ("name", "header"),
+    [
+        ("r.xlsx", "attachment; filename=\"r.xlsx\"; filename*=UTF-8''r.xlsx"),
+        (
+            "客户.xlsx",
+            "attachment; filename=\"__.xlsx\"; filename*=UTF-8''%E5%AE%A2%E6%88%B7.xlsx",
+        ),
+        (
+            'a\x7f"\u202e\r\n.xlsx',
+            "attachment; filename=\"a_____.xlsx\"; filename*=UTF-8''a_____.xlsx",
+        ),
+    ],
+)
+def test_content_disposition_has_no_control_format_or_quote_characters(
+    name: str, header: str
+) -> None:
+    value = content_disposition(name)
+    assert value == header
+    assert value.isascii() and value.isprintable()
