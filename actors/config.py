@@ -139,6 +139,13 @@ class Settings(BaseSettings):
     shutdown_grace_seconds: float = Field(
         60, ge=0, validation_alias=AliasChoices("FILE_EXPORT_SHUTDOWN_GRACE_SECONDS")
     )
+    worker_nice: int = Field(
+        10, ge=0, le=19, validation_alias=AliasChoices("FILE_EXPORT_WORKER_NICE")
+    )
+    """FILE_EXPORT_WORKER_NICE: added to the nice value of export worker processes, so the
+    event-loop process (API, leases) gets the CPU first when every core encodes. 0 keeps
+    workers at the service's priority: for hosts shared with other busy programs, where
+    niced workers would only get what those leave over."""
     provider_request_timeout_seconds: float = Field(
         60, gt=0, validation_alias=AliasChoices("FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS")
     )

@@ -148,10 +148,10 @@ async def open_database(
 def prepare_spool_dir(data_dir: Path) -> Path:
     """This process's XLSX spool directory, ``<data_dir>/tmp/<pid>``.
 
-    xlsxwriter's constant-memory mode spools rows to temporary files, several times the
-    final size. Keeping them under the data directory (not the system ``/tmp``, which may
-    be RAM) and per process lets start-up remove what a killed process left behind:
-    spool folders of pids that no longer run on this host.
+    Each export run gets a scratch directory here for its worker process
+    (``actors/pipeline/export_worker.py``). Keeping them under the data directory (not the
+    system ``/tmp``, which may be RAM) and per process lets start-up remove what a killed
+    process left behind: spool folders of pids that no longer run on this host.
     """
     root = data_dir / "tmp"
     root.mkdir(parents=True, exist_ok=True)

@@ -19,13 +19,15 @@ Where it is entered (the real IO that mock-clock tests can reach):
 * ``MysqlDatabase(io_guard=hold_mock_clock)`` (the ``store`` fixture): every statement,
   connect, and the kill of a discarded connection (``MysqlDatabase._aio``);
 * ``trio.to_thread.run_sync`` while a test runs on ``autojump_clock`` (patched by that
-  fixture): the export runner's writer calls, the registry source's file reads, trio's own
-  ``getaddrinfo``. Code that bound ``run_sync`` earlier (``LocalDirectoryStorage``'s
-  default ``offload``) is not patched; the ``storage`` fixture runs its file IO inline.
+  fixture): the export worker's temporary-directory cleanup, the registry source's file
+  reads, trio's own ``getaddrinfo``. Code that bound ``run_sync`` earlier
+  (``LocalDirectoryStorage``'s default ``offload``) is not patched; the ``storage``
+  fixture runs its file IO inline.
 
 Not reachable from mock-clock tests today, so not wrapped: real HTTP (the Provider client
-runs only in the real-clock end-to-end tests), subprocesses (none), the RocketMQ client
-(its tests use the real clock). A new mock-clock test that reaches one of them must
+runs only in the real-clock end-to-end tests), subprocesses (the export worker, started
+only by the real runner in real-clock tests), the RocketMQ client (its tests use the real
+clock). A new mock-clock test that reaches one of them must
 wrap the wait in ``hold_mock_clock()``.
 
 Hazard: a task that holds a database lock and then waits for mock time to pass, while

@@ -15,7 +15,8 @@ The hierarchy::
         │   ├── ProviderUnavailableError  5xx, connect/read timeout (§9.1)
         │   ├── CursorNotAdvancingError   hasMore without an advancing cursor (§10.1)
         │   ├── StorageUnavailableError   storage briefly unavailable
-        │   └── DeadlineExceededError     run passed execution_deadline_at (§8.3.1)
+        │   ├── DeadlineExceededError     run passed execution_deadline_at (§8.3.1)
+        │   └── ExportWorkerDiedError     the run's worker process died (killed, crashed)
         └── ExportAbortedError       the lease is lost: delete the file, write nothing (§8.3)
 
 Lower-layer errors (httpx, OSError, xlsxwriter) are translated into these at the edge of
@@ -131,6 +132,17 @@ class StorageUnavailableError(TransientExportError):
 class DeadlineExceededError(TransientExportError):
     """The run passed ``execution_deadline_at`` (§8.3.1). Counted as transient; the
     message names the limit, e.g. "execution exceeded the maximum duration of 30 minutes"."""
+
+
+class ExportWorkerDiedError(TransientExportError):
+    """The worker process that decodes and writes this run's file died under it: killed
+    by a signal (the OOM killer, an operator), crashed in native code, or exited. The
+    message names how it died and what it was doing, e.g. "export worker process died
+    (SIGKILL) while writing batch 3".
+
+    Transient: the process, not the export, failed, and the next attempt gets a new one.
+    Not raised when the run itself stops its worker (a lost lease, the deadline, a
+    shutdown): those are :class:`ExportAbortedError` / :class:`DeadlineExceededError`."""
 
 
 class ExportAbortedError(ExportError):

@@ -312,3 +312,40 @@ class ProviderBatch:
     next_cursor: str | None
     has_more: bool
     total_rows: int | None
+
+    @property
+    def row_count(self) -> int:
+        """Rows in this batch."""
+        return len(self.rows)
+
+    def summary(self) -> BatchSummary:
+        """The batch without its rows: what the cross-batch rules read."""
+        return BatchSummary(
+            schema_hash=self.schema_hash,
+            snapshot_token=self.snapshot_token,
+            columns=self.columns,
+            next_cursor=self.next_cursor,
+            has_more=self.has_more,
+            total_rows=self.total_rows,
+            row_count=len(self.rows),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSummary:
+    """One validated Provider batch (the answer's ``data``) without its rows.
+
+    An export worker process decodes and keeps the rows; it hands the parent this summary,
+    which is all the cross-batch rules need (schemaHash and snapshot token unchanged, the
+    cursor advancing, the ``max-rows`` bounds) and all the next request needs (the cursor).
+    Fields mean what they mean on :class:`ProviderBatch`; ``row_count`` is its number of
+    rows.
+    """
+
+    schema_hash: str
+    snapshot_token: str | None
+    columns: tuple[ColumnDef, ...] | None
+    next_cursor: str | None
+    has_more: bool
+    total_rows: int | None
+    row_count: int

@@ -44,8 +44,9 @@ class ExportResult:
 class RunContext:
     """One execution attempt: the claimed task plus its abort machinery.
 
-    ``abort_flag`` is a ``threading.Event`` so a worker thread writing the XLSX can see an
-    abort without touching trio. ``object_key`` is set by the pipeline as soon as it has
+    ``abort_flag`` is a ``threading.Event`` so a worker thread can see an abort without
+    touching trio (the export's own CPU work runs in a worker process, which the cancel
+    kills instead). ``object_key`` is set by the pipeline as soon as it has
     created the file, so every failure path can delete it (§9.5).
     """
 
@@ -55,6 +56,8 @@ class RunContext:
     abort_flag: threading.Event = field(default_factory=threading.Event)
     abort_reason: AbortReason | None = None
     object_key: str | None = None
+    #: Process id of the run's export worker while it runs (tests and diagnostics).
+    worker_pid: int | None = None
     #: ``trio.current_time()`` of the claim or of the last lease renewal that landed:
     #: the watchdog and the settle step count the lease margin from it.
     lease_renewed_at: float = 0.0

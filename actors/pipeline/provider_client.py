@@ -35,10 +35,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeGuard, cast
+from typing import Any, Protocol, cast
 
 import httpx
 import trio
@@ -46,35 +45,54 @@ import trio
 from actors.core.batch_rules import BatchGuard
 from actors.core.errors import (
     ExportError,
+    ExportWorkerDiedError,
     LimitExceededError,
     PermanentExportError,
     ProviderContractError,
     ProviderUnavailableError,
 )
-from actors.core.models import ColumnDef, ColumnType, ExportDefinition, ProviderBatch
+from actors.core.models import BatchSummary, ExportDefinition, ProviderBatch
 from actors.core.text import quote_outside
+from actors.pipeline.provider_decode import (
+    MAX_COLUMN_WIDTH,
+    MAX_SNAPSHOT_TOKEN_CHARS,
+    MAX_TOTAL_ROWS,
+    MIN_COLUMN_WIDTH,
+    SUPPORTED_SCHEMA_VERSION,
+    clip,
+    is_int,
+    parse_batch_data,
+    parse_batch_response,
+)
+
+# The decoding half lives in provider_decode (the export worker imports it without httpx);
+# its names stay importable from here.
+__all__ = [
+    "DEFAULT_REQUEST_TIMEOUT",
+    "MAX_COLUMN_WIDTH",
+    "MAX_SNAPSHOT_TOKEN_CHARS",
+    "MAX_TOTAL_ROWS",
+    "MIN_COLUMN_WIDTH",
+    "SERVICE_TOKEN_HEADER",
+    "SUPPORTED_SCHEMA_VERSION",
+    "BatchDecoder",
+    "BatchRequest",
+    "ProviderClient",
+    "ProviderObserver",
+    "iterate_batches",
+    "parse_batch_data",
+    "parse_batch_response",
+]
 
 #: Header that carries the shared internal token; the user's bearer token is never
 #: forwarded (§12).
 SERVICE_TOKEN_HEADER = "X-Internal-Service-Token"
-#: The only response schema version this client understands (§10.1 ``schemaVersion``).
-SUPPORTED_SCHEMA_VERSION = 1
-#: The File Service only bounds the opaque token and echoes it (§10.2).
-MAX_SNAPSHOT_TOKEN_CHARS = 512
-#: Column width bounds in Excel character units (§11: "列宽上限 ≤255").
-MIN_COLUMN_WIDTH = 1
-MAX_COLUMN_WIDTH = 255
-#: Largest ``totalRows`` the task row can hold (``total_rows`` is a signed BIGINT).
-MAX_TOTAL_ROWS = 2**63 - 1
 #: Default total time for one batch request, body included, in seconds
 #: (``FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS``).
 DEFAULT_REQUEST_TIMEOUT = 60.0
 
 #: How much of a 4xx body we read to quote the Provider's message in failure_message.
 _ERROR_DETAIL_BYTES = 8 * 1024
-#: Longest Provider-supplied text we copy into an error message (it ends up in
-#: failure_message, shown in the download center).
-_QUOTE_CHARS = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,17 +134,17 @@ class BatchRequest:
                 scope its query (§10.1: "这是原设计的严重缺口"), so the request is never
                 sent without them.
         """
-        if not _is_int(self.tenant_id) or self.tenant_id < 0:
+        if not is_int(self.tenant_id) or self.tenant_id < 0:
             raise ValueError(f"tenantId is required (§10.1), got {self.tenant_id!r}")
         if not isinstance(self.app_code, str) or not self.app_code:
             raise ValueError(f"appCode is required (§10.1), got {self.app_code!r}")
-        if not _is_int(self.requested_by) or self.requested_by < 0:
+        if not is_int(self.requested_by) or self.requested_by < 0:
             raise ValueError(f"requestedBy is required (§10.1), got {self.requested_by!r}")
-        if not _is_int(self.task_id):
+        if not is_int(self.task_id):
             raise ValueError(f"taskId must be an integer, got {self.task_id!r}")
-        if not _is_int(self.dispatch_version):
+        if not is_int(self.dispatch_version):
             raise ValueError(f"dispatchVersion must be an integer, got {self.dispatch_version!r}")
-        if not _is_int(self.limit) or self.limit < 1:
+        if not is_int(self.limit) or self.limit < 1:
             raise ValueError(f"limit must be a positive integer, got {self.limit!r}")
         if not isinstance(self.parameters, Mapping):
             raise ValueError("parameters must be a mapping")
@@ -143,6 +161,20 @@ class BatchRequest:
         }
 
 
+class BatchDecoder(Protocol):
+    """Decodes and checks one raw HTTP 200 body (see :meth:`ProviderClient.fetch_batch`)."""
+
+    async def __call__(
+        self, raw: bytes, *, service: str, limit: int, max_columns: int
+    ) -> ProviderBatch | BatchSummary:
+        """Return the validated batch or its summary.
+
+        Raises:
+            ProviderContractError, LimitExceededError: as :func:`parse_batch_response`.
+        """
+        ...
+
+
 class ProviderObserver(Protocol):
     """Receives one observation per Provider request (metrics, §13)."""
 
@@ -152,8 +184,9 @@ class ProviderObserver(Protocol):
         Args:
             service: the registry's ``provider-service``.
             export_type: the export type requested.
-            seconds: duration from sending to a validated batch or an error, in seconds of
-                trio's clock.
+            seconds: duration from sending to the last byte of the answer (or the error),
+                in seconds of trio's clock. Decoding is not counted: it may wait for an
+                export worker that is still writing the previous batch.
             ok: ``True`` when a valid batch came back; ``False`` for any §9.1 error.
         """
 
@@ -234,8 +267,12 @@ class ProviderClient:
             await self._http.aclose()
 
     async def fetch_batch(
-        self, definition: ExportDefinition, request: BatchRequest
-    ) -> ProviderBatch:
+        self,
+        definition: ExportDefinition,
+        request: BatchRequest,
+        *,
+        decode: BatchDecoder | None = None,
+    ) -> Any:
         """POST one §10.1 request and return the validated batch.
 
         The body is streamed and counted while it arrives; reading stops as soon as it
@@ -247,9 +284,15 @@ class ProviderClient:
             definition: the registry entry; ``provider_service`` picks the base URL and
                 ``provider_path`` is appended to it.
             request: the request body.
+            decode: decodes and checks the raw body, called as ``await decode(raw,
+                service=..., limit=..., max_columns=...)``; an export run passes its
+                worker process's (:class:`actors.pipeline.export_worker.ExportWorker`), which
+                answers a :class:`BatchSummary` and keeps the rows. ``None``: decode here
+                with :func:`parse_batch_response`.
 
         Returns:
-            The batch. ``columns`` is ``None`` when the Provider omitted them.
+            The batch (:class:`ProviderBatch`), or what ``decode`` returns. ``columns`` is
+            ``None`` when the Provider omitted them.
 
         Raises:
             ValueError: a tenant field is missing; nothing was sent.
@@ -268,25 +311,36 @@ class ProviderClient:
         body = _encode(request)  # raises ValueError before any IO
         service = definition.provider_service
         started = trio.current_time()
+        seconds: float | None = None
         try:
             raw = await self._post_within_limit(definition, body)
-            batch = parse_batch_response(
-                raw, service=service, limit=request.limit, max_columns=self._max_columns
-            )
+            seconds = trio.current_time() - started
+            if decode is None:
+                batch = parse_batch_response(
+                    raw, service=service, limit=request.limit, max_columns=self._max_columns
+                )
+            else:
+                batch = await decode(
+                    raw, service=service, limit=request.limit, max_columns=self._max_columns
+                )
+        except ExportWorkerDiedError:
+            raise  # our process failed, not the Provider
         except ExportError:
-            self._observe(definition, started, ok=False)
+            self._observe(definition, started, seconds, ok=False)
             raise
         # Cancellation and programming errors are not observed: they say nothing about
         # the Provider's health.
-        self._observe(definition, started, ok=True)
+        self._observe(definition, started, seconds, ok=True)
         return batch
 
-    def _observe(self, definition: ExportDefinition, started: float, *, ok: bool) -> None:
+    def _observe(
+        self, definition: ExportDefinition, started: float, seconds: float | None, *, ok: bool
+    ) -> None:
         if self._observer is not None:
             self._observer.observe_request(
                 definition.provider_service,
                 definition.export_type,
-                trio.current_time() - started,
+                trio.current_time() - started if seconds is None else seconds,
                 ok,
             )
 
@@ -386,214 +440,6 @@ class ProviderClient:
         )
 
 
-def parse_batch_response(
-    raw: bytes, *, service: str, limit: int, max_columns: int
-) -> ProviderBatch:
-    """Decode one HTTP 200 body: JSON, the §5 envelope, then :func:`parse_batch_data`. Pure.
-
-    Integers longer than Python's int/str conversion limit (4,300 digits) are kept as
-    their digit strings rather than failing the decode: a ``totalRows`` of that size is
-    then refused by name, and a cell keeps its exact digits (§5 renders Long values as
-    strings anyway).
-
-    Args:
-        raw: the response body.
-        service: the ``provider-service`` name, for messages.
-        limit: the ``limit`` that was requested, rows.
-        max_columns: the column limit (§12: 100).
-
-    Returns:
-        The validated batch.
-
-    Raises:
-        ProviderContractError: not JSON, not an envelope, a code other than "200" (the
-            Provider's code and message quoted, escaped), a malformed ``data`` (see
-            :func:`parse_batch_data`), or anything else Python raises while reading it.
-        LimitExceededError: more than ``max_columns`` columns.
-    """
-    try:
-        envelope = _decode_json(raw)
-    except (ValueError, RecursionError) as exc:
-        raise ProviderContractError(
-            f"provider {service} answered non-JSON: {quote_outside(str(exc))}"
-        ) from None
-    try:
-        return _parse_envelope(envelope, service, limit, max_columns)
-    except ExportError:
-        raise
-    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
-        # Same class of fault as a malformed field (e.g. a message nested too deeply to
-        # quote): the answer is unusable, so it is permanent and never costs the retries a
-        # transient error would.
-        raise ProviderContractError(
-            f"provider {service} answered data that cannot be read "
-            f"({type(exc).__name__}: {quote_outside(str(exc))})"
-        ) from None
-
-
-def _parse_envelope(envelope: Any, service: str, limit: int, max_columns: int) -> ProviderBatch:
-    if not isinstance(envelope, dict):
-        raise ProviderContractError(f"provider {service} answered JSON that is not an object")
-    code = envelope.get("code")
-    if isinstance(code, bool) or not isinstance(code, str | int):
-        raise ProviderContractError(f"provider {service} envelope has no code")
-    if str(code) != "200":
-        message = envelope.get("message")
-        raise ProviderContractError(
-            f"provider {service} answered code {_clip(str(code))}: {_clip(str(message))}"
-        )
-    data = envelope.get("data")
-    if not isinstance(data, dict):
-        raise ProviderContractError(f"provider {service} envelope data is not an object")
-    try:
-        return parse_batch_data(data, limit=limit, max_columns=max_columns)
-    except ProviderContractError as exc:
-        raise ProviderContractError(f"provider {service}: {exc}") from None
-
-
-def _decode_json(raw: bytes) -> Any:
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        raise
-    except ValueError:
-        # Only Python's int/str digit limit raises a plain ValueError here (CPython's
-        # decoder); decode again, keeping over-long integers as digit strings.
-        return json.loads(raw, parse_int=_parse_json_int)
-
-
-def _parse_json_int(text: str) -> int | str:
-    try:
-        return int(text)
-    except ValueError:
-        return text
-
-
-def parse_batch_data(data: Mapping[str, Any], *, limit: int, max_columns: int) -> ProviderBatch:
-    """Validate the §10.1 ``data`` object and build a :class:`ProviderBatch`. Pure.
-
-    Args:
-        data: the envelope's ``data``.
-        limit: the ``limit`` that was requested; more rows than this is a contract breach.
-        max_columns: the column limit (§12: 100).
-
-    Returns:
-        The batch; ``rows`` is the list from the response (not copied).
-
-    Raises:
-        ProviderContractError: a field is missing or of the wrong type, ``schemaVersion``
-            is not 1, a column is malformed, ``snapshotToken`` is over 512 characters,
-            ``snapshotToken`` or ``nextCursor`` is not valid Unicode (a lone surrogate
-            cannot be sent back), there are more rows than ``limit``, ``totalRows`` is
-            not an integer in 0..2**63-1.
-        LimitExceededError: more than ``max_columns`` columns.
-    """
-    version = data.get("schemaVersion")
-    if version != SUPPORTED_SCHEMA_VERSION or not _is_int(version):
-        raise ProviderContractError(f"unsupported schemaVersion {_clip(repr(version))}")
-    schema_hash = data.get("schemaHash")
-    if not isinstance(schema_hash, str) or not schema_hash:
-        raise ProviderContractError("schemaHash is missing or not a string")
-    token = data.get("snapshotToken")
-    if token is not None and not isinstance(token, str):
-        raise ProviderContractError("snapshotToken is not a string")
-    if token is not None and len(token) > MAX_SNAPSHOT_TOKEN_CHARS:
-        raise ProviderContractError(
-            f"snapshotToken has {len(token)} characters; the limit is "
-            f"{MAX_SNAPSHOT_TOKEN_CHARS} (§10.2)"
-        )
-    if token is not None and not _is_unicode(token):
-        raise ProviderContractError("snapshotToken is not valid Unicode (lone surrogate)")
-    raw_columns = data.get("columns")
-    columns = None if raw_columns is None else _parse_columns(raw_columns, max_columns)
-    rows = data.get("rows")
-    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
-        raise ProviderContractError("rows is not a list of objects")
-    if len(rows) > limit:
-        raise ProviderContractError(
-            f"batch has {len(rows)} rows; the batch-size limit is {limit} rows (§12)"
-        )
-    next_cursor = data.get("nextCursor")
-    if next_cursor is not None and not isinstance(next_cursor, str):
-        raise ProviderContractError("nextCursor is not a string")
-    if next_cursor is not None and not _is_unicode(next_cursor):
-        # It is sent back as UTF-8 in the next request, which cannot encode it.
-        raise ProviderContractError("nextCursor is not valid Unicode (lone surrogate)")
-    has_more = data.get("hasMore")
-    if not isinstance(has_more, bool):
-        raise ProviderContractError("hasMore is missing or not a boolean")
-    return ProviderBatch(
-        schema_version=SUPPORTED_SCHEMA_VERSION,
-        schema_hash=schema_hash,
-        snapshot_token=token,
-        columns=columns,
-        rows=rows,
-        next_cursor=next_cursor,
-        has_more=has_more,
-        total_rows=_parse_total_rows(data.get("totalRows")),
-    )
-
-
-def _parse_columns(raw: Any, max_columns: int) -> tuple[ColumnDef, ...]:
-    if not isinstance(raw, list):
-        raise ProviderContractError("columns is not a list")
-    if len(raw) > max_columns:
-        raise LimitExceededError(
-            f"provider declared {len(raw)} columns; the limit is {max_columns} columns"
-        )
-    columns: list[ColumnDef] = []
-    seen: set[str] = set()
-    for index, item in enumerate(raw):
-        if not isinstance(item, dict):
-            raise ProviderContractError(f"columns[{index}] is not an object")
-        key, title, kind, width = (item.get(f) for f in ("key", "title", "type", "width"))
-        if not isinstance(key, str) or not key:
-            raise ProviderContractError(f"columns[{index}].key is missing or not a string")
-        if key in seen:
-            raise ProviderContractError(f"columns[{index}].key {_clip(key)!r} is duplicated")
-        seen.add(key)
-        if not isinstance(title, str):
-            raise ProviderContractError(f"columns[{index}].title is missing or not a string")
-        if not isinstance(kind, str) or kind not in ColumnType.__members__:
-            raise ProviderContractError(
-                f"columns[{index}].type {_clip(repr(kind))} is not one of "
-                f"{', '.join(t.value for t in ColumnType)}"
-            )
-        column_type = ColumnType(kind)
-        if width is not None and (
-            not _is_int(width) or not MIN_COLUMN_WIDTH <= width <= MAX_COLUMN_WIDTH
-        ):
-            raise ProviderContractError(
-                f"columns[{index}].width {_clip(repr(width))} is not an integer in "
-                f"{MIN_COLUMN_WIDTH}..{MAX_COLUMN_WIDTH}"
-            )
-        columns.append(ColumnDef(key=key, title=title, type=column_type, width=width))
-    return tuple(columns)
-
-
-def _parse_total_rows(value: Any) -> int | None:
-    # An estimate for progress only (§10.2); accepted as a number or, as Long values are
-    # rendered on the wire (§5), as a string of digits. It is stored in a BIGINT column,
-    # so a larger figure is refused here, by name, not by the database mid-run.
-    if value is None:
-        return None
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        if len(value.lstrip("0")) > len(str(MAX_TOTAL_ROWS)):  # never int() 5,000 digits
-            raise ProviderContractError(
-                f"totalRows has {len(value.lstrip('0'))} digits; the largest the task can "
-                f"hold is {MAX_TOTAL_ROWS}"
-            )
-        value = int(value)
-    if _is_int(value) and value >= 0:
-        if value > MAX_TOTAL_ROWS:
-            raise ProviderContractError(
-                f"totalRows of about 10^{math.floor(value.bit_length() * math.log10(2))} "
-                f"is larger than the task can hold ({MAX_TOTAL_ROWS})"
-            )
-        return int(value)
-    raise ProviderContractError(f"totalRows {_clip(repr(value))} is not a non-negative integer")
-
-
 async def iterate_batches(
     client: ProviderClient,
     definition: ExportDefinition,
@@ -604,7 +450,8 @@ async def iterate_batches(
     requested_by: int,
     dispatch_version: int,
     parameters: Mapping[str, Any],
-) -> AsyncIterator[ProviderBatch]:
+    decode: BatchDecoder | None = None,
+) -> AsyncIterator[Any]:
     """Yield every batch of one export, enforcing the cross-batch rules of §10.1/§10.2.
 
     The first request has no cursor and no token and asks for ``definition.batch_size``
@@ -622,9 +469,13 @@ async def iterate_batches(
         task_id, tenant_id, app_code, requested_by, dispatch_version: from the task row;
             the tenant fields are sent on every request (§10.1).
         parameters: the task's business parameters.
+        decode: how each raw body is decoded (see :meth:`ProviderClient.fetch_batch`);
+            an export run passes its worker's, and then receives :class:`BatchSummary`
+            values: the rules below need no rows.
 
     Yields:
-        Each validated batch; only the first carries ``columns``, as the Provider sent it.
+        Each validated batch (:class:`ProviderBatch`, or what ``decode`` returns); only
+        the first carries ``columns``, as the Provider sent it.
 
     Raises:
         ValueError: a tenant field is missing (nothing is sent).
@@ -660,7 +511,7 @@ async def iterate_batches(
             snapshot_token=token,
             limit=limit,
         )
-        batch = await client.fetch_batch(definition, request)
+        batch = await client.fetch_batch(definition, request, decode=decode)
         if schema_hash is None:
             if not batch.columns:
                 raise ProviderContractError("the first batch carries no columns (§10.1)")
@@ -669,22 +520,22 @@ async def iterate_batches(
         else:
             if batch.schema_hash != schema_hash:
                 raise ProviderContractError(
-                    f"schemaHash changed between batches ({_clip(schema_hash)} -> "
-                    f"{_clip(batch.schema_hash)}): the Provider changed its columns during "
+                    f"schemaHash changed between batches ({clip(schema_hash)} -> "
+                    f"{clip(batch.schema_hash)}): the Provider changed its columns during "
                     "the export (§10.1)"
                 )
             # A later batch may omit the token (we already hold it) but must not swap it:
             # a new snapshot would mix rows from two points in time (§10.2).
             if batch.snapshot_token is not None and batch.snapshot_token != token:
                 raise ProviderContractError("snapshotToken changed between batches (§10.2)")
-        if len(batch.rows) > limit:
+        if batch.row_count > limit:
             raise ProviderContractError(
-                f"batch has {len(batch.rows)} rows; the batch-size limit is {limit} rows"
+                f"batch has {batch.row_count} rows; the batch-size limit is {limit} rows"
             )
         guard.check(
             next_cursor=batch.next_cursor,
             has_more=batch.has_more,
-            rows=len(batch.rows),
+            rows=batch.row_count,
             total_rows=batch.total_rows,
         )
         yield batch
@@ -707,7 +558,7 @@ async def _error_detail(response: httpx.Response) -> str:
         return ""
     if isinstance(envelope, dict) and envelope.get("message") is not None:
         try:
-            return f"code {_clip(str(envelope.get('code')))}: {_clip(str(envelope['message']))}"
+            return f"code {clip(str(envelope.get('code')))}: {clip(str(envelope['message']))}"
         except (ValueError, RecursionError):  # nested too deeply to quote: quote nothing
             return ""
     return ""
@@ -736,22 +587,6 @@ def _body_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
     # httpx types aiter_bytes() as an AsyncIterator; it is an async generator, which is
     # what contextlib.aclosing needs.
     return cast("AsyncGenerator[bytes, None]", response.aiter_bytes())
-
-
-def _is_int(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _clip(text: str) -> str:
-    return quote_outside(text, _QUOTE_CHARS)
-
-
-def _is_unicode(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _format_bytes(size: int) -> str:

@@ -1,9 +1,14 @@
 """The export body: Provider batches → XLSX → storage, for one claimed attempt.
 
 Called by a consumer slot inside the run's cancel scope, with the lease watchdog beside
-it. XLSX encoding is CPU-bound and runs in a worker thread (DESIGN §7), one batch per
-call, so the event loop keeps renewing leases and serving HTTP; the thread sees an abort
-through ``RunContext.abort_flag`` at its next write.
+it. The run's CPU work — decoding the Provider's JSON, typing cells, encoding and
+compressing the XLSX — runs in a worker process of its own
+(:mod:`actors.pipeline.export_worker`), so the event loop keeps renewing leases and
+serving HTTP, and concurrent exports use every core. This process keeps the Provider
+calls and their cross-batch rules (fed by the worker's batch summaries), the fenced
+database writes, progress and storage. A cancelled run kills its worker (that replaces
+``RunContext.abort_flag``, which cannot cross a process); a worker that dies fails the
+run as transient.
 
 Definition values that protect downstream services (``provider-*``, ``batch-size``,
 ``max-rows``) are read from the registry *at execution time* (§10.4).
@@ -19,8 +24,8 @@ a database blip never costs the export an attempt; the next batch writes a newer
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
@@ -29,18 +34,12 @@ import trio
 
 from actors.config import Settings
 from actors.core.batch_rules import final_total_rows
-from actors.core.errors import (
-    ExportAbortedError,
-    PermanentExportError,
-    StorageUnavailableError,
-    sole_exception,
-)
-from actors.core.models import ProviderBatch
+from actors.core.errors import ExportAbortedError, PermanentExportError
 from actors.core.text import safe_file_name
 from actors.pipeline.context import ExportResult, RunContext
+from actors.pipeline.export_worker import ExportWorker, open_export_worker
 from actors.pipeline.provider_client import ProviderClient, iterate_batches
 from actors.pipeline.storage import XLSX_CONTENT_TYPE, ExportStorage, new_object_key
-from actors.pipeline.xlsx_stream import XlsxStreamWriter
 from actors.registry_source import RegistryHolder
 from db.database import TransientDatabaseError
 from db.store import ExportStore
@@ -87,80 +86,67 @@ class ExportRunner:
             raise ExportAbortedError("export aborted: lease lost before writing")
         out: BinaryIO = await self.storage.create(key)
         ctx.object_key = key
-        writer: XlsxStreamWriter | None = None
         total_estimate: int | None = None
         batches = 0
         progress = _Progress(self.store, ctx)
-        # One batch of read-ahead: the next Provider request runs while this batch is
-        # encoded, so Provider latency and XLSX encoding overlap.
-        send, recv = trio.open_memory_channel[ProviderBatch](1)
-
-        async def fetch() -> None:
-            async with send:
-                async for batch in iterate_batches(
-                    self.provider,
-                    definition,
-                    task_id=task.id,
-                    tenant_id=task.tenant_id,
-                    app_code=task.app_code,
-                    requested_by=task.requested_by,
-                    dispatch_version=task.dispatch_version,
-                    parameters=task.parameters,
-                ):
-                    await send.send(batch)
-
+        worker: ExportWorker | None = None
         try:
-            try:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(fetch)
-                    async with recv:
-                        async for batch in recv:
-                            batches += 1
-                            if writer is None:
-                                assert batch.columns is not None  # first batch has them
-                                writer = XlsxStreamWriter(
-                                    out,
-                                    batch.columns,
-                                    max_rows=definition.max_rows,
-                                    max_bytes=self.settings.max_file_bytes,
-                                    abort=ctx.abort_flag,
-                                    tmpdir=str(self.spool_dir) if self.spool_dir else None,
-                                )
-                            await _in_thread(writer.write_rows, batch.rows, batches)
-                            # Providers may send the estimate on the first batch only (§10.2):
-                            # keep the last one known rather than blanking the total.
-                            if batch.total_rows is not None:
-                                total_estimate = batch.total_rows
-                            await progress.report(writer.rows_written, total_estimate)
-            except BaseExceptionGroup as group:
-                raise sole_exception(group) from None
-            assert writer is not None
-            size = await _in_thread(writer.close)
-            await _in_thread(_close_durably, out)
-            total_rows, shortfall = final_total_rows(total_estimate, writer.rows_written)
-            if shortfall is not None:
-                writer.warnings.note(shortfall)
+            async with open_export_worker(
+                out,
+                max_rows=definition.max_rows,
+                max_bytes=self.settings.max_file_bytes,
+                spool_dir=self.spool_dir,
+                nice=self.settings.worker_nice,
+            ) as worker:
+                ctx.worker_pid = worker.pid
+                async with contextlib.aclosing(
+                    iterate_batches(
+                        self.provider,
+                        definition,
+                        task_id=task.id,
+                        tenant_id=task.tenant_id,
+                        app_code=task.app_code,
+                        requested_by=task.requested_by,
+                        dispatch_version=task.dispatch_version,
+                        parameters=task.parameters,
+                        decode=worker.decode,
+                    )
+                ) as stream:
+                    async for summary in stream:
+                        batches += 1
+                        # Providers may send the estimate on the first batch only (§10.2):
+                        # keep the last one known rather than blanking the total.
+                        if summary.total_rows is not None:
+                            total_estimate = summary.total_rows
+                        # One batch of read-ahead: the worker writes this batch while the
+                        # next Provider request is on its way (its decode waits for it).
+                        await worker.write(batches)
+                        if batches > 1:  # the rows the worker confirmed, up to the last batch
+                            await progress.report(worker.rows_written, total_estimate)
+                rows = await worker.finish_writes()
+                await progress.report(rows, total_estimate)
+                total_rows, shortfall = final_total_rows(total_estimate, rows)
+                size = await worker.close(shortfall)
         except BaseException:
-            if writer is not None:
-                writer.discard()
-            out.close()
+            out.close()  # the worker is gone; the slot deletes the partial file by its key
             raise
         finally:
-            if writer is not None and writer.warnings:
+            if worker is not None and worker.warnings:
                 log.warning(
                     "task %s v%d: provider data warnings after %d rows in %d batches: %s",
                     task.id,
                     task.dispatch_version,
-                    writer.rows_written,
+                    worker.rows_written,
                     batches,
-                    writer.warnings.summary(),
+                    worker.warnings,
                 )
+        out.close()  # the worker has flushed and fsynced the file through its descriptor
         return ExportResult(
             object_key=key,
             file_name=download_file_name(task.task_name, datetime.now()),
             content_type=XLSX_CONTENT_TYPE,
             size_bytes=size,
-            rows=writer.rows_written,
+            rows=rows,
             total_rows=total_rows,
         )
 
@@ -192,19 +178,3 @@ class _Progress:
                     self.skipped,
                     exc,
                 )
-
-
-def _close_durably(out: BinaryIO) -> None:
-    """Flush and fsync before the commit says the file exists."""
-    out.flush()
-    os.fsync(out.fileno())
-    out.close()
-
-
-async def _in_thread(fn, *args):  # type: ignore[no-untyped-def]
-    """Run blocking writer work in a thread; translate OS errors (disk full …) into the
-    transient storage error of §9.1."""
-    try:
-        return await trio.to_thread.run_sync(fn, *args)
-    except OSError as exc:
-        raise StorageUnavailableError(f"storage write failed: {exc.strerror or exc}") from exc

@@ -1,0 +1,300 @@
+"""One worker process per export run: the run's CPU work, off the event-loop process.
+
+Decoding the Provider's JSON, typing cells and encoding and compressing the XLSX take a
+core each; in threads of the event-loop process they share its GIL with the API and the
+lease watchdog, and the whole service used one core. So each run gets a child process
+(:mod:`actors.pipeline.worker_main`) that does that work, while the parent keeps the HTTP
+calls, the cross-batch rules, the fenced database writes, progress and storage.
+
+Why a dedicated child per run rather than trio-parallel's worker pool
+(``open_worker_context`` / ``run_sync(..., kill_on_cancel=True)``): both give cancellable,
+crash-isolated processes, but
+
+* a run's writer lives across all its batches, so a run must keep one process. A
+  trio-parallel context hands each call any idle worker of its cache and silently starts a
+  fresh one if the last died; the run would need a private context plus its own check that
+  the state is still there, and the cache would then add nothing;
+* the worker writes the XLSX straight into the storage file: a child we start inherits its
+  descriptor (``pass_fds``). trio-parallel pickles arguments, so the file would have to be
+  spooled elsewhere and copied;
+* a frame protocol lets the worker answer a batch's summary as soon as it is decoded and
+  keep encoding while the parent already sends the next Provider request — one batch of
+  read-ahead; ``run_sync`` is one call, one answer;
+* ``spawn`` workers re-import the parent's ``__main__`` (the whole service: Quart,
+  hypercorn, httpx) in every worker; ``python -m actors.pipeline.worker_main`` imports the
+  decoder and the writer only, so it starts in a fraction of the time and memory.
+
+Structured cancellation: the process belongs to the ``async with`` block of
+:func:`open_export_worker`, inside the run's cancel scope. Leaving the block by any
+exception — a cancel from the lease watchdog, the deadline guard or the shutdown
+hand-back included — sends SIGKILL and reaps the process before the block exits, so no
+worker outlives its run. The parent deletes the partial file (the consumer slot, by object
+key) and the worker's temporary directory (here).
+
+A worker that dies on its own (SIGKILL by the OOM killer, a segfault, ``os._exit``) shows
+as the end of its reply pipe: the run fails with :class:`ExportWorkerDiedError`
+(transient), naming the signal or exit status and what the worker was doing, e.g.
+"export worker process died (SIGKILL) while writing batch 3".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections import deque
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import BinaryIO
+
+import trio
+
+from actors.core.errors import ExportWorkerDiedError, StorageUnavailableError
+from actors.core.models import BatchSummary
+from actors.pipeline.worker_protocol import (
+    EXPORT_ERRORS,
+    HEADER,
+    Close,
+    Closed,
+    Decode,
+    Decoded,
+    Failed,
+    Reply,
+    Request,
+    Start,
+    Write,
+    Written,
+    decode_payload,
+    encode_frame,
+    frame_length,
+)
+
+#: Seconds a worker may take to exit after its request pipe closed, before SIGKILL.
+EXIT_TIMEOUT = 10.0
+_READ_CHUNK = 64 * 1024
+
+
+class ExportWorker:
+    """The parent's handle on one run's worker process. Made by :func:`open_export_worker`.
+
+    Requests are pipelined: :meth:`write` only sends, and the reply is collected by the
+    next call that waits (:meth:`decode`, :meth:`finish_writes` or :meth:`close`). Use it
+    from one task at a time.
+
+    Attributes:
+        pid: the worker's process id.
+        rows_written: data rows the worker has confirmed written.
+        warnings: the run's data-warning summary as last reported, or ``""``.
+    """
+
+    def __init__(self, process: trio.Process) -> None:
+        self._process = process
+        self.pid: int = process.pid
+        self.rows_written = 0
+        self.warnings = ""
+        self._waiting: deque[str] = deque()  # what each unanswered request asks for
+        self._batches_sent = 0
+        self._buffer = bytearray()
+
+    async def decode(
+        self, raw: bytes, *, service: str, limit: int, max_columns: int
+    ) -> BatchSummary:
+        """Have the worker decode and check one Provider body; it keeps the rows.
+
+        The signature matches the ``decode`` hook of
+        :meth:`actors.pipeline.provider_client.ProviderClient.fetch_batch`.
+
+        Returns:
+            The batch's summary.
+
+        Raises:
+            ProviderContractError, LimitExceededError: as
+                :func:`actors.pipeline.provider_decode.parse_batch_response`; or an error
+                of the previous :meth:`write`, reported first.
+            ExportWorkerDiedError: the worker died.
+        """
+        self._batches_sent += 1
+        batch = self._batches_sent
+        await self._send(Decode(batch, raw, service, limit, max_columns), f"decoding batch {batch}")
+        while True:
+            reply = await self._reply()
+            if isinstance(reply, Decoded):
+                return reply.summary
+
+    async def write(self, batch: int) -> None:
+        """Ask the worker to write the batch it decoded last, without waiting for it.
+
+        Args:
+            batch: the batch's 1-based number in the run, for messages.
+        """
+        await self._send(Write(batch), f"writing batch {batch}")
+
+    async def finish_writes(self) -> int:
+        """Wait for every write sent so far; return the data rows written.
+
+        Raises:
+            ExportError: a write failed (e.g. ``LimitExceededError`` for max-rows or the
+                file size, ``ProviderContractError`` for a value no cell can hold).
+            ExportWorkerDiedError: the worker died.
+        """
+        while self._waiting:
+            await self._reply()
+        return self.rows_written
+
+    async def close(self, note: str | None) -> int:
+        """Finish, flush and fsync the file; return its size in bytes.
+
+        Args:
+            note: a run-level warning for the summary (e.g. fewer rows than announced).
+
+        Raises:
+            ExportError: the file could not be finished (size limit, disk).
+            ExportWorkerDiedError: the worker died.
+        """
+        await self._send(Close(note), "finishing the file")
+        while True:
+            reply = await self._reply()
+            if isinstance(reply, Closed):
+                return reply.size
+
+    async def _send(self, request: Request, doing: str) -> None:
+        self._waiting.append(doing)
+        try:
+            await self._process.stdin.send_all(encode_frame(request))  # type: ignore[union-attr]
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            # The worker is gone. If it failed a request first, its reply says why.
+            while True:
+                await self._reply()
+
+    async def _reply(self) -> Reply:
+        """Read the next reply and account for it; raise a reported failure."""
+        header = await self._receive_exactly(HEADER.size)
+        reply = decode_payload(await self._receive_exactly(frame_length(header)))
+        self._waiting.popleft()
+        if isinstance(reply, Written | Closed | Failed):
+            self.rows_written = reply.rows_written
+            self.warnings = reply.warnings
+        if isinstance(reply, Failed):
+            if reply.internal:
+                raise RuntimeError(f"export worker failed: {reply.error}: {reply.message}")
+            raise EXPORT_ERRORS[reply.error](reply.message)
+        return reply  # type: ignore[return-value]
+
+    async def _receive_exactly(self, size: int) -> bytes:
+        stream = self._process.stdout
+        assert stream is not None
+        while len(self._buffer) < size:
+            try:
+                chunk = await stream.receive_some(max(_READ_CHUNK, size - len(self._buffer)))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                chunk = b""
+            if not chunk:
+                raise await self._death()
+            self._buffer += chunk
+        data = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return data
+
+    async def _death(self) -> ExportWorkerDiedError:
+        """The error for a worker whose reply pipe ended: how it died, and doing what."""
+        with trio.move_on_after(1.0):
+            await self._process.wait()
+        code = self._process.returncode
+        if code is None:
+            how = "closed its reply pipe"
+        elif code < 0:
+            how = _signal_name(-code)
+        elif code == 0:
+            how = "exit status 0"
+        else:
+            how = f"exit status {code}"
+        doing = self._waiting[0] if self._waiting else "between requests"
+        return ExportWorkerDiedError(f"export worker process died ({how}) while {doing}")
+
+
+@contextlib.asynccontextmanager
+async def open_export_worker(
+    out: BinaryIO,
+    *,
+    max_rows: int,
+    max_bytes: int,
+    spool_dir: Path | None,
+    nice: int = 10,
+) -> AsyncIterator[ExportWorker]:
+    """Start a worker process for one run; stop it when the block ends.
+
+    The worker writes the XLSX into ``out``'s descriptor (inherited), from its current
+    position. Leaving the block normally closes the worker's request pipe and waits for
+    it to exit (SIGKILL after :data:`EXIT_TIMEOUT` seconds); leaving it by an exception,
+    cancellation included, kills it with SIGKILL at once. Either way the process is reaped
+    and its temporary directory deleted before the block exits. ``out`` stays open (the
+    caller closes it).
+
+    Args:
+        out: the storage file, opened for writing (a real file with a descriptor).
+        max_rows: registry ``max-rows`` of the export.
+        max_bytes: largest file, bytes.
+        spool_dir: where the run's temporary directory is made; ``None`` = the system's.
+        nice: added to the worker's nice value (``FILE_EXPORT_WORKER_NICE``, 0..19).
+
+    Yields:
+        The worker handle. Its ``Start`` request is already sent (its reply is read by
+        the first call that waits), so the process starts while the first Provider
+        request is on its way.
+
+    Raises:
+        StorageUnavailableError: the temporary directory cannot be made, or the process
+            cannot be started.
+    """
+    try:
+        tmpdir = tempfile.mkdtemp(prefix="run-", dir=spool_dir)
+    except OSError as exc:
+        raise StorageUnavailableError(f"cannot create the export spool directory: {exc}") from exc
+    try:
+        fd = out.fileno()
+        try:
+            process = await trio.lowlevel.open_process(
+                [sys.executable, "-m", "actors.pipeline.worker_main"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                pass_fds=(fd,),
+            )
+        except OSError as exc:
+            raise StorageUnavailableError(f"cannot start an export worker process: {exc}") from exc
+        worker = ExportWorker(process)
+        try:
+            await worker._send(Start(fd, max_rows, max_bytes, tmpdir, nice), "starting")
+            yield worker
+            await _stop(process)
+        finally:
+            if process.returncode is None:
+                process.kill()  # SIGKILL: no worker outlives its run
+            with trio.CancelScope(shield=True):
+                await process.wait()
+                for stream in (process.stdin, process.stdout):
+                    if stream is not None:
+                        await stream.aclose()
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(shutil.rmtree, tmpdir, True)
+
+
+async def _stop(process: trio.Process) -> None:
+    """End a worker that finished its run: close its requests, let it exit."""
+    assert process.stdin is not None
+    await process.stdin.aclose()
+    with trio.move_on_after(EXIT_TIMEOUT):
+        await process.wait()
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+__all__ = ["EXIT_TIMEOUT", "ExportWorker", "open_export_worker"]

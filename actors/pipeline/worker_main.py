@@ -1,0 +1,199 @@
+"""The export worker process: decodes one run's Provider answers and writes its XLSX.
+
+Started by :func:`actors.pipeline.export_worker.open_export_worker` as
+``python -m actors.pipeline.worker_main``, one process per export run, and spoken to with
+the frames of :mod:`actors.pipeline.worker_protocol` over its stdin/stdout. It holds the
+run's writer across batches, so every batch of a run goes to this one process. It never
+touches the database, the network or the storage interface: it writes the one file
+descriptor it was given.
+
+At start it
+
+* ignores SIGINT and SIGTERM: a Ctrl-C or a service manager's SIGTERM to the process
+  group is meant for the parent, whose drain decides when this run ends (it hands the task
+  back, then kills the worker). The parent ends the worker by closing its stdin (clean) or
+  with SIGKILL (cancel);
+* lowers its own scheduling priority (``nice`` +10, ``FILE_EXPORT_WORKER_NICE``) on the
+  parent's first request, so when every core is busy encoding the parent's event loop —
+  the API, lease renewals — still gets the CPU first;
+* moves the frame pipe off file descriptor 1 and points 1 at stderr, so a stray print from
+  a library cannot corrupt a frame.
+
+It imports only the decoder, the writer and the pure core (not trio, httpx or the web
+stack), which keeps its start fast and its memory small.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+from typing import BinaryIO
+
+from actors.core.errors import ExportError, StorageUnavailableError
+from actors.core.models import ProviderBatch
+from actors.pipeline.provider_decode import parse_batch_response
+from actors.pipeline.worker_protocol import (
+    EXPORT_ERRORS,
+    Close,
+    Closed,
+    Decode,
+    Decoded,
+    Failed,
+    Reply,
+    Request,
+    Start,
+    Started,
+    Write,
+    Written,
+    read_frame,
+    write_frame,
+)
+from actors.pipeline.xlsx_stream import XlsxStreamWriter
+
+
+class WorkerSession:
+    """One run's state in the worker: the output file, the writer, the batch decoded last.
+
+    :meth:`handle` answers one request; it never raises for a failure of the export (that
+    becomes a :class:`Failed` reply), and after the first failure it answers every request
+    with that same failure.
+    """
+
+    def __init__(self) -> None:
+        self._start: Start | None = None
+        self._out: BinaryIO | None = None
+        self._writer: XlsxStreamWriter | None = None
+        self._pending: ProviderBatch | None = None
+        self._failed: Failed | None = None
+
+    def handle(self, request: Request) -> Reply:
+        """Carry out one request and return its reply."""
+        if self._failed is not None:
+            return self._failed
+        try:
+            return self._handle(request)
+        except ExportError as exc:
+            failed = self._failure(type(exc).__name__, str(exc), internal=False)
+        except OSError as exc:
+            # The disk (full, gone): the transient storage error, as the runner's thread
+            # calls translated it before the work moved here.
+            error = StorageUnavailableError(f"storage write failed: {exc.strerror or exc}")
+            failed = self._failure(type(error).__name__, str(error), internal=False)
+        except Exception as exc:  # a bug: report it, and show where on stderr
+            traceback.print_exc(file=sys.stderr)
+            failed = self._failure(type(exc).__name__, str(exc), internal=True)
+        self._failed = failed
+        return failed
+
+    def _handle(self, request: Request) -> Reply:
+        if isinstance(request, Start):
+            self._start = request
+            _lower_priority(request.nice)
+            self._out = os.fdopen(request.out_fd, "wb")  # no truncation: an fd, not a path
+            return Started(os.getpid())
+        if isinstance(request, Decode):
+            self._pending = parse_batch_response(
+                request.raw,
+                service=request.service,
+                limit=request.limit,
+                max_columns=request.max_columns,
+            )
+            return Decoded(self._pending.summary())
+        if isinstance(request, Write):
+            batch = self._pending
+            if batch is None:
+                raise RuntimeError(f"write of batch {request.batch} without a decoded batch")
+            self._pending = None
+            writer = self._writer or self._open_writer(batch)
+            writer.write_rows(batch.rows, request.batch)
+            return Written(writer.rows_written, writer.warnings.summary())
+        if isinstance(request, Close):
+            writer = self._writer
+            if writer is None or self._out is None:
+                raise RuntimeError("close before any batch was written")
+            size = writer.close()
+            self._out.flush()
+            os.fsync(self._out.fileno())  # before the parent's commit says the file exists
+            if request.note:
+                writer.warnings.note(request.note)
+            return Closed(size, writer.rows_written, writer.warnings.summary())
+        raise RuntimeError(f"unknown request {type(request).__name__}")
+
+    def _open_writer(self, first: ProviderBatch) -> XlsxStreamWriter:
+        start = self._start
+        if start is None or self._out is None:
+            raise RuntimeError("write before start")
+        if not first.columns:
+            raise RuntimeError("the first batch written carries no columns")
+        # No abort event: the parent stops this process instead (SIGKILL on cancel).
+        self._writer = XlsxStreamWriter(
+            self._out,
+            first.columns,
+            max_rows=start.max_rows,
+            max_bytes=start.max_bytes,
+            tmpdir=start.tmpdir,
+        )
+        return self._writer
+
+    def _failure(self, error: str, message: str, *, internal: bool) -> Failed:
+        writer = self._writer
+        return Failed(
+            error=error if internal or error in EXPORT_ERRORS else "ExportError",
+            message=message,
+            internal=internal,
+            rows_written=writer.rows_written if writer else 0,
+            warnings=writer.warnings.summary() if writer else "",
+        )
+
+    def discard(self) -> None:
+        """Drop an unfinished file and the writer's temporary files (best effort)."""
+        if self._writer is not None:
+            self._writer.discard()
+        if self._out is not None:
+            try:
+                self._out.close()
+            except OSError:
+                pass
+
+
+def _lower_priority(increment: int) -> None:
+    """``nice`` +``increment``, before the first batch (the parent's Start request)."""
+    if increment <= 0:
+        return
+    try:
+        os.nice(increment)
+    except OSError:  # not permitted here: run at the parent's priority rather than not at all
+        pass
+
+
+def _prepare_process() -> tuple[BinaryIO, BinaryIO]:
+    """Signals, priority and the frame pipes (module docstring); returns (requests, replies)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    requests = os.fdopen(os.dup(0), "rb")
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    return requests, replies
+
+
+def main() -> int:
+    """Serve one run until the parent closes the request pipe; exit status 0."""
+    requests, replies = _prepare_process()
+    session = WorkerSession()
+    try:
+        while (request := read_frame(requests)) is not None:
+            write_frame(replies, session.handle(request))  # type: ignore[arg-type]
+    except (BrokenPipeError, EOFError):
+        pass  # the parent went away: nothing is waiting for an answer
+    finally:
+        session.discard()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

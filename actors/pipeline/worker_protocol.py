@@ -1,0 +1,232 @@
+"""What an export run and its worker process say to each other, and how it is framed.
+
+The parent (:mod:`actors.pipeline.export_worker`) writes requests to the worker's stdin;
+the worker (:mod:`actors.pipeline.worker_main`) answers each request with exactly one
+reply on its stdout, in request order. A frame is a 4-byte big-endian length followed by
+that many bytes of a pickled message: one of the small frozen dataclasses below, nothing
+else. Both ends are this package, started together, over private pipes, so pickle carries
+no outside input — the Provider's bytes travel inside :class:`Decode` as ``bytes`` and are
+only ever decoded as JSON. (Pickle rather than JSON or msgpack: Provider text can hold lone
+surrogates, which those formats cannot carry and pickle can.)
+
+Requests::
+
+    Start(out_fd, max_rows, max_bytes, tmpdir, nice)  ->  Started(pid)
+    Decode(batch, raw, service, limit, max_columns)  ->  Decoded(summary)
+    Write(batch)                                ->  Written(rows_written, warnings)
+    Close(note)                                 ->  Closed(size, rows_written, warnings)
+
+Any request may instead be answered by :class:`Failed`. After a failure the worker answers
+every later request with the same :class:`Failed`; the parent stops at the first one.
+
+This module is imported by the worker process, so it imports neither trio nor httpx.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from actors.core.errors import (
+    CursorNotAdvancingError,
+    DeadlineExceededError,
+    ExportAbortedError,
+    ExportError,
+    LimitExceededError,
+    PermanentExportError,
+    ProviderContractError,
+    ProviderUnavailableError,
+    StorageUnavailableError,
+    TransientExportError,
+)
+from actors.core.models import BatchSummary
+
+#: Frame header: payload length in bytes, unsigned 32-bit big-endian.
+HEADER = struct.Struct(">I")
+#: Largest frame either side accepts, bytes. A request carries at most one Provider body
+#: (4 MB by default, ``max_response_bytes``); a reply at most one batch's columns.
+MAX_FRAME_BYTES = 256 * 1024 * 1024
+
+#: The export errors a worker may report, by class name; anything else it reports is an
+#: internal error of the worker (a bug), not a verdict on the export.
+EXPORT_ERRORS: dict[str, type[ExportError]] = {
+    cls.__name__: cls
+    for cls in (
+        ExportError,
+        PermanentExportError,
+        LimitExceededError,
+        ProviderContractError,
+        TransientExportError,
+        ProviderUnavailableError,
+        CursorNotAdvancingError,
+        StorageUnavailableError,
+        DeadlineExceededError,
+        ExportAbortedError,
+    )
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Open the run: the XLSX goes to the inherited descriptor ``out_fd``.
+
+    Attributes:
+        out_fd: file descriptor of the storage file, passed to the worker at spawn; written
+            from its current position, flushed and fsynced by :class:`Close`.
+        max_rows: data rows the whole export may have (registry ``max-rows``).
+        max_bytes: largest XLSX file, bytes.
+        tmpdir: directory for the writer's temporary files (the parent deletes it).
+        nice: added to the worker's nice value before any work (0..19).
+    """
+
+    out_fd: int
+    max_rows: int
+    max_bytes: int
+    tmpdir: str | None
+    nice: int = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Decode:
+    """Decode and check one Provider body; keep its rows for the next :class:`Write`.
+
+    Attributes:
+        batch: 1-based batch number in the run.
+        raw: the HTTP 200 body, as received.
+        service: ``provider-service`` name, for messages.
+        limit: rows requested (``batch-size``).
+        max_columns: column limit.
+    """
+
+    batch: int
+    raw: bytes
+    service: str
+    limit: int
+    max_columns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """Type and write the rows of the batch decoded last (the parent has checked it)."""
+
+    batch: int
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    """Finish the file. ``note`` is a run-level warning to add to the summary, if any."""
+
+    note: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """The worker is ready; ``pid`` is its process id."""
+
+    pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """The batch passed every check of one answer; here is what the parent needs."""
+
+    summary: BatchSummary
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """The batch is written. ``warnings`` is the run's data-warning summary so far, or
+    ``""``; ``rows_written`` counts data rows in the file so far."""
+
+    rows_written: int
+    warnings: str
+
+
+@dataclass(frozen=True, slots=True)
+class Closed:
+    """The file is complete and fsynced: ``size`` bytes."""
+
+    size: int
+    rows_written: int
+    warnings: str
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The request failed.
+
+    Attributes:
+        error: class name of the :class:`ExportError` raised (a key of
+            :data:`EXPORT_ERRORS`), or of any other exception when ``internal``.
+        message: its message (already escaped by :class:`ExportError`).
+        internal: a bug in the worker rather than a verdict on the export.
+        rows_written: data rows written before the failure.
+        warnings: data-warning summary before the failure, or ``""``.
+    """
+
+    error: str
+    message: str
+    internal: bool
+    rows_written: int
+    warnings: str
+
+
+Request = Start | Decode | Write | Close
+Reply = Started | Decoded | Written | Closed | Failed
+
+
+def encode_frame(message: Request | Reply) -> bytes:
+    """One frame: header and pickled message.
+
+    Raises:
+        ValueError: the message is larger than :data:`MAX_FRAME_BYTES`.
+    """
+    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    if len(payload) > MAX_FRAME_BYTES:
+        raise ValueError(f"frame of {len(payload)} bytes exceeds {MAX_FRAME_BYTES}")
+    return HEADER.pack(len(payload)) + payload
+
+
+def frame_length(header: bytes) -> int:
+    """The payload length a header announces.
+
+    Raises:
+        ValueError: it is larger than :data:`MAX_FRAME_BYTES` (a corrupt stream).
+    """
+    (length,) = HEADER.unpack(header)
+    if length > MAX_FRAME_BYTES:
+        raise ValueError(f"frame header announces {length} bytes (corrupt stream)")
+    return int(length)
+
+
+def decode_payload(payload: bytes) -> Request | Reply:
+    """The message of one frame payload."""
+    message: Request | Reply = pickle.loads(payload)
+    return message
+
+
+def read_frame(stream: BinaryIO) -> Request | Reply | None:
+    """Blocking read of one frame (the worker's side); ``None`` at a clean end of stream.
+
+    Raises:
+        EOFError: the stream ended inside a frame.
+        ValueError: a corrupt header.
+    """
+    header = stream.read(HEADER.size)
+    if not header:
+        return None
+    if len(header) < HEADER.size:
+        raise EOFError("stream ended inside a frame header")
+    length = frame_length(header)
+    payload = stream.read(length)
+    if len(payload) < length:
+        raise EOFError("stream ended inside a frame")
+    return decode_payload(payload)
+
+
+def write_frame(stream: BinaryIO, message: Request | Reply) -> None:
+    """Blocking write of one frame, flushed (the worker's side)."""
+    stream.write(encode_frame(message))
+    stream.flush()

@@ -1,0 +1,237 @@
+"""Benchmark of export CPU work vs API latency (issue 9 items 1 and 3): figures, no pass/fail.
+
+Starts the embedded service (SQLite, in-process bus, demo Provider over real HTTP, four
+consumer slots) as its own process in a temporary directory — ``python -m actors serve``,
+the one process that is deployed — so the measuring client never shares an interpreter
+with the service. Then:
+
+* API latency: ``GET /api/platform/v1/files/export-tasks`` one request after another,
+  p50/p95/p99 in ms, while idle, during one export and during four concurrent exports;
+* throughput: aggregate rows/s of 1, 2 and 4 concurrent exports of ROWS rows each
+  (rows of all exports / (last completedAt - first startedAt), DB clock), and CPU seconds
+  per wall second over the run of the service process and, apart, of the children it
+  reaped — its export workers (from ``/proc``, Linux only).
+
+Each concurrent export is created by another user, so fair share never holds one back.
+
+Usage::
+
+    .venv/bin/python deploy/bench/bench_workers.py [ROWS]   # default 200000
+    BENCH_SOURCE=/path/to/other/checkout .venv/bin/python deploy/bench/bench_workers.py
+        # runs the service from another checkout of the code (e.g. before a change)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from actors.core.models import AppCode  # noqa: E402
+from web.auth import issue_token  # noqa: E402
+
+API = "/api/platform/v1/files/export-tasks"
+SECRET = "bench-workers-secret-" + "x" * 32
+READY = re.compile(r"ready at (http://127\.0\.0\.1:\d+)")
+REGISTRY = """\
+definitions:
+  CUSTOMER_LIST:
+    provider-service: demo-service
+    provider-path: /internal/exports/v1/CUSTOMER_LIST/batches
+    required-permission: platform:customer:export
+    app-scope: PLATFORM
+    enabled: true
+    max-rows: 500000
+    max-attempts: 3
+    batch-size: 1000
+"""
+#: Requests sampled while idle.
+IDLE_SAMPLES = 300
+#: Pause between two latency samples, seconds (keeps the client from becoming the load).
+SAMPLE_PAUSE = 0.02
+
+
+class Service:
+    """``python -m actors serve`` in ``tmp``; from ``source`` when given."""
+
+    def __init__(self, tmp: Path, source: Path | None) -> None:
+        registry = tmp / "registry.yaml"
+        registry.write_text(REGISTRY)
+        env = {
+            **os.environ,
+            "FILE_EXPORT_DATA_DIR": str(tmp / "data"),
+            "FILE_EXPORT_HTTP_BIND": "127.0.0.1:0",
+            "FILE_EXPORT_JWT_SECRET": SECRET,
+            "FILE_EXPORT_REGISTRY": str(registry),
+            "FILE_EXPORT_CONSUMER_CONCURRENCY": "4",
+            "FILE_EXPORT_CONSUMER_RESERVED_SLOTS": "0",
+            "FILE_EXPORT_TYPE_RESERVED_PLACES": "0",
+            "FILE_EXPORT_MAX_ACTIVE_TASKS_PER_TYPE": "8",
+            "FILE_EXPORT_PUBLISHER_POLL_MS": "200",
+            "FILE_EXPORT_SHUTDOWN_GRACE_SECONDS": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+        if source is not None:
+            env["PYTHONPATH"] = str(source)
+        self.log = tmp / "service.log"
+        self._log = open(self.log, "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "actors"],
+            cwd=source or None,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+        )
+        self.url = ""
+
+    async def ready(self) -> str:
+        with trio.fail_after(60):
+            while not (m := READY.search(self.log.read_text())):
+                assert self.proc.poll() is None, self.log.read_text()
+                await trio.sleep(0.05)
+        self.url = m.group(1)
+        return self.url
+
+    def cpu_seconds(self) -> tuple[float, float]:
+        """(utime + stime of the service process, of the children it has reaped), seconds."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = [int(f) for f in fields[11:15]]  # utime stime cutime cstime
+        hz = os.sysconf("SC_CLK_TCK")
+        return (ticks[0] + ticks[1]) / hz, (ticks[2] + ticks[3]) / hz
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+
+
+def client(url: str, user: int) -> httpx.AsyncClient:
+    token = issue_token(
+        SECRET,
+        user_id=user,
+        tenant_id=0,
+        app_code=AppCode.PLATFORM,
+        perms=("platform:customer:export",),
+    )
+    return httpx.AsyncClient(base_url=url, timeout=60, headers={"Authorization": f"Bearer {token}"})
+
+
+async def sample_latency(c: httpx.AsyncClient, until: trio.Event, limit: int | None) -> list[float]:
+    """Time list requests one after another until ``until`` is set (or ``limit`` samples)."""
+    samples: list[float] = []
+    while not until.is_set() and (limit is None or len(samples) < limit):
+        started = time.perf_counter()
+        response = await c.get(API, params={"pageSize": 10})
+        samples.append((time.perf_counter() - started) * 1000)
+        assert response.status_code == 200, response.text
+        await trio.sleep(SAMPLE_PAUSE)
+    return samples
+
+
+def percentiles(samples: list[float]) -> tuple[float, float, float]:
+    cuts = statistics.quantiles(samples, n=100, method="inclusive")
+    return cuts[49], cuts[94], cuts[98]
+
+
+async def run_exports(url: str, count: int, rows: int, first_user: int) -> dict[str, Any]:
+    """Create ``count`` exports (one per user) and wait for all; rows/s on the DB clock."""
+    clients = [client(url, first_user + i) for i in range(count)]
+    try:
+        ids = []
+        for i, c in enumerate(clients):
+            body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": rows, "n": i}}
+            created = (await c.post(API, json=body)).json()
+            assert created["code"] == "200", created
+            ids.append(created["data"]["id"])
+        done = []
+        with trio.fail_after(3600):
+            for c, task_id in zip(clients, ids, strict=True):
+                while True:
+                    task = (await c.get(f"{API}/{task_id}")).json()["data"]
+                    if task["status"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                        break
+                    await trio.sleep(0.2)
+                assert task["status"] == "SUCCEEDED", task
+                done.append(task)
+    finally:
+        for c in clients:
+            await c.aclose()
+    start = min(datetime.fromisoformat(t["startedAt"]) for t in done)
+    end = max(datetime.fromisoformat(t["completedAt"]) for t in done)
+    seconds = (end - start).total_seconds()
+    return {"seconds": seconds, "rows_per_s": count * rows / seconds}
+
+
+async def scenario(service: Service, count: int, rows: int, user: int) -> dict[str, Any]:
+    """``count`` concurrent exports with latency sampled alongside."""
+    stop = trio.Event()
+    result: dict[str, Any] = {}
+    (own0, children0), wall0 = service.cpu_seconds(), time.monotonic()
+
+    async def exports() -> None:
+        result.update(await run_exports(service.url, count, rows, user))
+        stop.set()
+
+    async with client(service.url, 1) as probe, trio.open_nursery() as n:
+        n.start_soon(exports)
+        samples = await sample_latency(probe, stop, None)
+    (own1, children1), wall = service.cpu_seconds(), time.monotonic() - wall0
+    result["cpu_own"] = (own1 - own0) / wall
+    result["cpu_children"] = (children1 - children0) / wall
+    result["latency"] = percentiles(samples)
+    result["samples"] = len(samples)
+    return result
+
+
+async def main(rows: int) -> None:
+    source = Path(os.environ["BENCH_SOURCE"]).resolve() if os.environ.get("BENCH_SOURCE") else None
+    with tempfile.TemporaryDirectory(prefix="bench-workers-") as tmp:
+        service = Service(Path(tmp), source)
+        try:
+            await service.ready()
+            async with client(service.url, 1) as probe:
+                await sample_latency(probe, trio.Event(), 20)  # warm up
+                idle = percentiles(await sample_latency(probe, trio.Event(), IDLE_SAMPLES))
+            runs = {}
+            for count, user in ((1, 100), (2, 200), (4, 400)):
+                runs[count] = await scenario(service, count, rows, user)
+        finally:
+            service.stop()
+    print(f"source: {source or Path(__file__).resolve().parents[2]}; {rows} rows per export")
+    print(f"load average at the end: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}")
+    print()
+    print(
+        "| scenario | API p50 ms | API p95 ms | API p99 ms | p95 × idle | rows/s | × one "
+        "| CPU/wall service | CPU/wall workers |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"| idle | {idle[0]:.1f} | {idle[1]:.1f} | {idle[2]:.1f} | 1.0 | | | | |")
+    one = runs[1]["rows_per_s"]
+    for count, r in runs.items():
+        p50, p95, p99 = r["latency"]
+        print(
+            f"| {count} export{'s' if count > 1 else ''} | {p50:.1f} | {p95:.1f} | {p99:.1f} | "
+            f"{p95 / idle[1]:.1f} | {r['rows_per_s']:,.0f} | {r['rows_per_s'] / one:.2f} | "
+            f"{r['cpu_own']:.2f} | {r['cpu_children']:.2f} |"
+        )
+
+
+if __name__ == "__main__":
+    trio.run(main, int(sys.argv[1]) if len(sys.argv) > 1 else 200_000)

@@ -1,0 +1,207 @@
+"""The export worker process (issue 9 items 1, 2, 4, 5): one real child per run, real pipes,
+real files read back. No mocks: each test starts ``python -m actors.pipeline.worker_main``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import openpyxl
+import pytest
+import trio
+
+from actors.core.errors import (
+    ExportWorkerDiedError,
+    LimitExceededError,
+    ProviderContractError,
+)
+from actors.pipeline.export_worker import ExportWorker, open_export_worker
+from actors.pipeline.provider_decode import parse_batch_response
+
+SERVICE = "customer-service"
+COLUMNS = [
+    {"key": "id", "title": "ID", "type": "INTEGER"},
+    {"key": "name", "title": "Name", "type": "STRING"},
+]
+
+
+def answer(rows: list[dict[str, Any]], *, first: bool = True, literal: str | None = None) -> bytes:
+    """A Provider batch answer; ``literal`` replaces the placeholder ``"@@"`` with raw JSON text."""
+    data = {
+        "schemaVersion": 1,
+        "schemaHash": "sha256:test",
+        "snapshotToken": "snap",
+        "columns": COLUMNS if first else None,
+        "rows": rows,
+        "nextCursor": "next",
+        "hasMore": True,
+        "totalRows": len(rows),
+    }
+    text = json.dumps({"code": "200", "message": "ok", "data": data})
+    if literal is not None:
+        text = text.replace('"@@"', literal)
+    return text.encode()
+
+
+def rows(start: int, count: int, width: int = 10) -> list[dict[str, Any]]:
+    return [{"id": i, "name": f"row {i} " + "x" * width} for i in range(start, start + count)]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@asynccontextmanager
+async def worker_for(
+    tmp_path: Path, *, max_rows: int = 1_000_000, max_bytes: int = 50 * 1024 * 1024
+) -> AsyncIterator[tuple[ExportWorker, BinaryIO]]:
+    spool = tmp_path / "spool"
+    spool.mkdir(exist_ok=True)
+    with open(tmp_path / "out.xlsx", "xb") as out:
+        async with open_export_worker(
+            out, max_rows=max_rows, max_bytes=max_bytes, spool_dir=spool
+        ) as worker:
+            yield worker, out
+
+
+async def decode(worker: ExportWorker, raw: bytes, limit: int = 1000) -> Any:
+    return await worker.decode(raw, service=SERVICE, limit=limit, max_columns=100)
+
+
+async def test_a_run_decodes_writes_and_closes_a_file_openpyxl_reads(tmp_path: Path) -> None:
+    async with worker_for(tmp_path) as (worker, _):
+        pid = worker.pid
+        first = await decode(worker, answer(rows(0, 500)))
+        assert first.columns is not None and first.row_count == 500
+        assert (first.next_cursor, first.has_more, first.total_rows) == ("next", True, 500)
+        await worker.write(1)
+        second = await decode(worker, answer(rows(500, 300), first=False))
+        assert second.columns is None
+        await worker.write(2)
+        assert await worker.finish_writes() == 800
+        size = await worker.close("provider announced 900 rows")
+    assert size == (tmp_path / "out.xlsx").stat().st_size > 0
+    assert "provider announced 900 rows" in worker.warnings
+    assert not alive(pid)
+    assert list((tmp_path / "spool").iterdir()) == []  # the run's temporary directory is gone
+    book = openpyxl.load_workbook(tmp_path / "out.xlsx", read_only=True)
+    values = [tuple(c.value for c in r) for r in book.active.iter_rows()]
+    book.close()
+    assert values[0] == ("ID", "Name")
+    assert values[1] == (0, "row 0 " + "x" * 10) and values[-1][0] == 799
+    assert len(values) == 801
+
+
+async def test_a_cancelled_run_kills_its_busy_worker_within_a_second(tmp_path: Path) -> None:
+    """Issue 9 item 2: the run's cancel scope owns the worker: cancelling it while the
+    worker is encoding kills the process (SIGKILL) and reaps it before the block exits."""
+    with trio.CancelScope() as scope:
+        async with worker_for(tmp_path) as (worker, _):
+            pid = worker.pid
+            await decode(worker, answer(rows(0, 1000, width=3000)))
+            await worker.write(1)  # a few hundred ms of encoding
+            scope.cancel()
+            cancelled_at = trio.current_time()
+            with trio.fail_after(1):  # a bound on the structured abort, not a benchmark
+                await trio.sleep_forever()
+    with trio.fail_after(1):
+        while alive(pid):
+            await trio.sleep(0.01)
+    assert trio.current_time() - cancelled_at < 1
+    assert list((tmp_path / "spool").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (answer([["@@"]], literal="[" * 100_000 + "]" * 100_000), "non-JSON"),
+        (answer([{"id": 1, "name": "ab"}]).replace(b'"ab"', b'"\xff\xfe"'), "non-JSON"),
+        (
+            answer(rows(0, 1)).replace(b'"totalRows": 1', b'"totalRows": ' + b"9" * 5000),
+            "5000 digits",
+        ),
+        (answer([{"id": "@@", "name": "big"}], literal="9" * 5000), None),
+        (answer(rows(0, 1)).replace(b'"totalRows": 1', b'"totalRows": NaN'), "not a non-negative"),
+        (answer(rows(0, 1)).replace(b'"next"', b'"\\ud800"'), "nextCursor is not valid"),
+        (b"\xef\xbb\xbf" + answer(rows(0, 1)), None),
+        (answer(rows(0, 3)), "batch-size limit is 2 rows"),
+    ],
+    ids=[
+        "nesting-100000-deep",
+        "bad-utf8",
+        "total-5000-digits",
+        "cell-5000-digits",
+        "nan-total",
+        "cursor-lone-surrogate",
+        "utf8-bom",
+        "more-rows-than-limit",
+    ],
+)
+async def test_hostile_answers_decode_in_the_worker_exactly_as_in_process(
+    tmp_path: Path, raw: bytes, message: str | None
+) -> None:
+    """Issue 9 item 5: the worker's msgspec decoder gives the same batch, or the same
+    ProviderContractError message, as the in-process decoder of today; a hostile answer
+    never crashes the worker."""
+    try:
+        expected: Any = parse_batch_response(raw, service=SERVICE, limit=2, max_columns=100)
+    except ProviderContractError as exc:
+        expected = exc
+    async with worker_for(tmp_path) as (worker, _):
+        if isinstance(expected, ProviderContractError):
+            assert message is not None and message in str(expected)
+            with pytest.raises(ProviderContractError) as info:
+                await decode(worker, raw, limit=2)
+            assert str(info.value) == str(expected)
+        else:
+            assert message is None
+            assert await decode(worker, raw, limit=2) == expected.summary()
+        assert alive(worker.pid)
+
+
+async def test_a_write_failure_comes_back_as_its_export_error(tmp_path: Path) -> None:
+    async with worker_for(tmp_path, max_rows=100) as (worker, _):
+        await decode(worker, answer(rows(0, 150)), limit=1000)
+        await worker.write(1)
+        with pytest.raises(LimitExceededError, match="max-rows 100"):
+            await worker.finish_writes()
+    assert worker.rows_written == 100
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV])
+async def test_a_worker_that_dies_fails_the_run_naming_the_signal_and_the_step(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """Issue 9 item 3: the OOM killer's SIGKILL, a segfault: a transient error that says
+    how the worker died and what it was doing."""
+    async with worker_for(tmp_path) as (worker, _):
+        await decode(worker, answer(rows(0, 1000, width=3000)))
+        await worker.write(1)
+        os.kill(worker.pid, sig)
+        with pytest.raises(ExportWorkerDiedError) as info:
+            await worker.finish_writes()
+    assert str(info.value) == f"export worker process died ({sig.name}) while writing batch 1"
+
+
+async def test_the_worker_runs_niced_and_ignores_the_drain_signals(tmp_path: Path) -> None:
+    """Issue 9 item 4: a SIGTERM or SIGINT to the process group is the parent's to handle;
+    the worker keeps writing at a lower priority until the parent ends it."""
+    async with worker_for(tmp_path) as (worker, _):
+        await decode(worker, answer(rows(0, 10)))  # the worker is up and has set itself up
+        assert os.getpriority(os.PRIO_PROCESS, worker.pid) == min(
+            19, os.getpriority(os.PRIO_PROCESS, 0) + 10
+        )
+        os.kill(worker.pid, signal.SIGTERM)
+        os.kill(worker.pid, signal.SIGINT)
+        await worker.write(1)
+        assert await worker.finish_writes() == 10
+        assert await worker.close(None) > 0
