@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from actors.core.limits import normalise_parameters
 from actors.core.models import AppCode, Principal, Task
 from actors.metrics import Metrics
 from actors.pipeline.storage import LocalDirectoryStorage
+from actors.runtime import Runtime, serve
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore, NewTask
@@ -260,3 +262,17 @@ async def exec_sql(store: ExportStore, sql: str, params: dict[str, Any] | None =
     """Run a test's own SQL (``:name`` params, ``{now}``) rendered for the store's dialect."""
     async with store.db.transaction() as tx:
         return await tx.execute(store.db.dialect.render(sql), params or {})
+
+
+@asynccontextmanager
+async def running_service(settings: Settings) -> AsyncIterator[Runtime]:
+    """The whole service (``actors.runtime.serve``) in this test's trio loop, until the
+    block ends: yields its ``Runtime`` once it is ready, then asks it to stop."""
+    async with trio.open_nursery() as nursery:
+        rt: Runtime = await nursery.start(
+            lambda task_status: serve(
+                settings, install_signal_handlers=False, task_status=task_status
+            )
+        )
+        yield rt
+        rt.request_stop()

@@ -18,8 +18,8 @@ import trio
 from openpyxl.utils.escape import unescape
 
 from actors.core.models import AppCode
-from actors.runtime import Runtime, serve
-from tests.conftest import make_settings
+from actors.runtime import Runtime
+from tests.conftest import make_settings, running_service
 from web.auth import issue_token
 from web.demo_provider import DEMO_COLUMNS, customer_row
 
@@ -36,14 +36,8 @@ async def service(tmp_path: Path) -> AsyncIterator[Runtime]:
         consumer_concurrency=2,
         shutdown_grace_seconds=5,
     )
-    async with trio.open_nursery() as nursery:
-        rt: Runtime = await nursery.start(
-            lambda task_status: serve(
-                settings, install_signal_handlers=False, task_status=task_status
-            )
-        )
+    async with running_service(settings) as rt:
         yield rt
-        rt.request_stop()
 
 
 def client_for(

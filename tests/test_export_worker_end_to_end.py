@@ -14,8 +14,8 @@ import pytest
 import trio
 
 from actors.pipeline.context import RunContext
-from actors.runtime import Runtime, serve
-from tests.conftest import exec_sql, make_settings
+from actors.runtime import Runtime
+from tests.conftest import exec_sql, make_settings, running_service
 from tests.test_end_to_end import API, client_for, wait_for_status
 
 
@@ -31,14 +31,8 @@ async def service(tmp_path: Path) -> AsyncIterator[Runtime]:
         retry_backoff_seconds=(0.2,),
         shutdown_grace_seconds=5,
     )
-    async with trio.open_nursery() as nursery:
-        rt: Runtime = await nursery.start(
-            lambda task_status: serve(
-                settings, install_signal_handlers=False, task_status=task_status
-            )
-        )
+    async with running_service(settings) as rt:
         yield rt
-        rt.request_stop()
 
 
 def alive(pid: int) -> bool:

@@ -15,8 +15,8 @@ from hypercorn.trio import serve as hypercorn_serve
 from quart import jsonify
 from quart_trio import QuartTrio
 
-from actors.runtime import Runtime, serve
-from tests.conftest import make_settings
+from actors.runtime import Runtime
+from tests.conftest import make_settings, running_service
 from tests.test_end_to_end import API, client_for, wait_for_status
 from web.demo_provider import create_demo_provider_blueprint
 
@@ -82,14 +82,8 @@ async def service(tmp_path: Path, flaky: FlakyProvider) -> AsyncIterator[Runtime
         reconciler_poll_ms=200,
         shutdown_grace_seconds=5,
     )
-    async with trio.open_nursery() as nursery:
-        rt: Runtime = await nursery.start(
-            lambda task_status: serve(
-                settings, install_signal_handlers=False, task_status=task_status
-            )
-        )
+    async with running_service(settings) as rt:
         yield rt
-        rt.request_stop()
 
 
 @pytest.mark.parametrize("flaky", [2], indirect=True)

@@ -30,8 +30,8 @@ from hypercorn.trio import serve as hypercorn_serve
 from quart import Response, request
 from quart_trio import QuartTrio
 
-from actors.runtime import Runtime, serve
-from tests.conftest import make_settings
+from actors.runtime import Runtime
+from tests.conftest import make_settings, running_service
 from tests.test_end_to_end import API, client_for, wait_for_status
 from tests.test_process import ServeProcess, poll_task
 from tests.test_process import client as process_client
@@ -226,14 +226,8 @@ async def service(tmp_path: Path, hostile: HostileProvider) -> AsyncIterator[Run
         reconciler_poll_ms=200,
         shutdown_grace_seconds=2,
     )
-    async with trio.open_nursery() as nursery:
-        rt: Runtime = await nursery.start(
-            lambda task_status: serve(
-                settings, install_signal_handlers=False, task_status=task_status
-            )
-        )
+    async with running_service(settings) as rt:
         yield rt
-        rt.request_stop()
 
 
 async def run_export(service: Runtime, export_type: str) -> dict[str, Any]:
