@@ -345,10 +345,7 @@ def test_any_authorization_header_gets_an_envelope(
 def test_fuzz_summary(capsys: pytest.CaptureFixture[str]) -> None:
     """Prints how many requests the tests above sent (runs after them in file order)."""
     total = sum(COUNTS.values())
+    took = f", {time.monotonic() - STARTED[0]:.0f} s" if STARTED else ""
+    kinds = ", ".join(f"{k} {v}" for k, v in COUNTS.items())
     with capsys.disabled():
-        print(
-            f"\nfuzz: {total} requests ({', '.join(f'{k} {v}' for k, v in COUNTS.items())}), "
-            f"seed {SEED}, {time.monotonic() - STARTED[0]:.0f} s"
-            if STARTED
-            else f"seed {SEED}"
-        )
+        print(f"\nfuzz: {total} requests ({kinds}), seed {SEED}{took}")
