@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -58,13 +58,59 @@ def map_error(exc: sqlite3.Error) -> Exception:
     return exc
 
 
-class _SqliteTx:
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
+class StatementClock:
+    """``db_now_ms()`` with MySQL's semantics: one value per statement.
 
-    def _run(self, sql: str, params: Mapping[str, Any] | None) -> sqlite3.Cursor:
+    MySQL's ``CURRENT_TIMESTAMP(3)`` is the statement's start time wherever it appears in
+    the statement. A Python SQL function is called afresh for each use, so
+    ``updated_at = db_now_ms(), next_retry_at = db_now_ms() + 60000`` could straddle a
+    millisecond and store 59.999 s. While a statement runs (:meth:`frozen`), every call
+    returns the first reading.
+
+    Args:
+        clock_ms: the underlying clock, epoch milliseconds.
+    """
+
+    def __init__(self, clock_ms: Callable[[], int]) -> None:
+        self._clock_ms = clock_ms
+        self._reading: int | None = None
+        self._depth = 0
+
+    def __call__(self) -> int:
+        if self._depth == 0:
+            return self._clock_ms()
+        if self._reading is None:
+            self._reading = self._clock_ms()
+        return self._reading
+
+    @contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Every ``db_now_ms()`` inside the block reads the same instant."""
+        self._depth += 1
         try:
-            return self._conn.execute(sql, dict(params or {}))
+            yield
+        finally:
+            self._depth -= 1
+            if self._depth == 0:
+                self._reading = None
+
+
+class _SqliteTx:
+    def __init__(self, conn: sqlite3.Connection, clock: StatementClock) -> None:
+        self._conn = conn
+        self._clock = clock
+
+    def _run(self, sql: str, params: Mapping[str, Any] | None, fetch: str) -> Any:
+        # The rows are fetched inside the frozen window: SQLite evaluates a SELECT's
+        # functions while stepping through its rows, not at execute().
+        try:
+            with self._clock.frozen():
+                cursor = self._conn.execute(sql, dict(params or {}))
+                if fetch == "one":
+                    return cursor.fetchone()
+                if fetch == "all":
+                    return cursor.fetchall()
+                return cursor.rowcount
         except sqlite3.Error as exc:
             mapped = map_error(exc)
             if mapped is exc:
@@ -72,18 +118,18 @@ class _SqliteTx:
             raise mapped from exc
 
     async def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
-        return self._run(sql, params).rowcount
+        return int(self._run(sql, params, "none"))
 
     async def fetchone(
         self, sql: str, params: Mapping[str, Any] | None = None
     ) -> dict[str, Any] | None:
-        row = self._run(sql, params).fetchone()
+        row = self._run(sql, params, "one")
         return dict(row) if row is not None else None
 
     async def fetchall(
         self, sql: str, params: Mapping[str, Any] | None = None
     ) -> list[dict[str, Any]]:
-        return [dict(r) for r in self._run(sql, params).fetchall()]
+        return [dict(r) for r in self._run(sql, params, "all")]
 
 
 class SqliteDatabase:
@@ -103,7 +149,8 @@ class SqliteDatabase:
             str(path), isolation_level=None, check_same_thread=False, timeout=10.0
         )
         self._conn.row_factory = sqlite3.Row
-        self._conn.create_function("db_now_ms", 0, clock_ms)
+        self._clock = StatementClock(clock_ms)
+        self._conn.create_function("db_now_ms", 0, self._clock)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA foreign_keys=ON")
@@ -123,7 +170,7 @@ class SqliteDatabase:
         async with self._lock:
             # Every transaction writes sooner or later, so take the write lock at BEGIN:
             # a deferred transaction that upgrades later can fail with SQLITE_BUSY.
-            tx = _SqliteTx(self._conn)
+            tx = _SqliteTx(self._conn, self._clock)
             await tx.execute("BEGIN IMMEDIATE")  # busy > 10 s: another process holds it
             try:
                 yield tx
