@@ -15,8 +15,8 @@ Per delivery:
    reconciler is the only re-dispatch path (DESIGN invariant 5).
 3. Run the export in a per-run nursery beside a **watchdog** that renews the lease every
    ``heartbeat`` seconds (§8.3) and a **deadline guard** (§8.3.1). Either one aborts the
-   run by cancelling its scope — a structured abort — and sets a thread-safe flag so a
-   worker thread writing the XLSX stops at its next write.
+   run by cancelling its scope — a structured abort: the cancel kills the run's export
+   worker process (``actors/pipeline/export_worker.py``) before the slot settles.
 4. Settle: commit fenced by version, owner, status and deadline (§8.4); on failure delete
    the file and fail or reschedule by error class (§9.1, §9.2). A lost lease writes
    nothing (invariant 8).

@@ -1,8 +1,8 @@
 """One execution attempt's context, shared by the consumer slot and the pipeline.
 
 ``RunContext`` carries the claimed task and the abort machinery: a trio cancel scope for
-the run, and a ``threading.Event`` that a worker thread writing the XLSX can poll without
-touching trio (§8.3: "执行主线程在每个可中断点检查该标志").
+the run (cancelling it kills the run's export worker process), and a ``threading.Event``
+that blocking code in a thread of this process can poll without touching trio.
 """
 
 from __future__ import annotations
