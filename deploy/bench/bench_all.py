@@ -145,6 +145,8 @@ class Results:
     to_running: list[float] = field(default_factory=list)
     rss: list[Export] = field(default_factory=list)
     history: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: (smaller, larger) history size as bench_history prints them, e.g. ("1,000", "1,000,000")
+    history_sizes: tuple[str, str] = ("", "")
 
 
 def run_writers(rows: int) -> dict[str, dict[str, float]]:
@@ -257,8 +259,13 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return cuts[49], cuts[98]
 
 
-def run_history(quick: bool) -> dict[str, dict[str, float]]:
-    """``bench_history.py``, output streamed; the best-of ratios: {db: {figure: ratio}}."""
+def run_history(quick: bool) -> tuple[dict[str, dict[str, float]], tuple[str, str]]:
+    """``bench_history.py``, output streamed.
+
+    Returns:
+        the best-of ratios larger / smaller history, ``{db: {figure: ratio}}``, and the
+        two history sizes as printed.
+    """
     command = [sys.executable, str(HERE / "bench_history.py"), *(QUICK_HISTORY if quick else [])]
     lines = []
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
@@ -270,7 +277,8 @@ def run_history(quick: bool) -> dict[str, dict[str, float]]:
         raise subprocess.CalledProcessError(proc.returncode, command)
     # The second table ("best ms") is the cost of the work itself on a shared machine.
     start = next(i for i, line in enumerate(lines) if line.startswith("best ms"))
-    dbs = [cell.split()[0] for cell in lines[start].split("|")[1:]]
+    heads = [cell.split() for cell in lines[start].split("|")[1:]]  # db small big ratio
+    dbs = [head[0] for head in heads]
     ratios: dict[str, dict[str, float]] = {db: {} for db in dbs}
     for line in lines[start + 2 :]:
         if "|" not in line:
@@ -278,7 +286,7 @@ def run_history(quick: bool) -> dict[str, dict[str, float]]:
         name, *cells = line.split("|")
         for db, cell in zip(dbs, cells, strict=True):
             ratios[db][name.strip()] = float(cell.split()[2].rstrip("x"))
-    return ratios
+    return ratios, (heads[0][1], heads[0][2])
 
 
 # --- the summary --------------------------------------------------------------------
@@ -342,10 +350,12 @@ def summary(results: Results, cores: int) -> list[tuple[str, str, str]]:
                 f"{r.peak_total / 1e6:.1f} MB",
             )
         )
+    small, big = results.history_sizes
     for db, ratios in results.history.items():
         for name in HISTORY_FIGURES:
             if name in ratios:
-                rows.append((f"{db}: {name}, 1M vs 1k tasks", "<= 2 x", f"x{ratios[name]:.1f}"))
+                label = f"{db}: {name}, {big} vs {small} finished tasks"
+                rows.append((label, "<= 2 x", f"x{ratios[name]:.1f}"))
     return rows
 
 
@@ -382,7 +392,7 @@ def main() -> None:
     trio.run(run_service, args, results)
     if not args.skip_history:
         print("\n## Queries at 1k vs 1M finished tasks\n", flush=True)
-        results.history = run_history(args.quick)
+        results.history, results.history_sizes = run_history(args.quick)
     print_summary(summary(results, cores))
     print(f"\n{cores} cores; {time.monotonic() - began:.0f} s in all")
     uptime("end")
