@@ -214,6 +214,8 @@ async def create_to_running(service: bench_workers.Service, count: int) -> list[
 async def run_service(args: argparse.Namespace, results: Results) -> None:
     rss_rows = [int(r) for r in args.rss_rows.split(",")]
     max_rows = max([args.rows, *rss_rows])
+    # 1,000,000 demo rows make a file of ~75 MB, over the default 50 MB limit.
+    os.environ.setdefault("FILE_EXPORT_MAX_FILE_SIZE_MB", "1024")
     with tempfile.TemporaryDirectory(prefix="bench-all-") as tmp:
         service = bench_workers.Service(Path(tmp), None, max_rows=max_rows)
         try:
@@ -226,29 +228,31 @@ async def run_service(args: argparse.Namespace, results: Results) -> None:
             for count, user in ((1, 100), (2, 200), (4, 400)):
                 results.runs[count] = await bench_workers.scenario(service, count, args.rows, user)
             bench_workers.print_table(results.idle, results.runs)
-            results.end_to_end = await one_export(service, args.rows, 500)
+            results.end_to_end = e2e = await one_export(service, args.rows, 500)
+            print(
+                f"\none export alone, end to end: {e2e.rows:,} rows at "
+                f"{e2e.rows_per_s:,.0f} rows/s (service clock), "
+                f"{e2e.rows / e2e.cpu_seconds:,.0f} rows per CPU-second (service + worker)",
+                flush=True,
+            )
             results.to_running = await create_to_running(service, args.creates)
+            p = percentiles(results.to_running)
+            print(
+                f"create → RUNNING over {len(results.to_running)} exports (startedAt - "
+                f"requestedAt, service wall clock, ms): p50 {p[0]:.1f}, p99 {p[1]:.1f}, "
+                f"max {max(results.to_running):.1f}",
+                flush=True,
+            )
             for i, rows in enumerate(rss_rows):
-                results.rss.append(await one_export(service, rows, 600 + i))
+                results.rss.append(r := await one_export(service, rows, 600 + i))
+                print(
+                    f"peak RSS during a {r.rows:,}-row export: service + workers "
+                    f"{r.peak_total / 1e6:.1f} MB (service alone {r.peak_service / 1e6:.1f} MB)"
+                    f"; {r.rows_per_s:,.0f} rows/s",
+                    flush=True,
+                )
         finally:
             service.stop()
-    e2e = results.end_to_end
-    print(
-        f"\none export alone, end to end: {e2e.rows:,} rows at {e2e.rows_per_s:,.0f} rows/s "
-        f"(service clock), {e2e.rows / e2e.cpu_seconds:,.0f} rows per CPU-second "
-        "(service + worker)"
-    )
-    p = percentiles(results.to_running)
-    print(
-        f"create → RUNNING over {len(results.to_running)} exports (startedAt - requestedAt, "
-        f"service wall clock, ms): p50 {p[0]:.1f}, p99 {p[1]:.1f}, "
-        f"max {max(results.to_running):.1f}"
-    )
-    for r in results.rss:
-        print(
-            f"peak RSS during a {r.rows:,}-row export: service + workers "
-            f"{r.peak_total / 1e6:.1f} MB (service alone {r.peak_service / 1e6:.1f} MB)"
-        )
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
