@@ -1,0 +1,406 @@
+"""Every figure of issue 9 item 5 in one run, with the issue's targets beside them.
+
+Figures, no pass/fail: a target is printed next to its figure, never asserted. The run:
+
+1. ``bench_xlsx_writer.py`` as a subprocess: the writers side by side over ROWS pre-made
+   demo rows (its table is printed as is); the bare xlsxwriter ``constant_memory`` loop and
+   openpyxl ``write_only`` rows/s are taken from it.
+2. The embedded service (``bench_workers.Service``: ``python -m actors`` in a temporary
+   directory, SQLite, in-process bus, demo Provider over real HTTP, four consumer slots):
+
+   * API ``GET …/export-tasks`` p50/p95/p99 idle and during 1, 2 and 4 concurrent
+     exports of ROWS rows, aggregate rows/s and CPU per wall second (``bench_workers``);
+   * one export of ROWS rows end to end, alone: rows/s from ``startedAt`` to
+     ``completedAt`` (the service's clock) and rows per CPU-second of the whole process
+     tree (service + its export worker), as ratios to the two bare library loops;
+   * create → RUNNING: CREATES small exports one after another (each waited for before
+     the next), ``startedAt - requestedAt`` as the API returns them (the service's wall
+     clock, millisecond resolution), p50/p99;
+   * peak RSS of the whole service — the service process plus every descendant (its
+     export workers), summed from ``/proc`` every 50 ms — during one export of each
+     RSS_ROWS size (default 100,000 and 1,000,000; the registry's ``max-rows`` ceiling
+     is lifted for this benchmark only). Summed RSS counts shared pages once per process:
+     an upper bound.
+3. ``bench_history.py`` as a subprocess (``--skip-history`` leaves it out; ~15 minutes):
+   reconciler pass, create and list at 1k vs 1M finished tasks on SQLite and MariaDB
+   (127.0.0.1:3307); the "best" ratios go into the summary.
+
+``uptime`` is printed at the start and at the end (the machine may be shared), then one
+summary table: target of the issue | figure measured.
+
+Usage::
+
+    deploy/dev bench [--quick] [--skip-history] [--rows N] [--rss-rows N,N] [--creates N]
+    .venv/bin/python deploy/bench/bench_all.py --quick --skip-history   # smoke run, ~1 min
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import trio
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import bench_workers  # noqa: E402
+
+#: Sizes of a full run and of ``--quick`` (a smoke run: seconds, not minutes).
+FULL = {"rows": 200_000, "rss_rows": "100000,1000000", "creates": 50}
+QUICK = {"rows": 2_000, "rss_rows": "1000,4000", "creates": 5}
+QUICK_HISTORY = ["--sizes", "100,1000", "--db", "sqlite", "--repeat", "3"]
+#: Pause between two samples of the process tree's memory, seconds.
+RSS_SAMPLE_PAUSE = 0.05
+PAGE = os.sysconf("SC_PAGE_SIZE")
+HZ = os.sysconf("SC_CLK_TCK")
+XLSX_WRITERS = ("stream level 1", "stream level 6", "xlsxwriter cm", "openpyxl wo")
+HISTORY_FIGURES = ("reconciler pass", "create", "list: user, page 1", "list: admin, page 1")
+
+
+def uptime(when: str) -> None:
+    out = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout
+    print(f"uptime at the {when}: {out.strip()}", flush=True)
+
+
+# --- the service's process tree, from /proc (Linux) ------------------------------------
+
+
+def _stat(pid: int) -> list[str] | None:
+    """Fields of ``/proc/PID/stat`` after the command name (field 3 first), or None."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def tree(root: int) -> list[int]:
+    """``root`` and all its live descendants."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (fields := _stat(int(entry.name))) is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def tree_rss(root: int) -> tuple[int, int]:
+    """(RSS of ``root``, RSS of ``root`` and all descendants), bytes."""
+    own = total = 0
+    for pid in tree(root):
+        try:
+            rss = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+        except (OSError, IndexError):
+            continue  # a worker that just ended
+        total += rss
+        own = rss if pid == root else own
+    return own, total
+
+
+def tree_cpu(root: int) -> float:
+    """CPU seconds of ``root`` (with the children it reaped) and of its live descendants."""
+    seconds = 0.0
+    for pid in tree(root):
+        if (fields := _stat(pid)) is not None:
+            ticks = fields[11:15] if pid == root else fields[11:13]  # utime stime [cu cs]
+            seconds += sum(int(t) for t in ticks) / HZ
+    return seconds
+
+
+# --- the measurements ---------------------------------------------------------------
+
+
+@dataclass
+class Export:
+    """One export run alone: its rows, rows/s (service clock) and what the tree used."""
+
+    rows: int
+    rows_per_s: float
+    cpu_seconds: float
+    peak_service: int
+    peak_total: int
+
+
+@dataclass
+class Results:
+    """Everything the summary needs; absent figures stay None."""
+
+    writers: dict[str, dict[str, float]] = field(default_factory=dict)
+    idle: tuple[float, float, float] | None = None
+    runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    end_to_end: Export | None = None
+    to_running: list[float] = field(default_factory=list)
+    rss: list[Export] = field(default_factory=list)
+    history: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: (smaller, larger) history size as bench_history prints them, e.g. ("1,000", "1,000,000")
+    history_sizes: tuple[str, str] = ("", "")
+
+
+def run_writers(rows: int) -> dict[str, dict[str, float]]:
+    """``bench_xlsx_writer.py ROWS``, its output printed; rows/s and rows/CPU-s per writer."""
+    out = subprocess.run(
+        [sys.executable, str(HERE / "bench_xlsx_writer.py"), str(rows)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    print(out, end="", flush=True)
+    figures = {}
+    for line in out.splitlines():
+        for name in XLSX_WRITERS:
+            if line.startswith(name + " "):
+                cells = line[len(name) :].split()
+                figures[name] = {"rows_per_s": float(cells[1]), "rows_per_cpu_s": float(cells[3])}
+    return figures
+
+
+async def one_export(service: bench_workers.Service, rows: int, user: int) -> Export:
+    """One export alone, with the service tree's memory sampled and CPU counted."""
+    pid = service.proc.pid
+    peak = [0, 0]
+    result: dict[str, Any] = {}
+    cpu0 = tree_cpu(pid)
+
+    async def export(cancel: trio.CancelScope) -> None:
+        result.update(await bench_workers.run_exports(service.url, 1, rows, user))
+        cancel.cancel()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(export, nursery.cancel_scope)
+        while True:
+            own, total = tree_rss(pid)
+            peak = [max(peak[0], own), max(peak[1], total)]
+            await trio.sleep(RSS_SAMPLE_PAUSE)
+    return Export(rows, result["rows_per_s"], tree_cpu(pid) - cpu0, peak[0], peak[1])
+
+
+async def create_to_running(service: bench_workers.Service, count: int) -> list[float]:
+    """``startedAt - requestedAt`` in ms of ``count`` 10-row exports, one after another."""
+    api = bench_workers.API
+    delays = []
+    async with bench_workers.client(service.url, 900) as c:
+        for i in range(count):
+            body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 10, "n": i}}
+            created = (await c.post(api, json=body)).json()
+            assert created["code"] == "200", created
+            task_id = created["data"]["id"]
+            with trio.fail_after(120):
+                while (task := (await c.get(f"{api}/{task_id}")).json()["data"])["status"] not in (
+                    "SUCCEEDED",
+                    "FAILED",
+                    "CANCELLED",
+                ):
+                    await trio.sleep(0.05)
+            assert task["status"] == "SUCCEEDED", task
+            started = datetime.fromisoformat(task["startedAt"])
+            requested = datetime.fromisoformat(task["requestedAt"])
+            delays.append((started - requested).total_seconds() * 1000)
+    return delays
+
+
+async def run_service(args: argparse.Namespace, results: Results) -> None:
+    rss_rows = [int(r) for r in args.rss_rows.split(",")]
+    max_rows = max([args.rows, *rss_rows])
+    # 1,000,000 demo rows make a file of ~75 MB, over the default 50 MB limit.
+    os.environ.setdefault("FILE_EXPORT_MAX_FILE_SIZE_MB", "1024")
+    with tempfile.TemporaryDirectory(prefix="bench-all-") as tmp:
+        service = bench_workers.Service(Path(tmp), None, max_rows=max_rows)
+        try:
+            await service.ready()
+            print(f"\nservice at {service.url}, {args.rows:,} rows per export", flush=True)
+            async with bench_workers.client(service.url, 1) as probe:
+                await bench_workers.sample_latency(probe, trio.Event(), 20)  # warm up
+                idle = await bench_workers.sample_latency(probe, trio.Event(), args.idle_samples)
+            results.idle = bench_workers.percentiles(idle)
+            for count, user in ((1, 100), (2, 200), (4, 400)):
+                results.runs[count] = await bench_workers.scenario(service, count, args.rows, user)
+            bench_workers.print_table(results.idle, results.runs)
+            results.end_to_end = e2e = await one_export(service, args.rows, 500)
+            print(
+                f"\none export alone, end to end: {e2e.rows:,} rows at "
+                f"{e2e.rows_per_s:,.0f} rows/s (service clock), "
+                f"{e2e.rows / e2e.cpu_seconds:,.0f} rows per CPU-second (service + worker)",
+                flush=True,
+            )
+            results.to_running = await create_to_running(service, args.creates)
+            p = percentiles(results.to_running)
+            print(
+                f"create → RUNNING over {len(results.to_running)} exports (startedAt - "
+                f"requestedAt, service wall clock, ms): p50 {p[0]:.1f}, p99 {p[1]:.1f}, "
+                f"max {max(results.to_running):.1f}",
+                flush=True,
+            )
+            for i, rows in enumerate(rss_rows):
+                results.rss.append(r := await one_export(service, rows, 600 + i))
+                print(
+                    f"peak RSS during a {r.rows:,}-row export: service + workers "
+                    f"{r.peak_total / 1e6:.1f} MB (service alone {r.peak_service / 1e6:.1f} MB)"
+                    f"; {r.rows_per_s:,.0f} rows/s",
+                    flush=True,
+                )
+        finally:
+            service.stop()
+
+
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    """(p50, p99) of ``samples`` (inclusive method; a single sample is both)."""
+    if len(samples) < 2:
+        return samples[0], samples[0]
+    cuts = statistics.quantiles(samples, n=100, method="inclusive")
+    return cuts[49], cuts[98]
+
+
+def run_history(quick: bool) -> tuple[dict[str, dict[str, float]], tuple[str, str]]:
+    """``bench_history.py``, output streamed.
+
+    Returns:
+        the best-of ratios larger / smaller history, ``{db: {figure: ratio}}``, and the
+        two history sizes as printed.
+    """
+    command = [sys.executable, str(HERE / "bench_history.py"), *(QUICK_HISTORY if quick else [])]
+    lines = []
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            print(line, end="", flush=True)
+            lines.append(line.rstrip("\n"))
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, command)
+    # The second table ("best ms") is the cost of the work itself on a shared machine.
+    start = next(i for i, line in enumerate(lines) if line.startswith("best ms"))
+    heads = [cell.split() for cell in lines[start].split("|")[1:]]  # db small big ratio
+    dbs = [head[0] for head in heads]
+    ratios: dict[str, dict[str, float]] = {db: {} for db in dbs}
+    for line in lines[start + 2 :]:
+        if "|" not in line:
+            break
+        name, *cells = line.split("|")
+        for db, cell in zip(dbs, cells, strict=True):
+            ratios[db][name.strip()] = float(cell.split()[2].rstrip("x"))
+    return ratios, (heads[0][1], heads[0][2])
+
+
+# --- the summary --------------------------------------------------------------------
+
+
+def summary(results: Results, cores: int) -> list[tuple[str, str, str]]:
+    """(figure, target of issue 9, measured) rows; "-" where a figure was not measured."""
+    rows: list[tuple[str, str, str]] = []
+    idle, runs = results.idle, results.runs
+    if idle is not None and 4 in runs:
+        p95 = runs[4]["latency"][1]
+        rows.append(
+            (
+                "API p95 during 4 exports",
+                "<= 1.2 x idle p95",
+                f"{p95:.1f} ms vs {idle[1]:.1f} ms idle (x{p95 / idle[1]:.1f})",
+            )
+        )
+    if runs:
+        one = runs[1]["rows_per_s"]
+        for n in (2, 4):
+            want, got = 0.9 * min(n, cores), runs[n]["rows_per_s"]
+            rows.append(
+                (
+                    f"aggregate rows/s, {n} vs 1 export",
+                    f">= {want:.1f} x ({cores} cores)",
+                    f"{got:,.0f} vs {one:,.0f} (x{got / one:.2f})",
+                )
+            )
+    e2e = results.end_to_end
+    if e2e is not None:
+        per_cpu = e2e.rows / e2e.cpu_seconds
+        for name, label, target in (
+            ("xlsxwriter cm", "xlsxwriter constant_memory", ">= 3 x"),
+            ("openpyxl wo", "openpyxl write_only", "-"),
+        ):
+            loop = results.writers.get(name)
+            measured = "-"
+            if loop:
+                measured = (
+                    f"x{e2e.rows_per_s / loop['rows_per_s']:.2f} wall, "
+                    f"x{per_cpu / loop['rows_per_cpu_s']:.2f} per CPU-s"
+                )
+            rows.append((f"one export end to end vs {label}", target, measured))
+        rows.append(
+            (
+                "one export end to end, rows per CPU-s",
+                ">= 40,000 per core",
+                f"{per_cpu:,.0f} ({e2e.rows_per_s:,.0f} rows/s wall)",
+            )
+        )
+    if results.to_running:
+        p50, p99 = percentiles(results.to_running)
+        measured = f"{p50:.1f} / {p99:.1f} ms"
+        rows.append(("create -> RUNNING p50 / p99 idle", "<= 25 / 100 ms", measured))
+    for r in results.rss:
+        rows.append(
+            (
+                f"peak RSS service + workers, {r.rows:,} rows",
+                "<= 200 MB at 1,000,000, flat",
+                f"{r.peak_total / 1e6:.1f} MB",
+            )
+        )
+    small, big = results.history_sizes
+    for db, ratios in results.history.items():
+        for name in HISTORY_FIGURES:
+            if name in ratios:
+                label = f"{db}: {name}, {big} vs {small} finished tasks"
+                rows.append((label, "<= 2 x", f"x{ratios[name]:.1f}"))
+    return rows
+
+
+def print_summary(rows: list[tuple[str, str, str]]) -> None:
+    print("\n## Summary (targets of issue 9; printed, not asserted)\n")
+    print("| figure | target | measured |")
+    print("|---|---|---|")
+    for row in rows:
+        print(f"| {' | '.join(row)} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    parser.add_argument("--skip-history", action="store_true", help="leave bench_history out")
+    parser.add_argument("--rows", type=int, help="rows per export and per writer loop")
+    parser.add_argument("--rss-rows", help="comma-separated export sizes for peak RSS")
+    parser.add_argument("--creates", type=int, help="exports timed for create -> RUNNING")
+    parser.add_argument("--idle-samples", type=int, default=bench_workers.IDLE_SAMPLES)
+    args = parser.parse_args()
+    for key, value in (QUICK if args.quick else FULL).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if args.quick and args.idle_samples == bench_workers.IDLE_SAMPLES:
+        args.idle_samples = 50
+
+    cores = os.cpu_count() or 1
+    uptime("start")
+    began = time.monotonic()
+    results = Results()
+    print(f"\n## XLSX writers over {args.rows:,} pre-made demo rows\n", flush=True)
+    results.writers = run_writers(args.rows)
+    print("\n## The embedded service", flush=True)
+    trio.run(run_service, args, results)
+    if not args.skip_history:
+        print("\n## Queries at 1k vs 1M finished tasks\n", flush=True)
+        results.history, results.history_sizes = run_history(args.quick)
+    print_summary(summary(results, cores))
+    print(f"\n{cores} cores; {time.monotonic() - began:.0f} s in all")
+    uptime("end")
+
+
+if __name__ == "__main__":
+    main()

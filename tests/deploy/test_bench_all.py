@@ -1,0 +1,78 @@
+"""``deploy/dev bench`` prints every figure of issue 9 item 5 (smoke run, tiny sizes).
+
+Runs ``deploy/bench/bench_all.py --quick --skip-history`` for real — the writer benchmark,
+the embedded service as its own process, real exports over HTTP — and checks that each
+section and each summary line is there with a number in it. No figure is compared with
+anything: speed is never a test assertion here (benchmarks print figures).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH_ALL = REPO / "deploy" / "bench" / "bench_all.py"
+
+#: The summary's figure column, one line each, in the order printed.
+SUMMARY_FIGURES = (
+    "API p95 during 4 exports",
+    "aggregate rows/s, 2 vs 1 export",
+    "aggregate rows/s, 4 vs 1 export",
+    "one export end to end vs xlsxwriter constant_memory",
+    "one export end to end vs openpyxl write_only",
+    "one export end to end, rows per CPU-s",
+    "create -> RUNNING p50 / p99 idle",
+    "peak RSS service + workers, 200 rows",
+    "peak RSS service + workers, 400 rows",
+)
+
+
+@pytest.mark.slow
+def test_quick_run_prints_every_figure() -> None:
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH_ALL),
+            "--quick",
+            "--skip-history",
+            "--rows",
+            "300",
+            "--rss-rows",
+            "200,400",
+            "--creates",
+            "3",
+            "--idle-samples",
+            "10",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    text = out.stdout
+    assert text.startswith("uptime at the start:"), text[:500]
+    assert re.search(r"uptime at the end: .*load average", text), text[-500:]
+    # the writers side by side, from bench_xlsx_writer.py
+    for writer in ("stream level 1", "xlsxwriter cm", "openpyxl wo"):
+        assert re.search(rf"^{writer} +[\d.]+ +\d+", text, re.M), writer
+    # the latency / throughput table, from bench_workers.py
+    for scenario in ("idle", "1 export", "2 exports", "4 exports"):
+        assert re.search(rf"^\| {scenario} \| [\d.]+ \|", text, re.M), scenario
+    assert "one export alone, end to end: 300 rows at" in text
+    assert re.search(r"create → RUNNING over 3 exports .* p50 [\d.]+, p99 [\d.]+", text)
+    # the summary: every figure, a target beside it, something measured
+    summary = text[text.index("## Summary") :]
+    rows = re.findall(r"^\| (.+?) \| (.+?) \| (.+?) \|$", summary, re.M)
+    assert rows[0] == ("figure", "target", "measured"), summary
+    rows = rows[1:]
+    assert [r[0] for r in rows] == list(SUMMARY_FIGURES), summary
+    for figure, target, measured in rows:
+        assert target.strip() and re.search(r"\d", measured), (figure, measured)
+    # no figure of the history benchmark when it is skipped
+    assert "finished tasks" not in summary
