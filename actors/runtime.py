@@ -18,9 +18,7 @@ the reconciler recovers it); stop the web server through hypercorn's shutdown tr
 from __future__ import annotations
 
 import logging
-import os
 import secrets
-import shutil
 import signal
 import sqlite3
 import threading
@@ -145,34 +143,6 @@ async def open_database(
         raise sole_exception(group) from None
 
 
-def prepare_spool_dir(data_dir: Path) -> Path:
-    """This process's XLSX spool directory, ``<data_dir>/tmp/<pid>``.
-
-    Each export run gets a scratch directory here for its worker process
-    (``actors/pipeline/export_worker.py``). Keeping them under the data directory (not the
-    system ``/tmp``, which may be RAM) and per process lets start-up remove what a killed
-    process left behind: spool folders of pids that no longer run on this host.
-    """
-    root = data_dir / "tmp"
-    root.mkdir(parents=True, exist_ok=True)
-    for entry in root.iterdir():
-        if entry.is_dir() and entry.name.isdigit() and not _pid_alive(int(entry.name)):
-            shutil.rmtree(entry, ignore_errors=True)
-    own = root / str(os.getpid())
-    own.mkdir(exist_ok=True)
-    return own
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def resolve_jwt_secret(settings: Settings) -> tuple[str, bool]:
     """The JWT secret, and whether it is the embedded dev secret.
 
@@ -264,9 +234,8 @@ async def _serve(
             log.info("requeued %d commands the previous in-process bus held", requeued)
     try:
         storage = LocalDirectoryStorage(settings.resolved_storage_dir)
-        spool = prepare_spool_dir(Path(settings.data_dir))
     except OSError as exc:
-        raise ConfigError(f"FILE_EXPORT_STORAGE_DIR / FILE_EXPORT_DATA_DIR: {exc}") from None
+        raise ConfigError(f"FILE_EXPORT_STORAGE_DIR: {exc}") from None
     metrics = Metrics()
     allowed = set(settings.provider_urls) | ({DEMO_SERVICE} if settings.demo_provider else set())
     registry_path = settings.registry or default_registry_path()
@@ -317,7 +286,7 @@ async def _serve(
 
     stopping = trio.Event()  # stop taking commands
     web_stop = trio.Event()  # hypercorn shutdown trigger
-    runner = ExportRunner(store, storage, provider, registry, settings, spool_dir=spool)
+    runner = ExportRunner(store, storage, provider, registry, settings)
     local = LocalClaims()  # what this process's slots hold; shared with its reconciler
     web: WebServer | None = None
     try:

@@ -1,13 +1,11 @@
 """One execution attempt's context, shared by the consumer slot and the pipeline.
 
 ``RunContext`` carries the claimed task and the abort machinery: a trio cancel scope for
-the run (cancelling it kills the run's export worker process), and a ``threading.Event``
-that blocking code in a thread of this process can poll without touching trio.
+the run; cancelling it kills the run's export worker process.
 """
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -44,16 +42,14 @@ class ExportResult:
 class RunContext:
     """One execution attempt: the claimed task plus its abort machinery.
 
-    ``abort_flag`` is a ``threading.Event`` so a worker thread can see an abort without
-    touching trio (the export's own CPU work runs in a worker process, which the cancel
-    kills instead). ``object_key`` is set by the pipeline as soon as it has
-    created the file, so every failure path can delete it (§9.5).
+    ``abort`` records the first reason and cancels ``scope`` (the run's worker process
+    dies with it). ``object_key`` is set by the pipeline as soon as it has created the
+    file, so every failure path can delete it (§9.5).
     """
 
     task: Task
     owner: str
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
-    abort_flag: threading.Event = field(default_factory=threading.Event)
     abort_reason: AbortReason | None = None
     object_key: str | None = None
     #: Process id of the run's export worker while it runs (tests and diagnostics).
@@ -65,5 +61,4 @@ class RunContext:
     def abort(self, reason: AbortReason) -> None:
         if self.abort_reason is None:
             self.abort_reason = reason
-        self.abort_flag.set()
         self.scope.cancel()

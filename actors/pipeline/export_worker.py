@@ -29,7 +29,7 @@ Structured cancellation: the process belongs to the ``async with`` block of
 exception — a cancel from the lease watchdog, the deadline guard or the shutdown
 hand-back included — sends SIGKILL and reaps the process before the block exits, so no
 worker outlives its run. The parent deletes the partial file (the consumer slot, by object
-key) and the worker's temporary directory (here).
+key).
 
 A worker that dies on its own (SIGKILL by the OOM killer, a segfault, ``os._exit``) shows
 as the end of its reply pipe: the run fails with :class:`ExportWorkerDiedError`
@@ -40,14 +40,11 @@ as the end of its reply pipe: the run fails with :class:`ExportWorkerDiedError`
 from __future__ import annotations
 
 import contextlib
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections import deque
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import BinaryIO
 
 import trio
@@ -207,8 +204,6 @@ class ExportWorker:
             how = "closed its reply pipe"
         elif code < 0:
             how = _signal_name(-code)
-        elif code == 0:
-            how = "exit status 0"
         else:
             how = f"exit status {code}"
         doing = self._waiting[0] if self._waiting else "between requests"
@@ -221,7 +216,6 @@ async def open_export_worker(
     *,
     max_rows: int,
     max_bytes: int,
-    spool_dir: Path | None,
     nice: int = 10,
 ) -> AsyncIterator[ExportWorker]:
     """Start a worker process for one run; stop it when the block ends.
@@ -230,14 +224,12 @@ async def open_export_worker(
     position. Leaving the block normally closes the worker's request pipe and waits for
     it to exit (SIGKILL after :data:`EXIT_TIMEOUT` seconds); leaving it by an exception,
     cancellation included, kills it with SIGKILL at once. Either way the process is reaped
-    and its temporary directory deleted before the block exits. ``out`` stays open (the
-    caller closes it).
+    before the block exits. ``out`` stays open (the caller closes it).
 
     Args:
         out: the storage file, opened for writing (a real file with a descriptor).
         max_rows: registry ``max-rows`` of the export.
         max_bytes: largest file, bytes.
-        spool_dir: where the run's temporary directory is made; ``None`` = the system's.
         nice: added to the worker's nice value (``FILE_EXPORT_WORKER_NICE``, 0..19).
 
     Yields:
@@ -246,40 +238,31 @@ async def open_export_worker(
         request is on its way.
 
     Raises:
-        StorageUnavailableError: the temporary directory cannot be made, or the process
-            cannot be started.
+        StorageUnavailableError: the process cannot be started.
     """
+    fd = out.fileno()
     try:
-        tmpdir = tempfile.mkdtemp(prefix="run-", dir=spool_dir)
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "actors.pipeline.worker_main"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            pass_fds=(fd,),
+        )
     except OSError as exc:
-        raise StorageUnavailableError(f"cannot create the export spool directory: {exc}") from exc
+        raise StorageUnavailableError(f"cannot start an export worker process: {exc}") from exc
+    worker = ExportWorker(process)
     try:
-        fd = out.fileno()
-        try:
-            process = await trio.lowlevel.open_process(
-                [sys.executable, "-m", "actors.pipeline.worker_main"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                pass_fds=(fd,),
-            )
-        except OSError as exc:
-            raise StorageUnavailableError(f"cannot start an export worker process: {exc}") from exc
-        worker = ExportWorker(process)
-        try:
-            await worker._send(Start(fd, max_rows, max_bytes, tmpdir, nice), "starting")
-            yield worker
-            await _stop(process)
-        finally:
-            if process.returncode is None:
-                process.kill()  # SIGKILL: no worker outlives its run
-            with trio.CancelScope(shield=True):
-                await process.wait()
-                for stream in (process.stdin, process.stdout):
-                    if stream is not None:
-                        await stream.aclose()
+        await worker._send(Start(fd, max_rows, max_bytes, nice), "starting")
+        yield worker
+        await _stop(process)
     finally:
+        if process.returncode is None:
+            process.kill()  # SIGKILL: no worker outlives its run
         with trio.CancelScope(shield=True):
-            await trio.to_thread.run_sync(shutil.rmtree, tmpdir, True)
+            await process.wait()
+            for stream in (process.stdin, process.stdout):
+                if stream is not None:
+                    await stream.aclose()
 
 
 async def _stop(process: trio.Process) -> None:

@@ -6,9 +6,8 @@ compressing the XLSX — runs in a worker process of its own
 (:mod:`actors.pipeline.export_worker`), so the event loop keeps renewing leases and
 serving HTTP, and concurrent exports use every core. This process keeps the Provider
 calls and their cross-batch rules (fed by the worker's batch summaries), the fenced
-database writes, progress and storage. A cancelled run kills its worker (that replaces
-``RunContext.abort_flag``, which cannot cross a process); a worker that dies fails the
-run as transient.
+database writes, progress and storage. A cancelled run kills its worker; a worker that
+dies fails the run as transient.
 
 Definition values that protect downstream services (``provider-*``, ``batch-size``,
 ``max-rows``) are read from the registry *at execution time* (§10.4).
@@ -27,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from datetime import datetime
-from pathlib import Path
 from typing import BinaryIO
 
 import trio
@@ -67,14 +65,12 @@ class ExportRunner:
         provider: ProviderClient,
         registry: RegistryHolder,
         settings: Settings,
-        spool_dir: Path | None = None,
     ) -> None:
         self.store = store
         self.storage = storage
         self.provider = provider
         self.registry = registry
         self.settings = settings
-        self.spool_dir = spool_dir
 
     async def __call__(self, ctx: RunContext) -> ExportResult:
         task = ctx.task
@@ -95,7 +91,6 @@ class ExportRunner:
                 out,
                 max_rows=definition.max_rows,
                 max_bytes=self.settings.max_file_bytes,
-                spool_dir=self.spool_dir,
                 nice=self.settings.worker_nice,
             ) as worker:
                 ctx.worker_pid = worker.pid

@@ -133,7 +133,6 @@ class WorkerSession:
             first.columns,
             max_rows=start.max_rows,
             max_bytes=start.max_bytes,
-            tmpdir=start.tmpdir,
         )
         return self._writer
 

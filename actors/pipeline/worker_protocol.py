@@ -11,7 +11,7 @@ surrogates, which those formats cannot carry and pickle can.)
 
 Requests::
 
-    Start(out_fd, max_rows, max_bytes, tmpdir, nice)  ->  Started(pid)
+    Start(out_fd, max_rows, max_bytes, nice)  ->  Started(pid)
     Decode(batch, raw, service, limit, max_columns)  ->  Decoded(summary)
     Write(batch)                                ->  Written(rows_written, warnings)
     Close(note)                                 ->  Closed(size, rows_written, warnings)
@@ -77,14 +77,12 @@ class Start:
             from its current position, flushed and fsynced by :class:`Close`.
         max_rows: data rows the whole export may have (registry ``max-rows``).
         max_bytes: largest XLSX file, bytes.
-        tmpdir: directory for the writer's temporary files (the parent deletes it).
         nice: added to the worker's nice value before any work (0..19).
     """
 
     out_fd: int
     max_rows: int
     max_bytes: int
-    tmpdir: str | None
     nice: int = 10
 
 

