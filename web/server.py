@@ -10,11 +10,10 @@ ran in the root nursery, the whole process (README, "Hostile HTTP clients").
 
 Two layers remove that class of fault:
 
-* :class:`GuardedTCPServer` closes the race (``send_eof`` under the send lock), treats a
-  send that collides with a closing stream as a closed peer, and contains whatever else a
-  single connection raises: logged with the peer address, the connection closed, the
-  server untouched. No input from one client can end the server.
-* :func:`serve_web` owns the listening sockets across restarts and the runtime runs it
+* :class:`GuardedTCPServer` closes the race (``send_eof`` under the send lock) and
+  contains whatever else a single connection raises: logged with the peer address, the
+  connection closed, the server untouched. No input from one client can end the server.
+* :class:`WebServer` owns the listening sockets across restarts and the runtime runs it
   under :func:`actors.supervisor.supervise` in its own nursery: if the server itself ever
   fails, it is restarted with back-off on the same sockets (connections wait in the
   listen backlog meanwhile), counted in ``export_actor_restarts_total{actor="web"}``, and
@@ -30,7 +29,6 @@ from typing import Any
 
 import trio
 from hypercorn.config import Config, Sockets
-from hypercorn.events import Closed, Event, RawData
 from hypercorn.trio.lifespan import Lifespan
 from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
@@ -44,14 +42,12 @@ CLOSE_LOCK_SECONDS = 5.0
 
 
 class GuardedTCPServer(TCPServer):
-    """One HTTP connection, as hypercorn's ``TCPServer`` with three guards.
+    """One HTTP connection, as hypercorn's ``TCPServer`` with two guards.
 
-    1. ``send_eof`` runs under ``send_lock`` like every ``send_all`` (the upstream race).
-    2. A ``BusyResourceError`` while sending means the stream is being closed by this
-       connection's other task: handled as a closed peer, as hypercorn handles
-       ``BrokenResourceError``.
-    3. Any other exception of this connection is logged (WARNING, with the peer) and
-       contained: the stream is closed and nothing propagates to the server.
+    1. ``send_eof`` runs under ``send_lock`` like every ``send_all`` (the upstream race),
+       so a send and the close never overlap.
+    2. Any exception of this connection is logged (WARNING, with the peer) and contained:
+       the stream is closed and nothing propagates to the server.
     """
 
     async def run(self) -> None:
@@ -69,16 +65,6 @@ class GuardedTCPServer(TCPServer):
             )
             with trio.CancelScope(shield=True):
                 await _aclose_quietly(self.stream)
-
-    async def protocol_send(self, event: Event) -> None:
-        try:
-            await super().protocol_send(event)
-        except trio.BusyResourceError:
-            if not isinstance(event, RawData):
-                raise
-            # The stream is closing under us (see the module docstring): the peer is gone
-            # as far as this connection is concerned.
-            await self.protocol.handle(Closed())
 
     async def _close(self) -> None:
         holder = self.send_lock.statistics().owner
@@ -109,13 +95,12 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _peer(stream: Any) -> str:
+def _peer(stream: trio.SocketStream) -> str:
     try:
-        sock = getattr(stream, "socket", None) or stream.transport_stream.socket
-        host, port = sock.getpeername()[:2]
-        return f"{host}:{port}"
-    except Exception:
+        host, port = stream.socket.getpeername()[:2]
+    except OSError:  # the peer is already gone
         return "an unknown peer"
+    return f"{host}:{port}"
 
 
 def _listeners(sockets: Sockets) -> list[trio.SocketListener]:
