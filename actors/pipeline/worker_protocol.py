@@ -29,18 +29,7 @@ import struct
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from actors.core.errors import (
-    CursorNotAdvancingError,
-    DeadlineExceededError,
-    ExportAbortedError,
-    ExportError,
-    LimitExceededError,
-    PermanentExportError,
-    ProviderContractError,
-    ProviderUnavailableError,
-    StorageUnavailableError,
-    TransientExportError,
-)
+from actors.core.errors import ExportError
 from actors.core.models import BatchSummary
 
 #: Frame header: payload length in bytes, unsigned 32-bit big-endian.
@@ -49,23 +38,21 @@ HEADER = struct.Struct(">I")
 #: (4 MB by default, ``max_response_bytes``); a reply at most one batch's columns.
 MAX_FRAME_BYTES = 256 * 1024 * 1024
 
-#: The export errors a worker may report, by class name; anything else it reports is an
-#: internal error of the worker (a bug), not a verdict on the export.
-EXPORT_ERRORS: dict[str, type[ExportError]] = {
-    cls.__name__: cls
-    for cls in (
-        ExportError,
-        PermanentExportError,
-        LimitExceededError,
-        ProviderContractError,
-        TransientExportError,
-        ProviderUnavailableError,
-        CursorNotAdvancingError,
-        StorageUnavailableError,
-        DeadlineExceededError,
-        ExportAbortedError,
-    )
-}
+def _export_error_classes() -> dict[str, type[ExportError]]:
+    found: dict[str, type[ExportError]] = {}
+    todo: list[type[ExportError]] = [ExportError]
+    while todo:
+        cls = todo.pop()
+        found[cls.__name__] = cls
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+#: The export errors a worker may report, by class name: ``ExportError`` and every
+#: subclass, so a new class is carried across without a list to keep in step. Anything
+#: else a worker reports is an internal error of the worker (a bug), not a verdict on the
+#: export.
+EXPORT_ERRORS: dict[str, type[ExportError]] = _export_error_classes()
 
 
 @dataclass(frozen=True, slots=True)
