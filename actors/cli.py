@@ -126,7 +126,9 @@ def demo(rows: int, out: Path, verbose: bool) -> None:
     configure_logging("INFO" if verbose else "WARNING")
     with tempfile.TemporaryDirectory(prefix="export-center-demo-") as tmp:
         registry = Path(tmp) / "registry.yaml"
-        registry.write_text(_demo_registry(max(rows, 200_000)))
+        from web.demo_provider import demo_registry_yaml
+
+        registry.write_text(demo_registry_yaml(max_rows=max(rows, 200_000)))
         settings = _settings_or_exit(
             data_dir=Path(tmp),
             database_url=f"sqlite:///{tmp}/export-center.db",
@@ -143,21 +145,6 @@ def demo(rows: int, out: Path, verbose: bool) -> None:
         )
         ok = trio.run(_demo, settings, rows, out)
     sys.exit(0 if ok else 1)
-
-
-def _demo_registry(max_rows: int) -> str:
-    return (
-        "definitions:\n"
-        "  CUSTOMER_LIST:\n"
-        "    provider-service: demo-service\n"
-        "    provider-path: /internal/exports/v1/CUSTOMER_LIST/batches\n"
-        "    required-permission: platform:customer:export\n"
-        "    app-scope: PLATFORM\n"
-        "    enabled: true\n"
-        f"    max-rows: {max_rows}\n"
-        "    max-attempts: 3\n"
-        "    batch-size: 1000\n"
-    )
 
 
 async def _demo(settings: Settings, rows: int, out: Path) -> bool:

@@ -65,7 +65,6 @@ from db.store import CreateLimits, ExportStore
 
 log = logging.getLogger("actors.runtime")
 
-DEMO_SERVICE = "demo-service"
 DEMO_ADMIN_PERMS = ("platform:customer:export", "platform:download:all")
 
 
@@ -214,6 +213,7 @@ async def _serve(
     task_status: trio.TaskStatus[Runtime],
 ) -> None:
     from web.app import Services, create_app  # composition root: the one place that wires web
+    from web.demo_provider import DEMO_SERVICE
     from web.server import WebServer
 
     def label() -> str:

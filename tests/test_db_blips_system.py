@@ -26,18 +26,10 @@ import trio
 from tests.own_mariadb import OwnMariaDB
 from tests.test_end_to_end import API
 from tests.test_process import ServeProcess, client
+from web.demo_provider import demo_registry_yaml
 
 ROWS = 20_000
-REGISTRY = """\
-definitions:
-  CUSTOMER_LIST:
-    provider-service: demo-service
-    provider-path: /internal/exports/v1/CUSTOMER_LIST/batches
-    required-permission: platform:customer:export
-    app-scope: PLATFORM
-    max-attempts: 3
-    batch-size: 50
-"""
+REGISTRY = demo_registry_yaml(batch_size=50)
 
 
 @pytest.fixture

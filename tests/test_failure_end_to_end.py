@@ -18,19 +18,10 @@ from quart_trio import QuartTrio
 from actors.runtime import Runtime
 from tests.conftest import make_settings, running_service
 from tests.test_end_to_end import API, client_for, wait_for_status
-from web.demo_provider import create_demo_provider_blueprint
+from web.demo_provider import create_demo_provider_blueprint, demo_registry_yaml
 
 TOKEN = "provider-token-for-tests"
-REGISTRY = """
-definitions:
-  CUSTOMER_LIST:
-    provider-service: flaky-service
-    provider-path: /internal/exports/v1/CUSTOMER_LIST/batches
-    required-permission: platform:customer:export
-    app-scope: PLATFORM
-    max-attempts: 3
-    batch-size: 100
-"""
+REGISTRY = demo_registry_yaml(batch_size=100, service="flaky-service")
 
 
 @dataclass

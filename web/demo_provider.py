@@ -35,6 +35,41 @@ EXPORT_TYPE = "CUSTOMER_LIST"
 #: The route the registry's ``provider-path`` points at (§10.3).
 PROVIDER_PATH = f"/internal/exports/v1/{EXPORT_TYPE}/batches"
 SERVICE_TOKEN_HEADER = "X-Internal-Service-Token"
+#: The ``provider-service`` name the service mounts this Provider under.
+DEMO_SERVICE = "demo-service"
+
+
+def demo_registry_yaml(
+    *,
+    batch_size: int = 1000,
+    max_attempts: int = 3,
+    max_rows: int | None = None,
+    service: str = DEMO_SERVICE,
+) -> str:
+    """A registry file (YAML text) with the one ``CUSTOMER_LIST`` definition of this
+    Provider, for the demo command, benchmarks and tests that need other limits than the
+    packaged registry's.
+
+    Args:
+        batch_size: rows per Provider call (registry ``batch-size``, 50..1000).
+        max_attempts: automatic attempts per task (``max-attempts``, 1..5).
+        max_rows: ``max-rows``; ``None`` leaves the registry's default.
+        service: ``provider-service``, for a test that serves this Provider elsewhere.
+    """
+    limit = f"    max-rows: {max_rows}\n" if max_rows is not None else ""
+    return (
+        "definitions:\n"
+        f"  {EXPORT_TYPE}:\n"
+        f"    provider-service: {service}\n"
+        f"    provider-path: {PROVIDER_PATH}\n"
+        "    required-permission: platform:customer:export\n"
+        "    app-scope: PLATFORM\n"
+        "    enabled: true\n"
+        f"{limit}"
+        f"    max-attempts: {max_attempts}\n"
+        f"    batch-size: {batch_size}\n"
+    )
+
 
 #: Largest ``limit`` a request may ask for (§10.3: batch-size ∈ [50, 1000]).
 MAX_LIMIT = 1000

@@ -38,6 +38,7 @@ HEADER = struct.Struct(">I")
 #: (4 MB by default, ``max_response_bytes``); a reply at most one batch's columns.
 MAX_FRAME_BYTES = 256 * 1024 * 1024
 
+
 def _export_error_classes() -> dict[str, type[ExportError]]:
     found: dict[str, type[ExportError]] = {}
     todo: list[type[ExportError]] = [ExportError]

@@ -41,22 +41,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from actors.core.models import AppCode  # noqa: E402
 from web.auth import issue_token  # noqa: E402
+from web.demo_provider import demo_registry_yaml  # noqa: E402
 
 API = "/api/platform/v1/files/export-tasks"
 SECRET = "bench-workers-secret-" + "x" * 32
 READY = re.compile(r"ready at (http://127\.0\.0\.1:\d+)")
-REGISTRY = """\
-definitions:
-  CUSTOMER_LIST:
-    provider-service: demo-service
-    provider-path: /internal/exports/v1/CUSTOMER_LIST/batches
-    required-permission: platform:customer:export
-    app-scope: PLATFORM
-    enabled: true
-    max-rows: {max_rows}
-    max-attempts: 3
-    batch-size: 1000
-"""
 #: The registry's ceiling for ``max-rows``; a larger ``max_rows`` lifts it for the bench only.
 REGISTRY_MAX_ROWS = 500_000
 #: Starts the service with the registry's ``max-rows`` ceiling raised to ``sys.argv[1]``:
@@ -82,7 +71,7 @@ class Service:
 
     def __init__(self, tmp: Path, source: Path | None, max_rows: int = REGISTRY_MAX_ROWS) -> None:
         registry = tmp / "registry.yaml"
-        registry.write_text(REGISTRY.format(max_rows=max_rows))
+        registry.write_text(demo_registry_yaml(max_rows=max_rows))
         env = {
             **os.environ,
             "FILE_EXPORT_DATA_DIR": str(tmp / "data"),

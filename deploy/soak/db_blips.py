@@ -49,21 +49,13 @@ sys.path.insert(0, str(ROOT))
 
 from actors.core.models import AppCode  # noqa: E402
 from web.auth import issue_token  # noqa: E402
+from web.demo_provider import demo_registry_yaml  # noqa: E402
 
 API = "/api/platform/v1/files/export-tasks"
 SECRET = "soak-db-blips-secret-" + "s" * 32
 DATABASE = "export_center_soak"
 READY = re.compile(r"ready at (http://127\.0\.0\.1:\d+)")
-REGISTRY = """\
-definitions:
-  CUSTOMER_LIST:
-    provider-service: demo-service
-    provider-path: /internal/exports/v1/CUSTOMER_LIST/batches
-    required-permission: platform:customer:export
-    app-scope: PLATFORM
-    max-attempts: 5
-    batch-size: 100
-"""
+REGISTRY = demo_registry_yaml(batch_size=100, max_attempts=5)
 SERVICE_ENV = {
     "FILE_EXPORT_JWT_SECRET": SECRET,
     "FILE_EXPORT_HTTP_BIND": "127.0.0.1:0",
