@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -236,10 +235,10 @@ async def run_service(args: argparse.Namespace, results: Results) -> None:
                 flush=True,
             )
             results.to_running = await create_to_running(service, args.creates)
-            p = percentiles(results.to_running)
+            p = bench_workers.percentiles(results.to_running)
             print(
                 f"create → RUNNING over {len(results.to_running)} exports (startedAt - "
-                f"requestedAt, service wall clock, ms): p50 {p[0]:.1f}, p99 {p[1]:.1f}, "
+                f"requestedAt, service wall clock, ms): p50 {p[0]:.1f}, p99 {p[2]:.1f}, "
                 f"max {max(results.to_running):.1f}",
                 flush=True,
             )
@@ -253,14 +252,6 @@ async def run_service(args: argparse.Namespace, results: Results) -> None:
                 )
         finally:
             service.stop()
-
-
-def percentiles(samples: list[float]) -> tuple[float, float]:
-    """(p50, p99) of ``samples`` (inclusive method; a single sample is both)."""
-    if len(samples) < 2:
-        return samples[0], samples[0]
-    cuts = statistics.quantiles(samples, n=100, method="inclusive")
-    return cuts[49], cuts[98]
 
 
 def run_history(quick: bool) -> tuple[dict[str, dict[str, float]], tuple[str, str]]:
@@ -343,7 +334,7 @@ def summary(results: Results, cores: int) -> list[tuple[str, str, str]]:
             )
         )
     if results.to_running:
-        p50, p99 = percentiles(results.to_running)
+        p50, _, p99 = bench_workers.percentiles(results.to_running)
         measured = f"{p50:.1f} / {p99:.1f} ms"
         rows.append(("create -> RUNNING p50 / p99 idle", "<= 25 / 100 ms", measured))
     for r in results.rss:

@@ -152,6 +152,9 @@ async def sample_latency(c: httpx.AsyncClient, until: trio.Event, limit: int | N
 
 
 def percentiles(samples: list[float]) -> tuple[float, float, float]:
+    """(p50, p95, p99) of ``samples`` (inclusive method; a single sample is all three)."""
+    if len(samples) < 2:
+        return samples[0], samples[0], samples[0]
     cuts = statistics.quantiles(samples, n=100, method="inclusive")
     return cuts[49], cuts[94], cuts[98]
 
