@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.core.errors import ApiError
+from actors.core.text import has_utf8_form
 
 MAX_KEYS = 20
 MAX_JSON_BYTES = 4 * 1024
@@ -157,21 +158,13 @@ def _check_text(value: Any, path: str) -> None:
     """Refuse strings without a UTF-8 form (unpaired surrogates); ``path`` names them.
     Depth is bounded by :data:`MAX_BODY_DEPTH`, so the recursion is too."""
     if isinstance(value, str):
-        if not _encodable(value):
+        if not has_utf8_form(value):
             raise ApiError("400", f"{path} contains an unpaired surrogate (\\ud800-\\udfff)")
     elif isinstance(value, dict):
         for key, item in value.items():
-            if not _encodable(key):
+            if not has_utf8_form(key):
                 raise ApiError("400", f"{path} has a key with an unpaired surrogate")
             _check_text(item, f"{path}.{key}" if path != "body" else key)
     elif isinstance(value, list):
         for i, item in enumerate(value):
             _check_text(item, f"{path}[{i}]")
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

@@ -36,6 +36,16 @@ _URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userin
 REDACTED = "***"
 
 
+def has_utf8_form(text: str) -> bool:
+    """Whether ``text`` can be encoded as UTF-8: false exactly when it holds a lone UTF-16
+    surrogate (a ``"\\ud800"`` escape in JSON decodes to one)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def escape_control(text: str) -> str:
     """Escape every character that could forge a line or break an encoder.
 

@@ -31,7 +31,7 @@ from actors.core.errors import (
     ProviderContractError,
 )
 from actors.core.models import ColumnDef, ColumnType, ProviderBatch
-from actors.core.text import quote_outside
+from actors.core.text import has_utf8_form, quote_outside
 
 #: The only response schema version this client understands (§10.1 ``schemaVersion``).
 SUPPORTED_SCHEMA_VERSION = 1
@@ -171,7 +171,7 @@ def parse_batch_data(data: Mapping[str, Any], *, limit: int, max_columns: int) -
             f"snapshotToken has {len(token)} characters; the limit is "
             f"{MAX_SNAPSHOT_TOKEN_CHARS} (§10.2)"
         )
-    if token is not None and not _is_unicode(token):
+    if token is not None and not has_utf8_form(token):
         raise ProviderContractError("snapshotToken is not valid Unicode (lone surrogate)")
     raw_columns = data.get("columns")
     columns = None if raw_columns is None else _parse_columns(raw_columns, max_columns)
@@ -185,7 +185,7 @@ def parse_batch_data(data: Mapping[str, Any], *, limit: int, max_columns: int) -
     next_cursor = data.get("nextCursor")
     if next_cursor is not None and not isinstance(next_cursor, str):
         raise ProviderContractError("nextCursor is not a string")
-    if next_cursor is not None and not _is_unicode(next_cursor):
+    if next_cursor is not None and not has_utf8_form(next_cursor):
         # It is sent back as UTF-8 in the next request, which cannot encode it.
         raise ProviderContractError("nextCursor is not valid Unicode (lone surrogate)")
     has_more = data.get("hasMore")
@@ -271,11 +271,3 @@ def is_int(value: Any) -> TypeGuard[int]:
 def clip(text: str) -> str:
     """Provider text for a message: escaped and clipped to 200 characters."""
     return quote_outside(text, _QUOTE_CHARS)
-
-
-def _is_unicode(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
