@@ -47,10 +47,6 @@ def ok(data: Any, message: str = "success") -> dict[str, Any]:
     return envelope(data, message=message)
 
 
-async def _json_body() -> dict[str, Any]:
-    return parse_json_body(await request.get_data(cache=False))
-
-
 def owns(principal: Principal, task: Task) -> bool:
     """§12 ownedTask: same tenant and app, and the requester or download:all."""
     return (
@@ -93,7 +89,7 @@ def check_definition(principal: Principal, export_type: str) -> Any:
 @api.post(PREFIX)
 async def create_task() -> Any:
     principal = caller()
-    body = await _json_body()
+    body = parse_json_body(await request.get_data(cache=False))
     export_type = body.get("exportType")
     if not isinstance(export_type, str) or not export_type:
         raise ApiError("400", "exportType is required")
