@@ -18,6 +18,8 @@ from actors.core.limits import MAX_BODY_DEPTH, json_nesting_depth, parse_json_bo
         ('"[[[["', 0),  # brackets inside a string do not count
         ('["\\"[[", []]', 2),  # nor after an escaped quote
         ("[" * 100_000, 100_000),  # linear, no recursion
+        ("]]]", 0),  # malformed: never below zero
+        ('"\\\\" [', 1),  # an escaped backslash ends the string
     ],
 )
 def test_json_nesting_depth(text: str, depth: int) -> None:
