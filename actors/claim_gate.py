@@ -28,8 +28,9 @@ from actors.config import Settings
 from actors.core import fairness
 from actors.core.dispatch import NoClaim
 from actors.core.models import Command, Task
+from actors.core.outcomes import ClaimResult
 from actors.local_claims import LocalClaims
-from db.store import ClaimResult, ExportStore
+from db.store import ExportStore
 
 #: Requesters remembered for round robin; the least recently served are forgotten first,
 #: which only ranks them as "never served" (first), as they were.

@@ -57,13 +57,14 @@ from actors.core.errors import (
     TransientExportError,
 )
 from actors.core.models import Command, Task
+from actors.core.outcomes import AbortReason, ExportResult, RetryOutcome
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
-from actors.pipeline.context import AbortReason, ExportResult, RunContext
+from actors.pipeline.context import RunContext
 from actors.pipeline.storage import ExportStorage
 from actors.transport.base import CommandTransport, Delivery
 from db.database import TransientDatabaseError
-from db.store import ExportStore, RetryOutcome
+from db.store import ExportStore
 
 log = logging.getLogger("actors.consumer")
 T = TypeVar("T")

@@ -34,11 +34,12 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from actors.config import Settings
+from actors.core.outcomes import RetryOutcome
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
 from actors.pipeline.storage import OBJECT_KEY_PATTERN, ExportStorage
 from db.database import TransientDatabaseError
-from db.store import ExportStore, RetryOutcome
+from db.store import ExportStore
 
 log = logging.getLogger("actors.reconciler")
 

@@ -37,13 +37,14 @@ from hypercorn.config import Config as HypercornConfig
 from actors.claim_gate import ClaimGate
 from actors.config import Settings
 from actors.consumer import ConsumerSlot
+from actors.core.admission import CreateLimits
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.errors import ConfigError, RegistryError, sole_exception
 from actors.core.ids import IdGenerator
 from actors.core.models import AppCode
+from actors.core.outcomes import AbortReason
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
-from actors.pipeline.context import AbortReason
 from actors.pipeline.provider_client import ProviderClient
 from actors.pipeline.runner import ExportRunner
 from actors.pipeline.storage import LocalDirectoryStorage
@@ -61,7 +62,7 @@ from actors.wakeup import Wakeup
 from db.database import Database, DatabaseAccessError, DatabaseUnavailableError
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
-from db.store import CreateLimits, ExportStore
+from db.store import ExportStore
 
 log = logging.getLogger("actors.runtime")
 

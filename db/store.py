@@ -17,20 +17,17 @@ import random
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any, TypeVar
 
 import trio
 
 from actors.core import dispatch, fairness
-from actors.core.admission import ActiveCounts, CreateLimits, CreateOutcome, admit
+from actors.core.admission import ActiveCounts, CreateLimits, admit
 from actors.core.backoff import should_retry
 from actors.core.db_retry import DbFault, DbRetryPolicy, db_retry_delay
 from actors.core.errors import ConfigError
 from actors.core.ids import IdGenerator
-from actors.core.limits import NormalisedParameters
 from actors.core.models import (
     COMMAND_TAG,
     Command,
@@ -39,6 +36,15 @@ from actors.core.models import (
     Principal,
     Task,
     TaskStatus,
+)
+from actors.core.outcomes import (
+    ClaimResult,
+    CreateOutcome,
+    CreateResult,
+    NewTask,
+    QuarantineOutcome,
+    QueueSample,
+    RetryOutcome,
 )
 from db import transitions as T
 from db.database import (
@@ -79,53 +85,6 @@ class _Sql:
                 and not name.endswith("_COLUMNS")
             ):
                 setattr(self, name, db.dialect.render(value))
-
-
-@dataclass(frozen=True, slots=True)
-class NewTask:
-    """What the API has validated for a create (§5)."""
-
-    export_type: str
-    task_name: str
-    format: str
-    parameters: NormalisedParameters
-    principal: Principal
-    max_attempts: int
-
-
-@dataclass(frozen=True, slots=True)
-class CreateResult:
-    outcome: CreateOutcome
-    task: Task | None
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimResult:
-    """Result of a claim (§8.2): ``task`` when claimed, else the no-claim branch."""
-
-    task: Task | None
-    no_claim: dispatch.NoClaim | None
-
-
-class QuarantineOutcome(StrEnum):
-    QUARANTINED = "quarantined"  # outbox QUARANTINED + task FAILED, one row each
-    MISMATCH = "mismatch"  # stale version / event id mismatch: nothing changed
-
-
-@dataclass(frozen=True, slots=True)
-class QueueSample:
-    """Gauge values (§13), seconds and counts by DB time."""
-
-    queue_age_seconds: float
-    outbox_pending: int
-    outbox_oldest_age_seconds: float
-    outbox_max_attempt: int
-
-
-class RetryOutcome(StrEnum):
-    SCHEDULED = "scheduled"  # PENDING with a new version and a new outbox row
-    FAILED = "failed"  # attempts exhausted: FAILED
-    LOST = "lost"  # fencing matched nothing: another owner or version
 
 
 _DEFAULT_LIMITS = CreateLimits()
