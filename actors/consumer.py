@@ -50,11 +50,13 @@ from actors.core.backoff import retry_backoff
 from actors.core.dispatch import NoClaim
 from actors.core.errors import (
     CommandDecodeError,
+    DatabaseError,
     DeadlineExceededError,
     ExportAbortedError,
     ExportError,
     PermanentExportError,
-    TransientExportError,
+    TransientDatabaseError,
+    run_failure,
 )
 from actors.core.models import Command, Task
 from actors.core.outcomes import AbortReason, ExportResult, RetryOutcome
@@ -63,7 +65,6 @@ from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
 from actors.pipeline.storage import ExportStorage
 from actors.transport.base import CommandTransport, Delivery
-from db.database import TransientDatabaseError
 from db.store import ExportStore
 
 log = logging.getLogger("actors.consumer")
@@ -260,14 +261,12 @@ class ConsumerSlot:
         with ctx.scope:
             try:
                 result = await self.pipeline(ctx)
-            except ExportError as exc:
-                error = exc
-            except TransientDatabaseError as exc:  # the database, not the export, failed
-                log.warning("task %s: database unavailable during the run: %s", ctx.task.id, exc)
-                error = exc
-            except Exception as exc:  # a bug must not strand the task: treat as transient
-                log.exception("task %s: unexpected error in the export pipeline", ctx.task.id)
-                error = TransientExportError(f"internal error: {type(exc).__name__}: {exc}")
+            except Exception as exc:
+                error = run_failure(exc)  # every class of the error tree, a bug as transient
+                if isinstance(exc, DatabaseError):  # the database, not the export, failed
+                    log.warning("task %s: database error during the run: %s", ctx.task.id, exc)
+                elif not isinstance(exc, ExportError):
+                    log.exception("task %s: unexpected error in the export pipeline", ctx.task.id)
         if ctx.abort_reason is not None:
             error = self._abort_error(ctx.abort_reason)
             result = None

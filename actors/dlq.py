@@ -14,10 +14,10 @@ import logging
 
 import trio
 
+from actors.core.errors import TransientDatabaseError
 from actors.core.outcomes import QuarantineOutcome
 from actors.metrics import Metrics
 from actors.transport.base import CommandTransport, Delivery
-from db.database import TransientDatabaseError
 from db.store import ExportStore
 
 log = logging.getLogger("actors.dlq")

@@ -20,11 +20,11 @@ import trio
 
 from actors.config import Settings
 from actors.core.backoff import publish_backoff
+from actors.core.errors import TransientDatabaseError
 from actors.core.models import COMMAND_SCHEMA_VERSION, OutboxRow
 from actors.metrics import Metrics
 from actors.transport.base import CommandTransport, OutgoingMessage
 from actors.wakeup import Wakeup
-from db.database import TransientDatabaseError
 from db.store import ExportStore
 
 log = logging.getLogger("actors.publisher")

@@ -34,11 +34,11 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from actors.config import Settings
+from actors.core.errors import TransientDatabaseError
 from actors.core.outcomes import RetryOutcome
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
 from actors.pipeline.storage import OBJECT_KEY_PATTERN, ExportStorage
-from db.database import TransientDatabaseError
 from db.store import ExportStore
 
 log = logging.getLogger("actors.reconciler")

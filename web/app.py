@@ -21,12 +21,11 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from actors.core.admission import CreateLimits
-from actors.core.errors import ApiError
+from actors.core.errors import ApiError, TransientDatabaseError
 from actors.metrics import Metrics
 from actors.pipeline.storage import ExportStorage
 from actors.registry_source import RegistryHolder
 from actors.wakeup import Wakeup
-from db.database import TransientDatabaseError
 from db.store import ExportStore
 from web.api import api
 from web.health import DatabaseProbe

@@ -11,7 +11,7 @@ import logging
 
 import trio
 
-from db.database import TransientDatabaseError
+from actors.core.errors import TransientDatabaseError
 from db.store import ExportStore
 
 log = logging.getLogger("web.health")

@@ -32,7 +32,7 @@ import trio
 
 from actors.config import Settings
 from actors.core.batch_rules import final_total_rows
-from actors.core.errors import ExportAbortedError, PermanentExportError
+from actors.core.errors import ExportAbortedError, PermanentExportError, TransientDatabaseError
 from actors.core.outcomes import ExportResult
 from actors.core.text import safe_file_name
 from actors.pipeline.context import RunContext
@@ -40,7 +40,6 @@ from actors.pipeline.export_worker import ExportWorker, open_export_worker
 from actors.pipeline.provider_client import ProviderClient, iterate_batches
 from actors.pipeline.storage import XLSX_CONTENT_TYPE, ExportStorage, new_object_key
 from actors.registry_source import RegistryHolder
-from db.database import TransientDatabaseError
 from db.store import ExportStore
 
 log = logging.getLogger("actors.pipeline.runner")

@@ -10,6 +10,7 @@ import trio.testing
 
 from actors.config import Settings
 from actors.consumer import ConsumerSlot
+from actors.core.errors import TransientDatabaseError
 from actors.core.models import OutboxStatus, TaskStatus
 from actors.core.outcomes import ExportResult, QuarantineOutcome
 from actors.dlq import DlqHandler
@@ -19,7 +20,6 @@ from actors.pipeline.storage import LocalDirectoryStorage
 from actors.reconciler import Reconciler
 from actors.transport.base import OutgoingMessage
 from actors.transport.embedded import EmbeddedBus
-from db.database import TransientDatabaseError
 from db.store import ExportStore
 from tests.conftest import claim, create
 
