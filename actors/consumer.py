@@ -60,12 +60,12 @@ from actors.core.errors import (
 )
 from actors.core.models import Command, Task
 from actors.core.outcomes import AbortReason, ExportResult, RetryOutcome
+from actors.core.ports import ExecutionStore
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
 from actors.pipeline.storage import ExportStorage
 from actors.transport.base import CommandTransport, Delivery
-from db.store import ExportStore
 
 log = logging.getLogger("actors.consumer")
 T = TypeVar("T")
@@ -101,7 +101,7 @@ class ConsumerSlot:
     def __init__(
         self,
         name: str,
-        store: ExportStore,
+        store: ExecutionStore,
         transport: CommandTransport,
         storage: ExportStorage,
         settings: Settings,

@@ -16,9 +16,9 @@ import trio
 
 from actors.core.errors import TransientDatabaseError
 from actors.core.outcomes import QuarantineOutcome
+from actors.core.ports import QuarantineStore
 from actors.metrics import Metrics
 from actors.transport.base import CommandTransport, Delivery
-from db.store import ExportStore
 
 log = logging.getLogger("actors.dlq")
 
@@ -26,7 +26,9 @@ _DB_RETRY_MAX_SECONDS = 30.0
 
 
 class DlqHandler:
-    def __init__(self, store: ExportStore, transport: CommandTransport, metrics: Metrics) -> None:
+    def __init__(
+        self, store: QuarantineStore, transport: CommandTransport, metrics: Metrics
+    ) -> None:
         self.store = store
         self.transport = transport
         self.metrics = metrics

@@ -22,10 +22,10 @@ from actors.config import Settings
 from actors.core.backoff import publish_backoff
 from actors.core.errors import TransientDatabaseError
 from actors.core.models import COMMAND_SCHEMA_VERSION, OutboxRow
+from actors.core.ports import OutboxStore
 from actors.metrics import Metrics
 from actors.transport.base import CommandTransport, OutgoingMessage
 from actors.wakeup import Wakeup
-from db.store import ExportStore
 
 log = logging.getLogger("actors.publisher")
 
@@ -61,7 +61,7 @@ def outgoing_message(row: OutboxRow) -> OutgoingMessage:
 class Publisher:
     def __init__(
         self,
-        store: ExportStore,
+        store: OutboxStore,
         transport: CommandTransport,
         settings: Settings,
         metrics: Metrics,

@@ -36,10 +36,10 @@ import trio
 from actors.config import Settings
 from actors.core.errors import TransientDatabaseError
 from actors.core.outcomes import RetryOutcome
+from actors.core.ports import ReconcilerStore
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
 from actors.pipeline.storage import OBJECT_KEY_PATTERN, ExportStorage
-from db.store import ExportStore
 
 log = logging.getLogger("actors.reconciler")
 
@@ -84,7 +84,7 @@ class Reconciler:
 
     def __init__(
         self,
-        store: ExportStore,
+        store: ReconcilerStore,
         storage: ExportStorage,
         settings: Settings,
         metrics: Metrics,

@@ -53,4 +53,18 @@ class ExportStore(
 
 
 if TYPE_CHECKING:
-    pass
+    from actors.core import ports
+
+    def _implements_every_port(
+        store: ExportStore,
+    ) -> tuple[
+        ports.CreationStore,
+        ports.ClaimStore,
+        ports.RunStore,
+        ports.ExecutionStore,
+        ports.OutboxStore,
+        ports.QuarantineStore,
+        ports.ReconcilerStore,
+    ]:
+        """Never called: mypy checks here that the store is every port an actor is given."""
+        return store, store, store, store, store, store, store

@@ -10,9 +10,9 @@ import dataclasses
 import functools
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from contextvars import ContextVar
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeAlias, TypeVar, overload
 
 import trio
 
@@ -90,24 +90,22 @@ class Retried(Protocol):
 S = TypeVar("S", bound=Retried)
 P = ParamSpec("P")
 R = TypeVar("R")
+#: A store transition: an ``async`` method of a store taking ``P`` and answering ``R``.
+Transition: TypeAlias = Callable[Concatenate[S, P], Coroutine[Any, Any, R]]
 
 
 @overload
 def retrying(
-    method: Callable[Concatenate[S, P], Awaitable[R]],
-) -> Callable[Concatenate[S, P], Awaitable[R]]: ...
+    method: Transition[S, P, R],
+) -> Transition[S, P, R]: ...
 
 
 @overload
-def retrying(
-    *, budget: float
-) -> Callable[
-    [Callable[Concatenate[S, P], Awaitable[R]]], Callable[Concatenate[S, P], Awaitable[R]]
-]: ...
+def retrying(*, budget: float) -> Callable[[Transition[S, P, R]], Transition[S, P, R]]: ...
 
 
 def retrying(
-    method: Callable[Concatenate[S, P], Awaitable[R]] | None = None,
+    method: Transition[S, P, R] | None = None,
     *,
     budget: float | None = None,
 ) -> Any:
@@ -134,8 +132,8 @@ def retrying(
     """
 
     def decorate(
-        fn: Callable[Concatenate[S, P], Awaitable[R]],
-    ) -> Callable[Concatenate[S, P], Awaitable[R]]:
+        fn: Transition[S, P, R],
+    ) -> Transition[S, P, R]:
         @functools.wraps(fn)
         async def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
             policy = self.retry_policy
