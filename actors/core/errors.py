@@ -31,7 +31,7 @@ the pipeline, so the consumer slot decides the task's fate from the class alone;
 else a run raises is classified by :func:`run_failure`.
 
 The database layer raises subclasses of :class:`DatabaseError` in place of its drivers'
-errors. Their bases are drawn here because this package imports nothing of ours: the
+errors. Their bases are drawn here because the core imports nothing outside itself: the
 actors and the routes catch ``TransientDatabaseError`` without knowing the database.
 
 The message of every :class:`ExportError` becomes a task's ``failure_message`` and a log
