@@ -29,6 +29,7 @@ from db.database import TransientDatabaseError
 from db.store import CreateLimits, ExportStore
 from web.api import api
 from web.health import DatabaseProbe
+from web.page import page
 from web.serialize import envelope
 
 log = logging.getLogger("web.app")
@@ -74,6 +75,7 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     app.url_map.merge_slashes = False
     app.url_map.strict_slashes = False
     app.register_blueprint(api)
+    app.register_blueprint(page)
     for bp in extra_blueprints or []:
         app.register_blueprint(bp)
 
