@@ -1,6 +1,6 @@
 """The RocketMQ command transport (seed §6, §8.1, §9.4) on the Remoting protocol.
 
-It implements ``actors.transport.base.CommandTransport`` with PyPI ``rocketmq`` 0.4.4, whose
+It implements ``actors.core.ports.CommandTransport`` with PyPI ``rocketmq`` 0.4.4, whose
 wheel bundles the 2018 C++ client core (``librocketmq.so``). Names follow §6.2 with
 ``MQ_TOPIC_PREFIX``:
 
@@ -56,9 +56,10 @@ from typing import Any
 import trio
 
 from actors.config import Settings
-from actors.core.errors import ConfigError
+from actors.core.dead_letter import goes_to_dead_letter
+from actors.core.errors import ConfigError, TransportSendError, TransportStartError
 from actors.core.models import COMMAND_TAG, LOCATING_PROPERTIES
-from actors.transport.base import OutgoingMessage, TransportSendError
+from actors.core.ports import OutgoingMessage
 
 log = logging.getLogger("actors.transport.rocketmq")
 
@@ -91,7 +92,7 @@ _live: set[RocketMQTransport] = set()
 _live_lock = threading.Lock()
 
 
-class RocketMQTransportError(Exception):
+class RocketMQTransportError(TransportStartError):
     """The native client could not be created or started (bad group, name server, …)."""
 
 
@@ -187,7 +188,7 @@ def _text(value: bytes | str | None) -> str:
 
 
 class RocketMQDelivery:
-    """One delivery from a RocketMQ push consumer; see ``actors.transport.base.Delivery``.
+    """One delivery from a RocketMQ push consumer; see ``actors.core.ports.Delivery``.
 
     Every field is a copy made on the native callback thread. ``ack`` / ``reject`` only
     record the decision and wake that thread, which returns the consume status; the first
@@ -657,9 +658,7 @@ class RocketMQTransport:
         if decision is _Decision.ACK:
             return ConsumeStatus.CONSUME_SUCCESS
         if decision is _Decision.REJECT and not dead_letter:
-            # reconsume_times + 1 is this delivery's number; the limit allows
-            # max_reconsume_times redeliveries after the first delivery (§8.1).
-            if delivery.reconsume_times + 1 >= self.max_reconsume_times + 1:
+            if goes_to_dead_letter(delivery.reconsume_times, self.max_reconsume_times):
                 return self._dead_letter(delivery)
         # REJECT below the limit, REJECT on the DLQ (retried without limit, never a
         # second-level DLQ, §9.4.3), or RELEASE at shutdown.

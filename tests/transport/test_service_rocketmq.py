@@ -50,10 +50,10 @@ import trio
 
 from actors.core.dispatch import NoClaim
 from actors.core.models import LOCATING_PROPERTIES, OutboxRow, OutboxStatus, Task, TaskStatus
+from actors.core.ports import OutgoingMessage
 from actors.dlq import DlqHandler
 from actors.metrics import Metrics
 from actors.runtime import Runtime, serve
-from actors.transport.base import OutgoingMessage
 from actors.transport.rocketmq import (
     PROP_ORIGIN_MESSAGE_ID,
     PROP_ORIGIN_TOPIC,
