@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 
 import trio
 
+from actors.core.admission import CreateLimits
 from actors.core.ports import ApiMetrics, ExportStorage, PublisherWakeup, RegistryView
-from db.store import CreateLimits, ExportStore
+from db.store import ExportStore
 from web.health import DatabaseProbe
 
 #: How long a request retries a database fault (a dead pooled connection is replaced at
