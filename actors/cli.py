@@ -55,8 +55,8 @@ def migrate() -> None:
     """Apply the database schema idempotently and check the guard row."""
     settings = _settings_or_exit()
     configure_logging(settings.log_level)
+    from actors.composition import open_database
     from actors.core.ids import IdGenerator
-    from actors.runtime import open_database
     from db.sqlite import wall_clock_ms
     from db.store import ExportStore
 
@@ -87,7 +87,7 @@ def migrate() -> None:
 def token(user_id: int, tenant_id: int, app_code: str, perms: tuple[str, ...], ttl: int) -> None:
     """Print a JWT for calling the API (FILE_EXPORT_JWT_SECRET or the embedded dev secret)."""
     settings = _settings_or_exit()
-    from actors.runtime import resolve_jwt_secret
+    from actors.composition import resolve_jwt_secret
     from web.auth import issue_token
 
     try:

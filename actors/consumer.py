@@ -57,11 +57,10 @@ from actors.core.errors import (
     TransientExportError,
 )
 from actors.core.models import Command, Task
+from actors.core.ports import CommandTransport, Delivery, ExportStorage
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
 from actors.pipeline.context import AbortReason, ExportResult, RunContext
-from actors.pipeline.storage import ExportStorage
-from actors.transport.base import CommandTransport, Delivery
 from db.database import TransientDatabaseError
 from db.store import ExportStore, RetryOutcome
 

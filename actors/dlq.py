@@ -14,14 +14,13 @@ import logging
 
 import trio
 
+from actors.core.backoff import DLQ_RETRY_BACKOFF
+from actors.core.ports import CommandTransport, Delivery
 from actors.metrics import Metrics
-from actors.transport.base import CommandTransport, Delivery
 from db.database import TransientDatabaseError
 from db.store import ExportStore, QuarantineOutcome
 
 log = logging.getLogger("actors.dlq")
-
-_DB_RETRY_MAX_SECONDS = 30.0
 
 
 class DlqHandler:
@@ -60,8 +59,10 @@ class DlqHandler:
             f"undecodable command after {delivery.reconsume_times + 1} deliveries "
             f"(message {delivery.message_id})"
         )
-        delay = 0.5
+        failures = 0
         while True:
+            failures += 1
+            delay = DLQ_RETRY_BACKOFF.delay(failures)
             try:
                 outcome = await self.store.quarantine(event_id, task_id, version, reason)
                 break
@@ -74,7 +75,6 @@ class DlqHandler:
             # both branches wait: a transient error retried at once would hammer a
             # database that is already struggling
             await trio.sleep(delay)
-            delay = min(delay * 2, _DB_RETRY_MAX_SECONDS)
         if outcome == QuarantineOutcome.QUARANTINED:
             log.error(
                 "poison command quarantined: task %s event %s v%d; task FAILED",

@@ -34,9 +34,10 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from actors.config import Settings
+from actors.core.ports import ExportStorage
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
-from actors.pipeline.storage import OBJECT_KEY_PATTERN, ExportStorage
+from actors.pipeline.storage import OBJECT_KEY_PATTERN
 from db.database import TransientDatabaseError
 from db.store import ExportStore, RetryOutcome
 

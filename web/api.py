@@ -9,7 +9,7 @@ app. A task the caller may not see is reported as not found, so ids do not leak.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from quart import Blueprint, Response, current_app, request
 
@@ -21,9 +21,7 @@ from db.store import CreateOutcome, NewTask
 from db.transitions import LIST_TOTAL_CAP
 from web.auth import principal_from_header
 from web.serialize import envelope, task_json
-
-if TYPE_CHECKING:
-    from web.app import Services
+from web.services import Services
 
 log = logging.getLogger("web.api")
 

@@ -7,6 +7,9 @@ The hierarchy::
     ├── RegistryError                registry file breaks a §10.3 rule (key + rule named)
     ├── CommandDecodeError           a command body cannot be decoded: poison (§6.4)
     ├── ApiError                     a business outcome for the HTTP envelope (§5)
+    ├── TransportError               the command transport failed; never an export's fate
+    │   ├── TransportStartError      the transport cannot start; the service does not start
+    │   └── TransportSendError       a send did not reach the broker; the outbox row backs off
     └── ExportError                  something stopped one export run (§9.1)
         ├── PermanentExportError     business error: task FAILED at once, no retry
         │   ├── LimitExceededError   max-rows, 50 MB file size, 100 columns … (§11, §12)
@@ -77,6 +80,26 @@ class ApiError(ExportCenterError):
         self.code = code
         self.message = message
         self.http_status = http_status
+
+
+class TransportError(ExportCenterError):
+    """The command transport (embedded bus or RocketMQ) failed.
+
+    Never decides an export's fate: the database is the source of truth, so a command
+    that was not sent is sent again from the outbox, and a task whose command was lost is
+    re-dispatched by the reconciler.
+    """
+
+
+class TransportStartError(TransportError):
+    """The transport could not be created or started (unreachable name server, bad group,
+    …). Raised by ``CommandTransport.start``; the runtime reports it as a
+    :class:`ConfigError` and nothing is started."""
+
+
+class TransportSendError(TransportError):
+    """A send did not reach the broker (or the transport is closed). The publisher puts
+    the outbox row back with backoff and sends it again; sending never gives up."""
 
 
 class ExportError(ExportCenterError):

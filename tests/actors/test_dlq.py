@@ -11,12 +11,12 @@ import trio.testing
 from actors.config import Settings
 from actors.consumer import ConsumerSlot
 from actors.core.models import OutboxStatus, TaskStatus
+from actors.core.ports import OutgoingMessage
 from actors.dlq import DlqHandler
 from actors.metrics import Metrics
 from actors.pipeline.context import ExportResult, RunContext
 from actors.pipeline.storage import LocalDirectoryStorage
 from actors.reconciler import Reconciler
-from actors.transport.base import OutgoingMessage
 from actors.transport.embedded import EmbeddedBus
 from db.database import TransientDatabaseError
 from db.store import ExportStore, QuarantineOutcome

@@ -11,7 +11,8 @@ from db.store import ExportStore
 from db.transitions import LIST_TOTAL_CAP
 from tests.history import FIRST_USER, HISTORY_USERS, load_history
 from tests.web.test_api_retry import API, DEFINITION, SECRET, headers
-from web.app import Services, create_app
+from web.app import create_app
+from web.services import Services
 
 #: More finished tasks than the cap, spread over HISTORY_USERS users of tenant 0.
 HISTORY = LIST_TOTAL_CAP + 2 * HISTORY_USERS
