@@ -2,7 +2,9 @@
 
 Layers, each importing only from strictly lower ones:
 
-    actors.cli / actors.runtime     composition root: settings, nursery tree, CLI
+    actors.cli, actors.composition, actors.runtime
+                                    composition root: CLI, building the services, running
+                                    the nursery tree
     actors.<actor modules>          publisher, consumer slots, reconciler, dlq, supervisor
     actors.transport, actors.pipeline  IO shells: command bus, Provider client, XLSX, storage
     db                              store interface, SQLite/MySQL stores, transitions

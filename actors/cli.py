@@ -1,8 +1,9 @@
-"""The ``export-center`` command line: serve, demo, token, migrate."""
+"""The ``export-center`` command line: serve, demo, demo-provider, token, migrate."""
 
 from __future__ import annotations
 
 import secrets
+import signal
 import sys
 import tempfile
 import time
@@ -14,7 +15,7 @@ import httpx
 import trio
 
 from actors.config import Settings, load_settings
-from actors.core.errors import ConfigError
+from actors.core.errors import ConfigError, sole_exception
 from actors.core.models import AppCode
 from actors.core.text import redact_url
 from actors.logging_setup import configure_logging
@@ -54,8 +55,8 @@ def migrate() -> None:
     """Apply the database schema idempotently and check the guard row."""
     settings = _settings_or_exit()
     configure_logging(settings.log_level)
+    from actors.composition import open_database
     from actors.core.ids import IdGenerator
-    from actors.runtime import open_database
     from db.sqlite import wall_clock_ms
     from db.store import ExportStore
 
@@ -86,7 +87,7 @@ def migrate() -> None:
 def token(user_id: int, tenant_id: int, app_code: str, perms: tuple[str, ...], ttl: int) -> None:
     """Print a JWT for calling the API (FILE_EXPORT_JWT_SECRET or the embedded dev secret)."""
     settings = _settings_or_exit()
-    from actors.runtime import resolve_jwt_secret
+    from actors.composition import resolve_jwt_secret
     from web.auth import issue_token
 
     try:
@@ -103,6 +104,47 @@ def token(user_id: int, tenant_id: int, app_code: str, perms: tuple[str, ...], t
             ttl_seconds=ttl,
         )
     )
+
+
+@main.command("demo-provider")
+@click.option(
+    "--bind",
+    default="127.0.0.1:18091",
+    show_default=True,
+    help="host:port to listen on (port 0 picks a free one)",
+)
+def demo_provider(bind: str) -> None:
+    """Serve only the demo Provider (CUSTOMER_LIST) in a process of its own.
+
+    It checks the X-Internal-Service-Token header against INTERNAL_SERVICE_TOKEN (required).
+    Point a service at it with FILE_EXPORT_PROVIDER_URLS='{"demo-service": "http://HOST:PORT"}'
+    and the same INTERNAL_SERVICE_TOKEN.
+    """
+    settings = _settings_or_exit()
+    configure_logging(settings.log_level)
+    if not settings.internal_service_token:
+        raise click.ClickException("INTERNAL_SERVICE_TOKEN must be set (the token callers send)")
+    from web.demo_provider import serve_demo_provider
+
+    token = settings.internal_service_token
+
+    async def run() -> None:
+        # SIGTERM/SIGINT end it quietly: it holds no state worth draining.
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async with trio.open_nursery() as nursery:
+                urls = await nursery.start(serve_demo_provider, bind, token)
+                click.echo(f"demo Provider listening on {urls[0]}", err=True)
+                async for _ in signals:
+                    nursery.cancel_scope.cancel()
+                    break
+
+    try:
+        trio.run(run)
+    except BaseExceptionGroup as group:
+        exc = sole_exception(group)
+        if not isinstance(exc, OSError):
+            raise
+        raise click.ClickException(f"--bind {bind}: cannot listen: {exc.strerror or exc}") from None
 
 
 @main.command()

@@ -60,12 +60,10 @@ from actors.core.errors import (
 )
 from actors.core.models import Command, Task
 from actors.core.outcomes import AbortReason, ExportResult, RetryOutcome
-from actors.core.ports import ExecutionStore
+from actors.core.ports import CommandTransport, Delivery, ExecutionStore, ExportStorage
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
-from actors.pipeline.storage import ExportStorage
-from actors.transport.base import CommandTransport, Delivery
 
 log = logging.getLogger("actors.consumer")
 T = TypeVar("T")

@@ -14,15 +14,13 @@ import logging
 
 import trio
 
+from actors.core.backoff import DLQ_RETRY_BACKOFF
 from actors.core.errors import TransientDatabaseError
 from actors.core.outcomes import QuarantineOutcome
-from actors.core.ports import QuarantineStore
+from actors.core.ports import CommandTransport, Delivery, QuarantineStore
 from actors.metrics import Metrics
-from actors.transport.base import CommandTransport, Delivery
 
 log = logging.getLogger("actors.dlq")
-
-_DB_RETRY_MAX_SECONDS = 30.0
 
 
 class DlqHandler:
@@ -63,8 +61,10 @@ class DlqHandler:
             f"undecodable command after {delivery.reconsume_times + 1} deliveries "
             f"(message {delivery.message_id})"
         )
-        delay = 0.5
+        failures = 0
         while True:
+            failures += 1
+            delay = DLQ_RETRY_BACKOFF.delay(failures)
             try:
                 outcome = await self.store.quarantine(event_id, task_id, version, reason)
                 break
@@ -77,7 +77,6 @@ class DlqHandler:
             # both branches wait: a transient error retried at once would hammer a
             # database that is already struggling
             await trio.sleep(delay)
-            delay = min(delay * 2, _DB_RETRY_MAX_SECONDS)
         if outcome == QuarantineOutcome.QUARANTINED:
             log.error(
                 "poison command quarantined: task %s event %s v%d; task FAILED",

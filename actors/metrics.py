@@ -6,7 +6,7 @@ would collide on duplicated series (DESIGN §7).
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 _DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600)
 
@@ -96,6 +96,11 @@ class Metrics:
             ["duty"],
             registry=r,
         )
+
+    def exposition(self) -> bytes:
+        """Every metric of this instance in the Prometheus text format (``/metrics``;
+        ``actors.core.ports.ApiMetrics``)."""
+        return generate_latest(self.registry)
 
     # ProviderObserver protocol (actors.pipeline.provider_client)
     def observe_request(self, service: str, export_type: str, seconds: float, ok: bool) -> None:

@@ -19,12 +19,11 @@ import logging
 import trio
 
 from actors.config import Settings
-from actors.core.backoff import publish_backoff
+from actors.core.backoff import LoopBackoff, publish_backoff
 from actors.core.errors import TransientDatabaseError
 from actors.core.models import COMMAND_SCHEMA_VERSION, OutboxRow
-from actors.core.ports import OutboxStore
+from actors.core.ports import CommandTransport, OutboxStore, OutgoingMessage
 from actors.metrics import Metrics
-from actors.transport.base import CommandTransport, OutgoingMessage
 from actors.wakeup import Wakeup
 
 log = logging.getLogger("actors.publisher")
@@ -79,13 +78,19 @@ class Publisher:
         """Publish forever: drain due rows, then wait for a wake-up or the poll interval.
         A database fault pauses the loop briefly instead of ending it."""
         poll = self.settings.publisher_poll_ms / 1000
+        # A constant pause: the store already retried with its own budget, so the loop
+        # only has to avoid spinning; it never backs off further than one poll.
+        pause = LoopBackoff.constant(min(poll, DB_PAUSE_SECONDS))
+        faults = 0
         while True:
             try:
                 claimed = await self.publish_due()
             except TransientDatabaseError as exc:
+                faults += 1
                 self._database_fault(exc)
-                await trio.sleep(min(poll, DB_PAUSE_SECONDS))
+                await trio.sleep(pause.delay(faults))
                 continue
+            faults = 0
             if claimed < self.settings.publisher_batch_size:
                 await self.wakeup.wait(poll)
 

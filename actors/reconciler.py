@@ -36,10 +36,10 @@ import trio
 from actors.config import Settings
 from actors.core.errors import TransientDatabaseError
 from actors.core.outcomes import RetryOutcome
-from actors.core.ports import ReconcilerStore
+from actors.core.ports import ExportStorage, ReconcilerStore
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
-from actors.pipeline.storage import OBJECT_KEY_PATTERN, ExportStorage
+from actors.pipeline.storage import OBJECT_KEY_PATTERN
 
 log = logging.getLogger("actors.reconciler")
 

@@ -1,72 +1,57 @@
-"""Composition root: build the services and run the whole service as one nursery tree.
+"""Run the service as one nursery tree, and stop it in order.
 
 ```
 root (signals -> graceful stop)
 ├── web          supervised HTTP server (web/server.py), stopped through its shutdown trigger
-├── publisher    supervised
-├── slot ×N      supervised consumer slots
-├── reconciler   supervised
-├── dlq handler  supervised
-└── registry     hot reload on file change / SIGHUP
+└── actors
+    ├── registry     hot reload on file change / SIGHUP
+    ├── publisher    supervised
+    ├── slot ×N      supervised consumer slots
+    ├── reconciler   supervised
+    └── dlq handler  supervised
 ```
 
-Stop order on SIGTERM/SIGINT (§14): stop taking commands; let running exports finish
-within ``FILE_EXPORT_SHUTDOWN_GRACE_SECONDS``; cancel what is left (its lease expires and
-the reconciler recovers it); stop the web server through hypercorn's shutdown trigger; exit.
+The services are built beforehand by :mod:`actors.composition`; this module starts them,
+waits for SIGTERM/SIGINT or :meth:`Runtime.request_stop`, and stops them with
+:func:`stop_in_order`, whose docstring gives the order and the reasons for it.
 """
 
 from __future__ import annotations
 
 import logging
-import secrets
 import signal
-import sqlite3
 import threading
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from functools import partial
-from pathlib import Path
-from typing import Any
 
 import trio
-import trio_asyncio
-from hypercorn.config import Config as HypercornConfig
 
-from actors.claim_gate import ClaimGate
+from actors.composition import (
+    WEB_GRACEFUL_TIMEOUT_SECONDS,
+    Components,
+    build_components,
+    open_database,
+)
 from actors.config import Settings
 from actors.consumer import ConsumerSlot
-from actors.core.admission import CreateLimits
-from actors.core.db_retry import DbRetryPolicy
-from actors.core.errors import ConfigError, RegistryError, sole_exception
-from actors.core.ids import IdGenerator
+from actors.core.errors import ConfigError, sole_exception
 from actors.core.models import AppCode
 from actors.core.outcomes import AbortReason
-from actors.local_claims import LocalClaims
+from actors.core.ports import CommandTransport
 from actors.metrics import Metrics
-from actors.pipeline.provider_client import ProviderClient
-from actors.pipeline.runner import ExportRunner
 from actors.pipeline.storage import LocalDirectoryStorage
-from actors.publisher import Publisher
-from actors.registry_source import (
-    RegistryHolder,
-    default_registry_path,
-    load_registry_file,
-    watch_registry,
-)
+from actors.registry_source import watch_registry
 from actors.supervisor import supervise
-from actors.transport.base import CommandTransport
-from actors.transport.embedded import EmbeddedBus
-from actors.wakeup import Wakeup
-from db.database import Database, DatabaseAccessError, DatabaseUnavailableError
-from db.mysql import MysqlDatabase
-from db.sqlite import SqliteDatabase, wall_clock_ms
+from db.database import Database
+from db.sqlite import wall_clock_ms
 from db.store import ExportStore
 
 log = logging.getLogger("actors.runtime")
 
 DEMO_ADMIN_PERMS = ("platform:customer:export", "platform:download:all")
+#: After the grace period, how long aborted exports get to hand their tasks back, seconds.
+ABORT_WAIT_SECONDS = 15
 
 
 @dataclass
@@ -77,7 +62,7 @@ class Runtime:
     urls: list[str]
     store: ExportStore
     storage: LocalDirectoryStorage
-    transport: Any
+    transport: CommandTransport
     metrics: Metrics
     jwt_secret: str
     stop: trio.Event = field(default_factory=trio.Event)
@@ -89,91 +74,6 @@ class Runtime:
 
     def request_stop(self) -> None:
         self.stop.set()
-
-
-@asynccontextmanager
-async def open_database(
-    settings: Settings,
-    clock_ms: Callable[[], int] | None = None,
-    *,
-    migrate: bool = False,
-) -> AsyncIterator[Database]:
-    """Open the database named by ``FILE_EXPORT_DATABASE_URL`` for the block.
-
-    SQLite (embedded) is created and migrated on open. MySQL runs inside a trio-asyncio
-    loop opened here as the outermost asyncio context (DESIGN §7); its schema is applied by
-    ``export-center migrate`` (``migrate=True``), never implicitly at start-up.
-
-    Args:
-        clock_ms: tests only: a DB clock in epoch ms (SQLite's ``db_now_ms()``; MySQL's
-            session ``timestamp``). ``None`` = the real clock.
-
-    Raises:
-        ConfigError: unsupported or malformed URL, or the database is unreachable.
-    """
-    url = settings.resolved_database_url
-    if url.startswith("sqlite:///"):
-        path = url[len("sqlite:///") :] or ":memory:"
-        try:
-            db = SqliteDatabase(path, clock_ms=clock_ms or wall_clock_ms)
-            db.migrate()
-        except (OSError, sqlite3.Error) as exc:
-            raise ConfigError(f"FILE_EXPORT_DATABASE_URL ({path}): {exc}") from None
-        try:
-            yield db
-        finally:
-            await db.aclose()
-        return
-    if not url.startswith("mysql://"):
-        raise ConfigError("FILE_EXPORT_DATABASE_URL must start with sqlite:/// or mysql://")
-    try:
-        async with trio_asyncio.open_loop() as loop:
-            mdb = MysqlDatabase(url, loop, clock_ms=clock_ms)
-            try:
-                if migrate:
-                    await mdb.migrate()
-                yield mdb
-            except (DatabaseUnavailableError, DatabaseAccessError) as exc:
-                raise ConfigError(f"FILE_EXPORT_DATABASE_URL: {exc}") from None
-            finally:
-                await mdb.aclose()
-    except BaseExceptionGroup as group:
-        # trio-asyncio's nursery wraps whatever the block raised; callers expect the
-        # plain exception (a ConfigError, or a Cancelled that must keep propagating).
-        raise sole_exception(group) from None
-
-
-def resolve_jwt_secret(settings: Settings) -> tuple[str, bool]:
-    """The JWT secret, and whether it is the embedded dev secret.
-
-    Without ``FILE_EXPORT_JWT_SECRET`` in embedded mode, a random secret is kept in
-    ``<data_dir>/dev-jwt-secret`` (mode 0600) so tokens survive restarts. With the
-    RocketMQ transport (production) the variable is required.
-    """
-    if settings.jwt_secret:
-        return settings.jwt_secret, False
-    if settings.transport != "embedded":
-        raise ConfigError("FILE_EXPORT_JWT_SECRET must be set outside embedded mode")
-    path = Path(settings.data_dir) / "dev-jwt-secret"
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists():
-            path.write_text(secrets.token_urlsafe(32))
-            path.chmod(0o600)
-        return path.read_text().strip(), True
-    except OSError as exc:
-        raise ConfigError(f"FILE_EXPORT_DATA_DIR ({settings.data_dir}): {exc}") from None
-
-
-def _service_token(settings: Settings) -> str:
-    if settings.internal_service_token:
-        return settings.internal_service_token
-    if settings.provider_urls:
-        raise ConfigError(
-            "INTERNAL_SERVICE_TOKEN must be set when FILE_EXPORT_PROVIDER_URLS "
-            "names real Providers (§10.1)"
-        )
-    return secrets.token_urlsafe(24)  # only the built-in demo Provider checks it
 
 
 async def serve(
@@ -213,101 +113,19 @@ async def _serve(
     instance_clock_ms: Callable[[], int],
     task_status: trio.TaskStatus[Runtime],
 ) -> None:
-    from web.app import Services, create_app  # composition root: the one place that wires web
-    from web.demo_provider import DEMO_SERVICE
-    from web.server import WebServer
-
-    def label() -> str:
-        at = datetime.fromtimestamp(instance_clock_ms() / 1000, tz=UTC)
-        return at.isoformat(timespec="milliseconds")
-
-    store = ExportStore(
-        db,
-        IdGenerator(instance_clock_ms),
-        topic=settings.command_topic,
-        clock_label=label,
-        retry_policy=DbRetryPolicy(budget_seconds=settings.db_retry_seconds),
-    )
-    await store.check_guard_row()
-    if settings.transport == "embedded":
-        requeued = await store.requeue_sent_of_pending_tasks()
-        if requeued:
-            log.info("requeued %d commands the previous in-process bus held", requeued)
+    c = await build_components(settings, db, instance_clock_ms)
+    web_stop = trio.Event()  # hypercorn's shutdown trigger
     try:
-        storage = LocalDirectoryStorage(settings.resolved_storage_dir)
-    except OSError as exc:
-        raise ConfigError(f"FILE_EXPORT_STORAGE_DIR: {exc}") from None
-    metrics = Metrics()
-    allowed = set(settings.provider_urls) | ({DEMO_SERVICE} if settings.demo_provider else set())
-    registry_path = settings.registry or default_registry_path()
-    try:
-        registry = RegistryHolder(load_registry_file(registry_path, allowed))
-    except RegistryError as exc:
-        raise ConfigError(f"FILE_EXPORT_REGISTRY ({registry_path}): {exc}") from None
-    jwt_secret, dev_secret = resolve_jwt_secret(settings)
-    service_token = _service_token(settings)
-    base_urls: dict[str, str] = dict(settings.provider_urls)
-    provider = ProviderClient(
-        base_urls,
-        service_token,
-        request_timeout=settings.provider_request_timeout_seconds,
-        observer=metrics,
-    )
-    transport: CommandTransport
-    if settings.transport == "rocketmq":
-        from actors.transport.rocketmq import RocketMQTransport
-
-        transport = RocketMQTransport.from_settings(settings)
-    else:
-        transport = EmbeddedBus(settings.max_reconsume_times)
-    wakeup = Wakeup()
-    services = Services(
-        store=store,
-        storage=storage,
-        registry=registry,
-        metrics=metrics,
-        wakeup=wakeup,
-        jwt_secret=jwt_secret,
-        create_limits=CreateLimits(
-            max_active_per_user=settings.max_active_per_user,
-            max_active_per_type=settings.max_active_per_type,
-            type_reserved_places=settings.type_reserved_places,
-        ),
-    )
-    blueprints = []
-    if settings.demo_provider:
-        from web.demo_provider import create_demo_provider_blueprint
-
-        blueprints.append(
-            create_demo_provider_blueprint(
-                service_token=service_token, snapshot_secret=secrets.token_bytes(32)
-            )
-        )
-    app = create_app(services, extra_blueprints=blueprints)
-
-    stopping = trio.Event()  # stop taking commands
-    web_stop = trio.Event()  # hypercorn shutdown trigger
-    runner = ExportRunner(store, storage, provider, registry, settings)
-    local = LocalClaims()  # what this process's slots hold; shared with its reconciler
-    web: WebServer | None = None
-    try:
-        if not isinstance(transport, EmbeddedBus):
-            # First thing in the try: the finally's aclose() also cleans up a half start.
-            try:
-                await transport.start()  # type: ignore[attr-defined]
-            except Exception as exc:
-                raise ConfigError(
-                    f"ROCKETMQ_NAME_SERVER ({settings.rocketmq_name_server}): cannot start "
-                    f"the RocketMQ clients: {exc}"
-                ) from None
-        hc = HypercornConfig()
-        hc.bind = [settings.http_bind]
-        hc.accesslog = None
-        hc.errorlog = logging.getLogger("hypercorn.error")
-        hc.graceful_timeout = 5
-        web = WebServer(app, hc)
+        # First thing in the try: the finally's aclose() also cleans up a half start.
         try:
-            urls = web.bind()
+            await c.transport.start()
+        except Exception as exc:
+            raise ConfigError(
+                f"ROCKETMQ_NAME_SERVER ({settings.rocketmq_name_server}): cannot start "
+                f"the RocketMQ clients: {exc}"
+            ) from None
+        try:
+            urls = c.web.bind()
         except (OSError, ValueError) as exc:
             cause = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             raise ConfigError(
@@ -316,95 +134,135 @@ async def _serve(
         async with trio.open_nursery() as root:
             # Supervised like every actor: a failure of the web server restarts it on the
             # same sockets and never cancels the actors beside it (web/server.py).
-            root.start_soon(partial(supervise, "web", partial(web.serve, web_stop.wait), metrics))
+            root.start_soon(
+                partial(supervise, "web", partial(c.web.serve, web_stop.wait), c.metrics)
+            )
             if settings.demo_provider:
-                base_urls.setdefault(DEMO_SERVICE, urls[0])
-            rt = Runtime(settings, urls, store, storage, transport, metrics, jwt_secret)
+                from web.demo_provider import DEMO_SERVICE
 
-            async with trio.open_nursery() as actors:
-                actors.start_soon(
-                    partial(
-                        watch_registry,
-                        registry,
-                        registry_path,
-                        allowed,
-                        on_reload_failed=lambda err: metrics.registry_reload_failures.inc(),
-                    )
-                )
-                if settings.publisher_enabled:
-                    publisher = Publisher(store, transport, settings, metrics, wakeup)
-                    actors.start_soon(supervise, "publisher", publisher.run, metrics)
-                slots_done = trio.Event()
-                if settings.consumer_enabled:
-                    gate = ClaimGate(store, settings)  # one per instance: fair share
-                    rt.slots = [
-                        ConsumerSlot(
-                            f"slot-{i}",
-                            store,
-                            transport,
-                            storage,
-                            settings,
-                            metrics,
-                            runner,
-                            stopping,
-                            local=local,
-                            gate=gate,
-                        )
-                        for i in range(settings.consumer_concurrency)
-                    ]
-                    actors.start_soon(_run_slots, rt.slots, metrics, slots_done)
-                else:
-                    slots_done.set()
-                if settings.reconciler_enabled:
-                    from actors.reconciler import Reconciler
-
-                    reconciler = Reconciler(store, storage, settings, metrics, local=local)
-                    actors.start_soon(supervise, "reconciler", reconciler.run, metrics)
-                from actors.dlq import DlqHandler
-
-                actors.start_soon(
-                    supervise, "dlq-handler", DlqHandler(store, transport, metrics).run, metrics
-                )
-
-                services.ready.set()
-                _announce(settings, rt, dev_secret)
-                task_status.started(rt)
-                await _wait_for_stop(rt.stop, install_signal_handlers)
-
-                log.info(
-                    "stopping: no new commands; waiting up to %gs for running exports",
-                    settings.shutdown_grace_seconds,
-                )
-                stopping.set()
-                services.stopping = True  # /healthz answers 503 while draining
-                for slot in rt.slots:
-                    slot.stop_receiving()
-                with trio.move_on_after(settings.shutdown_grace_seconds):
-                    await slots_done.wait()
-                if not slots_done.is_set():
-                    log.warning(
-                        "grace period over: interrupting running exports and handing "
-                        "their tasks back"
-                    )
-                    for slot in rt.slots:
-                        if slot.current is not None:
-                            slot.current.abort(AbortReason.SHUTDOWN)
-                    with trio.move_on_after(15):
-                        await slots_done.wait()
-                actors.cancel_scope.cancel()
-            # The Provider client may hold a keep-alive connection to this very server
-            # (demo Provider): close it first so hypercorn has nothing to wait for.
-            await provider.aclose()
-            web_stop.set()
-            # The server drains within graceful_timeout; a web server caught in a restart
-            # back-off must not hold the exit.
-            root.cancel_scope.deadline = trio.current_time() + hc.graceful_timeout + 1
+                c.provider_urls.setdefault(DEMO_SERVICE, urls[0])
+            rt = Runtime(
+                settings,
+                urls,
+                c.store,
+                c.storage,
+                c.transport,
+                c.metrics,
+                c.jwt_secret,
+                slots=c.slots,
+            )
+            actors = await root.start(_run_actors, c)
+            c.web_services.ready.set()
+            _announce(settings, rt, c.dev_secret)
+            task_status.started(rt)
+            await _wait_for_stop(rt.stop, install_signal_handlers)
+            await stop_in_order(c, actors, web_stop, root.cancel_scope)
     finally:
-        if web is not None:
-            web.close()
-        await provider.aclose()
-        await transport.aclose()
+        c.web.close()
+        await c.provider.aclose()
+        await c.transport.aclose()
     log.info("stopped")
+
+
+@dataclass
+class ActorTree:
+    """The running actors' nursery, as :func:`stop_in_order` needs it.
+
+    Attributes:
+        scope: cancels every actor.
+        slots_done: set once every consumer slot has returned (at once if there are none).
+        finished: set once the nursery has exited.
+    """
+
+    scope: trio.CancelScope
+    slots_done: trio.Event = field(default_factory=trio.Event)
+    finished: trio.Event = field(default_factory=trio.Event)
+
+
+async def _run_actors(c: Components, *, task_status: trio.TaskStatus[ActorTree]) -> None:
+    """Run every actor under its supervisor until the tree is cancelled."""
+    finished = trio.Event()
+    try:
+        async with trio.open_nursery() as actors:
+            tree = ActorTree(actors.cancel_scope, finished=finished)
+            actors.start_soon(
+                partial(
+                    watch_registry,
+                    c.registry,
+                    c.registry_path,
+                    c.allowed_services,
+                    on_reload_failed=lambda err: c.metrics.registry_reload_failures.inc(),
+                )
+            )
+            if c.publisher is not None:
+                actors.start_soon(supervise, "publisher", c.publisher.run, c.metrics)
+            if c.slots:
+                actors.start_soon(_run_slots, c.slots, c.metrics, tree.slots_done)
+            else:
+                tree.slots_done.set()
+            if c.reconciler is not None:
+                actors.start_soon(supervise, "reconciler", c.reconciler.run, c.metrics)
+            actors.start_soon(supervise, "dlq-handler", c.dlq_handler.run, c.metrics)
+            task_status.started(tree)
+    finally:
+        finished.set()
+
+
+async def stop_in_order(
+    c: Components, actors: ActorTree, web_stop: trio.Event, root: trio.CancelScope
+) -> None:
+    """Stop the running service, in the one order that loses no work (SIGTERM/SIGINT).
+
+    1. Stop taking commands: the slots stop receiving and ``/healthz`` answers 503, so a
+       load balancer sends traffic elsewhere. Commands not taken stay with the transport
+       (and in the outbox), for another instance or the next start.
+    2. Let running exports finish within ``FILE_EXPORT_SHUTDOWN_GRACE_SECONDS``: a finished
+       file is worth more than a quick exit.
+    3. Abort what is still running (``AbortReason.SHUTDOWN``) and give the slots up to
+       ``ABORT_WAIT_SECONDS`` to hand their tasks back. A task not handed back keeps its
+       lease until it expires; then the reconciler recovers it. Nothing is lost either way.
+    4. Cancel the other actors (registry watcher, publisher, reconciler, DLQ handler):
+       their state is all in the database, so a cancel loses nothing.
+    5. Close the Provider client: it may hold a keep-alive connection to this very server
+       (the demo Provider), which hypercorn would otherwise wait for.
+    6. Stop the web server through hypercorn's shutdown trigger, never by cancelling it, so
+       requests in flight (downloads) complete. It stops after the actors, so ``/healthz``
+       and downloads keep answering while exports drain.
+    7. Bound the web server's drain to its graceful timeout plus one second: a server
+       caught in a restart back-off must not hold the exit.
+
+    Afterwards ``serve`` closes the listening sockets, then the transport last: deliveries
+    no one acked go back to the broker, to be delivered again (at-least-once).
+
+    Args:
+        c: the running components.
+        actors: the actors' nursery.
+        web_stop: hypercorn's shutdown trigger.
+        root: the scope of the root nursery (the web server and the actors).
+    """
+    settings = c.settings
+    log.info(
+        "stopping: no new commands; waiting up to %gs for running exports",
+        settings.shutdown_grace_seconds,
+    )
+    c.stopping.set()
+    c.web_services.stopping = True
+    for slot in c.slots:
+        slot.stop_receiving()
+    with trio.move_on_after(settings.shutdown_grace_seconds):
+        await actors.slots_done.wait()
+    if not actors.slots_done.is_set():
+        log.warning("grace period over: interrupting running exports and handing their tasks back")
+        for slot in c.slots:
+            if slot.current is not None:
+                slot.current.abort(AbortReason.SHUTDOWN)
+        with trio.move_on_after(ABORT_WAIT_SECONDS):
+            await actors.slots_done.wait()
+    actors.scope.cancel()
+    await actors.finished.wait()
+    await c.provider.aclose()
+    web_stop.set()
+    root.deadline = trio.current_time() + WEB_GRACEFUL_TIMEOUT_SECONDS + 1
 
 
 async def _run_slots(slots: list[ConsumerSlot], metrics: Metrics, done: trio.Event) -> None:
@@ -449,3 +307,5 @@ def _announce(settings: Settings, rt: Runtime, dev_secret: bool) -> None:
             rt.jwt_secret, user_id=1, tenant_id=0, app_code=AppCode.PLATFORM, perms=DEMO_ADMIN_PERMS
         )
         log.info("demo administrator token (embedded dev secret): %s", token)
+        # The token travels in the fragment, which the browser never sends to a server.
+        log.info("download center (demo administrator): %s/#token=%s", rt.base_url, token)

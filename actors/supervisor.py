@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
+from actors.core.backoff import SUPERVISOR_RESTART_BACKOFF, LoopBackoff
 from actors.metrics import Metrics
 
 log = logging.getLogger("actors.supervisor")
@@ -22,28 +23,28 @@ async def supervise(
     actor: Callable[[], Awaitable[object]],
     metrics: Metrics,
     *,
-    initial_backoff: float = 0.5,
-    max_backoff: float = 30.0,
+    backoff: LoopBackoff = SUPERVISOR_RESTART_BACKOFF,
 ) -> None:
     """Run ``actor`` until it returns; restart it after each unexpected exception.
 
     Args:
         name: label for logs and the restart metric.
         actor: an async callable taking no arguments.
-        initial_backoff: seconds before the first restart; doubles per consecutive crash.
-        max_backoff: cap for the restart delay, seconds.
+        backoff: restart delays by consecutive crashes (0.5 s doubling up to 30 s by
+            default); an actor that ran longer than the longest delay before crashing
+            counts as crashing for the first time again.
     """
-    backoff = initial_backoff
+    crashes = 0
     while True:
         started = trio.current_time()
         try:
             await actor()
             return
         except Exception:
-            log.exception("actor %s crashed; restarting in %.1fs", name, backoff)
+            # An actor that ran a while before crashing restarts promptly again.
+            ran = trio.current_time() - started
+            crashes = 1 if backoff.forgives(ran) else crashes + 1
+            delay = backoff.delay(crashes)
+            log.exception("actor %s crashed; restarting in %.1fs", name, delay)
             metrics.actor_restarts.labels(name).inc()
-        # An actor that ran a while before crashing restarts promptly again.
-        if trio.current_time() - started > max_backoff:
-            backoff = initial_backoff
-        await trio.sleep(backoff)
-        backoff = min(backoff * 2, max_backoff)
+        await trio.sleep(delay)

@@ -112,7 +112,8 @@ GET_TASK = f"SELECT {TASK_COLUMNS}, {{now}} AS db_now FROM file_export_task WHER
 
 # A list page, newest first, and its total (the list API): one statement per filter, each on the
 # index whose equality prefix is the filter and whose last column is id, so a page reads
-# its own rows and nothing else. The totals count index entries of the filter only.
+# its own rows and nothing else. The totals count index entries of the filter only, and at
+# most LIST_TOTAL_CAP + 1 of them.
 # idx_file_export_requester: one requester's tasks.
 # idx_file_export_requester_status: one requester's tasks in one status.
 # idx_file_export_scope: every task of the tenant and app (DOWNLOAD_ALL permission).
@@ -121,16 +122,20 @@ _OF_REQUESTER = "tenant_id = :tenant_id AND app_code = :app_code AND requested_b
 _OF_SCOPE = "tenant_id = :tenant_id AND app_code = :app_code"
 _PAGE = " ORDER BY id DESC LIMIT :limit OFFSET :offset"
 _LIST = f"SELECT {TASK_COLUMNS} FROM file_export_task WHERE "
-_COUNT = "SELECT COUNT(*) AS n FROM file_export_task WHERE "
+#: The list's total counts at most this many tasks (and says when it stopped): a count
+#: over every task a tenant ever finished grows with history, a capped one does not.
+LIST_TOTAL_CAP = 10_000
+_COUNT = "SELECT COUNT(*) AS n FROM (SELECT 1 FROM file_export_task WHERE "
+_CAPPED = f" LIMIT {LIST_TOTAL_CAP + 1}) AS capped"
 
 LIST_TASKS_OF_REQUESTER = _LIST + _OF_REQUESTER + _PAGE
 LIST_TASKS_OF_REQUESTER_IN_STATUS = _LIST + _OF_REQUESTER + " AND status = :status" + _PAGE
 LIST_TASKS_OF_SCOPE = _LIST + _OF_SCOPE + _PAGE
 LIST_TASKS_OF_SCOPE_IN_STATUS = _LIST + _OF_SCOPE + " AND status = :status" + _PAGE
-COUNT_TASKS_OF_REQUESTER = _COUNT + _OF_REQUESTER
-COUNT_TASKS_OF_REQUESTER_IN_STATUS = _COUNT + _OF_REQUESTER + " AND status = :status"
-COUNT_TASKS_OF_SCOPE = _COUNT + _OF_SCOPE
-COUNT_TASKS_OF_SCOPE_IN_STATUS = _COUNT + _OF_SCOPE + " AND status = :status"
+COUNT_TASKS_OF_REQUESTER = _COUNT + _OF_REQUESTER + _CAPPED
+COUNT_TASKS_OF_REQUESTER_IN_STATUS = _COUNT + _OF_REQUESTER + " AND status = :status" + _CAPPED
+COUNT_TASKS_OF_SCOPE = _COUNT + _OF_SCOPE + _CAPPED
+COUNT_TASKS_OF_SCOPE_IN_STATUS = _COUNT + _OF_SCOPE + " AND status = :status" + _CAPPED
 
 GET_OUTBOX = f"SELECT {OUTBOX_COLUMNS} FROM file_export_outbox WHERE id = :id"
 

@@ -9,7 +9,7 @@ app. A task the caller may not see is reported as not found, so ids do not leak.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from quart import Blueprint, Response, current_app, request
 
@@ -18,11 +18,10 @@ from actors.core.limits import normalise_parameters, parse_json_body
 from actors.core.models import DOWNLOAD_ALL_PERMISSION, Principal, Task, TaskStatus
 from actors.core.outcomes import CreateOutcome, NewTask
 from actors.core.text import content_disposition
+from db.transitions import LIST_TOTAL_CAP
 from web.auth import principal_from_header
 from web.serialize import envelope, task_json
-
-if TYPE_CHECKING:
-    from web.app import Services
+from web.services import Services
 
 log = logging.getLogger("web.api")
 
@@ -157,10 +156,13 @@ async def list_tasks() -> Any:
         limit=size,
         offset=(page - 1) * size,
     )
+    # GitHub's search API does the same (total_count + incomplete_results): past the cap
+    # the list says "at least" instead of counting a tenant's whole history.
     return ok(
         {
             "items": [task_json(t) for t in tasks],
-            "total": str(total),
+            "total": str(min(total, LIST_TOTAL_CAP)),
+            "totalCapped": total > LIST_TOTAL_CAP,
             "page": page,
             "pageSize": size,
         }

@@ -5,58 +5,31 @@ services in here. The app only serves requests.
 
 When the database cannot be reached, requests that need it answer HTTP 503 with the
 envelope (code ``"503"``) and a ``Retry-After`` header after at most
-``API_DB_RETRY_SECONDS`` of retrying — never a 500 — and ``/healthz`` reports not ready.
+``web.services.API_DB_RETRY_SECONDS`` of retrying — never a 500 — and ``/healthz``
+reports not ready.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from typing import Any
 
-import trio
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from quart import Response, jsonify, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
-from actors.core.admission import CreateLimits
 from actors.core.errors import ApiError, TransientDatabaseError
-from actors.metrics import Metrics
-from actors.pipeline.storage import ExportStorage
-from actors.registry_source import RegistryHolder
-from actors.wakeup import Wakeup
-from db.store import ExportStore
 from web.api import api
-from web.health import DatabaseProbe
+from web.page import page
 from web.serialize import envelope
+from web.services import Services
 
 log = logging.getLogger("web.app")
 
-#: How long a request retries a database fault (a dead pooled connection is replaced at
-#: once) before answering 503, seconds; and the ``Retry-After`` it then suggests.
-API_DB_RETRY_SECONDS = 5.0
+#: The ``Retry-After`` a 503 suggests, seconds (requests retry for
+#: ``API_DB_RETRY_SECONDS`` before answering it).
 RETRY_AFTER_SECONDS = 5
-
-
-@dataclass
-class Services:
-    """What the routes need. ``ready`` is set by the runtime once every actor runs."""
-
-    store: ExportStore
-    storage: ExportStorage
-    registry: RegistryHolder
-    metrics: Metrics
-    wakeup: Wakeup
-    jwt_secret: str
-    create_limits: CreateLimits = field(default_factory=CreateLimits)
-    ready: trio.Event = field(default_factory=trio.Event)
-    stopping: bool = False
-
-    def __post_init__(self) -> None:
-        #: The store as requests use it: retries bounded by ``API_DB_RETRY_SECONDS``.
-        self.api_store = self.store.with_retry_budget(API_DB_RETRY_SECONDS)
-        self.db_probe = DatabaseProbe(self.store)
 
 
 def create_app(services: Services, *, extra_blueprints: list[Any] | None = None) -> QuartTrio:
@@ -74,6 +47,7 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     app.url_map.merge_slashes = False
     app.url_map.strict_slashes = False
     app.register_blueprint(api)
+    app.register_blueprint(page)
     for bp in extra_blueprints or []:
         app.register_blueprint(bp)
 
@@ -111,8 +85,6 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
 
     @app.get("/metrics")
     async def metrics() -> Response:
-        return Response(
-            generate_latest(services.metrics.registry), content_type=CONTENT_TYPE_LATEST
-        )
+        return Response(services.metrics.exposition(), content_type=CONTENT_TYPE_LATEST)
 
     return app

@@ -13,6 +13,9 @@ The hierarchy::
     │   │       CommitUnknownError, DatabaseUnavailableError: one per fault
     │   ├── (db.database) DatabaseAccessError   account or database refused: configuration
     │   └── (db.database) DuplicateKeyError     an INSERT hit a unique key
+    ├── TransportError               the command transport failed; never an export's fate
+    │   ├── TransportStartError      the transport cannot start; the service does not start
+    │   └── TransportSendError       a send did not reach the broker; the outbox row backs off
     └── ExportError                  something stopped one export run (§9.1)
         ├── PermanentExportError     business error: task FAILED at once, no retry
         │   ├── LimitExceededError   max-rows, 50 MB file size, 100 columns … (§11, §12)
@@ -119,6 +122,26 @@ class TransientDatabaseError(DatabaseError):
     """
 
     fault: ClassVar[DbFault]
+
+
+class TransportError(ExportCenterError):
+    """The command transport (embedded bus or RocketMQ) failed.
+
+    Never decides an export's fate: the database is the source of truth, so a command
+    that was not sent is sent again from the outbox, and a task whose command was lost is
+    re-dispatched by the reconciler.
+    """
+
+
+class TransportStartError(TransportError):
+    """The transport could not be created or started (unreachable name server, bad group,
+    …). Raised by ``CommandTransport.start``; the runtime reports it as a
+    :class:`ConfigError` and nothing is started."""
+
+
+class TransportSendError(TransportError):
+    """A send did not reach the broker (or the transport is closed). The publisher puts
+    the outbox row back with backoff and sends it again; sending never gives up."""
 
 
 class ExportError(ExportCenterError):

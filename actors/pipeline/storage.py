@@ -1,4 +1,7 @@
-"""Export file storage (§11.1): the ``ExportStorage`` interface and a local directory.
+"""Export file storage (§11.1) in a local directory.
+
+The interface, ``ExportStorage``, and the listing entry ``StoredObject`` are ports of the
+core (:mod:`actors.core.ports`); they are re-exported here for existing importers.
 
 Object keys are ``exports/{taskId}/{uuid}.xlsx``, generated and validated by the service
 only (§11.1, §15): a key that does not match the pattern is refused before it touches the
@@ -20,13 +23,24 @@ import os
 import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO
 
 import trio
 
 from actors.core.errors import StorageUnavailableError
+from actors.core.ports import ExportStorage, StoredObject
+
+__all__ = [
+    "OBJECT_KEY_PATTERN",
+    "XLSX_CONTENT_TYPE",
+    "ExportStorage",
+    "LocalDirectoryStorage",
+    "StoredObject",
+    "new_object_key",
+    "scan_exports",
+    "validate_object_key",
+]
 
 OBJECT_KEY_PATTERN = re.compile(r"^exports/(\d{1,20})/([0-9a-f]{32})\.xlsx$")
 XLSX_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
@@ -45,45 +59,6 @@ def validate_object_key(key: str) -> str:
     if not OBJECT_KEY_PATTERN.match(key):
         raise ValueError(f"invalid object key {key!r}")
     return key
-
-
-@dataclass(frozen=True, slots=True)
-class StoredObject:
-    """A stored file seen by a listing: key, size in bytes, modification time (epoch s)."""
-
-    key: str
-    size: int
-    mtime: float
-
-
-class ExportStorage(Protocol):
-    """Where export files live. Consumers, API and reconciler depend only on this."""
-
-    async def create(self, key: str) -> BinaryIO:
-        """Create the object for writing and return a seekable binary file (sync API, to
-        be written from a worker thread). Fails if it exists.
-
-        Raises:
-            StorageUnavailableError: the storage cannot be written now.
-        """
-        ...
-
-    async def size(self, key: str) -> int | None:
-        """Size in bytes, or ``None`` if the object does not exist."""
-        ...
-
-    def load(self, key: str) -> AsyncIterator[bytes]:
-        """Stream the object's bytes. Raises FileNotFoundError if it does not exist."""
-        ...
-
-    async def delete(self, key: str) -> bool:
-        """Delete the object; True if it existed. Deleting a missing object is not an error
-        (a retried cleanup must be idempotent, §15)."""
-        ...
-
-    async def list_objects(self) -> list[StoredObject]:
-        """Every object under ``exports/`` (for the orphan scan, §8.5-4)."""
-        ...
 
 
 class LocalDirectoryStorage:

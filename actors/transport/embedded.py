@@ -2,7 +2,8 @@
 
 It models the parts of a broker the design depends on, so embedded mode exercises the same
 paths as RocketMQ: at-least-once delivery, redelivery of a rejected message with
-``reconsume_times + 1`` up to ``max_reconsume_times``, then the dead-letter channel
+``reconsume_times + 1`` up to ``max_reconsume_times`` (the rule of
+``actors.core.dead_letter``), then the dead-letter channel
 (``%DLQ%<group>``). Messages live in memory: a crash loses them, which is exactly the
 case the outbox and the reconciler exist for (§4.2: the bus is only a fast path).
 """
@@ -16,7 +17,9 @@ from dataclasses import dataclass, field
 
 import trio
 
-from actors.transport.base import OutgoingMessage, TransportSendError
+from actors.core.dead_letter import goes_to_dead_letter
+from actors.core.errors import TransportSendError
+from actors.core.ports import OutgoingMessage
 
 
 @dataclass(slots=True)
@@ -32,7 +35,7 @@ class _Message:
 
 @dataclass(slots=True)
 class EmbeddedDelivery:
-    """A delivery from the embedded bus; see ``actors.transport.base.Delivery``."""
+    """A delivery from the embedded bus; see ``actors.core.ports.Delivery``."""
 
     _bus: EmbeddedBus
     _message: _Message
@@ -84,6 +87,9 @@ class EmbeddedBus:
         self.sent: list[OutgoingMessage] = []
         self.dead_lettered = 0
 
+    async def start(self) -> None:
+        """Nothing to connect: the bus is ready once built (``CommandTransport`` lifecycle)."""
+
     async def send(self, message: OutgoingMessage) -> None:
         if self._closed:
             raise TransportSendError("embedded bus is closed")
@@ -100,7 +106,7 @@ class EmbeddedBus:
         )
 
     def _redeliver(self, message: _Message) -> None:
-        if message.reconsume_times >= self.max_reconsume_times:
+        if goes_to_dead_letter(message.reconsume_times, self.max_reconsume_times):
             self.dead_lettered += 1
             self._dlq_send.send_nowait(message)
         else:

@@ -6,7 +6,9 @@ Figures, no pass/fail: a target is printed next to its figure, never asserted. T
    demo rows (its table is printed as is); the bare xlsxwriter ``constant_memory`` loop and
    openpyxl ``write_only`` rows/s are taken from it.
 2. The embedded service (``bench_workers.Service``: ``python -m actors`` in a temporary
-   directory, SQLite, in-process bus, demo Provider over real HTTP, four consumer slots):
+   directory, SQLite, in-process bus, four consumer slots) calling the demo Provider over
+   real HTTP in a process of its own (``export-center demo-provider``, at the export
+   workers' priority): the Provider's CPU is another service's and is not counted as ours.
 
    * API ``GET …/export-tasks`` p50/p95/p99 idle and during 1, 2 and 4 concurrent
      exports of ROWS rows, aggregate rows/s and CPU per wall second (``bench_workers``);
@@ -328,7 +330,7 @@ def summary(results: Results, cores: int) -> list[tuple[str, str, str]]:
             rows.append((f"one export end to end vs {label}", target, measured))
         rows.append(
             (
-                "one export end to end, rows per CPU-s",
+                "one export end to end, rows per service CPU-s",
                 ">= 40,000 per core",
                 f"{per_cpu:,.0f} ({e2e.rows_per_s:,.0f} rows/s wall)",
             )

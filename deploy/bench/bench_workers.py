@@ -1,16 +1,22 @@
 """Benchmark of export CPU work vs API latency (issue 9 items 1 and 3): figures, no pass/fail.
 
-Starts the embedded service (SQLite, in-process bus, demo Provider over real HTTP, four
-consumer slots) as its own process in a temporary directory — ``python -m actors serve``,
-the one process that is deployed — so the measuring client never shares an interpreter
-with the service. Then:
+Starts the embedded service (SQLite, in-process bus, four consumer slots) as its own
+process in a temporary directory — ``python -m actors serve``, the one process that is
+deployed — so the measuring client never shares an interpreter with the service. The demo
+Provider runs in a third process (``export-center demo-provider``), as a Provider is another
+service in production: its CPU is shown apart and not counted as the export service's.
+It runs at the export workers' priority (``BENCH_PROVIDER_NICE``, default 10): on a shared
+benchmark machine it then competes with the exports, not with the API, as it would not at
+all on a host of its own. ``BENCH_PROVIDER=in-process`` serves it inside the service
+instead, as the embedded defaults do. Then:
 
 * API latency: ``GET /api/platform/v1/files/export-tasks`` one request after another,
   p50/p95/p99 in ms, while idle, during one export and during four concurrent exports;
 * throughput: aggregate rows/s of 1, 2 and 4 concurrent exports of ROWS rows each
   (rows of all exports / (last completedAt - first startedAt), DB clock), and CPU seconds
   per wall second over the run of the service process and, apart, of the children it
-  reaped — its export workers (from ``/proc``, Linux only).
+  reaped — its export workers (from ``/proc``, Linux only), of the Provider process, and
+  rows per CPU-second of the service (process + workers).
 
 Each concurrent export is created by another user, so fair share never holds one back.
 
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -41,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from actors.core.models import AppCode  # noqa: E402
 from web.auth import issue_token  # noqa: E402
-from web.demo_provider import demo_registry_yaml  # noqa: E402
+from web.demo_provider import DEMO_SERVICE, demo_registry_yaml  # noqa: E402
 
 API = "/api/platform/v1/files/export-tasks"
 SECRET = "bench-workers-secret-" + "x" * 32
@@ -55,6 +62,13 @@ _LIFTED_CEILING = (
     "r.MAX_ROWS_RANGE = (1, int(sys.argv.pop(1))); "
     "runpy.run_module('actors', run_name='__main__', alter_sys=True)"
 )
+#: Runs ``export-center demo-provider`` (``python -m actors`` only serves).
+_PROVIDER = "import sys; from actors.cli import main; main(['demo-provider', *sys.argv[1:]])"
+PROVIDER_TOKEN = "bench-provider-token"
+#: The Provider's niceness: the service's export workers' default (FILE_EXPORT_WORKER_NICE).
+#: On its own host a Provider would not take CPU from the service's event loop; on a
+#: shared benchmark machine it competes with the export workers instead, at their priority.
+PROVIDER_NICE = int(os.environ.get("BENCH_PROVIDER_NICE", "10"))
 #: Requests sampled while idle.
 IDLE_SAMPLES = 300
 #: Pause between two latency samples, seconds (keeps the client from becoming the load).
@@ -69,10 +83,43 @@ class Service:
     override, used for the 1,000,000-row memory figure).
     """
 
-    def __init__(self, tmp: Path, source: Path | None, max_rows: int = REGISTRY_MAX_ROWS) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        source: Path | None,
+        max_rows: int = REGISTRY_MAX_ROWS,
+        *,
+        provider_process: bool = True,
+    ) -> None:
         registry = tmp / "registry.yaml"
         registry.write_text(demo_registry_yaml(max_rows=max_rows))
+        self.provider: subprocess.Popen[bytes] | None = None
+        self._provider_log = None
+        provider_env: dict[str, str] = {}
+        if provider_process:
+            # The Provider is another service on other machines in production: in a process
+            # of its own, its CPU is not counted as the export service's.
+            port = _free_port()
+            self.provider_log = tmp / "provider.log"
+            self._provider_log = open(self.provider_log, "w")  # noqa: SIM115 - closed in stop()
+            self.provider = subprocess.Popen(
+                [
+                    *("nice", "-n", str(PROVIDER_NICE)),
+                    *(sys.executable, "-c", _PROVIDER, "--bind", f"127.0.0.1:{port}"),
+                ],
+                cwd=source or None,
+                env={**os.environ, "INTERNAL_SERVICE_TOKEN": PROVIDER_TOKEN},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self._provider_log,
+            )
+            provider_env = {
+                "FILE_EXPORT_PROVIDER_URLS": f'{{"{DEMO_SERVICE}": "http://127.0.0.1:{port}"}}',
+                "INTERNAL_SERVICE_TOKEN": PROVIDER_TOKEN,
+                "FILE_EXPORT_DEMO_PROVIDER": "false",
+            }
         env = {
+            **provider_env,
             **os.environ,
             "FILE_EXPORT_DATA_DIR": str(tmp / "data"),
             "FILE_EXPORT_HTTP_BIND": "127.0.0.1:0",
@@ -105,6 +152,9 @@ class Service:
 
     async def ready(self) -> str:
         with trio.fail_after(60):
+            while self.provider is not None and "listening on" not in self.provider_log.read_text():
+                assert self.provider.poll() is None, self.provider_log.read_text()
+                await trio.sleep(0.05)
             while not (m := READY.search(self.log.read_text())):
                 assert self.proc.poll() is None, self.log.read_text()
                 await trio.sleep(0.05)
@@ -118,7 +168,19 @@ class Service:
         hz = os.sysconf("SC_CLK_TCK")
         return (ticks[0] + ticks[1]) / hz, (ticks[2] + ticks[3]) / hz
 
+    def provider_cpu_seconds(self) -> float:
+        """utime + stime of the Provider process, seconds (0 when it runs in the service)."""
+        if self.provider is None:
+            return 0.0
+        fields = Path(f"/proc/{self.provider.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
+        if self.provider is not None:
+            self.provider.terminate()
+            self.provider.wait(30)
+            assert self._provider_log is not None
+            self._provider_log.close()
         self.proc.terminate()
         try:
             self.proc.wait(30)
@@ -126,6 +188,12 @@ class Service:
             self.proc.kill()
             self.proc.wait()
         self._log.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def client(url: str, user: int) -> httpx.AsyncClient:
@@ -185,7 +253,7 @@ async def run_exports(url: str, count: int, rows: int, first_user: int) -> dict[
     start = min(datetime.fromisoformat(t["startedAt"]) for t in done)
     end = max(datetime.fromisoformat(t["completedAt"]) for t in done)
     seconds = (end - start).total_seconds()
-    return {"seconds": seconds, "rows_per_s": count * rows / seconds}
+    return {"seconds": seconds, "rows_per_s": count * rows / seconds, "rows": count * rows}
 
 
 async def scenario(service: Service, count: int, rows: int, user: int) -> dict[str, Any]:
@@ -193,6 +261,7 @@ async def scenario(service: Service, count: int, rows: int, user: int) -> dict[s
     stop = trio.Event()
     result: dict[str, Any] = {}
     (own0, children0), wall0 = service.cpu_seconds(), time.monotonic()
+    provider0 = service.provider_cpu_seconds()
 
     async def exports() -> None:
         result.update(await run_exports(service.url, count, rows, user))
@@ -204,6 +273,8 @@ async def scenario(service: Service, count: int, rows: int, user: int) -> dict[s
     (own1, children1), wall = service.cpu_seconds(), time.monotonic() - wall0
     result["cpu_own"] = (own1 - own0) / wall
     result["cpu_children"] = (children1 - children0) / wall
+    result["cpu_provider"] = (service.provider_cpu_seconds() - provider0) / wall
+    result["service_cpu_s"] = own1 - own0 + children1 - children0
     result["latency"] = percentiles(samples)
     result["samples"] = len(samples)
     return result
@@ -212,7 +283,9 @@ async def scenario(service: Service, count: int, rows: int, user: int) -> dict[s
 async def main(rows: int) -> None:
     source = Path(os.environ["BENCH_SOURCE"]).resolve() if os.environ.get("BENCH_SOURCE") else None
     with tempfile.TemporaryDirectory(prefix="bench-workers-") as tmp:
-        service = Service(Path(tmp), source)
+        service = Service(
+            Path(tmp), source, provider_process=os.environ.get("BENCH_PROVIDER") != "in-process"
+        )
         try:
             await service.ready()
             async with client(service.url, 1) as probe:
@@ -233,17 +306,18 @@ def print_table(idle: tuple[float, float, float], runs: dict[int, dict[str, Any]
     """The markdown table of latency, throughput and CPU per scenario (``runs`` by count)."""
     print(
         "| scenario | API p50 ms | API p95 ms | API p99 ms | p95 × idle | rows/s | × one "
-        "| CPU/wall service | CPU/wall workers |"
+        "| CPU/wall service | CPU/wall workers | CPU/wall Provider | rows per service CPU-s |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    print(f"| idle | {idle[0]:.1f} | {idle[1]:.1f} | {idle[2]:.1f} | 1.0 | | | | |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"| idle | {idle[0]:.1f} | {idle[1]:.1f} | {idle[2]:.1f} | 1.0 | | | | | | |")
     one = runs[1]["rows_per_s"]
     for count, r in runs.items():
         p50, p95, p99 = r["latency"]
         print(
             f"| {count} export{'s' if count > 1 else ''} | {p50:.1f} | {p95:.1f} | {p99:.1f} | "
             f"{p95 / idle[1]:.1f} | {r['rows_per_s']:,.0f} | {r['rows_per_s'] / one:.2f} | "
-            f"{r['cpu_own']:.2f} | {r['cpu_children']:.2f} |"
+            f"{r['cpu_own']:.2f} | {r['cpu_children']:.2f} | {r['cpu_provider']:.2f} | "
+            f"{r['rows'] / r['service_cpu_s']:,.0f} |"
         )
 
 

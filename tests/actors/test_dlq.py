@@ -13,12 +13,12 @@ from actors.consumer import ConsumerSlot
 from actors.core.errors import TransientDatabaseError
 from actors.core.models import OutboxStatus, TaskStatus
 from actors.core.outcomes import ExportResult, QuarantineOutcome
+from actors.core.ports import OutgoingMessage
 from actors.dlq import DlqHandler
 from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage
 from actors.reconciler import Reconciler
-from actors.transport.base import OutgoingMessage
 from actors.transport.embedded import EmbeddedBus
 from db.store import ExportStore
 from tests.conftest import claim, create

@@ -6,10 +6,11 @@ import trio
 import trio.testing
 
 from actors.config import Settings
+from actors.core.errors import TransportSendError
 from actors.core.models import Command, OutboxStatus
+from actors.core.ports import OutgoingMessage
 from actors.metrics import Metrics
 from actors.publisher import Publisher
-from actors.transport.base import OutgoingMessage, TransportSendError
 from actors.transport.embedded import EmbeddedBus
 from actors.wakeup import Wakeup
 from db.store import ExportStore

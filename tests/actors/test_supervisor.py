@@ -8,6 +8,7 @@ import pytest
 import trio
 import trio.testing
 
+from actors.core.backoff import LoopBackoff
 from actors.metrics import Metrics
 from actors.supervisor import supervise
 
@@ -25,7 +26,7 @@ async def test_crashing_actor_is_restarted_with_backoff_and_counted(
             raise RuntimeError("boom")
 
     with caplog.at_level(logging.ERROR, logger="actors.supervisor"):
-        await supervise("flaky", flaky, metrics, initial_backoff=0.5, max_backoff=1.5)
+        await supervise("flaky", flaky, metrics, backoff=LoopBackoff(initial=0.5, maximum=1.5))
     gaps = [round(b - a, 3) for a, b in zip(starts, starts[1:], strict=False)]
     assert gaps == [0.5, 1.0, 1.5]  # doubling, capped
     assert metrics.actor_restarts.labels("flaky")._value.get() == 3

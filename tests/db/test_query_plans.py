@@ -81,7 +81,10 @@ _OUTBOX_OF_VERSION = ("uk_file_export_outbox_task_version", "idx_file_export_out
 # A page filtered by status may also walk an index in id order and stop at the page's
 # last row, when the planner's statistics say the status is common (MariaDB does).
 _ID_ORDER = (PRIMARY, "idx_file_export_scope", "idx_file_export_requester")
-_TENANT_TOTAL = "the total of an administrator's list page counts every task of the tenant and app"
+_TENANT_TOTAL = (
+    "the total of an administrator's list page counts the tenant and app's tasks up to "
+    "LIST_TOTAL_CAP + 1 (a LIMIT in a derived table, which EXPLAIN's row estimate ignores)"
+)
 
 CHECKS: dict[str, Expect] = {
     "DB_NOW": uses(),

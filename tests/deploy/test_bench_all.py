@@ -25,7 +25,7 @@ SUMMARY_FIGURES = (
     "aggregate rows/s, 4 vs 1 export",
     "one export end to end vs xlsxwriter constant_memory",
     "one export end to end vs openpyxl write_only",
-    "one export end to end, rows per CPU-s",
+    "one export end to end, rows per service CPU-s",
     "create -> RUNNING p50 / p99 idle",
     "peak RSS service + workers, 200 rows",
     "peak RSS service + workers, 400 rows",

@@ -8,7 +8,7 @@ characters, emoji, right-to-left text and bidi overrides, markup, Excel's own ``
 escape), cells cut to 32,767 characters, and a file that rolls over onto five sheets
 (a small ``rows_per_sheet`` keeps that cheap).
 
-LibreOffice is installed by ``deploy/dev test`` (deploy/libreoffice.sh) when ``soffice``
+LibreOffice is installed by ``deploy/dev test`` (deploy/ensure-commands.sh) when ``soffice``
 is missing; this test never skips it: without ``soffice`` it fails and says how to fix it.
 """
 
@@ -200,7 +200,7 @@ def soffice_csv(xlsx: Path, outdir: Path) -> dict[str, list[list[str]]]:
         pytest.fail(
             "LibreOffice is missing: 'soffice' is not on PATH. Run the tests with "
             "`deploy/dev test` (it installs libreoffice-calc) or run "
-            "`deploy/libreoffice.sh ensure` as root."
+            "`deploy/ensure-commands.sh soffice=libreoffice-calc` as root."
         )
     # Token 12 = -1: every sheet to its own file "<name>-<sheet>.csv" (LibreOffice >= 7.2);
     # 76 = UTF-8; token 9 true = cells as shown, so the number formats are checked too.

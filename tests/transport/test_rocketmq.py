@@ -23,15 +23,16 @@ import trio
 
 from actors.config import Settings
 from actors.consumer import ConsumerSlot
+from actors.core.errors import TransportSendError
 from actors.core.ids import IdGenerator
 from actors.core.models import LOCATING_PROPERTIES, OutboxStatus, TaskStatus
 from actors.core.outcomes import ExportResult, QuarantineOutcome
+from actors.core.ports import OutgoingMessage
 from actors.dlq import DlqHandler
 from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage
 from actors.publisher import outgoing_message
-from actors.transport.base import OutgoingMessage, TransportSendError
 from actors.transport.rocketmq import (
     PROP_ORIGIN_MESSAGE_ID,
     PROP_ORIGIN_TOPIC,

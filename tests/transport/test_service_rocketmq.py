@@ -13,7 +13,7 @@ the service starts, the methods of the service's own ``RocketMQTransport``:
   Whatever is sent is sent by the real transport to the real broker.
 * ``receive`` / ``receive_dead_letter`` — records each delivery a consumer slot or the DLQ
   handler gets. A delivery only exists once the native push consumer received the message
-  from the broker (``RocketMQTransport._copy`` builds it from the native message), so its
+  from the broker (``RocketMQDelivery.from_native`` builds it from the native message), so its
   body and properties are what the broker delivered, not what the publisher meant to send.
 * ``RocketMQDelivery.ack`` / ``reject`` and ``DlqHandler.handle`` — record decisions and
   DLQ outcomes.
@@ -51,10 +51,10 @@ import trio
 from actors.core.dispatch import NoClaim
 from actors.core.models import LOCATING_PROPERTIES, OutboxRow, OutboxStatus, Task, TaskStatus
 from actors.core.outcomes import QuarantineOutcome
+from actors.core.ports import OutgoingMessage
 from actors.dlq import DlqHandler
 from actors.metrics import Metrics
 from actors.runtime import Runtime, serve
-from actors.transport.base import OutgoingMessage
 from actors.transport.rocketmq import (
     PROP_ORIGIN_MESSAGE_ID,
     PROP_ORIGIN_TOPIC,

@@ -9,7 +9,8 @@ from actors.registry_source import RegistryHolder
 from actors.wakeup import Wakeup
 from db.store import ExportStore
 from tests.web.test_api_retry import API, DEFINITION, SECRET, headers
-from web.app import Services, create_app
+from web.app import create_app
+from web.services import Services
 
 
 async def test_create_refused_for_the_kept_place_names_the_rule_and_creates_nothing(

@@ -14,8 +14,9 @@ from actors.registry_source import RegistryHolder
 from actors.wakeup import Wakeup
 from db.store import ExportStore
 from tests.conftest import claim, create
-from web.app import Services, create_app
+from web.app import create_app
 from web.auth import issue_token
+from web.services import Services
 
 SECRET = "api-test-secret-" + "z" * 32
 API = "/api/platform/v1/files/export-tasks"

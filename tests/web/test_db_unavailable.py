@@ -17,8 +17,9 @@ from actors.wakeup import Wakeup
 from db.store import ExportStore
 from tests.conftest import TOPIC, create
 from tests.faults import Fault, FaultyDatabase
-from web.app import RETRY_AFTER_SECONDS, Services, create_app
+from web.app import RETRY_AFTER_SECONDS, create_app
 from web.auth import issue_token
+from web.services import Services
 
 SECRET = "db-down-test-secret-" + "q" * 32
 API = "/api/platform/v1/files/export-tasks"

@@ -1,0 +1,364 @@
+"""Composition: build the services from the settings, before anything runs.
+
+settings → database → store → transport, storage, metrics, registry, Provider client →
+the web app and server → the actors (publisher, consumer slots, reconciler, DLQ handler).
+Everything is built and checked here, so a configuration error stops the start-up before
+any actor or socket exists; :mod:`actors.runtime` then runs what was built as one nursery
+tree and stops it in order.
+
+This module and :mod:`actors.runtime` are the composition root: the only code that knows
+the concrete classes behind the ports of :mod:`actors.core.ports`, and the only code that
+wires ``web`` (imported lazily, so ``export-center migrate`` does not load the web stack).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+import trio_asyncio
+from hypercorn.config import Config as HypercornConfig
+
+from actors.claim_gate import ClaimGate
+from actors.config import Settings
+from actors.consumer import ConsumerSlot
+from actors.core.admission import CreateLimits
+from actors.core.db_retry import DbRetryPolicy
+from actors.core.errors import ConfigError, RegistryError, sole_exception
+from actors.core.ids import IdGenerator
+from actors.core.ports import CommandTransport
+from actors.dlq import DlqHandler
+from actors.local_claims import LocalClaims
+from actors.metrics import Metrics
+from actors.pipeline.provider_client import ProviderClient
+from actors.pipeline.runner import ExportRunner
+from actors.pipeline.storage import LocalDirectoryStorage
+from actors.publisher import Publisher
+from actors.reconciler import Reconciler
+from actors.registry_source import RegistryHolder, default_registry_path, load_registry_file
+from actors.transport.embedded import EmbeddedBus
+from actors.wakeup import Wakeup
+from db.database import Database, DatabaseAccessError, DatabaseUnavailableError
+from db.mysql import MysqlDatabase
+from db.sqlite import SqliteDatabase, wall_clock_ms
+from db.store import ExportStore
+
+if TYPE_CHECKING:
+    from quart_trio import QuartTrio
+
+    from web.server import WebServer
+    from web.services import Services
+
+log = logging.getLogger("actors.runtime")
+
+#: Seconds hypercorn lets in-flight requests finish after its shutdown trigger fired.
+WEB_GRACEFUL_TIMEOUT_SECONDS = 5
+
+
+@dataclass
+class Components:
+    """Everything the running service is made of, built and checked, nothing started.
+
+    Attributes:
+        settings: the validated settings.
+        store: the export store over the open database.
+        storage: where export files live.
+        transport: the command transport, not yet started.
+        metrics: this instance's metrics.
+        registry: the registry in force, reloaded by the registry watcher.
+        registry_path: the registry file the watcher follows.
+        allowed_services: Provider services fixed at start; a reload can only pick among
+            them.
+        provider: the Provider HTTP client.
+        provider_urls: the base URL of each Provider service, the dict ``provider``
+            reads; the demo Provider's is added once the server is bound.
+        wakeup: the publisher's wake-up, poked by the API after a commit.
+        web_services: what the routes use; ``ready`` / ``stopping`` follow the run.
+        web: the HTTP server over the app, not yet bound.
+        jwt_secret: the bearer-token secret.
+        dev_secret: whether ``jwt_secret`` is the embedded dev secret (then a demo
+            administrator token is logged at start).
+        stopping: set when consumer slots must stop taking commands.
+        publisher: ``None`` when ``FILE_EXPORT_PUBLISHER_ENABLED`` is off.
+        slots: the consumer slots; empty when ``FILE_EXPORT_CONSUMER_ENABLED`` is off.
+        reconciler: ``None`` when ``FILE_EXPORT_RECONCILER_ENABLED`` is off.
+        dlq_handler: the DLQ handler (always on: poison must never pile up).
+    """
+
+    settings: Settings
+    store: ExportStore
+    storage: LocalDirectoryStorage
+    transport: CommandTransport
+    metrics: Metrics
+    registry: RegistryHolder
+    registry_path: Path
+    allowed_services: frozenset[str]
+    provider: ProviderClient
+    provider_urls: dict[str, str]
+    wakeup: Wakeup
+    web_services: Services
+    web: WebServer
+    jwt_secret: str
+    dev_secret: bool
+    stopping: trio.Event
+    publisher: Publisher | None
+    reconciler: Reconciler | None
+    dlq_handler: DlqHandler
+    slots: list[ConsumerSlot] = field(default_factory=list)
+
+
+@asynccontextmanager
+async def open_database(
+    settings: Settings,
+    clock_ms: Callable[[], int] | None = None,
+    *,
+    migrate: bool = False,
+) -> AsyncIterator[Database]:
+    """Open the database named by ``FILE_EXPORT_DATABASE_URL`` for the block.
+
+    SQLite (embedded) is created and migrated on open. MySQL runs inside a trio-asyncio
+    loop opened here as the outermost asyncio context (DESIGN §7); its schema is applied by
+    ``export-center migrate`` (``migrate=True``), never implicitly at start-up.
+
+    Args:
+        clock_ms: tests only: a DB clock in epoch ms (SQLite's ``db_now_ms()``; MySQL's
+            session ``timestamp``). ``None`` = the real clock.
+
+    Raises:
+        ConfigError: unsupported or malformed URL, or the database is unreachable.
+    """
+    url = settings.resolved_database_url
+    if url.startswith("sqlite:///"):
+        path = url[len("sqlite:///") :] or ":memory:"
+        try:
+            db = SqliteDatabase(path, clock_ms=clock_ms or wall_clock_ms)
+            db.migrate()
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(f"FILE_EXPORT_DATABASE_URL ({path}): {exc}") from None
+        try:
+            yield db
+        finally:
+            await db.aclose()
+        return
+    if not url.startswith("mysql://"):
+        raise ConfigError("FILE_EXPORT_DATABASE_URL must start with sqlite:/// or mysql://")
+    try:
+        async with trio_asyncio.open_loop() as loop:
+            mdb = MysqlDatabase(url, loop, clock_ms=clock_ms)
+            try:
+                if migrate:
+                    await mdb.migrate()
+                yield mdb
+            except (DatabaseUnavailableError, DatabaseAccessError) as exc:
+                raise ConfigError(f"FILE_EXPORT_DATABASE_URL: {exc}") from None
+            finally:
+                await mdb.aclose()
+    except BaseExceptionGroup as group:
+        # trio-asyncio's nursery wraps whatever the block raised; callers expect the
+        # plain exception (a ConfigError, or a Cancelled that must keep propagating).
+        raise sole_exception(group) from None
+
+
+def resolve_jwt_secret(settings: Settings) -> tuple[str, bool]:
+    """The JWT secret, and whether it is the embedded dev secret.
+
+    Without ``FILE_EXPORT_JWT_SECRET`` in embedded mode, a random secret is kept in
+    ``<data_dir>/dev-jwt-secret`` (mode 0600) so tokens survive restarts. With the
+    RocketMQ transport (production) the variable is required.
+    """
+    if settings.jwt_secret:
+        return settings.jwt_secret, False
+    if settings.transport != "embedded":
+        raise ConfigError("FILE_EXPORT_JWT_SECRET must be set outside embedded mode")
+    path = Path(settings.data_dir) / "dev-jwt-secret"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            path.write_text(secrets.token_urlsafe(32))
+            path.chmod(0o600)
+        return path.read_text().strip(), True
+    except OSError as exc:
+        raise ConfigError(f"FILE_EXPORT_DATA_DIR ({settings.data_dir}): {exc}") from None
+
+
+def _service_token(settings: Settings) -> str:
+    if settings.internal_service_token:
+        return settings.internal_service_token
+    if settings.provider_urls:
+        raise ConfigError(
+            "INTERNAL_SERVICE_TOKEN must be set when FILE_EXPORT_PROVIDER_URLS "
+            "names real Providers (§10.1)"
+        )
+    return secrets.token_urlsafe(24)  # only the built-in demo Provider checks it
+
+
+def build_transport(settings: Settings) -> CommandTransport:
+    """The command transport ``FILE_EXPORT_TRANSPORT`` names, not yet started.
+
+    Raises:
+        ConfigError: the RocketMQ settings are incomplete.
+    """
+    if settings.transport == "rocketmq":
+        # Imported only in this mode: the native client exists only for Linux x86-64.
+        from actors.transport.rocketmq import RocketMQTransport
+
+        return RocketMQTransport.from_settings(settings)
+    return EmbeddedBus(settings.max_reconsume_times)
+
+
+def hypercorn_config(settings: Settings) -> HypercornConfig:
+    """hypercorn's configuration: ``FILE_EXPORT_HTTP_BIND``, our own logging, no access
+    log, ``WEB_GRACEFUL_TIMEOUT_SECONDS`` to finish requests after the shutdown trigger."""
+    hc = HypercornConfig()
+    hc.bind = [settings.http_bind]
+    hc.accesslog = None
+    hc.errorlog = logging.getLogger("hypercorn.error")
+    hc.graceful_timeout = WEB_GRACEFUL_TIMEOUT_SECONDS
+    return hc
+
+
+async def build_components(
+    settings: Settings, db: Database, instance_clock_ms: Callable[[], int]
+) -> Components:
+    """Build every service over an open database; start nothing.
+
+    Also checks what must hold before the service starts: the guard row exists, the
+    storage directory is usable, the registry file is valid, the secrets are set. In
+    embedded mode it first re-queues the commands the previous process's in-memory bus
+    held (they died with it).
+
+    Args:
+        settings: validated settings.
+        db: the open database (see :func:`open_database`).
+        instance_clock_ms: this process's clock, epoch ms; it only labels ids and
+            ``occurredAt``, never schedules (every time decision uses the DB clock).
+
+    Raises:
+        ConfigError: invalid configuration or missing guard row; nothing was started.
+    """
+    from web.app import create_app
+    from web.demo_provider import DEMO_SERVICE, create_demo_provider_blueprint
+    from web.server import WebServer
+    from web.services import Services
+
+    def label() -> str:
+        at = datetime.fromtimestamp(instance_clock_ms() / 1000, tz=UTC)
+        return at.isoformat(timespec="milliseconds")
+
+    store = ExportStore(
+        db,
+        IdGenerator(instance_clock_ms),
+        topic=settings.command_topic,
+        clock_label=label,
+        retry_policy=DbRetryPolicy(budget_seconds=settings.db_retry_seconds),
+    )
+    await store.check_guard_row()
+    if settings.transport == "embedded":
+        requeued = await store.requeue_sent_of_pending_tasks()
+        if requeued:
+            log.info("requeued %d commands the previous in-process bus held", requeued)
+    try:
+        storage = LocalDirectoryStorage(settings.resolved_storage_dir)
+    except OSError as exc:
+        raise ConfigError(f"FILE_EXPORT_STORAGE_DIR: {exc}") from None
+    metrics = Metrics()
+    allowed = frozenset(settings.provider_urls) | (
+        {DEMO_SERVICE} if settings.demo_provider else frozenset()
+    )
+    registry_path = Path(settings.registry or default_registry_path())
+    try:
+        registry = RegistryHolder(load_registry_file(registry_path, allowed))
+    except RegistryError as exc:
+        raise ConfigError(f"FILE_EXPORT_REGISTRY ({registry_path}): {exc}") from None
+    jwt_secret, dev_secret = resolve_jwt_secret(settings)
+    service_token = _service_token(settings)
+    provider_urls: dict[str, str] = dict(settings.provider_urls)
+    provider = ProviderClient(
+        provider_urls,
+        service_token,
+        request_timeout=settings.provider_request_timeout_seconds,
+        observer=metrics,
+    )
+    transport = build_transport(settings)
+    wakeup = Wakeup()
+    web_services = Services(
+        store=store,
+        storage=storage,
+        registry=registry,
+        metrics=metrics,
+        wakeup=wakeup,
+        jwt_secret=jwt_secret,
+        create_limits=CreateLimits(
+            max_active_per_user=settings.max_active_per_user,
+            max_active_per_type=settings.max_active_per_type,
+            type_reserved_places=settings.type_reserved_places,
+        ),
+    )
+    blueprints = []
+    if settings.demo_provider:
+        blueprints.append(
+            create_demo_provider_blueprint(
+                service_token=service_token, snapshot_secret=secrets.token_bytes(32)
+            )
+        )
+    app: QuartTrio = create_app(web_services, extra_blueprints=blueprints)
+
+    stopping = trio.Event()
+    local = LocalClaims()  # what this process's slots hold; shared with its reconciler
+    slots: list[ConsumerSlot] = []
+    if settings.consumer_enabled:
+        runner = ExportRunner(store, storage, provider, registry, settings)
+        gate = ClaimGate(store, settings)  # one per instance: fair share
+        slots = [
+            ConsumerSlot(
+                f"slot-{i}",
+                store,
+                transport,
+                storage,
+                settings,
+                metrics,
+                runner,
+                stopping,
+                local=local,
+                gate=gate,
+            )
+            for i in range(settings.consumer_concurrency)
+        ]
+    return Components(
+        settings=settings,
+        store=store,
+        storage=storage,
+        transport=transport,
+        metrics=metrics,
+        registry=registry,
+        registry_path=registry_path,
+        allowed_services=allowed,
+        provider=provider,
+        provider_urls=provider_urls,
+        wakeup=wakeup,
+        web_services=web_services,
+        web=WebServer(app, hypercorn_config(settings)),
+        jwt_secret=jwt_secret,
+        dev_secret=dev_secret,
+        stopping=stopping,
+        publisher=(
+            Publisher(store, transport, settings, metrics, wakeup)
+            if settings.publisher_enabled
+            else None
+        ),
+        reconciler=(
+            Reconciler(store, storage, settings, metrics, local=local)
+            if settings.reconciler_enabled
+            else None
+        ),
+        dlq_handler=DlqHandler(store, transport, metrics),
+        slots=slots,
+    )

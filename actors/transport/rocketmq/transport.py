@@ -1,0 +1,465 @@
+"""``RocketMQTransport``: the ``CommandTransport`` over one producer and two push consumers.
+
+Its life cycle (start, send, receive, close) runs on the trio thread; the native calls go
+through :mod:`~actors.transport.rocketmq.native` on worker threads, and the consume
+callbacks through :mod:`~actors.transport.rocketmq.bridge` on native threads.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import logging
+import os
+import re
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from actors.config import Settings
+from actors.core.errors import ConfigError, TransportSendError, TransportStartError
+from actors.core.models import COMMAND_TAG
+from actors.core.ports import OutgoingMessage
+from actors.transport.rocketmq.bridge import CallbackBridge
+from actors.transport.rocketmq.delivery import Decision, RocketMQDelivery, copied_properties
+from actors.transport.rocketmq.native import (
+    ConsumeStatus,
+    NativeCallback,
+    NativeClient,
+    NativeClientError,
+    native_core_info,
+)
+
+log = logging.getLogger("actors.transport.rocketmq")
+
+#: Native send timeout in milliseconds: far below the 60 s outbox lease (§7.4).
+SEND_TIMEOUT_MS = 3000
+#: Upper bound in seconds for each native client's shutdown in ``aclose``.
+CLOSE_TIMEOUT_SECONDS = 30.0
+
+_instance_counter = itertools.count(1)
+
+# Transports started and not yet closed: an exit hook shuts down what a crashed program left
+# running, because native threads calling into a finalising interpreter crash it.
+_live: set[RocketMQTransport] = set()
+_live_lock = threading.Lock()
+
+
+class RocketMQTransportError(TransportStartError):
+    """The native client could not be created or started (bad group, name server, …)."""
+
+
+def producer_group(topic_prefix: str) -> str:
+    """The producer group of §6.2, e.g. ``test-file-export-publisher-v1``."""
+    return f"{topic_prefix}file-export-publisher-v1"
+
+
+def dlq_handler_group(topic_prefix: str) -> str:
+    """The DLQ handler's consumer group (§9.4.2), e.g. ``test-file-export-dlq-handler-v1``."""
+    return f"{topic_prefix}file-export-dlq-handler-v1"
+
+
+def dead_letter_topic(worker_group: str) -> str:
+    """RocketMQ's dead-letter topic of a consumer group: ``%DLQ%<group>`` (§9.4.3)."""
+    return f"%DLQ%{worker_group}"
+
+
+class RocketMQTransport:
+    """``CommandTransport`` over RocketMQ: one producer and two push consumers.
+
+    Create it with ``open_rocketmq_transport`` (or call ``start`` and ``aclose``). All
+    methods are called from the trio thread; the native callbacks are the only code that
+    runs on native threads.
+
+    Args:
+        name_server: ``host:port`` of the NameServer(s), ``;``-separated
+            (``ROCKETMQ_NAME_SERVER``).
+        topic_prefix: ``MQ_TOPIC_PREFIX``; ``""`` in production (§6.2).
+        command_topic: the command topic, ``${prefix}file-export-command-v1``.
+        worker_group: the worker consumer group, ``${prefix}file-export-worker-v1``.
+        consumer_concurrency: native consume threads of the worker consumer
+            (``FILE_EXPORT_CONSUMER_CONCURRENCY``, §8.1); each is held while a delivery
+            waits for a slot and until the slot acks it.
+        max_reconsume_times: redeliveries of a rejected command before the application
+            dead-letters it (seed: 2, so the third rejected delivery goes to the DLQ).
+        instance_id: ``FILE_EXPORT_INSTANCE_ID``; part of each native client's instance
+            name, with the pid and a counter, so no two clients share one native factory.
+        close_timeout: upper bound in seconds for each native client's shutdown.
+        consume_commands: start the worker consumer. ``False`` for an instance with
+            ``FILE_EXPORT_CONSUMER_ENABLED=false`` (ops guide staged switches): a consumer
+            that no slot reads would hold the commands it pulls until shutdown.
+        consume_dead_letters: start the DLQ handler consumer.
+    """
+
+    def __init__(
+        self,
+        *,
+        name_server: str,
+        topic_prefix: str,
+        command_topic: str,
+        worker_group: str,
+        consumer_concurrency: int,
+        max_reconsume_times: int,
+        instance_id: str,
+        close_timeout: float = CLOSE_TIMEOUT_SECONDS,
+        consume_commands: bool = True,
+        consume_dead_letters: bool = True,
+    ) -> None:
+        if not name_server:
+            raise ConfigError("ROCKETMQ_NAME_SERVER must be set for the RocketMQ transport")
+        if consumer_concurrency < 1:
+            raise ConfigError("FILE_EXPORT_CONSUMER_CONCURRENCY must be at least 1")
+        self.name_server = name_server
+        self.command_topic = command_topic
+        self.worker_group = worker_group
+        self.dead_letter_topic = dead_letter_topic(worker_group)
+        self.producer_group = producer_group(topic_prefix)
+        self.dlq_handler_group = dlq_handler_group(topic_prefix)
+        self.consumer_concurrency = consumer_concurrency
+        self.max_reconsume_times = max_reconsume_times
+        self.instance_id = instance_id
+        self.close_timeout = close_timeout
+        self.consume_commands = consume_commands
+        self.consume_dead_letters = consume_dead_letters
+        #: commands moved to the dead-letter topic by this process (§9.4)
+        self.dead_lettered = 0
+        #: native clients whose shutdown did not finish within ``close_timeout``
+        self.abandoned: list[str] = []
+
+        self._bridge = CallbackBridge(
+            read=self._read,
+            dead_letter=self._dead_letter,
+            max_reconsume_times=max_reconsume_times,
+        )
+        self._native: NativeClient | None = None
+        self._producer: Any = None
+        # (label, consumer) in start order; consumers and their ctypes callbacks are kept
+        # referenced for the transport's whole life: a collected callback segfaults.
+        self._consumers: list[tuple[str, Any]] = []
+        self._callbacks: list[Any] = []
+        self._count_lock = threading.Lock()
+        self._close_started = False
+        self._closed = trio.Event()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **kwargs: Any) -> RocketMQTransport:
+        """Build a transport from ``Settings`` (§16.3 names); ``kwargs`` override."""
+        values: dict[str, Any] = {
+            "name_server": settings.rocketmq_name_server or "",
+            "topic_prefix": settings.topic_prefix,
+            "command_topic": settings.command_topic,
+            "worker_group": settings.worker_group,
+            "consumer_concurrency": settings.consumer_concurrency,
+            "max_reconsume_times": settings.max_reconsume_times,
+            "instance_id": settings.instance_id,
+            "consume_commands": bool(settings.consumer_enabled),
+        }
+        values.update(kwargs)
+        return cls(**values)
+
+    # -- life cycle ----------------------------------------------------------------------
+
+    @property
+    def blocked_callbacks(self) -> int:
+        """Native callbacks currently waiting for trio (hand-over or decision)."""
+        return self._bridge.blocked
+
+    def _instance_name(self, role: str) -> str:
+        base = re.sub(r"[^A-Za-z0-9_.-]", "_", self.instance_id) or "export-center"
+        return f"{base}-{os.getpid()}-{next(_instance_counter)}-{role}"
+
+    async def start(self) -> None:
+        """Create and start the producer, the worker consumer and the DLQ handler consumer.
+
+        Native ``start`` calls run on worker threads. Call ``aclose`` afterwards even when
+        this raises.
+
+        Raises:
+            RocketMQTransportError: a native client could not be created or started.
+            ModuleNotFoundError: the ``rocketmq`` package is not installed.
+        """
+        if self._bridge.bound:
+            raise RuntimeError("RocketMQTransport.start() called twice")
+        self._bridge.bind()
+        native = self._native = NativeClient()
+        with _live_lock:
+            _live.add(self)
+        core = native_core_info()
+        log.info(
+            "RocketMQ native core %s (%s), originTopic in send-back: %s",
+            core["version"],
+            core["path"],
+            core["has_origin_topic"],
+        )
+        try:
+            self._producer = native.create_producer(
+                self.producer_group,
+                self._instance_name("producer"),
+                self.name_server,
+                SEND_TIMEOUT_MS,
+            )
+            await trio.to_thread.run_sync(native.start, self._producer)
+            if self.consume_commands:
+                await self._start_consumer(
+                    "worker",
+                    self.worker_group,
+                    self.command_topic,
+                    COMMAND_TAG,
+                    self.consumer_concurrency,
+                    self._bridge.on_command,
+                )
+            if self.consume_dead_letters:
+                # "*": whatever lands in the DLQ must be handled, whatever its tag.
+                await self._start_consumer(
+                    "dlq-handler",
+                    self.dlq_handler_group,
+                    self.dead_letter_topic,
+                    "*",
+                    1,
+                    self._bridge.on_dead_letter,
+                )
+        except NativeClientError as exc:
+            raise RocketMQTransportError(f"RocketMQ client start failed: {exc}") from exc
+        log.info(
+            "RocketMQ transport started: name server %s, topic %s, groups %s / %s / %s",
+            self.name_server,
+            self.command_topic,
+            self.producer_group,
+            self.worker_group,
+            self.dlq_handler_group,
+        )
+
+    async def _start_consumer(
+        self,
+        label: str,
+        group: str,
+        topic: str,
+        expression: str,
+        threads: int,
+        callback: NativeCallback,
+    ) -> None:
+        native = self._native
+        assert native is not None
+        consumer = native.create_push_consumer(
+            group,
+            self._instance_name(label),
+            self.name_server,
+            threads,
+            on_created=lambda created: self._consumers.append((label, created)),
+        )
+        native_callback = native.make_callback(callback)
+        self._callbacks.append(native_callback)
+        native.subscribe(consumer, topic, expression, native_callback)
+        await trio.to_thread.run_sync(native.start, consumer)
+
+    async def aclose(self) -> None:
+        """Release blocked callbacks, shut the consumers down, then the producer.
+
+        Idempotent; a second caller waits for the first. Shielded from cancellation so the
+        native clients are always shut down before the interpreter exits; each native
+        shutdown runs on a worker thread (never on the trio thread, where it would deadlock
+        against callbacks waiting for trio) and is abandoned after ``close_timeout``
+        seconds, recorded in ``abandoned``. Deliveries not yet acked or rejected go back to
+        the broker (``RECONSUME_LATER``): at-least-once, the database absorbs duplicates.
+        """
+        if self._close_started:
+            await self._closed.wait()
+            return
+        self._close_started = True
+        with trio.CancelScope(shield=True):
+            outstanding = self._bridge.stop()
+            # A callback blocked in the hand-over now fails at once; new ones see closing.
+            await self._bridge.close_channels()
+            for delivery in outstanding:
+                delivery.decide(Decision.RELEASE)
+            native = self._native
+            if native is not None:
+                # Consumers first: their callbacks may still use the producer (DLQ path).
+                for label, consumer in reversed(self._consumers):
+                    await self._run_native_close(label, native.close_consumer, consumer)
+                if self._producer is not None:
+                    await self._run_native_close("producer", native.close_producer, self._producer)
+            with _live_lock:
+                _live.discard(self)
+            self._closed.set()
+        log.info("RocketMQ transport closed")
+
+    def _close_at_exit(self) -> None:
+        """Blocking close for the exit hook, when trio is gone and ``aclose`` never ran.
+        Callbacks waiting for a decision notice the finished run within the bridge's
+        liveness poll, so the native shutdowns can join their threads."""
+        for delivery in self._bridge.stop():
+            delivery.decide(Decision.RELEASE)
+        native = self._native
+        if native is None:
+            return
+        closers: list[tuple[str, Callable[[Any], None], Any]] = [
+            (label, native.close_consumer, consumer) for label, consumer in self._consumers[::-1]
+        ]
+        if self._producer is not None:
+            closers.append(("producer", native.close_producer, self._producer))
+        for label, close, client in closers:
+            try:
+                close(client)
+            except Exception:
+                log.exception("RocketMQ %s shutdown at exit failed", label)
+
+    async def _run_native_close(self, label: str, fn: Callable[[Any], None], client: Any) -> None:
+        with trio.move_on_after(self.close_timeout) as scope:
+            try:
+                await trio.to_thread.run_sync(fn, client, abandon_on_cancel=True)
+            except Exception:
+                log.exception("RocketMQ %s shutdown failed", label)
+        if scope.cancelled_caught:
+            self.abandoned.append(label)
+            log.error(
+                "RocketMQ %s shutdown not done after %gs; abandoned", label, self.close_timeout
+            )
+
+    # -- CommandTransport --------------------------------------------------------------
+
+    async def send(self, message: OutgoingMessage) -> None:
+        """Send one command synchronously (native timeout ``SEND_TIMEOUT_MS``).
+
+        Args:
+            message: topic, tag, key (``taskId``), JSON text body and the locating
+                properties (§6.4).
+
+        Raises:
+            TransportSendError: the broker did not store the message, the body cannot be
+                carried (a NUL character) or the transport is closed. The publisher backs
+                the outbox row off (§7.4).
+        """
+        if self._producer is None or self._bridge.closing:
+            raise TransportSendError("RocketMQ transport is not running")
+        await trio.to_thread.run_sync(self._send_blocking, message)
+
+    def _send_blocking(self, message: OutgoingMessage) -> None:
+        native = self._native
+        assert native is not None
+        if "\x00" in message.body:
+            # The core takes bodies as NUL-terminated strings; JSON text never has one.
+            raise TransportSendError("message body contains a NUL character")
+        try:
+            receipt = native.send(
+                self._producer,
+                topic=message.topic,
+                tag=message.tag,
+                keys=message.key,
+                body=message.body.encode("utf-8"),
+                properties=message.properties.items(),
+            )
+        except NativeClientError as exc:
+            raise TransportSendError(f"send to {message.topic} failed: {exc}") from exc
+        if not receipt.ok:
+            # Stored on the master, only a flush/slave guarantee was not confirmed.
+            log.warning(
+                "send %s to %s returned %s", receipt.message_id, message.topic, receipt.status
+            )
+
+    async def receive(self) -> RocketMQDelivery:
+        """Wait for the next command delivery (a free consumer slot calls this).
+
+        Raises:
+            trio.ClosedResourceError: the transport is closed.
+            RuntimeError: built with ``consume_commands=False``.
+        """
+        if not self.consume_commands:
+            raise RuntimeError("this RocketMQ transport does not consume commands")
+        return await self._bridge.receive()
+
+    async def receive_dead_letter(self) -> RocketMQDelivery:
+        """Wait for the next message on ``%DLQ%<worker group>`` (the DLQ handler).
+
+        Raises:
+            trio.ClosedResourceError: the transport is closed.
+            RuntimeError: built with ``consume_dead_letters=False``.
+        """
+        if not self.consume_dead_letters:
+            raise RuntimeError("this RocketMQ transport does not consume dead letters")
+        return await self._bridge.receive_dead_letter()
+
+    # -- called by the bridge on native callback threads ---------------------------------
+
+    def _read(self, message: int, dead_letter: bool) -> RocketMQDelivery:
+        """Copy a native message; its pointer is only valid during the callback."""
+        native = self._native
+        assert native is not None
+        copied = native.read_message(message, copied_properties(dead_letter))
+        return RocketMQDelivery.from_native(copied, dead_letter=dead_letter)
+
+    def _dead_letter(self, delivery: RocketMQDelivery) -> ConsumeStatus:
+        """Move a poison command to ``%DLQ%<worker group>`` (§9.4); runs on the callback's
+        native thread. ``CONSUME_SUCCESS`` once the DLQ has it; ``RECONSUME_LATER`` if the
+        send fails, so the message comes back and the move is tried again."""
+        native = self._native
+        assert native is not None
+        keys, tag, body, properties = delivery.dead_letter_copy()
+        try:
+            receipt = native.send(
+                self._producer,
+                topic=self.dead_letter_topic,
+                tag=tag,
+                keys=keys,
+                body=body,
+                properties=properties,
+            )
+        except Exception as exc:
+            log.error(
+                "could not move poison message %s to %s (%s); it will be redelivered",
+                delivery.message_id,
+                self.dead_letter_topic,
+                exc,
+            )
+            return ConsumeStatus.RECONSUME_LATER
+        with self._count_lock:
+            self.dead_lettered += 1
+        log.error(
+            "poison message %s (task %s) moved to %s as %s after %d deliveries",
+            delivery.message_id,
+            delivery.properties.get("taskId", "?"),
+            self.dead_letter_topic,
+            receipt.message_id,
+            delivery.reconsume_times + 1,
+        )
+        return ConsumeStatus.CONSUME_SUCCESS
+
+
+@atexit.register
+def _close_leftover_transports() -> None:
+    with _live_lock:
+        leftovers = list(_live)
+        _live.clear()
+    for transport in leftovers:
+        log.warning("RocketMQ transport was not closed; shutting it down at exit")
+        transport._close_at_exit()
+
+
+@asynccontextmanager
+async def open_rocketmq_transport(
+    settings: Settings, **overrides: Any
+) -> AsyncIterator[RocketMQTransport]:
+    """Start a ``RocketMQTransport`` from settings and close it on exit.
+
+    Args:
+        settings: uses ``rocketmq_name_server``, ``topic_prefix``, ``command_topic``,
+            ``worker_group``, ``consumer_concurrency``, ``max_reconsume_times``,
+            ``instance_id`` and ``consumer_enabled`` (no worker consumer when false).
+        **overrides: constructor arguments to override (tests: ``close_timeout``).
+
+    Yields:
+        The started transport.
+
+    Raises:
+        ConfigError: ``ROCKETMQ_NAME_SERVER`` is missing.
+        RocketMQTransportError: a native client could not start.
+    """
+    transport = RocketMQTransport.from_settings(settings, **overrides)
+    try:
+        await transport.start()
+        yield transport
+    finally:
+        await transport.aclose()

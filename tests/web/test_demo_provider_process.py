@@ -1,0 +1,95 @@
+"""``export-center demo-provider``: the demo Provider in a process of its own, over real HTTP."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from web.demo_provider import PROVIDER_PATH, SERVICE_TOKEN_HEADER
+
+TOKEN = "process-test-token"
+#: ``python -m actors`` only serves; this runs the CLI group itself.
+COMMAND = [sys.executable, "-c", "from actors.cli import main; main()", "demo-provider"]
+LISTENING = re.compile(r"demo Provider listening on (http://127\.0\.0\.1:\d+)")
+BODY = {
+    "tenantId": "0",
+    "appCode": "PLATFORM",
+    "requestedBy": "1",
+    "limit": 10,
+    "parameters": {"rowCount": 25},
+    "cursor": None,
+}
+
+
+@pytest.fixture
+def provider() -> Iterator[tuple[subprocess.Popen[str], str]]:
+    proc = subprocess.Popen(
+        [*COMMAND, "--bind", "127.0.0.1:0"],
+        env={**os.environ, "INTERNAL_SERVICE_TOKEN": TOKEN},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        # The first line is the bound URL; readline waits for it (or for the exit).
+        line = proc.stderr.readline()
+        match = LISTENING.search(line)
+        assert match, line + proc.stderr.read()
+        yield proc, match.group(1)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(30)
+        assert proc.stderr is not None
+        proc.stderr.close()
+
+
+def test_serves_the_contract_and_stops_on_sigterm(
+    provider: tuple[subprocess.Popen[str], str],
+) -> None:
+    proc, url = provider
+    with httpx.Client(base_url=url, timeout=30) as client:
+        ok = client.post(PROVIDER_PATH, json=BODY, headers={SERVICE_TOKEN_HEADER: TOKEN})
+        refused = client.post(PROVIDER_PATH, json=BODY, headers={SERVICE_TOKEN_HEADER: "wrong"})
+    assert ok.status_code == 200
+    data = ok.json()["data"]
+    assert [row["customerId"] for row in data["rows"]] == list(range(1, 11))
+    assert data["hasMore"] is True and data["totalRows"] == 25
+    assert refused.status_code == 401 and refused.json()["code"] == "401"
+
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 0
+
+
+def test_refuses_to_start_without_a_service_token() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "INTERNAL_SERVICE_TOKEN"}
+    done = subprocess.run(
+        [*COMMAND, "--bind", "127.0.0.1:0"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1
+    assert "INTERNAL_SERVICE_TOKEN must be set" in done.stderr
+
+
+def test_a_taken_address_is_a_one_line_error(
+    provider: tuple[subprocess.Popen[str], str],
+) -> None:
+    _, url = provider
+    done = subprocess.run(
+        [*COMMAND, "--bind", url.removeprefix("http://")],
+        env={**os.environ, "INTERNAL_SERVICE_TOKEN": TOKEN},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "cannot listen: Address already in use" in done.stderr
+    assert "Traceback" not in done.stderr

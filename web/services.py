@@ -1,0 +1,58 @@
+"""What the routes need from the runtime: the ``Services`` the app factory is given.
+
+Its own module so that the app factory (``web.app``) and the routes (``web.api``) both
+import it without importing each other. Everything here is a port of the core
+(:mod:`actors.core.ports`) or a ``db`` type: the web side knows no actor module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import trio
+
+from actors.core.admission import CreateLimits
+from actors.core.ports import (
+    ApiMetrics,
+    CreationStore,
+    ExportStorage,
+    PublisherWakeup,
+    RegistryView,
+)
+from web.health import DatabaseProbe
+
+#: How long a request retries a database fault (a dead pooled connection is replaced at
+#: once) before answering 503, seconds.
+API_DB_RETRY_SECONDS = 5.0
+
+
+@dataclass
+class Services:
+    """What the routes need. ``ready`` is set by the runtime once every actor runs;
+    ``stopping`` is set when it starts draining (``/healthz`` then answers 503).
+
+    Attributes:
+        store: the service's store; requests use ``api_store``, the same store with its
+            retries bounded by ``API_DB_RETRY_SECONDS``.
+        storage: where export files are read (download) and deleted (manual retry).
+        registry: the export-type registry in force.
+        metrics: the metrics requests record and ``/metrics`` serves.
+        wakeup: pokes the publisher after a create or retry committed its outbox row.
+        jwt_secret: the HS256 secret of bearer tokens.
+        create_limits: the active-task limits of a create.
+    """
+
+    store: CreationStore
+    storage: ExportStorage
+    registry: RegistryView
+    metrics: ApiMetrics
+    wakeup: PublisherWakeup
+    jwt_secret: str
+    create_limits: CreateLimits = field(default_factory=CreateLimits)
+    ready: trio.Event = field(default_factory=trio.Event)
+    stopping: bool = False
+
+    def __post_init__(self) -> None:
+        #: The store as requests use it: retries bounded by ``API_DB_RETRY_SECONDS``.
+        self.api_store = self.store.with_retry_budget(API_DB_RETRY_SECONDS)
+        self.db_probe = DatabaseProbe(self.store)
