@@ -28,8 +28,9 @@ from actors.config import Settings
 from actors.core import fairness
 from actors.core.dispatch import NoClaim
 from actors.core.models import Command, Task
+from actors.core.outcomes import ClaimResult
+from actors.core.ports import ClaimStore
 from actors.local_claims import LocalClaims
-from db.store import ClaimResult, ExportStore
 
 #: Requesters remembered for round robin; the least recently served are forgotten first,
 #: which only ranks them as "never served" (first), as they were.
@@ -45,7 +46,7 @@ class ClaimGate:
             ``consumer_concurrency`` (N) and ``consumer_reserved_slots``.
     """
 
-    def __init__(self, store: ExportStore, settings: Settings) -> None:
+    def __init__(self, store: ClaimStore, settings: Settings) -> None:
         self.store = store
         self.owner = settings.instance_id
         self.lease_seconds = settings.task_lease_seconds

@@ -50,19 +50,20 @@ from actors.core.backoff import retry_backoff
 from actors.core.dispatch import NoClaim
 from actors.core.errors import (
     CommandDecodeError,
+    DatabaseError,
     DeadlineExceededError,
     ExportAbortedError,
     ExportError,
     PermanentExportError,
-    TransientExportError,
+    TransientDatabaseError,
+    run_failure,
 )
 from actors.core.models import Command, Task
-from actors.core.ports import CommandTransport, Delivery, ExportStorage
+from actors.core.outcomes import AbortReason, ExportResult, RetryOutcome
+from actors.core.ports import CommandTransport, Delivery, ExecutionStore, ExportStorage
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
-from actors.pipeline.context import AbortReason, ExportResult, RunContext
-from db.database import TransientDatabaseError
-from db.store import ExportStore, RetryOutcome
+from actors.pipeline.context import RunContext
 
 log = logging.getLogger("actors.consumer")
 T = TypeVar("T")
@@ -98,7 +99,7 @@ class ConsumerSlot:
     def __init__(
         self,
         name: str,
-        store: ExportStore,
+        store: ExecutionStore,
         transport: CommandTransport,
         storage: ExportStorage,
         settings: Settings,
@@ -258,14 +259,12 @@ class ConsumerSlot:
         with ctx.scope:
             try:
                 result = await self.pipeline(ctx)
-            except ExportError as exc:
-                error = exc
-            except TransientDatabaseError as exc:  # the database, not the export, failed
-                log.warning("task %s: database unavailable during the run: %s", ctx.task.id, exc)
-                error = exc
-            except Exception as exc:  # a bug must not strand the task: treat as transient
-                log.exception("task %s: unexpected error in the export pipeline", ctx.task.id)
-                error = TransientExportError(f"internal error: {type(exc).__name__}: {exc}")
+            except Exception as exc:
+                error = run_failure(exc)  # every class of the error tree, a bug as transient
+                if isinstance(exc, DatabaseError):  # the database, not the export, failed
+                    log.warning("task %s: database error during the run: %s", ctx.task.id, exc)
+                elif not isinstance(exc, ExportError):
+                    log.exception("task %s: unexpected error in the export pipeline", ctx.task.id)
         if ctx.abort_reason is not None:
             error = self._abort_error(ctx.abort_reason)
             result = None

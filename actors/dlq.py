@@ -15,16 +15,18 @@ import logging
 import trio
 
 from actors.core.backoff import DLQ_RETRY_BACKOFF
-from actors.core.ports import CommandTransport, Delivery
+from actors.core.errors import TransientDatabaseError
+from actors.core.outcomes import QuarantineOutcome
+from actors.core.ports import CommandTransport, Delivery, QuarantineStore
 from actors.metrics import Metrics
-from db.database import TransientDatabaseError
-from db.store import ExportStore, QuarantineOutcome
 
 log = logging.getLogger("actors.dlq")
 
 
 class DlqHandler:
-    def __init__(self, store: ExportStore, transport: CommandTransport, metrics: Metrics) -> None:
+    def __init__(
+        self, store: QuarantineStore, transport: CommandTransport, metrics: Metrics
+    ) -> None:
         self.store = store
         self.transport = transport
         self.metrics = metrics

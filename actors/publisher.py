@@ -20,12 +20,11 @@ import trio
 
 from actors.config import Settings
 from actors.core.backoff import LoopBackoff, publish_backoff
+from actors.core.errors import TransientDatabaseError
 from actors.core.models import COMMAND_SCHEMA_VERSION, OutboxRow
-from actors.core.ports import CommandTransport, OutgoingMessage
+from actors.core.ports import CommandTransport, OutboxStore, OutgoingMessage
 from actors.metrics import Metrics
 from actors.wakeup import Wakeup
-from db.database import TransientDatabaseError
-from db.store import ExportStore
 
 log = logging.getLogger("actors.publisher")
 
@@ -61,7 +60,7 @@ def outgoing_message(row: OutboxRow) -> OutgoingMessage:
 class Publisher:
     def __init__(
         self,
-        store: ExportStore,
+        store: OutboxStore,
         transport: CommandTransport,
         settings: Settings,
         metrics: Metrics,

@@ -34,12 +34,12 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from actors.config import Settings
-from actors.core.ports import ExportStorage
+from actors.core.errors import TransientDatabaseError
+from actors.core.outcomes import RetryOutcome
+from actors.core.ports import ExportStorage, ReconcilerStore
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
 from actors.pipeline.storage import OBJECT_KEY_PATTERN
-from db.database import TransientDatabaseError
-from db.store import ExportStore, RetryOutcome
 
 log = logging.getLogger("actors.reconciler")
 
@@ -84,7 +84,7 @@ class Reconciler:
 
     def __init__(
         self,
-        store: ExportStore,
+        store: ReconcilerStore,
         storage: ExportStorage,
         settings: Settings,
         metrics: Metrics,

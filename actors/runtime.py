@@ -37,9 +37,9 @@ from actors.config import Settings
 from actors.consumer import ConsumerSlot
 from actors.core.errors import ConfigError, sole_exception
 from actors.core.models import AppCode
+from actors.core.outcomes import AbortReason
 from actors.core.ports import CommandTransport
 from actors.metrics import Metrics
-from actors.pipeline.context import AbortReason
 from actors.pipeline.storage import LocalDirectoryStorage
 from actors.registry_source import watch_registry
 from actors.supervisor import supervise

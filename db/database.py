@@ -3,40 +3,27 @@
 A ``Database`` hands out transactions; a ``Tx`` runs rendered SQL. The SQLite and MySQL
 implementations differ only in how they connect, lock and convert values; every
 transition is written once in ``db.store`` on top of this interface.
+
+The errors below subclass ``actors.core.errors.DatabaseError`` and its
+``TransientDatabaseError`` (the tree is drawn there); every implementation raises them in
+place of its driver's exceptions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 from actors.core.db_retry import DbFault
+from actors.core.errors import DatabaseError, TransientDatabaseError
 from db.dialect import Dialect
 
 
-class DuplicateKeyError(Exception):
+class DuplicateKeyError(DatabaseError):
     """An INSERT hit a unique key. Raised by every ``Tx`` implementation in place of the
     driver's own exception, so the store can treat "already there" as success where the
     seed says the unique key absorbs races (§7.2, §8.5-1)."""
-
-
-class TransientDatabaseError(Exception):
-    """Base of the database failures that may pass: the store retries them (see
-    ``actors.core.db_retry``), actors ride them out with a WARNING, the API answers 503.
-
-    The tree::
-
-        TransientDatabaseError          fault
-        ├── RetryableDatabaseError      ROLLED_BACK: the server undid the transaction
-        ├── ConnectionLostError         CONNECTION_LOST: dropped before COMMIT was sent
-        ├── CommitUnknownError          COMMIT_UNKNOWN: dropped after COMMIT was sent
-        └── DatabaseUnavailableError    UNAVAILABLE: no connection can be opened
-
-    ``DatabaseAccessError`` (bad credentials, unknown database) is *not* transient.
-    """
-
-    fault: ClassVar[DbFault]
 
 
 class RetryableDatabaseError(TransientDatabaseError):
@@ -75,7 +62,7 @@ class DatabaseUnavailableError(TransientDatabaseError):
     fault = DbFault.UNAVAILABLE
 
 
-class DatabaseAccessError(Exception):
+class DatabaseAccessError(DatabaseError):
     """The server refuses this account or does not know the database (MySQL 1044, 1045,
     1049): a configuration error that no retry cures."""
 

@@ -50,7 +50,7 @@ from asyncmy.constants import CLIENT
 from asyncmy.cursors import DictCursor
 from asyncmy.errors import IntegrityError, InterfaceError, OperationalError
 
-from actors.core.errors import ConfigError
+from actors.core.errors import ConfigError, TransientDatabaseError
 from db.database import (
     CommitUnknownError,
     ConnectionLostError,
@@ -58,7 +58,6 @@ from db.database import (
     DatabaseUnavailableError,
     DuplicateKeyError,
     RetryableDatabaseError,
-    TransientDatabaseError,
 )
 from db.dialect import MYSQL, Dialect
 from db.sqlite import schema_sql

@@ -14,9 +14,18 @@ Filters are written so that both planners can use them: no OR across columns, no
 on an indexed column, one statement per combination of optional filters. The comment
 above each statement names its index (see ``db/schema``); ``tests/db/test_query_plans.py``
 checks the plan of every statement on SQLite and MariaDB.
+
+``Statements`` (at the end) names every statement once more as a typed field; the store
+renders ``TEMPLATES`` once for its dialect and reads each text by its name.
 """
 
 from __future__ import annotations
+
+from dataclasses import astuple, dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from db.dialect import Dialect
 
 TASK_COLUMNS = (
     "id, task_no, export_type, task_name, format, status, parameters_json, tenant_id, "
@@ -457,3 +466,128 @@ UPDATE file_export_task
  WHERE id = :id AND status = 'RUNNING'
    AND dispatch_version = :dispatch_version AND lease_owner = :owner
 """
+
+
+# --- every statement by name ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Statements:
+    """Every statement above by its name, one field each, so a type checker sees each
+    name a store uses: ``TEMPLATES`` holds the templates, ``render`` the same texts for
+    one dialect (the store renders them once, when it is built)."""
+
+    DB_NOW: str
+    LOCK_CREATE_GUARD: str
+    FIND_DUPLICATE_ACTIVE: str
+    COUNT_ACTIVE_FOR_ADMISSION: str
+    INSERT_TASK: str
+    INSERT_OUTBOX_NOW: str
+    INSERT_OUTBOX_AT: str
+    GET_TASK: str
+    LIST_TASKS_OF_REQUESTER: str
+    LIST_TASKS_OF_REQUESTER_IN_STATUS: str
+    LIST_TASKS_OF_SCOPE: str
+    LIST_TASKS_OF_SCOPE_IN_STATUS: str
+    COUNT_TASKS_OF_REQUESTER: str
+    COUNT_TASKS_OF_REQUESTER_IN_STATUS: str
+    COUNT_TASKS_OF_SCOPE: str
+    COUNT_TASKS_OF_SCOPE_IN_STATUS: str
+    GET_OUTBOX: str
+    GET_OUTBOX_BY_EVENT: str
+    LIST_OUTBOX_FOR_TASK: str
+    SELECT_DUE_OUTBOX: str
+    CLAIM_OUTBOX: str
+    MARK_OUTBOX_SENT: str
+    MARK_OUTBOX_SEND_FAILED: str
+    CLAIM_TASK: str
+    SELECT_RUNNING_REQUESTERS_OF_OWNER: str
+    SELECT_DUE_PENDING_TASKS: str
+    RENEW_LEASE: str
+    RECORD_OBJECT_KEY: str
+    REPORT_PROGRESS: str
+    COMPLETE_TASK: str
+    FAIL_TASK: str
+    SCHEDULE_RETRY: str
+    MANUAL_RETRY: str
+    SELECT_TASKS_WITHOUT_OUTBOX: str
+    SELECT_STALE_SENT_OUTBOX: str
+    REDISPATCH_STALE_SENT: str
+    SELECT_EXPIRED_LEASES: str
+    RECOVER_LEASE_RETRY: str
+    RECOVER_LEASE_FAIL: str
+    RELEASE_EXPIRED_OUTBOX_CLAIMS: str
+    SELECT_EXPIRED_FILES: str
+    MARK_EXPIRED: str
+    GET_TASK_FILE_STATE: str
+    SELECT_PRUNE_BOUND: str
+    PRUNE_SENT_OUTBOX: str
+    PRUNE_ALL_SENT_OUTBOX: str
+    SAMPLE_QUEUE: str
+    SAMPLE_OUTBOX: str
+    QUARANTINE_OUTBOX: str
+    FAIL_QUARANTINED_TASK: str
+    SELECT_SENT_OF_PENDING_TASKS: str
+    REQUEUE_SENT: str
+    RELEASE_LEASE: str
+
+    def render(self, dialect: Dialect) -> Statements:
+        """These texts rendered for ``dialect`` (``db.dialect``: ``{now}``, ``:name`` …)."""
+        return Statements(*(dialect.render(text) for text in astuple(self)))
+
+
+TEMPLATES = Statements(
+    DB_NOW=DB_NOW,
+    LOCK_CREATE_GUARD=LOCK_CREATE_GUARD,
+    FIND_DUPLICATE_ACTIVE=FIND_DUPLICATE_ACTIVE,
+    COUNT_ACTIVE_FOR_ADMISSION=COUNT_ACTIVE_FOR_ADMISSION,
+    INSERT_TASK=INSERT_TASK,
+    INSERT_OUTBOX_NOW=INSERT_OUTBOX_NOW,
+    INSERT_OUTBOX_AT=INSERT_OUTBOX_AT,
+    GET_TASK=GET_TASK,
+    LIST_TASKS_OF_REQUESTER=LIST_TASKS_OF_REQUESTER,
+    LIST_TASKS_OF_REQUESTER_IN_STATUS=LIST_TASKS_OF_REQUESTER_IN_STATUS,
+    LIST_TASKS_OF_SCOPE=LIST_TASKS_OF_SCOPE,
+    LIST_TASKS_OF_SCOPE_IN_STATUS=LIST_TASKS_OF_SCOPE_IN_STATUS,
+    COUNT_TASKS_OF_REQUESTER=COUNT_TASKS_OF_REQUESTER,
+    COUNT_TASKS_OF_REQUESTER_IN_STATUS=COUNT_TASKS_OF_REQUESTER_IN_STATUS,
+    COUNT_TASKS_OF_SCOPE=COUNT_TASKS_OF_SCOPE,
+    COUNT_TASKS_OF_SCOPE_IN_STATUS=COUNT_TASKS_OF_SCOPE_IN_STATUS,
+    GET_OUTBOX=GET_OUTBOX,
+    GET_OUTBOX_BY_EVENT=GET_OUTBOX_BY_EVENT,
+    LIST_OUTBOX_FOR_TASK=LIST_OUTBOX_FOR_TASK,
+    SELECT_DUE_OUTBOX=SELECT_DUE_OUTBOX,
+    CLAIM_OUTBOX=CLAIM_OUTBOX,
+    MARK_OUTBOX_SENT=MARK_OUTBOX_SENT,
+    MARK_OUTBOX_SEND_FAILED=MARK_OUTBOX_SEND_FAILED,
+    CLAIM_TASK=CLAIM_TASK,
+    SELECT_RUNNING_REQUESTERS_OF_OWNER=SELECT_RUNNING_REQUESTERS_OF_OWNER,
+    SELECT_DUE_PENDING_TASKS=SELECT_DUE_PENDING_TASKS,
+    RENEW_LEASE=RENEW_LEASE,
+    RECORD_OBJECT_KEY=RECORD_OBJECT_KEY,
+    REPORT_PROGRESS=REPORT_PROGRESS,
+    COMPLETE_TASK=COMPLETE_TASK,
+    FAIL_TASK=FAIL_TASK,
+    SCHEDULE_RETRY=SCHEDULE_RETRY,
+    MANUAL_RETRY=MANUAL_RETRY,
+    SELECT_TASKS_WITHOUT_OUTBOX=SELECT_TASKS_WITHOUT_OUTBOX,
+    SELECT_STALE_SENT_OUTBOX=SELECT_STALE_SENT_OUTBOX,
+    REDISPATCH_STALE_SENT=REDISPATCH_STALE_SENT,
+    SELECT_EXPIRED_LEASES=SELECT_EXPIRED_LEASES,
+    RECOVER_LEASE_RETRY=RECOVER_LEASE_RETRY,
+    RECOVER_LEASE_FAIL=RECOVER_LEASE_FAIL,
+    RELEASE_EXPIRED_OUTBOX_CLAIMS=RELEASE_EXPIRED_OUTBOX_CLAIMS,
+    SELECT_EXPIRED_FILES=SELECT_EXPIRED_FILES,
+    MARK_EXPIRED=MARK_EXPIRED,
+    GET_TASK_FILE_STATE=GET_TASK_FILE_STATE,
+    SELECT_PRUNE_BOUND=SELECT_PRUNE_BOUND,
+    PRUNE_SENT_OUTBOX=PRUNE_SENT_OUTBOX,
+    PRUNE_ALL_SENT_OUTBOX=PRUNE_ALL_SENT_OUTBOX,
+    SAMPLE_QUEUE=SAMPLE_QUEUE,
+    SAMPLE_OUTBOX=SAMPLE_OUTBOX,
+    QUARANTINE_OUTBOX=QUARANTINE_OUTBOX,
+    FAIL_QUARANTINED_TASK=FAIL_QUARANTINED_TASK,
+    SELECT_SENT_OF_PENDING_TASKS=SELECT_SENT_OF_PENDING_TASKS,
+    REQUEUE_SENT=REQUEUE_SENT,
+    RELEASE_LEASE=RELEASE_LEASE,
+)

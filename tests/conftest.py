@@ -22,12 +22,13 @@ from actors.config import Settings, load_settings
 from actors.core.ids import IdGenerator
 from actors.core.limits import normalise_parameters
 from actors.core.models import AppCode, Principal, Task
+from actors.core.outcomes import NewTask
 from actors.metrics import Metrics
 from actors.pipeline.storage import LocalDirectoryStorage
 from actors.runtime import Runtime, serve
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
-from db.store import ExportStore, NewTask
+from db.store import ExportStore
 from tests.mock_clock import held_to_thread, hold_mock_clock
 
 #: 2027-01-15T08:00:00Z: DB time at trio time 0 in tests.

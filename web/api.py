@@ -16,8 +16,8 @@ from quart import Blueprint, Response, current_app, request
 from actors.core.errors import ApiError
 from actors.core.limits import normalise_parameters, parse_json_body
 from actors.core.models import DOWNLOAD_ALL_PERMISSION, Principal, Task, TaskStatus
+from actors.core.outcomes import CreateOutcome, NewTask
 from actors.core.text import content_disposition
-from db.store import CreateOutcome, NewTask
 from db.transitions import LIST_TOTAL_CAP
 from web.auth import principal_from_header
 from web.serialize import envelope, task_json

@@ -19,8 +19,7 @@ from quart import Response, jsonify, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
-from actors.core.errors import ApiError
-from db.database import TransientDatabaseError
+from actors.core.errors import ApiError, TransientDatabaseError
 from web.api import api
 from web.page import page
 from web.serialize import envelope

@@ -12,8 +12,13 @@ from dataclasses import dataclass, field
 import trio
 
 from actors.core.admission import CreateLimits
-from actors.core.ports import ApiMetrics, ExportStorage, PublisherWakeup, RegistryView
-from db.store import ExportStore
+from actors.core.ports import (
+    ApiMetrics,
+    CreationStore,
+    ExportStorage,
+    PublisherWakeup,
+    RegistryView,
+)
 from web.health import DatabaseProbe
 
 #: How long a request retries a database fault (a dead pooled connection is replaced at
@@ -37,7 +42,7 @@ class Services:
         create_limits: the active-task limits of a create.
     """
 
-    store: ExportStore
+    store: CreationStore
     storage: ExportStorage
     registry: RegistryView
     metrics: ApiMetrics

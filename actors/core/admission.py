@@ -21,17 +21,8 @@ A "requester" is the triple (tenant, app, user) that owns a task.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
-
-class CreateOutcome(StrEnum):
-    """What admission decided; ``CREATED`` means admitted."""
-
-    CREATED = "created"
-    DUPLICATE = "duplicate"  # same user+type+params within the window: the existing task
-    USER_LIMIT = "user_limit"  # the requester already has the maximum active tasks
-    TYPE_LIMIT = "type_limit"  # the export type already has the maximum active tasks
-    TYPE_RESERVED = "type_reserved"  # only kept places are free, and the requester has one
+from actors.core.outcomes import CreateOutcome
 
 
 @dataclass(frozen=True, slots=True)

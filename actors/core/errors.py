@@ -7,6 +7,12 @@ The hierarchy::
     ├── RegistryError                registry file breaks a §10.3 rule (key + rule named)
     ├── CommandDecodeError           a command body cannot be decoded: poison (§6.4)
     ├── ApiError                     a business outcome for the HTTP envelope (§5)
+    ├── DatabaseError                the database failed (subclasses raised by db.database)
+    │   ├── TransientDatabaseError   a fault that may pass: retried, a run is handed back
+    │   │   └── (db.database) RetryableDatabaseError, ConnectionLostError,
+    │   │       CommitUnknownError, DatabaseUnavailableError: one per fault
+    │   ├── (db.database) DatabaseAccessError   account or database refused: configuration
+    │   └── (db.database) DuplicateKeyError     an INSERT hit a unique key
     ├── TransportError               the command transport failed; never an export's fate
     │   ├── TransportStartError      the transport cannot start; the service does not start
     │   └── TransportSendError       a send did not reach the broker; the outbox row backs off
@@ -19,11 +25,17 @@ The hierarchy::
         │   ├── CursorNotAdvancingError   hasMore without an advancing cursor (§10.1)
         │   ├── StorageUnavailableError   storage briefly unavailable
         │   ├── DeadlineExceededError     run passed execution_deadline_at (§8.3.1)
-        │   └── ExportWorkerDiedError     the run's worker process died (killed, crashed)
+        │   ├── ExportWorkerDiedError     the run's worker process died (killed, crashed)
+        │   └── DatabaseExportError       a database error that is not a passing fault
         └── ExportAbortedError       the lease is lost: delete the file, write nothing (§8.3)
 
 Lower-layer errors (httpx, OSError, xlsxwriter) are translated into these at the edge of
-the pipeline, so the consumer slot decides the task's fate from the class alone.
+the pipeline, so the consumer slot decides the task's fate from the class alone; whatever
+else a run raises is classified by :func:`run_failure`.
+
+The database layer raises subclasses of :class:`DatabaseError` in place of its drivers'
+errors. Their bases are drawn here because the core imports nothing outside itself: the
+actors and the routes catch ``TransientDatabaseError`` without knowing the database.
 
 The message of every :class:`ExportError` becomes a task's ``failure_message`` and a log
 line, and often quotes outside text (a Provider's message, a cursor, an exception text).
@@ -33,6 +45,9 @@ escaped and URL credentials redacted (:mod:`actors.core.text`).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from actors.core.db_retry import DbFault
 from actors.core.text import escape_control, redact_credentials
 
 
@@ -80,6 +95,33 @@ class ApiError(ExportCenterError):
         self.code = code
         self.message = message
         self.http_status = http_status
+
+
+class DatabaseError(ExportCenterError):
+    """Base of the database failures. ``db.database`` defines one subclass per way a
+    database can fail and raises it in place of the driver's own exception."""
+
+
+class TransientDatabaseError(DatabaseError):
+    """Base of the database failures that may pass: the store retries them (see
+    ``actors.core.db_retry``), actors ride them out with a WARNING, the API answers 503,
+    and a run they stop hands its task back without counting the attempt.
+
+    The subclasses, in ``db.database``, one per fault::
+
+        TransientDatabaseError          fault
+        ├── RetryableDatabaseError      ROLLED_BACK: the server undid the transaction
+        ├── ConnectionLostError         CONNECTION_LOST: dropped before COMMIT was sent
+        ├── CommitUnknownError          COMMIT_UNKNOWN: dropped after COMMIT was sent
+        └── DatabaseUnavailableError    UNAVAILABLE: no connection can be opened
+
+    ``DatabaseAccessError`` (bad credentials, unknown database) is *not* transient.
+
+    Attributes:
+        fault: what the failure means for a retry (set by each subclass).
+    """
+
+    fault: ClassVar[DbFault]
 
 
 class TransportError(ExportCenterError):
@@ -168,9 +210,37 @@ class ExportWorkerDiedError(TransientExportError):
     shutdown): those are :class:`ExportAbortedError` / :class:`DeadlineExceededError`."""
 
 
+class DatabaseExportError(TransientExportError):
+    """A database error that is not a passing fault stopped a run (the account or the
+    database was refused mid-run: ``DatabaseAccessError``). Retried like any transient
+    export failure, so a database that is fixed meanwhile finishes the task."""
+
+
 class ExportAbortedError(ExportError):
     """The run lost its lease (renewal matched 0 rows) or was cancelled. The executor
     deletes its partial file and writes nothing else (§8.3, DESIGN invariant 8)."""
+
+
+def run_failure(exc: Exception) -> ExportError | TransientDatabaseError:
+    """The error a run that raised ``exc`` is settled with: the edge of the pipeline,
+    where everything a run can raise gets a class of the tree above.
+
+    Args:
+        exc: what the run (``actors.pipeline.runner``) raised.
+
+    Returns:
+        * an :class:`ExportError` as raised: the pipeline classified it already;
+        * a :class:`TransientDatabaseError` as raised: the database, not the export,
+          failed, and the consumer hands the task back without counting the attempt;
+        * any other :class:`DatabaseError` as a :class:`DatabaseExportError` (transient);
+        * anything else — a bug — as a :class:`TransientExportError` naming the
+          exception, so that a bug cannot strand the task; the caller logs its traceback.
+    """
+    if isinstance(exc, ExportError | TransientDatabaseError):
+        return exc
+    if isinstance(exc, DatabaseError):
+        return DatabaseExportError(f"database error: {type(exc).__name__}: {exc}")
+    return TransientExportError(f"internal error: {type(exc).__name__}: {exc}")
 
 
 def sole_exception(group: BaseExceptionGroup) -> BaseException:

@@ -7,35 +7,11 @@ the run; cancelling it kills the run's export worker process.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 import trio
 
 from actors.core.models import Task
-
-
-class AbortReason(StrEnum):
-    LEASE_LOST = "lease_lost"  # renewal matched 0 rows: version/owner/deadline changed
-    DEADLINE = "deadline"  # execution_deadline_at reached (§8.3.1)
-    WATCHDOG_FAILED = "watchdog_failed"  # renewal itself kept failing (§8.3: abort, don't ignore)
-    SHUTDOWN = "shutdown"  # process stopping after the grace period
-
-
-@dataclass(frozen=True, slots=True)
-class ExportResult:
-    """What a successful pipeline run produced.
-
-    ``rows`` is what the file holds; ``total_rows`` is what the task keeps as its total:
-    the Provider's announced ``totalRows`` when more were announced than came (§10.2:
-    deletions during the export), else ``rows``. ``None`` means "same as ``rows``".
-    """
-
-    object_key: str
-    file_name: str
-    content_type: str
-    size_bytes: int
-    rows: int
-    total_rows: int | None = None
+from actors.core.outcomes import AbortReason
 
 
 @dataclass

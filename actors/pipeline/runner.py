@@ -32,15 +32,15 @@ import trio
 
 from actors.config import Settings
 from actors.core.batch_rules import final_total_rows
-from actors.core.errors import ExportAbortedError, PermanentExportError
+from actors.core.errors import ExportAbortedError, PermanentExportError, TransientDatabaseError
+from actors.core.outcomes import ExportResult
+from actors.core.ports import RunStore
 from actors.core.text import safe_file_name
-from actors.pipeline.context import ExportResult, RunContext
+from actors.pipeline.context import RunContext
 from actors.pipeline.export_worker import ExportWorker, open_export_worker
 from actors.pipeline.provider_client import ProviderClient, iterate_batches
 from actors.pipeline.storage import XLSX_CONTENT_TYPE, ExportStorage, new_object_key
 from actors.registry_source import RegistryHolder
-from db.database import TransientDatabaseError
-from db.store import ExportStore
 
 log = logging.getLogger("actors.pipeline.runner")
 
@@ -60,7 +60,7 @@ class ExportRunner:
 
     def __init__(
         self,
-        store: ExportStore,
+        store: RunStore,
         storage: ExportStorage,
         provider: ProviderClient,
         registry: RegistryHolder,
@@ -149,7 +149,7 @@ class ExportRunner:
 class _Progress:
     """Writes a run's progress, skipping writes the database refuses (display only)."""
 
-    def __init__(self, store: ExportStore, ctx: RunContext) -> None:
+    def __init__(self, store: RunStore, ctx: RunContext) -> None:
         self.store = store
         self.ctx = ctx
         self.skipped = 0

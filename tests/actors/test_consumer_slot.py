@@ -16,8 +16,9 @@ from actors.config import Settings
 from actors.consumer import ConsumerSlot
 from actors.core.errors import LimitExceededError, ProviderUnavailableError
 from actors.core.models import Command, Task, TaskStatus
+from actors.core.outcomes import ExportResult
 from actors.metrics import Metrics
-from actors.pipeline.context import ExportResult, RunContext
+from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from actors.reconciler import Reconciler
 from actors.transport.embedded import EmbeddedBus

@@ -25,10 +25,11 @@ from actors.consumer import ConsumerSlot
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.errors import LimitExceededError, ProviderUnavailableError
 from actors.core.models import AppCode, ExportDefinition, Registry, Task, TaskStatus
+from actors.core.outcomes import ExportResult
 from actors.dlq import DlqHandler
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
-from actors.pipeline.context import ExportResult, RunContext
+from actors.pipeline.context import RunContext
 from actors.pipeline.provider_client import ProviderClient
 from actors.pipeline.runner import ExportRunner
 from actors.pipeline.storage import LocalDirectoryStorage, StoredObject, new_object_key

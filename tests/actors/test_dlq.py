@@ -10,16 +10,17 @@ import trio.testing
 
 from actors.config import Settings
 from actors.consumer import ConsumerSlot
+from actors.core.errors import TransientDatabaseError
 from actors.core.models import OutboxStatus, TaskStatus
+from actors.core.outcomes import ExportResult, QuarantineOutcome
 from actors.core.ports import OutgoingMessage
 from actors.dlq import DlqHandler
 from actors.metrics import Metrics
-from actors.pipeline.context import ExportResult, RunContext
+from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage
 from actors.reconciler import Reconciler
 from actors.transport.embedded import EmbeddedBus
-from db.database import TransientDatabaseError
-from db.store import ExportStore, QuarantineOutcome
+from db.store import ExportStore
 from tests.conftest import claim, create
 
 

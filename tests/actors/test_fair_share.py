@@ -21,9 +21,10 @@ from actors.claim_gate import ClaimGate
 from actors.config import Settings
 from actors.consumer import ConsumerSlot
 from actors.core.models import Command, Task, TaskStatus
+from actors.core.outcomes import ExportResult
 from actors.core.ports import OutgoingMessage
 from actors.metrics import Metrics
-from actors.pipeline.context import ExportResult, RunContext
+from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from actors.publisher import Publisher
 from actors.transport.embedded import EmbeddedBus

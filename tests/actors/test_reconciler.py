@@ -14,14 +14,15 @@ import trio.testing
 from actors.config import Settings
 from actors.consumer import ConsumerSlot
 from actors.core.models import OutboxStatus, TaskStatus
+from actors.core.outcomes import ExportResult, QuarantineOutcome, RetryOutcome
 from actors.metrics import Metrics
-from actors.pipeline.context import ExportResult, RunContext
+from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from actors.publisher import Publisher
 from actors.reconciler import LEASE_EXHAUSTED_MESSAGE, Reconciler
 from actors.transport.embedded import EmbeddedBus
 from actors.wakeup import Wakeup
-from db.store import ExportStore, QuarantineOutcome, RetryOutcome
+from db.store import ExportStore
 from tests.conftest import claim, create, exec_sql, make_settings
 
 Clock = trio.testing.MockClock

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from actors.core.admission import ActiveCounts, CreateLimits, CreateOutcome, admit
+from actors.core.admission import ActiveCounts, CreateLimits, admit
 from actors.core.fairness import (
     DueTask,
     Requester,
@@ -15,6 +15,7 @@ from actors.core.fairness import (
     claim_order,
     may_claim,
 )
+from actors.core.outcomes import CreateOutcome
 
 T0 = datetime(2027, 1, 15, 8, 0, tzinfo=UTC)
 A = Requester(0, "PLATFORM", 1)

@@ -15,8 +15,9 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from actors.core.models import OutboxStatus, TaskStatus
+from actors.core.outcomes import CreateOutcome, QuarantineOutcome, RetryOutcome
 from db.database import DatabaseUnavailableError
-from db.store import CreateOutcome, ExportStore, QuarantineOutcome, RetryOutcome
+from db.store import ExportStore
 from tests.conftest import TOPIC, claim, create, exec_sql, new_task
 from tests.faults import Fault, FaultyDatabase
 

@@ -29,7 +29,7 @@ plan check fails ``test_every_statement_has_a_plan_check``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -215,15 +215,8 @@ def params_for(template: str, db: Database) -> dict[str, Any]:
 
 
 def templates() -> dict[str, str]:
-    """The statement templates ``ExportStore`` renders (the rule of ``db.store._Sql``)."""
-    return {
-        name: value
-        for name in dir(T)
-        if name.isupper()
-        and not name.startswith("_")
-        and isinstance(value := getattr(T, name), str)
-        and not name.endswith("_COLUMNS")
-    }
+    """The statement templates ``ExportStore`` renders (``db.transitions.TEMPLATES``)."""
+    return asdict(T.TEMPLATES)
 
 
 @dataclass(frozen=True)

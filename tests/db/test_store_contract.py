@@ -9,10 +9,12 @@ import pytest
 import trio
 
 from actors.core import fairness
+from actors.core.admission import CreateLimits
 from actors.core.dispatch import NoClaim
 from actors.core.models import OutboxStatus, TaskStatus
+from actors.core.outcomes import CreateOutcome, RetryOutcome
 from db.database import DuplicateKeyError, RetryableDatabaseError
-from db.store import CreateLimits, CreateOutcome, ExportStore, RetryOutcome
+from db.store import ExportStore
 from tests.conftest import claim, create, new_task
 
 # --- create ------------------------------------------------------------------------------

@@ -26,10 +26,11 @@ from actors.consumer import ConsumerSlot
 from actors.core.errors import TransportSendError
 from actors.core.ids import IdGenerator
 from actors.core.models import LOCATING_PROPERTIES, OutboxStatus, TaskStatus
+from actors.core.outcomes import ExportResult, QuarantineOutcome
 from actors.core.ports import OutgoingMessage
 from actors.dlq import DlqHandler
 from actors.metrics import Metrics
-from actors.pipeline.context import ExportResult, RunContext
+from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage
 from actors.publisher import outgoing_message
 from actors.transport.rocketmq import (
@@ -41,7 +42,7 @@ from actors.transport.rocketmq import (
     open_rocketmq_transport,
 )
 from db.sqlite import SqliteDatabase, wall_clock_ms
-from db.store import ExportStore, QuarantineOutcome
+from db.store import ExportStore
 from tests.conftest import create, make_settings
 from tests.transport.conftest import Broker
 

@@ -50,6 +50,7 @@ import trio
 
 from actors.core.dispatch import NoClaim
 from actors.core.models import LOCATING_PROPERTIES, OutboxRow, OutboxStatus, Task, TaskStatus
+from actors.core.outcomes import QuarantineOutcome
 from actors.core.ports import OutgoingMessage
 from actors.dlq import DlqHandler
 from actors.metrics import Metrics
@@ -61,7 +62,6 @@ from actors.transport.rocketmq import (
     RocketMQDelivery,
     RocketMQTransport,
 )
-from db.store import QuarantineOutcome
 from tests.conftest import make_settings
 from tests.test_end_to_end import API, client_for, wait_for_status
 from tests.test_process import ServeProcess, poll_task

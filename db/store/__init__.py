@@ -1,0 +1,70 @@
+"""The export store: every state transition of tasks and outbox rows, dialect-neutral.
+
+Each public method is one transaction built from the SQL texts in ``db.transitions``. The
+store makes no decisions of its own beyond the ones the seed puts inside a transaction
+(limits under the guard lock, the attempt ceiling of an automatic retry); the decisions are
+pure functions in ``actors.core`` and the actors carry them out.
+
+The transitions are grouped by caller, one module each; ``ExportStore`` is all of them
+over one database:
+
+* ``creation`` — create, list, read, manual retry (the API);
+* ``execution`` — claim, lease, progress, complete / fail / retry / hand back (the
+  consumer slots, their claim gate, the export runner);
+* ``outbox`` — the publisher's claims and send results, DLQ quarantine, the embedded
+  bus's start-up requeue;
+* ``reconciliation`` — re-dispatch, lease recovery, expiry, pruning, gauges;
+* ``base`` (what they share: rendered SQL, the fenced one-row write, outbox inserts),
+  ``rows`` (row ↔ ``Task`` / ``OutboxRow``), ``retry`` (the ``retrying`` wrapper and
+  ``DbHealth``).
+
+Each actor is given the store typed as the port it needs (``actors.core.ports``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from db.store.creation import CreationTransitions
+from db.store.execution import ExecutionTransitions
+from db.store.outbox import OutboxTransitions
+from db.store.reconciliation import ReconciliationTransitions
+
+__all__ = ["ExportStore"]
+
+
+class ExportStore(
+    CreationTransitions, ExecutionTransitions, OutboxTransitions, ReconciliationTransitions
+):
+    """Every transition over one ``Database`` (see the module docstring for the groups).
+
+    Every public method retries database faults (``db.store.retry.retrying``). Reads are
+    safe to re-run because they write nothing; each writing transition's docstring says
+    why re-running it after a lost COMMIT gives the same answer.
+
+    Args:
+        db: the SQLite or MySQL database.
+        ids: snowflake generator for task and outbox ids.
+        topic: the command topic written into outbox rows, with ``MQ_TOPIC_PREFIX`` (§6.2).
+        clock_label: returns an ISO-8601 instance-clock time, used only for the command's
+            ``occurredAt`` label (§8.6 allows instance clocks for labels).
+        retry_policy: how transitions retry database faults (``actors.core.db_retry``).
+    """
+
+
+if TYPE_CHECKING:
+    from actors.core import ports
+
+    def _implements_every_port(
+        store: ExportStore,
+    ) -> tuple[
+        ports.CreationStore,
+        ports.ClaimStore,
+        ports.RunStore,
+        ports.ExecutionStore,
+        ports.OutboxStore,
+        ports.QuarantineStore,
+        ports.ReconcilerStore,
+    ]:
+        """Never called: mypy checks here that the store is every port an actor is given."""
+        return store, store, store, store, store, store, store

@@ -1,0 +1,239 @@
+"""Transitions the API calls: create, list and read tasks, manual retry.
+
+Create and manual retry run under the create guard lock and admit the new active task
+in one place (``_admit``), with the counts read in the same transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors.core.admission import ActiveCounts, CreateLimits, admit
+from actors.core.models import Command, Principal, Task
+from actors.core.outcomes import CreateOutcome, CreateResult, NewTask
+from db.database import DuplicateKeyError, Tx
+from db.store.base import StoreBase, fenced
+from db.store.retry import replaying, retrying
+
+_DEFAULT_LIMITS = CreateLimits()
+
+
+def _requester(tenant_id: int, app_code: str, requested_by: int) -> dict[str, Any]:
+    """The SQL parameters that name a requester (tenant, app, user)."""
+    return {"tenant_id": tenant_id, "app_code": app_code, "requested_by": requested_by}
+
+
+class CreationTransitions(StoreBase):
+    """Create, list, read and manually retry tasks (the routes of ``web.api``)."""
+
+    @retrying
+    async def get_task(self, task_id: int) -> Task | None:
+        """The task, or ``None`` if there is none with this id."""
+        async with self.db.transaction() as tx:
+            row = await tx.fetchone(self._sql.GET_TASK, {"id": task_id})
+        return self.task_from_row(row) if row else None
+
+    @retrying
+    async def list_tasks(
+        self,
+        principal: Principal,
+        *,
+        all_users: bool,
+        status: str | None,
+        limit: int,
+        offset: int,
+    ) -> tuple[list[Task], int]:
+        """Tasks visible to ``principal`` (§12 ownership), newest first, and the total.
+
+        Args:
+            all_users: every requester of the principal's tenant and app, not only the
+                principal's own tasks.
+            status: only tasks in this status; ``None`` for all.
+            limit: page size, rows.
+            offset: rows to skip.
+
+        Each combination of filters has its own statement and index (``db.transitions``),
+        so a page costs the same however many tasks the tenant has finished."""
+        params: dict[str, Any] = {
+            "tenant_id": principal.tenant_id,
+            "app_code": principal.app_code.value,
+            "limit": limit,
+            "offset": offset,
+        }
+        if not all_users:
+            params["requested_by"] = principal.user_id
+        if status is not None:
+            params["status"] = status
+        sql = self._sql
+        page_sql, count_sql = {
+            (False, False): (sql.LIST_TASKS_OF_REQUESTER, sql.COUNT_TASKS_OF_REQUESTER),
+            (False, True): (
+                sql.LIST_TASKS_OF_REQUESTER_IN_STATUS,
+                sql.COUNT_TASKS_OF_REQUESTER_IN_STATUS,
+            ),
+            (True, False): (sql.LIST_TASKS_OF_SCOPE, sql.COUNT_TASKS_OF_SCOPE),
+            (True, True): (sql.LIST_TASKS_OF_SCOPE_IN_STATUS, sql.COUNT_TASKS_OF_SCOPE_IN_STATUS),
+        }[(all_users, status is not None)]
+        async with self.db.transaction() as tx:
+            rows = await tx.fetchall(page_sql, params)
+            total = await tx.fetchone(count_sql, params)
+        return [self.task_from_row(r) for r in rows], int(total["n"]) if total else 0
+
+    # -- create (§7.2, §14) -------------------------------------------------------------
+
+    async def create_task(
+        self, new: NewTask, limits: CreateLimits = _DEFAULT_LIMITS
+    ) -> CreateResult:
+        """Create a task and its first outbox row in one transaction under the guard lock.
+
+        Order inside the transaction (§7.2): lock ``GLOBAL_CREATE``; 60-second duplicate
+        check and active counts, decided by ``actors.core.admission.admit`` (duplicate →
+        the existing active task; user limit, type limit, kept places → refused); insert
+        task; insert outbox row (same version 1). Nothing is sent here (invariant 2).
+
+        Re-run: the task id is drawn once, before the first attempt. A re-run after a lost
+        COMMIT first looks for that id: found, the earlier attempt landed and its task is
+        returned as CREATED — not as a duplicate of itself, and not counted against the
+        limits it now fills. Not found, nothing was written and the create runs afresh.
+        """
+        return await self._create_task(new, limits, self.ids.next_id())
+
+    @retrying
+    async def _create_task(self, new: NewTask, limits: CreateLimits, task_id: int) -> CreateResult:
+        p = new.principal
+        async with self.db.transaction() as tx:
+            await tx.fetchone(self._sql.LOCK_CREATE_GUARD)
+            if replaying() and (mine := await tx.fetchone(self._sql.GET_TASK, {"id": task_id})):
+                return CreateResult(CreateOutcome.CREATED, self.task_from_row(mine))
+            scope = _requester(p.tenant_id, p.app_code.value, p.user_id)
+            outcome, dup = await self._admit(
+                tx, scope, new.export_type, limits, parameters_hash=new.parameters.sha256
+            )
+            if outcome == CreateOutcome.DUPLICATE:
+                assert dup is not None
+                return CreateResult(outcome, self.task_from_row(dup))
+            if outcome != CreateOutcome.CREATED:
+                return CreateResult(outcome, None)
+            await tx.execute(
+                self._sql.INSERT_TASK,
+                {
+                    **scope,
+                    "id": task_id,
+                    "task_no": f"EXP{task_id}",
+                    "export_type": new.export_type,
+                    "task_name": new.task_name,
+                    "format": new.format,
+                    "parameters_json": new.parameters.json,
+                    "parameters_hash": new.parameters.sha256,
+                    "max_attempts": new.max_attempts,
+                },
+            )
+            await self._insert_outbox(tx, task_id, new.export_type, 1, next_retry_at=None)
+            row = await tx.fetchone(self._sql.GET_TASK, {"id": task_id})
+        assert row is not None
+        return CreateResult(CreateOutcome.CREATED, self.task_from_row(row))
+
+    async def _admit(
+        self,
+        tx: Tx,
+        scope: dict[str, Any],
+        export_type: str,
+        limits: CreateLimits,
+        *,
+        parameters_hash: str | None = None,
+    ) -> tuple[CreateOutcome, dict[str, Any] | None]:
+        """Admission of one more active task for a requester (``scope``) and type, inside
+        ``tx`` under the guard lock: the one place a create and a manual retry read what
+        ``actors.core.admission.admit`` decides on.
+
+        Args:
+            scope: the requester (``_requester``).
+            export_type: the type of the new active task.
+            limits: the admission settings.
+            parameters_hash: a create's parameters hash, to look for an identical active
+                task within ``limits.duplicate_window_seconds`` first; ``None`` for a
+                manual retry, which has no duplicate check.
+
+        Returns:
+            The outcome and, for ``DUPLICATE``, the row of the existing task (the newest,
+            should a manual retry have made two of them active); else ``None``.
+        """
+        dup: dict[str, Any] | None = None
+        if parameters_hash is not None:
+            duplicates = await tx.fetchall(
+                self._sql.FIND_DUPLICATE_ACTIVE,
+                {
+                    **scope,
+                    "export_type": export_type,
+                    "parameters_hash": parameters_hash,
+                    "window_seconds": limits.duplicate_window_seconds,
+                },
+            )
+            dup = max(duplicates, key=lambda r: int(r["id"]), default=None)
+        row = await tx.fetchone(
+            self._sql.COUNT_ACTIVE_FOR_ADMISSION, {**scope, "export_type": export_type}
+        )
+        assert row is not None
+        counts = ActiveCounts(
+            by_user=int(row["by_user"] or 0),
+            by_type=int(row["by_type"] or 0),
+            by_user_in_type=int(row["by_user_in_type"] or 0),
+        )
+        return admit(counts, limits, duplicate=dup is not None), dup
+
+    # -- manual retry (§9.3) ------------------------------------------------------------
+
+    async def manual_retry(
+        self, task: Task, limits: CreateLimits = _DEFAULT_LIMITS
+    ) -> tuple[CreateOutcome, Task | None]:
+        """FAILED → PENDING with a new version and a new outbox row, attempts reset (§9.3).
+
+        Runs under the create guard and applies the same admission as a create (without
+        the duplicate check) to the task's requester and type, so retries cannot exceed
+        what creates may. Returns (CREATED, task) on success, (USER_LIMIT | TYPE_LIMIT |
+        TYPE_RESERVED, None) when admission refuses, and (DUPLICATE, None) if the task
+        was no longer FAILED at that version (a concurrent retry won). Authorisation and
+        ``enabled`` are checked by the caller; the caller deletes any leftover file.
+
+        Re-run: the new version's command is drawn once, before the first attempt. A
+        re-run after a lost COMMIT first looks for its outbox row by event id: found, the
+        retry landed and is CREATED (not refused by the limits it now fills, nor reported
+        as a concurrent retry).
+        """
+        drawn = self._new_command(task, task.dispatch_version + 1)
+        return await self._manual_retry(task, limits, drawn)
+
+    @retrying
+    async def _manual_retry(
+        self, task: Task, limits: CreateLimits, drawn: tuple[Command, int]
+    ) -> tuple[CreateOutcome, Task | None]:
+        async with self.db.transaction() as tx:
+            await tx.fetchone(self._sql.LOCK_CREATE_GUARD)
+            if replaying() and await self._outbox_landed(tx, drawn[0]):
+                row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
+                assert row is not None
+                return CreateOutcome.CREATED, self.task_from_row(row)
+            scope = _requester(task.tenant_id, task.app_code, task.requested_by)
+            outcome, _ = await self._admit(tx, scope, task.export_type, limits)
+            if outcome != CreateOutcome.CREATED:
+                return outcome, None
+            if not await fenced(
+                tx,
+                self._sql.MANUAL_RETRY,
+                {"id": task.id, "dispatch_version": task.dispatch_version},
+            ):
+                return CreateOutcome.DUPLICATE, None
+            try:
+                await self._insert_outbox(
+                    tx,
+                    task.id,
+                    task.export_type,
+                    task.dispatch_version + 1,
+                    next_retry_at=None,
+                    drawn=drawn,
+                )
+            except DuplicateKeyError:
+                pass  # a row for this version exists already: the unique key absorbed it
+            row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
+        assert row is not None
+        return CreateOutcome.CREATED, self.task_from_row(row)

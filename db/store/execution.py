@@ -1,0 +1,315 @@
+"""Transitions of one execution attempt: claim, lease, progress, and settling the run
+(complete, fail, retry, hand back). The consumer slots, their claim gate and the export
+runner call them; every write after the claim is fenced by id, version, owner and status.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from actors.core import dispatch, fairness
+from actors.core.backoff import should_retry
+from actors.core.models import Command, Task, TaskStatus
+from actors.core.outcomes import ClaimResult, RetryOutcome
+from db.store.base import StoreBase, fenced
+from db.store.retry import replaying, retrying
+
+#: Retry budget of the display-only progress write, seconds: one immediate retry on a fresh
+#: connection fits; a database that is down is not waited for (the run goes on).
+PROGRESS_RETRY_SECONDS = 0.5
+
+
+class ExecutionTransitions(StoreBase):
+    """Claim and run one attempt (§8.2 – §8.4, §9.2)."""
+
+    @retrying
+    async def claim_task(
+        self,
+        task_id: int,
+        dispatch_version: int,
+        owner: str,
+        lease_seconds: float,
+        max_duration_seconds: float,
+    ) -> ClaimResult:
+        """The atomic claim of §8.2 with the deadline of §8.3.1, all by DB time. On 0 rows
+        the task is re-read and the branch classified (every branch acks).
+
+        Re-run: a claim whose COMMIT answer was lost may have landed. The re-run then
+        matches 0 rows and finds the task RUNNING at this version under ``owner``; that is
+        this call's own claim, returned as claimed, so the task neither runs twice nor
+        waits for its lease to expire. This relies on the caller: no other executor of
+        this process may claim the same task meanwhile (the consumer slots share a
+        registry of the tasks they hold, ``actors.local_claims.LocalClaims``)."""
+        async with self.db.transaction() as tx:
+            claimed = await fenced(
+                tx,
+                self._sql.CLAIM_TASK,
+                {
+                    "id": task_id,
+                    "dispatch_version": dispatch_version,
+                    "owner": owner,
+                    "lease_seconds": lease_seconds,
+                    "max_duration_seconds": max_duration_seconds,
+                },
+            )
+            row = await tx.fetchone(self._sql.GET_TASK, {"id": task_id})
+        if claimed and row is not None:
+            return ClaimResult(self.task_from_row(row), None)
+        if row is None:
+            return ClaimResult(None, dispatch.NoClaim.TASK_MISSING)
+        task = self.task_from_row(row)
+        if (
+            replaying()
+            and task.status == TaskStatus.RUNNING
+            and task.dispatch_version == dispatch_version
+            and task.lease_owner == owner
+        ):
+            return ClaimResult(task, None)
+        now = self.db.dialect.to_datetime(row["db_now"])
+        assert now is not None
+        return ClaimResult(None, dispatch.classify_no_claim(task, dispatch_version, now))
+
+    @retrying
+    async def fair_share_load(self, owner: str, limit: int = 500) -> fairness.SlotLoad:
+        """What ``owner``'s slots hold and what waits, by DB time, in one read.
+
+        Args:
+            owner: this instance's ``lease_owner``.
+            limit: most due tasks to read, oldest first. Admission keeps the active set
+                small (per-user and per-type limits), so the list is normally complete.
+
+        Returns:
+            RUNNING tasks leased to ``owner`` counted by requester (a slot that crashed
+            mid-run keeps counting until its lease expires), and the due PENDING tasks
+            ordered by (``next_retry_at``, id).
+        """
+        async with self.db.transaction() as tx:
+            running = await tx.fetchall(
+                self._sql.SELECT_RUNNING_REQUESTERS_OF_OWNER, {"owner": owner}
+            )
+            due = await tx.fetchall(self._sql.SELECT_DUE_PENDING_TASKS, {"limit": limit})
+        to_dt = self.db.dialect.to_datetime
+
+        def requester(row: Mapping[str, Any]) -> fairness.Requester:
+            return fairness.Requester(
+                int(row["tenant_id"]), str(row["app_code"]), int(row["requested_by"])
+            )
+
+        due_tasks = []
+        for r in due:
+            at = to_dt(r["next_retry_at"])
+            assert at is not None
+            due_tasks.append(
+                fairness.DueTask(int(r["id"]), int(r["dispatch_version"]), requester(r), at)
+            )
+        return fairness.SlotLoad(dict(Counter(requester(r) for r in running)), due_tasks)
+
+    @retrying
+    async def renew_lease(self, task: Task, owner: str, lease_seconds: float) -> bool:
+        """§8.3.1 renewal. False means: lease lost, version changed or deadline passed.
+
+        Re-run: the fenced update matches the same row again (rows *matched* are counted)
+        and only moves the lease a little further: same answer."""
+        async with self.db.transaction() as tx:
+            return await fenced(
+                tx,
+                self._sql.RENEW_LEASE,
+                {**self._fence(task, owner), "lease_seconds": lease_seconds},
+            )
+
+    @retrying
+    async def record_object_key(self, task: Task, owner: str, object_key: str) -> bool:
+        """Record the key of the file this attempt is about to write (fenced).
+
+        Re-run: writes the same key into the same row again: same answer."""
+        async with self.db.transaction() as tx:
+            return await fenced(
+                tx,
+                self._sql.RECORD_OBJECT_KEY,
+                {**self._fence(task, owner), "object_key": object_key},
+            )
+
+    @retrying(budget=PROGRESS_RETRY_SECONDS)
+    async def report_progress(
+        self, task: Task, owner: str, processed_rows: int, total_rows: int | None
+    ) -> bool:
+        """Display-only progress of a run (fenced). Retried only briefly
+        (``PROGRESS_RETRY_SECONDS``): the caller skips a write that fails, the next batch
+        writes a newer figure anyway.
+
+        Re-run: writes the same figures into the same row again: same answer."""
+        async with self.db.transaction() as tx:
+            return await fenced(
+                tx,
+                self._sql.REPORT_PROGRESS,
+                {
+                    **self._fence(task, owner),
+                    "processed_rows": processed_rows,
+                    "total_rows": total_rows,
+                },
+            )
+
+    @retrying
+    async def complete_task(
+        self,
+        task: Task,
+        owner: str,
+        *,
+        file_name: str,
+        object_key: str,
+        content_type: str,
+        size_bytes: int,
+        rows: int,
+        retention_seconds: float,
+        total_rows: int | None = None,
+    ) -> bool:
+        """§8.4 final commit, fenced by version, owner, status and deadline. False means
+        the caller must delete its file.
+
+        ``rows`` becomes ``processed_rows``; ``total_rows`` (default: ``rows``) keeps a
+        Provider's announced figure when fewer rows came than it announced (§10.2).
+
+        Re-run: a commit that landed before its answer was lost makes the fenced update
+        match 0 rows the second time — and the caller would then delete the file a
+        SUCCEEDED task references. So a 0-row answer re-reads the task: SUCCEEDED at this
+        version with *this* ``object_key`` (a fresh key per attempt, so no one else's)
+        means the commit is ours, and the answer is True."""
+        async with self.db.transaction() as tx:
+            return await fenced(
+                tx,
+                self._sql.COMPLETE_TASK,
+                {
+                    **self._fence(task, owner),
+                    "file_name": file_name,
+                    "object_key": object_key,
+                    "content_type": content_type,
+                    "size_bytes": size_bytes,
+                    "total_rows": rows if total_rows is None else total_rows,
+                    "processed_rows": rows,
+                    "retention_seconds": retention_seconds,
+                },
+            ) or await self._now_in(tx, task, TaskStatus.SUCCEEDED, object_key=object_key)
+
+    @retrying
+    async def fail_task(self, task: Task, owner: str, failure_message: str) -> bool:
+        """Permanent failure (§9.1): FAILED at once, fenced. True if this call failed it.
+
+        Re-run: after a commit that landed, the update matches 0 rows; the re-read finds
+        the task FAILED at this version with exactly this message (the reconciler and the
+        DLQ handler write messages of their own), so the answer is True again."""
+        message = failure_message[:1000]
+        async with self.db.transaction() as tx:
+            return await fenced(
+                tx, self._sql.FAIL_TASK, {**self._fence(task, owner), "failure_message": message}
+            ) or await self._now_in(tx, task, TaskStatus.FAILED, failure_message=message)
+
+    async def schedule_retry(
+        self, task: Task, owner: str, failure_message: str, backoff_seconds: float
+    ) -> RetryOutcome:
+        """Transient failure (§9.2) in one transaction: FAILED if the attempts are spent,
+        else PENDING with ``dispatch_version + 1``, ``next_retry_at`` by DB time, progress
+        reset, ``failure_message`` kept, and a new outbox row whose ``next_retry_at``
+        equals the task's (so the publisher cannot send it early). The caller has already
+        deleted its partial file (§9.5).
+
+        Re-run: the new version's command (and its unique event id) is drawn once, before
+        the first attempt. After a commit that landed, the task is no longer RUNNING under
+        this fence; the re-run then finds its own outbox row by event id (SCHEDULED), or the
+        task FAILED at this version with this message (FAILED), and never inserts a second
+        row (the unique key on task and version would refuse it anyway)."""
+        drawn = self._new_command(task, task.dispatch_version + 1)
+        return await self._schedule_retry(task, owner, failure_message, backoff_seconds, drawn)
+
+    @retrying
+    async def _schedule_retry(
+        self,
+        task: Task,
+        owner: str,
+        failure_message: str,
+        backoff_seconds: float,
+        drawn: tuple[Command, int],
+    ) -> RetryOutcome:
+        fence = self._fence(task, owner)
+        message = failure_message[:1000]
+        async with self.db.transaction() as tx:
+            row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
+            if (
+                row is None
+                or row["status"] != TaskStatus.RUNNING
+                or row["dispatch_version"] != task.dispatch_version
+                or row["lease_owner"] != owner
+            ):
+                if await self._outbox_landed(tx, drawn[0]):
+                    return RetryOutcome.SCHEDULED
+                if await self._now_in(tx, task, TaskStatus.FAILED, failure_message=message):
+                    return RetryOutcome.FAILED
+                return RetryOutcome.LOST
+            if not should_retry(int(row["attempt_count"]), int(row["max_attempts"])):
+                failed = await fenced(
+                    tx, self._sql.FAIL_TASK, {**fence, "failure_message": message}
+                )
+                return RetryOutcome.FAILED if failed else RetryOutcome.LOST
+            if not await fenced(
+                tx,
+                self._sql.SCHEDULE_RETRY,
+                {**fence, "failure_message": message, "backoff_seconds": backoff_seconds},
+            ):
+                return RetryOutcome.LOST
+            after = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
+            assert after is not None
+            await self._insert_outbox(
+                tx,
+                task.id,
+                task.export_type,
+                int(after["dispatch_version"]),
+                next_retry_at=after["next_retry_at"],
+                drawn=drawn,
+            )
+        return RetryOutcome.SCHEDULED
+
+    @retrying
+    async def own_run_past_deadline(self, task: Task, owner: str) -> bool:
+        """After a final commit matched 0 rows: is this still our RUNNING attempt whose
+        deadline has passed (§8.4 → timeout retry), rather than a lost lease? Read-only."""
+        async with self.db.transaction() as tx:
+            row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
+        if row is None:
+            return False
+        t = self.task_from_row(row)
+        now = self.db.dialect.to_datetime(row["db_now"])
+        return (
+            t.status == TaskStatus.RUNNING
+            and t.dispatch_version == task.dispatch_version
+            and t.lease_owner == owner
+            and t.execution_deadline_at is not None
+            and now is not None
+            and t.execution_deadline_at <= now
+        )
+
+    async def release_lease(self, task: Task, owner: str) -> bool:
+        """Hand a RUNNING task back without counting its attempt: PENDING at a new
+        version with a new outbox row. Used when a shutdown or a database outage, not the
+        export, ended the run. Fenced; False if the lease was already lost.
+
+        Re-run: the command is drawn once, before the first attempt; after a commit that
+        landed the fenced update matches 0 rows and the re-read finds the outbox row by
+        its event id: True again."""
+        drawn = self._new_command(task, task.dispatch_version + 1)
+        return await self._release_lease(task, owner, drawn)
+
+    @retrying
+    async def _release_lease(self, task: Task, owner: str, drawn: tuple[Command, int]) -> bool:
+        async with self.db.transaction() as tx:
+            if not await fenced(tx, self._sql.RELEASE_LEASE, self._fence(task, owner)):
+                return await self._outbox_landed(tx, drawn[0])
+            await self._insert_outbox(
+                tx,
+                task.id,
+                task.export_type,
+                task.dispatch_version + 1,
+                next_retry_at=None,
+                drawn=drawn,
+            )
+        return True
