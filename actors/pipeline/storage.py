@@ -24,7 +24,7 @@ import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol, TypeVar
 
 import trio
 
@@ -61,6 +61,16 @@ def validate_object_key(key: str) -> str:
     return key
 
 
+_T = TypeVar("_T")
+
+
+class Offload(Protocol):
+    """Runs a blocking call off the event loop and returns its result
+    (``trio.to_thread.run_sync``; tests pass an inline runner)."""
+
+    def __call__(self, fn: Callable[..., _T], /, *args: Any) -> Awaitable[_T]: ...
+
+
 class LocalDirectoryStorage:
     """``ExportStorage`` on a local (or shared, §11.1 option B) directory.
 
@@ -74,7 +84,7 @@ class LocalDirectoryStorage:
     def __init__(
         self,
         root: str | os.PathLike[str],
-        offload: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync,
+        offload: Offload = trio.to_thread.run_sync,
     ) -> None:
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
@@ -113,7 +123,11 @@ class LocalDirectoryStorage:
 
     async def load(self, key: str) -> AsyncIterator[bytes]:
         path = self.path_for(key)
-        f = await self._offload(open, path, "rb")
+
+        def _open() -> BinaryIO:
+            return open(path, "rb")
+
+        f = await self._offload(_open)
         try:
             while chunk := await self._offload(f.read, _CHUNK):
                 yield chunk
