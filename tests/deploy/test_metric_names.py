@@ -21,6 +21,7 @@ import pytest
 
 from tests.deploy.metric_names import (
     NOT_YET_EXPORTED,
+    OPERATIONS,
     REPO,
     dashboard,
     dashboard_exprs,
@@ -141,3 +142,16 @@ def test_dashboard_covers_the_issue_topics() -> None:
         "export_storage_free_bytes",
     ):
         assert topic in names, topic
+
+
+def test_operations_guide_explains_every_metric(metrics_page: str) -> None:
+    """docs/operations.md has a row for every metric family the service exports and for
+    every name it will export (NOT_YET_EXPORTED)."""
+    families = {
+        line.split()[2]
+        for line in metrics_page.splitlines()
+        if line.startswith("# TYPE ") and not line.split()[2].endswith("_created")
+    }
+    guide = OPERATIONS.read_text()
+    missing = sorted(n for n in families | NOT_YET_EXPORTED if f"| `{n}` |" not in guide)
+    assert not missing, f"not explained in docs/operations.md: {missing}"
