@@ -157,7 +157,7 @@ def test_prometheus_loads_the_alert_rules() -> None:
     targets = config["scrape_configs"][0]["static_configs"][0]["targets"]
     assert targets == ["export-center:8080"]
     promtool = shutil.which("promtool")
-    assert promtool, "promtool is missing: run deploy/prometheus/promtool.sh ensure"
+    assert promtool, "promtool is missing: run deploy/ensure-commands.sh promtool=prometheus"
     done = subprocess.run(
         [promtool, "check", "config", config_path.name],
         cwd=config_path.parent,
