@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -29,7 +30,7 @@ from typing import Any, BinaryIO, Protocol, TypeVar
 import trio
 
 from actors.core.errors import StorageUnavailableError
-from actors.core.ports import ExportStorage, StoredObject
+from actors.core.ports import ExportStorage, StorageProbe, StoredObject
 
 __all__ = [
     "OBJECT_KEY_PATTERN",
@@ -157,6 +158,39 @@ class LocalDirectoryStorage:
         """Every object under ``exports/``. A folder or file deleted while the listing
         walks is simply not listed (see the module docstring)."""
         return await self._offload(scan_exports, self.root)
+
+    async def probe(self) -> StorageProbe:
+        """Write, fsync, read back and delete a small file under ``.probe/`` (a name of
+        this process's own, so instances sharing the directory never collide), and read the
+        free space of the filesystem. Never raises (see the port)."""
+        path = self.root / ".probe" / f"{os.getpid()}-{uuid.uuid4().hex}"
+        payload = uuid.uuid4().bytes
+
+        def _probe() -> StorageProbe:
+            free: int | None
+            try:
+                free = shutil.disk_usage(self.root).free
+            except OSError:
+                free = None
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with open(path, "xb") as f:
+                    f.write(payload)
+                    f.flush()
+                    os.fsync(f.fileno())
+                if path.read_bytes() != payload:
+                    return StorageProbe(False, free, "the probe file read back differently")
+                return StorageProbe(True, free)
+            except OSError as exc:
+                reason = "disk full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
+                return StorageProbe(False, free, reason)
+            finally:
+                path.unlink(missing_ok=True)
+
+        try:
+            return await self._offload(_probe)
+        except OSError as exc:  # the unlink of a probe file that could not be removed
+            return StorageProbe(False, None, exc.strerror or str(exc))
 
 
 def _entries(folder: str) -> list[os.DirEntry[str]]:
