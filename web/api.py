@@ -1,9 +1,9 @@
 """The export-task API (§5): create, list, detail, download, retry.
 
 Business outcomes answer HTTP 200 with the envelope; ``code == "200"`` means success
-(§5). A missing or invalid token answers 401. Ownership follows §12: tenant + app +
-requester, or ``platform:download:all`` for every requester of the caller's tenant and
-app. A task the caller may not see is reported as not found, so ids do not leak.
+(§5). A missing or invalid token answers 401. Who may see, create, download and retry a
+task is decided in ``actors/core/access.py``; the core's refusals become envelope codes
+in ``web/errors.py``.
 """
 
 from __future__ import annotations
@@ -11,15 +11,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from quart import Blueprint, Response, current_app, request
+from quart import Blueprint, Response, current_app, jsonify, request
 
-from actors.core.errors import ApiError
+from actors.core.access import authorise, parse_task_id, sees_all_requesters, visible_task
+from actors.core.errors import ApiError, RequestError
 from actors.core.limits import normalise_parameters, parse_json_body
-from actors.core.models import DOWNLOAD_ALL_PERMISSION, Principal, Task, TaskStatus
+from actors.core.models import ExportDefinition, Principal, Task, TaskStatus
 from actors.core.text import content_disposition
 from db.store import CreateOutcome, NewTask
 from db.transitions import LIST_TOTAL_CAP
 from web.auth import principal_from_header
+from web.errors import api_error
 from web.serialize import envelope, task_json
 from web.services import Services
 
@@ -29,9 +31,15 @@ PREFIX = "/api/platform/v1/files/export-tasks"
 MAX_TASK_NAME = 128
 MAX_PAGE_SIZE = 100
 MAX_PAGE = 1_000_000
-MAX_ID = 2**63 - 1  # ids are BIGINT
 
 api = Blueprint("export_tasks", __name__)
+
+
+@api.app_errorhandler(RequestError)
+async def _refused(exc: RequestError) -> Any:
+    """A refusal of the core, answered with its envelope code (``web/errors.py``)."""
+    err = api_error(exc)
+    return jsonify(envelope(None, code=err.code, message=err.message)), err.http_status
 
 
 def services() -> Services:
@@ -46,43 +54,16 @@ def ok(data: Any, message: str = "success") -> dict[str, Any]:
     return envelope(data, message=message)
 
 
-def owns(principal: Principal, task: Task) -> bool:
-    """§12 ownedTask: same tenant and app, and the requester or download:all."""
-    return (
-        task.tenant_id == principal.tenant_id
-        and task.app_code == principal.app_code.value
-        and (task.requested_by == principal.user_id or principal.has(DOWNLOAD_ALL_PERMISSION))
-    )
-
-
 async def owned_task(principal: Principal, raw_id: str) -> Task:
-    try:
-        task_id = int(raw_id)
-    except ValueError:
-        raise ApiError("400", f"invalid task id {raw_id!r}") from None
-    if not 0 < task_id <= MAX_ID:
-        raise ApiError("404", f"export task {raw_id} not found")
-    task = await services().api_store.get_task(task_id)
-    if task is None or not owns(principal, task):
-        raise ApiError("404", f"export task {raw_id} not found")
-    return task
+    """The task of a request path, if the caller may see it (``actors/core/access.py``)."""
+    task_id = parse_task_id(raw_id)
+    return visible_task(principal, await services().api_store.get_task(task_id), raw_id)
 
 
-def check_definition(principal: Principal, export_type: str) -> Any:
-    """Registry checks of create and manual retry (§9.3, §10.4, §12): registered,
-    enabled, app scope and required permission. Returns the definition."""
-    definition = services().registry.current.get(export_type)
-    if definition is None:
-        raise ApiError("400", f"unknown export type {export_type!r}")
-    if not definition.enabled:
-        raise ApiError("403", f"export type {export_type} is disabled")
-    if definition.app_scope != principal.app_code:
-        raise ApiError(
-            "403", f"export type {export_type} is not available to app {principal.app_code.value}"
-        )
-    if not principal.has(definition.required_permission):
-        raise ApiError("403", f"missing permission {definition.required_permission}")
-    return definition
+def check_definition(principal: Principal, export_type: str) -> ExportDefinition:
+    """The registry entry in force for ``export_type``, if the caller may use it
+    (``authorise`` in ``actors/core/access.py``)."""
+    return authorise(export_type, services().registry.current.get(export_type), principal)
 
 
 @api.post(PREFIX)
@@ -151,7 +132,7 @@ async def list_tasks() -> Any:
         raise ApiError("400", f"page must be 1..{MAX_PAGE} and pageSize 1..{MAX_PAGE_SIZE}")
     tasks, total = await services().api_store.list_tasks(
         principal,
-        all_users=principal.has(DOWNLOAD_ALL_PERMISSION),
+        all_users=sees_all_requesters(principal),
         status=status,
         limit=size,
         offset=(page - 1) * size,

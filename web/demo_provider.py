@@ -30,9 +30,10 @@ import quart
 import trio
 from quart import Blueprint, Response, request
 
-from actors.core.errors import ApiError
+from actors.core.errors import ParameterError
 from actors.core.limits import parse_json_body
 from actors.core.models import AppCode, ColumnDef, ColumnType
+from web.errors import envelope_code
 
 EXPORT_TYPE = "CUSTOMER_LIST"
 #: The route the registry's ``provider-path`` points at (§10.3).
@@ -297,8 +298,8 @@ def create_demo_provider_blueprint(
             return _envelope("401", "invalid internal service token", None, http_status=401)
         try:
             body = parse_json_body(await request.get_data(cache=False))
-        except ApiError as exc:
-            return _envelope(exc.code, exc.message, None)
+        except ParameterError as exc:
+            return _envelope(envelope_code(exc), exc.message, None)
         try:
             data = _answer(body, snapshot_secret, default_rows)
         except _BadRequest as exc:

@@ -10,6 +10,9 @@ The hierarchy::
     ├── TransportError               the command transport failed; never an export's fate
     │   ├── TransportStartError      the transport cannot start; the service does not start
     │   └── TransportSendError       a send did not reach the broker; the outbox row backs off
+    ├── RequestError                 the core refuses a request; web maps it to a code
+    │   ├── ParameterError           a request field or body breaks a rule
+    │   └── Refused                  the caller may not do this (``Refusal`` says why)
     └── ExportError                  something stopped one export run (§9.1)
         ├── PermanentExportError     business error: task FAILED at once, no retry
         │   ├── LimitExceededError   max-rows, 50 MB file size, 100 columns … (§11, §12)
@@ -32,6 +35,8 @@ escaped and URL credentials redacted (:mod:`actors.core.text`).
 """
 
 from __future__ import annotations
+
+from enum import StrEnum
 
 from actors.core.text import escape_control, redact_credentials
 
@@ -100,6 +105,60 @@ class TransportStartError(TransportError):
 class TransportSendError(TransportError):
     """A send did not reach the broker (or the transport is closed). The publisher puts
     the outbox row back with backoff and sends it again; sending never gives up."""
+
+
+class RequestError(ExportCenterError):
+    """Base of the refusals the core decides about a request (its body, its parameters,
+    the caller's access). The core names no HTTP or envelope code: ``web/errors.py`` maps
+    each class (and ``Refused.reason``) to the envelope code, in one place.
+
+    Attributes:
+        message: the refusal in words, shown to the caller as the envelope ``message``.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ParameterError(RequestError):
+    """A request field or the request body breaks a rule: malformed JSON, a limit of
+    ``parameters``, an unknown export type. Not for access: see :class:`Refused`.
+
+    Attributes:
+        field: the offending field as a path, e.g. ``"parameters.k[0]"``, ``"exportType"``,
+            or ``"body"`` for the body as a whole.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class Refusal(StrEnum):
+    """Why a caller may not do what it asked (:class:`Refused`)."""
+
+    #: The task does not exist, or the caller may not see it (ids do not leak).
+    NOT_FOUND = "not_found"
+    #: The export type is disabled in the registry.
+    DISABLED = "disabled"
+    #: The export type belongs to another app than the caller's.
+    OUT_OF_SCOPE = "out_of_scope"
+    #: The caller lacks the permission the export type requires.
+    MISSING_PERMISSION = "missing_permission"
+
+
+class Refused(RequestError):
+    """The caller is known but may not do this (see :class:`Refusal`). A well-formed
+    request that breaks no parameter rule; not for a malformed one (:class:`ParameterError`).
+
+    Attributes:
+        reason: why, as a :class:`Refusal`.
+    """
+
+    def __init__(self, reason: Refusal, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class ExportError(ExportCenterError):

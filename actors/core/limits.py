@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from actors.core.errors import ApiError
+from actors.core.errors import ParameterError
 from actors.core.text import has_utf8_form
 
 MAX_KEYS = 20
@@ -39,37 +39,39 @@ def normalise_parameters(parameters: Any) -> NormalisedParameters:
     check (§14: "参数 JSON 需规范化后比较").
 
     Raises:
-        ApiError: code "400" naming the limit that was broken.
+        ParameterError: naming the limit that was broken and the offending field.
     """
     if parameters is None:
         parameters = {}
     if not isinstance(parameters, dict):
-        raise ApiError("400", "parameters must be a JSON object")
+        raise ParameterError("parameters", "parameters must be a JSON object")
     if len(parameters) > MAX_KEYS:
-        raise ApiError("400", f"parameters may have at most {MAX_KEYS} keys")
+        raise ParameterError("parameters", f"parameters may have at most {MAX_KEYS} keys")
     _check_value(parameters, depth=1, path="parameters")
     text = json.dumps(parameters, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     if len(text.encode()) > MAX_JSON_BYTES:
-        raise ApiError("400", f"parameters JSON may be at most {MAX_JSON_BYTES} bytes")
+        raise ParameterError("parameters", f"parameters JSON may be at most {MAX_JSON_BYTES} bytes")
     return NormalisedParameters(text, hashlib.sha256(text.encode()).hexdigest())
 
 
 def _check_value(value: Any, depth: int, path: str) -> None:
     if isinstance(value, str):
         if len(value) > MAX_STRING_CHARS:
-            raise ApiError("400", f"{path} is longer than {MAX_STRING_CHARS} characters")
+            raise ParameterError(path, f"{path} is longer than {MAX_STRING_CHARS} characters")
     elif isinstance(value, dict | list):
         if depth > MAX_DEPTH:
-            raise ApiError("400", f"{path} is nested deeper than {MAX_DEPTH} levels")
+            raise ParameterError(path, f"{path} is nested deeper than {MAX_DEPTH} levels")
         items = value.items() if isinstance(value, dict) else enumerate(value)
         for key, item in items:
             if isinstance(key, str) and len(key) > MAX_STRING_CHARS:
-                raise ApiError("400", f"{path} has a key longer than {MAX_STRING_CHARS} characters")
+                raise ParameterError(
+                    path, f"{path} has a key longer than {MAX_STRING_CHARS} characters"
+                )
             _check_value(item, depth + 1, f"{path}.{key}")
     elif isinstance(value, float) and not math.isfinite(value):
         # NaN, Infinity and 1e400 (parsed as inf) are not JSON: the Provider request could
         # never be built, so refuse them here rather than fail the export later.
-        raise ApiError("400", f"{path} is not a finite number")
+        raise ParameterError(path, f"{path} is not a finite number")
 
 
 #: Deepest nesting a request body may have (objects and arrays), levels. A create body
@@ -119,23 +121,27 @@ def parse_json_body(raw: bytes) -> dict[str, Any]:
         The decoded object.
 
     Raises:
-        ApiError: code "400", with a message naming the problem (and the field, for a
-            surrogate).
+        ParameterError: with a message naming the problem; ``field`` is ``"body"``, or
+            the path of the string with an unpaired surrogate.
     """
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ApiError("400", f"request body is not valid UTF-8 (byte {exc.start})") from None
+        raise ParameterError(
+            "body", f"request body is not valid UTF-8 (byte {exc.start})"
+        ) from None
     if not text.strip():
-        raise ApiError("400", "request body is empty; a JSON object is required")
+        raise ParameterError("body", "request body is empty; a JSON object is required")
     if json_nesting_depth(text) > MAX_BODY_DEPTH:
-        raise ApiError("400", f"request body is nested deeper than {MAX_BODY_DEPTH} levels")
+        raise ParameterError("body", f"request body is nested deeper than {MAX_BODY_DEPTH} levels")
     try:
         body = json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
-        raise ApiError("400", f"request body is not valid JSON: {_json_error(exc)}") from None
+        raise ParameterError(
+            "body", f"request body is not valid JSON: {_json_error(exc)}"
+        ) from None
     if not isinstance(body, dict):
-        raise ApiError("400", "request body must be a JSON object")
+        raise ParameterError("body", "request body must be a JSON object")
     _check_text(body, "body")
     return body
 
@@ -155,11 +161,11 @@ def _check_text(value: Any, path: str) -> None:
     Depth is bounded by :data:`MAX_BODY_DEPTH`, so the recursion is too."""
     if isinstance(value, str):
         if not has_utf8_form(value):
-            raise ApiError("400", f"{path} contains an unpaired surrogate (\\ud800-\\udfff)")
+            raise ParameterError(path, f"{path} contains an unpaired surrogate (\\ud800-\\udfff)")
     elif isinstance(value, dict):
         for key, item in value.items():
             if not has_utf8_form(key):
-                raise ApiError("400", f"{path} has a key with an unpaired surrogate")
+                raise ParameterError(path, f"{path} has a key with an unpaired surrogate")
             _check_text(item, f"{path}.{key}" if path != "body" else key)
     elif isinstance(value, list):
         for i, item in enumerate(value):

@@ -1,0 +1,44 @@
+"""Envelope codes of the core's refusals, in one place.
+
+The core raises domain errors (:class:`~actors.core.errors.ParameterError`,
+:class:`~actors.core.errors.Refused`) and names no HTTP code; this module decides which
+envelope code (``{"code", "message", "data"}``, §5) each one answers. Business outcomes
+answer HTTP 200 with the code in the envelope.
+"""
+
+from __future__ import annotations
+
+from actors.core.errors import ApiError, ParameterError, Refusal, Refused, RequestError
+
+#: Envelope code of each refusal reason.
+REFUSAL_CODES: dict[Refusal, str] = {
+    Refusal.NOT_FOUND: "404",
+    Refusal.DISABLED: "403",
+    Refusal.OUT_OF_SCOPE: "403",
+    Refusal.MISSING_PERMISSION: "403",
+}
+
+
+def envelope_code(exc: RequestError) -> str:
+    """The envelope code for a refusal of the core.
+
+    Args:
+        exc: the domain error.
+
+    Returns:
+        ``"400"`` for a :class:`ParameterError`, the code of its reason for a
+        :class:`Refused` (:data:`REFUSAL_CODES`).
+
+    Raises:
+        TypeError: a :class:`RequestError` subclass this mapping does not know (a bug).
+    """
+    if isinstance(exc, ParameterError):
+        return "400"
+    if isinstance(exc, Refused):
+        return REFUSAL_CODES[exc.reason]
+    raise TypeError(f"no envelope code for {type(exc).__name__}")
+
+
+def api_error(exc: RequestError) -> ApiError:
+    """The envelope outcome (HTTP 200) for a refusal of the core; same message."""
+    return ApiError(envelope_code(exc), exc.message)
