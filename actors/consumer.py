@@ -47,6 +47,7 @@ import trio
 
 from actors.claim_gate import ClaimGate
 from actors.config import Settings
+from actors.core import lease
 from actors.core.backoff import retry_backoff
 from actors.core.dispatch import NoClaim
 from actors.core.errors import (
@@ -55,17 +56,7 @@ from actors.core.errors import (
     ExportError,
     TransientExportError,
 )
-from actors.core.lease import (
-    WatchdogStep,
-    after_renewal,
-    deadline_delay,
-    margin_at,
-    renewal_budget,
-    renewal_follow_period,
-    settle_retry_pause,
-    time_left,
-    watchdog_abort_at,
-)
+from actors.core.lease import WatchdogStep
 from actors.core.models import Command, Task
 from actors.core.ports import CommandTransport, Delivery, ExportStorage
 from actors.core.settlement import (
@@ -333,7 +324,7 @@ class ConsumerSlot:
         warned = False
 
         def left() -> float:
-            return time_left(
+            return lease.time_left(
                 trio.current_time(), ctx.lease_renewed_at, self.settings.task_lease_seconds, margin
             )
 
@@ -361,7 +352,7 @@ class ConsumerSlot:
                     last,
                 )
             if left() > 0:
-                await trio.sleep(settle_retry_pause(left()))
+                await trio.sleep(lease.settle_retry_pause(left()))
         error = last or TimeoutError("the lease margin passed while the database was busy")
         log.warning(
             "task %s v%d: %s not recorded before the lease margin (%s); leaving the task "
@@ -376,7 +367,7 @@ class ConsumerSlot:
     def _margin_at(self, ctx: RunContext, margin: float) -> float:
         """``trio.current_time()`` at which the lease is ``margin`` seconds from running
         out, counted from the last renewal that landed."""
-        return margin_at(ctx.lease_renewed_at, self.settings.task_lease_seconds, margin)
+        return lease.margin_at(ctx.lease_renewed_at, self.settings.task_lease_seconds, margin)
 
     async def _within_lease(
         self, ctx: RunContext, margin: float, write: Callable[[], Awaitable[T]]
@@ -399,7 +390,9 @@ class ConsumerSlot:
 
             async def follow_renewals() -> None:
                 while True:
-                    await trio.sleep(renewal_follow_period(self.settings.task_heartbeat_seconds))
+                    await trio.sleep(
+                        lease.renewal_follow_period(self.settings.task_heartbeat_seconds)
+                    )
                     scope.deadline = self._margin_at(ctx, margin)
 
             async def run() -> None:
@@ -624,24 +617,24 @@ class ConsumerSlot:
         the lease would run out, then aborts: a dead watchdog must never leave the run
         unprotected."""
         heartbeat = self.settings.task_heartbeat_seconds
-        lease = self.settings.task_lease_seconds
+        lease_seconds = self.settings.task_lease_seconds
         while True:
             await trio.sleep(heartbeat)
             # Keep trying (the store backs off inside the call) until one heartbeat
             # before the lease would run out, then abort: never run unprotected.
-            abort_at = watchdog_abort_at(ctx.lease_renewed_at, lease, heartbeat)
+            abort_at = lease.watchdog_abort_at(ctx.lease_renewed_at, lease_seconds, heartbeat)
             failure: BaseException | None = None
             renewed: bool | None = None
-            with trio.move_on_after(renewal_budget(trio.current_time(), abort_at)):
+            with trio.move_on_after(lease.renewal_budget(trio.current_time(), abort_at)):
                 try:
-                    renewed = await self.store.renew_lease(ctx.task, self.owner, lease)
+                    renewed = await self.store.renew_lease(ctx.task, self.owner, lease_seconds)
                 except TransientDatabaseError as exc:
                     failure = exc
                     log.warning("task %s: lease renewal failed: %s", ctx.task.id, exc)
                 except Exception as exc:
                     failure = exc
                     log.exception("task %s: lease renewal failed", ctx.task.id)
-            step = after_renewal(renewed, trio.current_time(), abort_at, heartbeat)
+            step = lease.after_renewal(renewed, trio.current_time(), abort_at, heartbeat)
             if step == WatchdogStep.KEEP_TRYING:
                 continue
             if step == WatchdogStep.ABORT_UNRENEWED:
@@ -677,7 +670,7 @@ class ConsumerSlot:
         The deadline was computed by the DB clock at claim; here it becomes a duration on
         trio's monotonic clock, so instance clock skew cannot move it. The fenced final
         commit re-checks it by DB time, so this guard only makes the abort prompt."""
-        delay = deadline_delay(ctx.task.started_at, ctx.task.execution_deadline_at)
+        delay = lease.deadline_delay(ctx.task.started_at, ctx.task.execution_deadline_at)
         if delay is None:
             return
         await trio.sleep(delay)

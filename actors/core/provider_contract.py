@@ -10,10 +10,10 @@ A business service exports its data by answering ``POST
 * the answer: the envelope ``{"code", "message", "data"}`` (:func:`response_envelope`,
   :func:`parse_envelope`), the batch ``data`` (:func:`batch_data`,
   :func:`parse_batch_data`) and its columns (:func:`column_json`);
-* the rules across the batches of one run that are about the snapshot (:class:`SnapshotPin`:
-  ``schemaHash`` and ``snapshotToken`` never change) and the batch size
-  (:func:`check_batch_rows`); the cursor and ``max-rows`` rules are
-  :class:`actors.core.batch_rules.BatchGuard`.
+* the rules across the batches of one run live beside it in :mod:`actors.core.batch_rules`:
+  the snapshot stays the same (``SnapshotPin``), a batch holds at most ``limit`` rows
+  (``check_batch_rows``), the cursor advances and the run fits ``max-rows``
+  (``BatchGuard``).
 
 Users: the HTTP client (``actors/pipeline/provider_client.py``: HTTP, streaming limits,
 error mapping), the export worker's decoder (``actors/pipeline/provider_decode.py``: the
@@ -434,59 +434,3 @@ def _parse_total_rows(value: Any) -> int | None:
             )
         return int(value)
     raise ProviderContractError(f"totalRows {clip(repr(value))} is not a non-negative integer")
-
-
-# -- across the batches of one run ----------------------------------------------------
-
-
-class SnapshotPin:
-    """The first batch's ``schemaHash`` and ``snapshotToken``, which every later batch of
-    the run must keep (§10.1, §10.2). Feed it each batch in order (:meth:`check`); the
-    token to echo in the next request is :attr:`token`."""
-
-    def __init__(self) -> None:
-        self.schema_hash: str | None = None
-        self.token: str | None = None
-
-    def check(
-        self,
-        *,
-        columns: tuple[ColumnDef, ...] | None,
-        schema_hash: str,
-        snapshot_token: str | None,
-    ) -> None:
-        """Check one batch (after :func:`parse_batch_data`).
-
-        Raises:
-            ProviderContractError: the first batch carries no columns; a later batch has
-                another ``schemaHash`` (the Provider changed its columns mid-export) or a
-                snapshot token other than the one echoed. A later batch may omit the
-                token (it is already held) but must not swap it: a new snapshot would mix
-                rows from two points in time.
-        """
-        if self.schema_hash is None:
-            if not columns:
-                raise ProviderContractError("the first batch carries no columns (§10.1)")
-            self.schema_hash = schema_hash
-            self.token = snapshot_token
-            return
-        if schema_hash != self.schema_hash:
-            raise ProviderContractError(
-                f"schemaHash changed between batches ({clip(self.schema_hash)} -> "
-                f"{clip(schema_hash)}): the Provider changed its columns during "
-                "the export (§10.1)"
-            )
-        if snapshot_token is not None and snapshot_token != self.token:
-            raise ProviderContractError("snapshotToken changed between batches (§10.2)")
-
-
-def check_batch_rows(row_count: int, limit: int) -> None:
-    """A batch holds at most the ``limit`` asked for (the registry's ``batch-size``).
-
-    Raises:
-        ProviderContractError: more rows than ``limit``.
-    """
-    if row_count > limit:
-        raise ProviderContractError(
-            f"batch has {row_count} rows; the batch-size limit is {limit} rows"
-        )

@@ -28,9 +28,10 @@ Provider text quoted in a message is escaped, clipped and stripped of URL creden
 
 :class:`ProviderClient` makes one request (:meth:`ProviderClient.fetch_batch`);
 :func:`iterate_batches` drives the cursor, echoes the snapshot token and checks the
-cross-batch rules of §10.1 and §10.2. What the contract is — request and answer types,
-limits, parsing, the cross-batch rules — is :mod:`actors.core.provider_contract` (shared
-with the demo Provider); this module keeps HTTP, the streaming limits and error mapping.
+cross-batch rules of §10.1 and §10.2 (:mod:`actors.core.batch_rules`). What the contract
+is — request and answer types, limits, parsing — is :mod:`actors.core.provider_contract`
+(shared with the demo Provider); this module keeps HTTP, the streaming limits and error
+mapping.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from typing import Any, Protocol, cast
 import httpx
 import trio
 
-from actors.core.batch_rules import BatchGuard
+from actors.core.batch_rules import BatchGuard, SnapshotPin, check_batch_rows
 from actors.core.errors import (
     ExportError,
     ExportWorkerDiedError,
@@ -58,8 +59,6 @@ from actors.core.provider_contract import (
     MAX_RESPONSE_BYTES,
     SERVICE_TOKEN_HEADER,
     BatchRequest,
-    SnapshotPin,
-    check_batch_rows,
     clip,
 )
 from actors.core.text import quote_outside
@@ -431,8 +430,7 @@ async def iterate_batches(
             limit=limit,
         )
         batch = await client.fetch_batch(definition, request, decode=decode)
-        # The contract's rules across batches (actors/core/provider_contract.py), then the
-        # cursor and max-rows rules (actors/core/batch_rules.py).
+        # The rules across batches (actors/core/batch_rules.py).
         pin.check(
             columns=batch.columns,
             schema_hash=batch.schema_hash,
