@@ -517,9 +517,9 @@ class ConsumerSlot:
             # counting the attempt if the database answers before the margin; else the
             # reconciler recovers it, told why.
             cause = (
-                f"the database was unavailable during the run ({error})"
-                if isinstance(error, TransientDatabaseError)
-                else "its lease could not be renewed"
+                "its lease could not be renewed"
+                if settlement.ending == Ending.WATCHDOG_FAILED
+                else f"the database was unavailable during the run ({error})"
             )
             await self._hand_back(ctx, cause, margin=settlement.margin)
             return

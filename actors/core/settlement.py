@@ -97,6 +97,7 @@ class Settlement:
     """The decision for one run.
 
     Attributes:
+        ending: how the run ended (what the settlement was decided from).
         write: the store write to make.
         file: the file's fate, carried out before the write.
         status: the task status the write leads to if it lands, ``None`` when nothing is
@@ -106,6 +107,7 @@ class Settlement:
             :attr:`Write.NOTHING`.
     """
 
+    ending: Ending
     write: Write
     file: FileFate
     status: TaskStatus | None
@@ -167,24 +169,25 @@ def settle(
     Returns:
         The :class:`Settlement` (see the table in the module docstring).
     """
+    hb = heartbeat_seconds
     if ending == Ending.FINISHED:
-        return Settlement(Write.COMPLETE, FileFate.KEEP, TaskStatus.SUCCEEDED, heartbeat_seconds)
+        return Settlement(ending, Write.COMPLETE, FileFate.KEEP, TaskStatus.SUCCEEDED, hb)
     if ending == Ending.PERMANENT:
-        return Settlement(Write.FAIL, FileFate.DELETE, TaskStatus.FAILED, heartbeat_seconds)
+        return Settlement(ending, Write.FAIL, FileFate.DELETE, TaskStatus.FAILED, hb)
     if ending == Ending.TRANSIENT:
         status = (
             TaskStatus.PENDING if should_retry(attempt_count, max_attempts) else TaskStatus.FAILED
         )
-        return Settlement(Write.SCHEDULE_RETRY, FileFate.DELETE, status, heartbeat_seconds)
+        return Settlement(ending, Write.SCHEDULE_RETRY, FileFate.DELETE, status, hb)
     if ending == Ending.DATABASE:
-        return Settlement(Write.HAND_BACK, FileFate.DELETE, TaskStatus.PENDING, heartbeat_seconds)
+        return Settlement(ending, Write.HAND_BACK, FileFate.DELETE, TaskStatus.PENDING, hb)
     if ending == Ending.WATCHDOG_FAILED:
         # The renewals already failed: use the lease to its end before leaving the task
         # to the reconciler.
-        return Settlement(Write.HAND_BACK, FileFate.DELETE, TaskStatus.PENDING, 0.0)
+        return Settlement(ending, Write.HAND_BACK, FileFate.DELETE, TaskStatus.PENDING, 0.0)
     if ending == Ending.SHUTDOWN:
-        return Settlement(Write.RELEASE_SHIELDED, FileFate.DELETE, TaskStatus.PENDING, None)
-    return Settlement(Write.NOTHING, FileFate.DELETE, None, None)
+        return Settlement(ending, Write.RELEASE_SHIELDED, FileFate.DELETE, TaskStatus.PENDING, None)
+    return Settlement(ending, Write.NOTHING, FileFate.DELETE, None, None)
 
 
 def settle_lost_commit(
@@ -209,7 +212,7 @@ def settle_lost_commit(
             max_attempts=max_attempts,
             heartbeat_seconds=heartbeat_seconds,
         )
-    return Settlement(Write.NOTHING, FileFate.DELETE, None, None)
+    return Settlement(Ending.ABORTED, Write.NOTHING, FileFate.DELETE, None, None)
 
 
 def deadline_message(max_duration_minutes: float) -> str:

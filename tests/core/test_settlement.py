@@ -33,7 +33,6 @@ from actors.pipeline.context import AbortReason
 
 HB = 10.0  # heartbeat seconds
 WATCHDOG = Ending.WATCHDOG_FAILED
-S, W, F = Settlement, Write, FileFate
 
 
 @pytest.mark.parametrize(
@@ -77,75 +76,47 @@ def test_ending_of(
     assert got == ending
 
 
+DEL, KEEP = FileFate.DELETE, FileFate.KEEP
+PENDING, FAILED, SUCCEEDED = TaskStatus.PENDING, TaskStatus.FAILED, TaskStatus.SUCCEEDED
+
+
 @pytest.mark.parametrize(
-    ("ending", "attempts", "max_attempts", "expected"),
+    ("ending", "attempts", "max_attempts", "write", "file", "status", "margin"),
     [
-        (
-            Ending.FINISHED,
-            1,
-            3,
-            Settlement(Write.COMPLETE, FileFate.KEEP, TaskStatus.SUCCEEDED, HB),
-        ),
-        (Ending.PERMANENT, 1, 3, Settlement(Write.FAIL, FileFate.DELETE, TaskStatus.FAILED, HB)),
+        (Ending.FINISHED, 1, 3, Write.COMPLETE, KEEP, SUCCEEDED, HB),
+        (Ending.PERMANENT, 1, 3, Write.FAIL, DEL, FAILED, HB),
         # attempt_count includes the failed attempt: 1 and 2 of 3 retry, 3 of 3 fails.
-        (
-            Ending.TRANSIENT,
-            1,
-            3,
-            Settlement(Write.SCHEDULE_RETRY, FileFate.DELETE, TaskStatus.PENDING, HB),
-        ),
-        (
-            Ending.TRANSIENT,
-            2,
-            3,
-            Settlement(Write.SCHEDULE_RETRY, FileFate.DELETE, TaskStatus.PENDING, HB),
-        ),
-        (
-            Ending.TRANSIENT,
-            3,
-            3,
-            Settlement(Write.SCHEDULE_RETRY, FileFate.DELETE, TaskStatus.FAILED, HB),
-        ),
-        (
-            Ending.TRANSIENT,
-            1,
-            1,
-            Settlement(Write.SCHEDULE_RETRY, FileFate.DELETE, TaskStatus.FAILED, HB),
-        ),
+        (Ending.TRANSIENT, 1, 3, Write.SCHEDULE_RETRY, DEL, PENDING, HB),
+        (Ending.TRANSIENT, 2, 3, Write.SCHEDULE_RETRY, DEL, PENDING, HB),
+        (Ending.TRANSIENT, 3, 3, Write.SCHEDULE_RETRY, DEL, FAILED, HB),
+        (Ending.TRANSIENT, 1, 1, Write.SCHEDULE_RETRY, DEL, FAILED, HB),
         # The database, not the export, failed: the attempt is not counted.
-        (
-            Ending.DATABASE,
-            3,
-            3,
-            Settlement(Write.HAND_BACK, FileFate.DELETE, TaskStatus.PENDING, HB),
-        ),
-        (
-            Ending.WATCHDOG_FAILED,
-            3,
-            3,
-            Settlement(Write.HAND_BACK, FileFate.DELETE, TaskStatus.PENDING, 0.0),
-        ),
-        (
-            Ending.SHUTDOWN,
-            1,
-            3,
-            Settlement(Write.RELEASE_SHIELDED, FileFate.DELETE, TaskStatus.PENDING, None),
-        ),
-        (Ending.ABORTED, 1, 3, Settlement(Write.NOTHING, FileFate.DELETE, None, None)),
+        (Ending.DATABASE, 3, 3, Write.HAND_BACK, DEL, PENDING, HB),
+        (Ending.WATCHDOG_FAILED, 3, 3, Write.HAND_BACK, DEL, PENDING, 0.0),
+        (Ending.SHUTDOWN, 1, 3, Write.RELEASE_SHIELDED, DEL, PENDING, None),
+        (Ending.ABORTED, 1, 3, Write.NOTHING, DEL, None, None),
     ],
 )
-def test_settle(ending: Ending, attempts: int, max_attempts: int, expected: Settlement) -> None:
+def test_settle(
+    ending: Ending,
+    attempts: int,
+    max_attempts: int,
+    write: Write,
+    file: FileFate,
+    status: TaskStatus | None,
+    margin: float | None,
+) -> None:
     got = settle(ending, attempt_count=attempts, max_attempts=max_attempts, heartbeat_seconds=HB)
-    assert got == expected
+    assert got == Settlement(ending, write, file, status, margin)
 
 
 @pytest.mark.parametrize(
     ("past_deadline", "attempts", "expected"),
     [
-        (True, 1, Settlement(Write.SCHEDULE_RETRY, FileFate.DELETE, TaskStatus.PENDING, HB)),
-        (True, 3, Settlement(Write.SCHEDULE_RETRY, FileFate.DELETE, TaskStatus.FAILED, HB)),
-        (False, 1, Settlement(Write.NOTHING, FileFate.DELETE, None, None)),
-        (None, 1, Settlement(Write.NOTHING, FileFate.DELETE, None, None)),  # could not ask
+        (True, 1, Settlement(Ending.TRANSIENT, Write.SCHEDULE_RETRY, DEL, PENDING, HB)),
+        (True, 3, Settlement(Ending.TRANSIENT, Write.SCHEDULE_RETRY, DEL, FAILED, HB)),
+        (False, 1, Settlement(Ending.ABORTED, Write.NOTHING, DEL, None, None)),
+        (None, 1, Settlement(Ending.ABORTED, Write.NOTHING, DEL, None, None)),  # could not ask
     ],
 )
 def test_settle_lost_commit(
