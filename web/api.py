@@ -13,7 +13,14 @@ from typing import Any
 
 from quart import Blueprint, Response, current_app, jsonify, request
 
-from actors.core.access import authorise, parse_task_id, sees_all_requesters, visible_task
+from actors.core.access import (
+    authorise,
+    check_retryable,
+    downloadable_key,
+    parse_task_id,
+    sees_all_requesters,
+    visible_task,
+)
 from actors.core.errors import ApiError, RequestError
 from actors.core.limits import normalise_parameters, parse_json_body
 from actors.core.models import ExportDefinition, Principal, Task, TaskStatus
@@ -158,16 +165,11 @@ async def get_task(task_id: str) -> Any:
 @api.get(PREFIX + "/<task_id>/download")
 async def download(task_id: str) -> Any:
     task = await owned_task(caller(), task_id)
-    if task.status == TaskStatus.EXPIRED:
-        raise ApiError("410", "the file has expired and was deleted")
-    if task.status != TaskStatus.SUCCEEDED or not task.object_key:
-        raise ApiError(
-            "409", f"the task is {task.status.value}; only SUCCEEDED tasks can be downloaded"
-        )
+    object_key = downloadable_key(task)
     storage = services().storage
-    size = await storage.size(task.object_key)
+    size = await storage.size(object_key)
     if size is None:
-        log.error("task %s: file %s missing from storage", task.id, task.object_key)
+        log.error("task %s: file %s missing from storage", task.id, object_key)
         raise ApiError("404", "the export file is missing from storage")
     headers = {
         "Content-Disposition": content_disposition(task.file_name or f"{task.task_no}.xlsx"),
@@ -175,7 +177,7 @@ async def download(task_id: str) -> Any:
         "Cache-Control": "no-store",
     }
     return Response(
-        storage.load(task.object_key),
+        storage.load(object_key),
         status=200,
         content_type=task.content_type or "application/octet-stream",
         headers=headers,
@@ -186,8 +188,7 @@ async def download(task_id: str) -> Any:
 async def retry(task_id: str) -> Any:
     principal = caller()
     task = await owned_task(principal, task_id)
-    if task.status != TaskStatus.FAILED:
-        raise ApiError("409", f"only FAILED tasks can be retried; the task is {task.status.value}")
+    check_retryable(task)
     # §9.3: identity, tenant, permission and enabled are checked again now.
     check_definition(principal, task.export_type)
     svc = services()

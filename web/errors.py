@@ -2,7 +2,7 @@
 
 The core raises domain errors (:class:`~actors.core.errors.ParameterError`,
 :class:`~actors.core.errors.Refused`) and names no HTTP code; this module decides which
-envelope code (``{"code", "message", "data"}``, §5) each one answers. Business outcomes
+envelope code (``{"code", "message", "data"}``) each one answers. Business outcomes
 answer HTTP 200 with the code in the envelope.
 """
 
@@ -16,6 +16,9 @@ REFUSAL_CODES: dict[Refusal, str] = {
     Refusal.DISABLED: "403",
     Refusal.OUT_OF_SCOPE: "403",
     Refusal.MISSING_PERMISSION: "403",
+    Refusal.FILE_EXPIRED: "410",
+    Refusal.NOT_DOWNLOADABLE: "409",
+    Refusal.NOT_RETRYABLE: "409",
 }
 
 

@@ -1,4 +1,4 @@
-"""Who may see, create, download and retry an export task (the ownership rule of §12).
+"""Who may see, create, download and retry an export task: the ownership rule.
 
 A task belongs to its requester: the triple (tenant, app, user) stored on it. A caller sees
 it when the tenant and app match and it is the requester, or when it holds
@@ -19,7 +19,13 @@ envelope codes.
 from __future__ import annotations
 
 from actors.core.errors import ParameterError, Refusal, Refused
-from actors.core.models import DOWNLOAD_ALL_PERMISSION, ExportDefinition, Principal, Task
+from actors.core.models import (
+    DOWNLOAD_ALL_PERMISSION,
+    ExportDefinition,
+    Principal,
+    Task,
+    TaskStatus,
+)
 
 #: Largest task id: ids are signed 64-bit (``BIGINT``).
 MAX_TASK_ID = 2**63 - 1
@@ -32,14 +38,14 @@ def sees_all_requesters(principal: Principal) -> bool:
         principal: the authenticated caller.
 
     Returns:
-        True when it holds :data:`DOWNLOAD_ALL_PERMISSION` (§12); the tenant and app still
+        True when it holds :data:`DOWNLOAD_ALL_PERMISSION`; the tenant and app still
         bound what it sees.
     """
     return principal.has(DOWNLOAD_ALL_PERMISSION)
 
 
 def owns(principal: Principal, task: Task) -> bool:
-    """The ownership rule (§12 ``ownedTask``): same tenant and app, and the requester or
+    """The ownership rule (``ownedTask``): same tenant and app, and the requester or
     one who sees all requesters (:func:`sees_all_requesters`).
 
     Args:
@@ -98,10 +104,51 @@ def visible_task(principal: Principal, task: Task | None, raw_id: str) -> Task:
     return task
 
 
+def downloadable_key(task: Task) -> str:
+    """The object key of a visible task's file, if it may be downloaded now: only a
+    SUCCEEDED task has a file, until it expires.
+
+    Args:
+        task: a task the caller may see (:func:`visible_task`).
+
+    Returns:
+        The file's object key in storage.
+
+    Raises:
+        Refused: ``FILE_EXPIRED`` for an EXPIRED task (its file was deleted);
+            ``NOT_DOWNLOADABLE`` for any other status, or a SUCCEEDED task without a key.
+    """
+    if task.status == TaskStatus.EXPIRED:
+        raise Refused(Refusal.FILE_EXPIRED, "the file has expired and was deleted")
+    if task.status != TaskStatus.SUCCEEDED or not task.object_key:
+        raise Refused(
+            Refusal.NOT_DOWNLOADABLE,
+            f"the task is {task.status.value}; only SUCCEEDED tasks can be downloaded",
+        )
+    return task.object_key
+
+
+def check_retryable(task: Task) -> None:
+    """A manual retry applies to a FAILED task only; the registry checks follow
+    (:func:`authorise`).
+
+    Args:
+        task: a task the caller may see (:func:`visible_task`).
+
+    Raises:
+        Refused: ``NOT_RETRYABLE`` when the task is not FAILED.
+    """
+    if task.status != TaskStatus.FAILED:
+        raise Refused(
+            Refusal.NOT_RETRYABLE,
+            f"only FAILED tasks can be retried; the task is {task.status.value}",
+        )
+
+
 def authorise(
     export_type: str, definition: ExportDefinition | None, principal: Principal
 ) -> ExportDefinition:
-    """The registry checks of create and manual retry (§9.3, §10.4, §12), in order:
+    """The registry checks of create and manual retry, in order:
     registered, enabled, app scope, required permission. A manual retry checks them again
     against the registry in force, not the one of the original create.
 

@@ -3,7 +3,7 @@ progress, and the run must fit the registry's limits. Pure: no IO, no clock; fed
 at a time. Each batch was first checked alone by :mod:`actors.core.provider_contract`.
 
 :class:`SnapshotPin` holds the first batch's ``schemaHash`` and ``snapshotToken``, which no
-later batch may change (:class:`ProviderContractError`, permanent: §10.1, §10.2), and
+later batch may change (:class:`ProviderContractError`, permanent), and
 :func:`check_batch_rows` holds each batch to the ``limit`` asked for.
 
 A Provider that keeps answering ``hasMore: true`` could hold a consumer slot until the
@@ -193,7 +193,7 @@ def final_total_rows(announced: int | None, written: int) -> tuple[int, str | No
 
 class SnapshotPin:
     """The first batch's ``schemaHash`` and ``snapshotToken``, which every later batch of
-    the run must keep (§10.1, §10.2). Feed it each batch in order (:meth:`check`); the
+    the run must keep. Feed it each batch in order (:meth:`check`); the
     token to echo in the next request is :attr:`token`."""
 
     def __init__(self) -> None:

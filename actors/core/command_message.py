@@ -1,12 +1,12 @@
-"""The envelope of an export command on the queue (§6.2, §6.4): tag, key and the locating
+"""The envelope of an export command on the queue: tag, key and the locating
 message properties, built here and read here.
 
 The command body (``Command.to_json`` / ``Command.from_json`` in :mod:`actors.core.models`)
 may be what is broken in a poison message, so the four fields that locate the command —
 ``eventId``, ``taskId``, ``dispatchVersion``, ``schemaVersion`` — travel again as message
-properties, equal to the body's (§6.4). The publisher builds them from the outbox columns
+properties, equal to the body's. The publisher builds them from the outbox columns
 (:func:`locating_properties`); the DLQ handler reads them back (:func:`read_locator`)
-without touching the body (§9.4.2). Every 64-bit id is a decimal string on the wire.
+without touching the body. Every 64-bit id is a decimal string on the wire.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from dataclasses import dataclass
 
 #: The body's ``schemaVersion`` this build writes and accepts.
 COMMAND_SCHEMA_VERSION = 1
-#: The message tag of every export command (§6.2).
+#: The message tag of every export command.
 COMMAND_TAG = "EXPORT_TASK"
-#: Message properties that locate a command without its body (§6.4, §9.4.2).
+#: Message properties that locate a command without its body.
 LOCATING_PROPERTIES = ("eventId", "taskId", "dispatchVersion", "schemaVersion")
 
 
 def message_key(task_id: int) -> str:
-    """The message key of a task's commands: its id as a decimal string (§6.2), so the
+    """The message key of a task's commands: its id as a decimal string, so the
     broker can look up every command of one task."""
     return str(task_id)
 
@@ -47,7 +47,7 @@ class Locator:
 def locating_properties(
     event_id: str, task_id: int, dispatch_version: int, schema_version: object
 ) -> dict[str, str]:
-    """The locating message properties of a command (§6.4).
+    """The locating message properties of a command.
 
     Args:
         event_id: ``eventId`` of the body.
@@ -86,7 +86,7 @@ def payload_schema_version(payload_json: str) -> object:
 
 
 def read_locator(properties: Mapping[str, str]) -> Locator:
-    """Read the locating fields back from message properties (§9.4.2).
+    """Read the locating fields back from message properties.
 
     Args:
         properties: the message's properties.

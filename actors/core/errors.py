@@ -146,6 +146,12 @@ class Refusal(StrEnum):
     OUT_OF_SCOPE = "out_of_scope"
     #: The caller lacks the permission the export type requires.
     MISSING_PERMISSION = "missing_permission"
+    #: The task's file expired and was deleted: nothing to download any more.
+    FILE_EXPIRED = "file_expired"
+    #: The task has no file to download (it is not SUCCEEDED).
+    NOT_DOWNLOADABLE = "not_downloadable"
+    #: The task cannot be retried by hand (it is not FAILED), or changed meanwhile.
+    NOT_RETRYABLE = "not_retryable"
 
 
 class Refused(RequestError):

@@ -1,4 +1,4 @@
-"""Lease and deadline maths of a run (§8.3, §8.3.1), as plain functions over numbers.
+"""Lease and deadline maths of a run, as plain functions over numbers.
 
 Times here are readings of the slot's monotonic clock (``trio.current_time()``), in
 seconds; the consumer reads the clock and passes it in. The lease itself is fenced and
@@ -61,7 +61,7 @@ def watchdog_abort_at(
     lease_renewed_at: float, lease_seconds: float, heartbeat_seconds: float
 ) -> float:
     """When the watchdog stops retrying a renewal and aborts the run: one heartbeat before
-    the lease would run out, so the run never goes on unprotected (§8.3).
+    the lease would run out, so the run never goes on unprotected.
 
     Returns:
         The clock reading, seconds.
@@ -93,7 +93,7 @@ class WatchdogStep(StrEnum):
 def after_renewal(
     renewed: bool | None, now: float, abort_at: float, heartbeat_seconds: float
 ) -> WatchdogStep:
-    """The watchdog's decision after a renewal call (§8.3).
+    """The watchdog's decision after a renewal call.
 
     Args:
         renewed: the store's answer (True: one row renewed; False: 0 rows), or ``None``
@@ -113,7 +113,7 @@ def after_renewal(
 
 
 def deadline_delay(started_at: datetime | None, deadline_at: datetime | None) -> float | None:
-    """How long after the claim the deadline guard aborts the run (§8.3.1), seconds.
+    """How long after the claim the deadline guard aborts the run, seconds.
 
     The deadline was computed by the database clock at claim; as a duration from the start
     it can be counted on the slot's monotonic clock, so instance clock skew cannot move it.

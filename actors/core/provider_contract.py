@@ -1,4 +1,4 @@
-"""The Provider contract (§10.1, §10.2, §12), written once for both of its sides.
+"""The Provider contract, written once for both of its sides.
 
 A business service exports its data by answering ``POST
 /internal/exports/v1/{exportType}/batches`` (:func:`batches_path`) with the shared token in
@@ -36,24 +36,24 @@ from actors.core.registry import BATCH_SIZE_RANGE
 from actors.core.text import has_utf8_form, quote_outside
 
 #: Header that carries the shared internal token; the user's bearer token is never
-#: forwarded (§12).
+#: forwarded.
 SERVICE_TOKEN_HEADER = "X-Internal-Service-Token"
-#: The envelope code of a successful answer (§5).
+#: The envelope code of a successful answer.
 SUCCESS_CODE = "200"
-#: The only response schema version this client understands (§10.1 ``schemaVersion``).
+#: The only response schema version this client understands (``schemaVersion``).
 SUPPORTED_SCHEMA_VERSION = 1
-#: The File Service only bounds the opaque token and echoes it (§10.2).
+#: The File Service only bounds the opaque token and echoes it.
 MAX_SNAPSHOT_TOKEN_CHARS = 512
-#: Column width bounds in Excel character units (§11: "列宽上限 ≤255").
+#: Column width bounds in Excel character units (Excel allows at most 255).
 MIN_COLUMN_WIDTH = 1
 MAX_COLUMN_WIDTH = 255
 #: Largest ``totalRows`` the task row can hold (``total_rows`` is a signed BIGINT).
 MAX_TOTAL_ROWS = 2**63 - 1
-#: Largest ``limit`` a request asks for: the registry's largest ``batch-size`` (§10.3).
+#: Largest ``limit`` a request asks for: the registry's largest ``batch-size``.
 MAX_BATCH_LIMIT = BATCH_SIZE_RANGE[1]
-#: Largest answer body the File Service reads (§11, §12: 4 MB).
+#: Largest answer body the File Service reads (4 MB).
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
-#: Most columns an answer may declare (§11, §12).
+#: Most columns an answer may declare.
 MAX_COLUMNS = 100
 #: Longest Provider-supplied text copied into an error message (it ends up in
 #: failure_message, shown in the download center).
@@ -61,7 +61,7 @@ QUOTE_CHARS = 200
 
 
 def batches_path(export_type: str) -> str:
-    """The Provider route of one export type (§10.1), the registry's ``provider-path``."""
+    """The Provider route of one export type, the registry's ``provider-path``."""
     return f"/internal/exports/v1/{export_type}/batches"
 
 
@@ -80,14 +80,14 @@ def clip(text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class BatchRequest:
-    """One §10.1 request body.
+    """One request body.
 
     Attributes:
         task_id: ``file_export_task.id`` (64-bit).
-        tenant_id: tenant of the task; ``0`` is the platform tenant. Required (§10.1).
+        tenant_id: tenant of the task; ``0`` is the platform tenant. Required.
         app_code: access domain of the task (``PLATFORM`` / ``MERCHANT``). Required.
         requested_by: user id of the requester (64-bit). Required: a MERCHANT Provider
-            filters by this user's data scope (§10.1).
+            filters by this user's data scope.
         dispatch_version: the execution attempt this request belongs to.
         parameters: the task's business parameters, sent as they are.
         cursor: ``nextCursor`` of the previous batch, ``None`` for the first batch.
@@ -106,7 +106,7 @@ class BatchRequest:
     limit: int
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON body in §10.1 camelCase, 64-bit ids as strings (§5).
+        """The JSON body in camelCase, 64-bit ids as strings.
 
         Returns:
             A dict ready for ``json.dumps``.
@@ -150,7 +150,7 @@ def _is_id_digits(text: str) -> bool:
 
 def request_id(body: Mapping[str, Any], name: str) -> int:
     """A required 64-bit id of a request (``tenantId``, ``requestedBy``): a string of
-    digits, as ids travel (§5), or a bare non-negative number.
+    digits, as ids travel, or a bare non-negative number.
 
     Raises:
         ParameterError: the field is missing or not such an id ("tenantId is required").
@@ -220,13 +220,13 @@ def request_snapshot_token(body: Mapping[str, Any]) -> str | None:
 
 
 def response_envelope(code: str, message: str, data: Any) -> dict[str, Any]:
-    """The answer's envelope (§5): ``code`` :data:`SUCCESS_CODE` with ``data``, or an error
+    """The answer's envelope: ``code`` :data:`SUCCESS_CODE` with ``data``, or an error
     code with ``data`` null."""
     return {"code": code, "message": message, "data": data}
 
 
 def column_json(column: ColumnDef) -> dict[str, Any]:
-    """One entry of ``columns`` (§10.1): ``key``, ``title``, ``type``, ``width``."""
+    """One entry of ``columns``: ``key``, ``title``, ``type``, ``width``."""
     return {
         "key": column.key,
         "title": column.title,
@@ -245,15 +245,15 @@ def batch_data(
     total_rows: int | None,
     columns: list[dict[str, Any]] | None,
 ) -> dict[str, Any]:
-    """The ``data`` of one answer (§10.1).
+    """The ``data`` of one answer.
 
     Args:
         schema_hash: stands for the columns; equal on every batch of a run.
-        snapshot_token: minted on the first batch, echoed after (§10.2).
+        snapshot_token: minted on the first batch, echoed after.
         rows: the rows, keyed by column key.
         next_cursor: what the next request sends as ``cursor``.
         has_more: whether another batch follows.
-        total_rows: an estimate for progress (§10.2), or ``None``.
+        total_rows: an estimate for progress, or ``None``.
         columns: :func:`column_json` entries on the first batch; ``None`` omits them
             (later batches may, the schemaHash stands for them).
 
@@ -281,7 +281,7 @@ def parse_envelope(envelope: Any, service: str, limit: int, max_columns: int) ->
         envelope: the decoded JSON value.
         service: the ``provider-service`` name, for messages.
         limit: the ``limit`` that was requested, rows.
-        max_columns: the column limit (§12: 100).
+        max_columns: the column limit (100).
 
     Returns:
         The validated batch.
@@ -312,12 +312,12 @@ def parse_envelope(envelope: Any, service: str, limit: int, max_columns: int) ->
 
 
 def parse_batch_data(data: Mapping[str, Any], *, limit: int, max_columns: int) -> ProviderBatch:
-    """Validate the §10.1 ``data`` object and build a :class:`ProviderBatch`. Pure.
+    """Validate the ``data`` object and build a :class:`ProviderBatch`. Pure.
 
     Args:
         data: the envelope's ``data``.
         limit: the ``limit`` that was requested; more rows than this is a contract breach.
-        max_columns: the column limit (§12: 100).
+        max_columns: the column limit (100).
 
     Returns:
         The batch; ``rows`` is the list from the response (not copied).
@@ -414,8 +414,8 @@ def _parse_columns(raw: Any, max_columns: int) -> tuple[ColumnDef, ...]:
 
 
 def _parse_total_rows(value: Any) -> int | None:
-    # An estimate for progress only (§10.2); accepted as a number or, as Long values are
-    # rendered on the wire (§5), as a string of digits. It is stored in a BIGINT column,
+    # An estimate for progress only; accepted as a number or, as Long values are
+    # rendered on the wire, as a string of digits. It is stored in a BIGINT column,
     # so a larger figure is refused here, by name, not by the database mid-run.
     if value is None:
         return None

@@ -1,4 +1,4 @@
-"""How a finished or failed run is settled (§8.4, §9.1, §9.2, §9.5, §14), as a pure decision.
+"""How a finished or failed run is settled, as a pure decision.
 
 A consumer slot reduces how its run ended to an :class:`Ending` (:func:`ending_of`), asks
 :func:`settle` what to do, and carries the answer out: the fenced store write, the file
@@ -39,7 +39,7 @@ ABORT_DEADLINE = "deadline"
 ABORT_WATCHDOG_FAILED = "watchdog_failed"
 ABORT_SHUTDOWN = "shutdown"
 
-#: How long the shielded hand-back of a shutdown may take, seconds (§14).
+#: How long the shielded hand-back of a shutdown may take, seconds.
 SHUTDOWN_RELEASE_SECONDS = 10.0
 
 
@@ -56,7 +56,7 @@ class Ending(StrEnum):
     DATABASE = "database"
     #: The watchdog could not renew the lease (the database did not answer in time).
     WATCHDOG_FAILED = "watchdog_failed"
-    #: The process is stopping (§14).
+    #: The process is stopping.
     SHUTDOWN = "shutdown"
     #: The lease was lost or the run cancelled: another owner decides now.
     ABORTED = "aborted"
@@ -65,25 +65,25 @@ class Ending(StrEnum):
 class Write(StrEnum):
     """The store write that settles a run."""
 
-    #: ``complete_task``: SUCCEEDED, fenced by version, owner, status and deadline (§8.4).
+    #: ``complete_task``: SUCCEEDED, fenced by version, owner, status and deadline.
     COMPLETE = "complete"
-    #: ``fail_task``: FAILED at once (§9.1).
+    #: ``fail_task``: FAILED at once.
     FAIL = "fail"
     #: ``schedule_retry``: PENDING at a new version after backoff, or FAILED when the
-    #: attempts are spent (§9.2).
+    #: attempts are spent.
     SCHEDULE_RETRY = "schedule_retry"
     #: ``release_lease``: PENDING at a new version, attempt not counted, retried until
     #: the lease margin.
     HAND_BACK = "hand_back"
     #: ``release_lease`` once, shielded from the stopping process and bounded by
-    #: :data:`SHUTDOWN_RELEASE_SECONDS`; if it fails the lease simply expires (§14).
+    #: :data:`SHUTDOWN_RELEASE_SECONDS`; if it fails the lease simply expires.
     RELEASE_SHIELDED = "release_shielded"
     #: Nothing: the task is no longer this slot's (invariant 8).
     NOTHING = "nothing"
 
 
 class FileFate(StrEnum):
-    """What becomes of the run's file before the write (§9.5)."""
+    """What becomes of the run's file before the write."""
 
     #: Keep: a landed commit references it. If the commit does not land, the lost-commit
     #: settlement deletes it, and lease recovery deletes it if the outcome stays unknown.
@@ -140,7 +140,7 @@ def ending_of(
     if abort_reason == ABORT_WATCHDOG_FAILED:
         return Ending.WATCHDOG_FAILED
     if abort_reason == ABORT_DEADLINE:
-        return Ending.TRANSIENT  # the deadline counts as a transient failure (§8.3.1)
+        return Ending.TRANSIENT  # the deadline counts as a transient failure
     if abort_reason is not None:
         return Ending.ABORTED
     if finished:
@@ -193,7 +193,7 @@ def settle(
 def settle_lost_commit(
     past_deadline: bool | None, *, attempt_count: int, max_attempts: int, heartbeat_seconds: float
 ) -> Settlement:
-    """The final commit matched 0 rows (§8.4): the file is an orphan in any case.
+    """The final commit matched 0 rows: the file is an orphan in any case.
 
     Args:
         past_deadline: the store's answer whether this slot still holds the run and only
@@ -201,7 +201,7 @@ def settle_lost_commit(
         attempt_count, max_attempts, heartbeat_seconds: as for :func:`settle`.
 
     Returns:
-        A retry (the deadline is a transient failure, §8.3.1) when only the deadline
+        A retry (the deadline is a transient failure) when only the deadline
         refused the commit; otherwise nothing, since the task is no longer this slot's.
         The file is deleted either way.
     """
@@ -217,7 +217,7 @@ def settle_lost_commit(
 
 def deadline_message(max_duration_minutes: float) -> str:
     """The failure message of a run that passed its deadline, e.g. "execution exceeded the
-    maximum duration of 30 minutes" (§8.3.1: the message names the limit)."""
+    maximum duration of 30 minutes" (the message names the limit)."""
     unit = "minute" if max_duration_minutes == 1 else "minutes"
     return f"execution exceeded the maximum duration of {max_duration_minutes:g} {unit}"
 

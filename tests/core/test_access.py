@@ -1,5 +1,5 @@
 """Table tests of the access rules (actors/core/access.py) and their envelope codes
-(web/errors.py): §12 ownership, DOWNLOAD_ALL_PERMISSION, the registry's app scope."""
+(web/errors.py): ownership, DOWNLOAD_ALL_PERMISSION, the registry's app scope."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import pytest
 from actors.core.access import (
     MAX_TASK_ID,
     authorise,
+    check_retryable,
+    downloadable_key,
     owns,
     parse_task_id,
     sees_all_requesters,
@@ -19,6 +21,7 @@ from actors.core.models import (
     AppCode,
     ExportDefinition,
     Principal,
+    TaskStatus,
 )
 from tests.conftest import task_value
 from web.errors import envelope_code
@@ -75,6 +78,62 @@ def test_visible_task_refuses_a_missing_or_foreign_task_alike() -> None:
         with pytest.raises(Refused) as caught:
             visible_task(principal, task, "1")
         assert_refusal(caught.value, Refused(Refusal.NOT_FOUND, "export task 1 not found"))
+
+
+@pytest.mark.parametrize(
+    ("status", "object_key", "expected"),
+    [
+        (TaskStatus.SUCCEEDED, "k/1.xlsx", "k/1.xlsx"),
+        (
+            TaskStatus.EXPIRED,
+            None,
+            Refused(Refusal.FILE_EXPIRED, "the file has expired and was deleted"),
+        ),
+        (
+            TaskStatus.SUCCEEDED,
+            None,
+            Refused(
+                Refusal.NOT_DOWNLOADABLE,
+                "the task is SUCCEEDED; only SUCCEEDED tasks can be downloaded",
+            ),
+        ),
+        *[
+            (
+                status,
+                "k/1.xlsx",
+                Refused(
+                    Refusal.NOT_DOWNLOADABLE,
+                    f"the task is {status.value}; only SUCCEEDED tasks can be downloaded",
+                ),
+            )
+            for status in (TaskStatus.PENDING, TaskStatus.RUNNING, TaskStatus.FAILED)
+        ],
+    ],
+)
+def test_downloadable_key(
+    status: TaskStatus, object_key: str | None, expected: str | RequestError
+) -> None:
+    task = task_value(status=status, object_key=object_key)
+    if isinstance(expected, str):
+        assert downloadable_key(task) == expected
+        return
+    with pytest.raises(Refused) as caught:
+        downloadable_key(task)
+    assert_refusal(caught.value, expected)
+
+
+@pytest.mark.parametrize("status", list(TaskStatus))
+def test_check_retryable(status: TaskStatus) -> None:
+    task = task_value(status=status)
+    if status == TaskStatus.FAILED:
+        check_retryable(task)
+        return
+    with pytest.raises(Refused) as caught:
+        check_retryable(task)
+    expected = Refused(
+        Refusal.NOT_RETRYABLE, f"only FAILED tasks can be retried; the task is {status.value}"
+    )
+    assert_refusal(caught.value, expected)
 
 
 def _definition(**overrides: object) -> ExportDefinition:
@@ -144,6 +203,9 @@ def test_authorise(
         (Refused(Refusal.DISABLED, "x"), "403"),
         (Refused(Refusal.OUT_OF_SCOPE, "x"), "403"),
         (Refused(Refusal.MISSING_PERMISSION, "x"), "403"),
+        (Refused(Refusal.FILE_EXPIRED, "x"), "410"),
+        (Refused(Refusal.NOT_DOWNLOADABLE, "x"), "409"),
+        (Refused(Refusal.NOT_RETRYABLE, "x"), "409"),
     ],
 )
 def test_envelope_codes(error: RequestError, code: str) -> None:

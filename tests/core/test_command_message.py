@@ -1,5 +1,5 @@
 """Table tests of the command's message envelope (actors/core/command_message.py): the
-locating properties equal the body and read back (§6.4, §9.4.2)."""
+locating properties equal the body and read back."""
 
 from __future__ import annotations
 

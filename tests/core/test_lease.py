@@ -1,5 +1,5 @@
-"""Table tests of the lease and deadline maths (actors/core/lease.py): §8.3 watchdog,
-§8.3.1 deadline, the settle step's lease margin."""
+"""Table tests of the lease and deadline maths (actors/core/lease.py): the watchdog,
+the run's deadline, the settle step's lease margin."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Table tests of the Provider contract (actors/core/provider_contract.py): what the File
-Service sends, what a Provider answers, and the rules across batches (§10.1, §10.2, §12).
+Service sends, what a Provider answers, and the rules across batches.
 Both sides of the contract are exercised against each other: what one builds, the other
 reads back."""
 
@@ -63,7 +63,7 @@ def test_request_round_trip(
         limit=500,
     )
     body = request.to_json()
-    assert body["taskId"] == str(2**63 - 1)  # 64-bit ids travel as strings (§5)
+    assert body["taskId"] == str(2**63 - 1)  # 64-bit ids travel as strings
     assert request_id(body, "tenantId") == 0
     assert request_id(body, "requestedBy") == 7
     assert request_app_code(body) == AppCode.PLATFORM

@@ -1,5 +1,5 @@
-"""Table tests of how a run is settled (actors/core/settlement.py): §8.4 final commit,
-§9.1 error classes, §9.2 retries and attempts, §9.5 the file's fate, §14 shutdown."""
+"""Table tests of how a run is settled (actors/core/settlement.py): the fenced final
+commit, error classes, retries and attempts, the file's fate, shutdown."""
 
 from __future__ import annotations
 
