@@ -22,8 +22,8 @@ from actors.core.access import (
     visible_task,
 )
 from actors.core.errors import ApiError, RequestError
-from actors.core.limits import normalise_parameters, parse_json_body
-from actors.core.models import ExportDefinition, Principal, Task, TaskStatus
+from actors.core.limits import create_request, list_query, normalise_parameters, parse_json_body
+from actors.core.models import ExportDefinition, Principal, Task
 from actors.core.text import content_disposition
 from db.store import CreateOutcome, NewTask
 from db.transitions import LIST_TOTAL_CAP
@@ -35,9 +35,6 @@ from web.services import Services
 log = logging.getLogger("web.api")
 
 PREFIX = "/api/platform/v1/files/export-tasks"
-MAX_TASK_NAME = 128
-MAX_PAGE_SIZE = 100
-MAX_PAGE = 1_000_000
 
 api = Blueprint("export_tasks", __name__)
 
@@ -76,21 +73,15 @@ def check_definition(principal: Principal, export_type: str) -> ExportDefinition
 @api.post(PREFIX)
 async def create_task() -> Any:
     principal = caller()
-    body = parse_json_body(await request.get_data(cache=False))
-    export_type = body.get("exportType")
-    if not isinstance(export_type, str) or not export_type:
-        raise ApiError("400", "exportType is required")
-    fmt = body.get("format") or "XLSX"
-    if fmt != "XLSX":
-        raise ApiError("400", "format must be XLSX (the only supported format)")
-    task_name = body.get("taskName") or export_type
-    if not isinstance(task_name, str) or len(task_name) > MAX_TASK_NAME:
-        raise ApiError("400", f"taskName must be a string of at most {MAX_TASK_NAME} characters")
+    fields = create_request(parse_json_body(await request.get_data(cache=False)))
+    export_type = fields.export_type
     definition = check_definition(principal, export_type)
-    params = normalise_parameters(body.get("parameters"))
+    params = normalise_parameters(fields.parameters)
     svc = services()
     result = await svc.api_store.create_task(
-        NewTask(export_type, task_name, fmt, params, principal, definition.max_attempts),
+        NewTask(
+            export_type, fields.task_name, fields.format, params, principal, definition.max_attempts
+        ),
         svc.create_limits,
     )
     if result.outcome == CreateOutcome.USER_LIMIT:
@@ -127,22 +118,17 @@ def _type_reserved_message(export_type: str) -> str:
 @api.get(PREFIX)
 async def list_tasks() -> Any:
     principal = caller()
-    status = request.args.get("status") or None
-    if status is not None and status not in TaskStatus.__members__:
-        raise ApiError("400", f"status must be one of {', '.join(TaskStatus.__members__)}")
-    try:
-        page = int(request.args.get("page", "1"))
-        size = int(request.args.get("pageSize", "20"))
-    except ValueError:
-        raise ApiError("400", "page and pageSize must be integers") from None
-    if not 1 <= page <= MAX_PAGE or not 1 <= size <= MAX_PAGE_SIZE:
-        raise ApiError("400", f"page must be 1..{MAX_PAGE} and pageSize 1..{MAX_PAGE_SIZE}")
+    query = list_query(
+        request.args.get("status"),
+        request.args.get("page", "1"),
+        request.args.get("pageSize", "20"),
+    )
     tasks, total = await services().api_store.list_tasks(
         principal,
         all_users=sees_all_requesters(principal),
-        status=status,
-        limit=size,
-        offset=(page - 1) * size,
+        status=query.status,
+        limit=query.page_size,
+        offset=query.offset,
     )
     # GitHub's search API does the same (total_count + incomplete_results): past the cap
     # the list says "at least" instead of counting a tenant's whole history.
@@ -151,8 +137,8 @@ async def list_tasks() -> Any:
             "items": [task_json(t) for t in tasks],
             "total": str(min(total, LIST_TOTAL_CAP)),
             "totalCapped": total > LIST_TOTAL_CAP,
-            "page": page,
-            "pageSize": size,
+            "page": query.page,
+            "pageSize": query.page_size,
         }
     )
 
