@@ -1,4 +1,5 @@
-"""The Provider contract, written once for both of its sides.
+"""The Provider contract, written once for both of its sides. ``docs/provider-guide.md``
+explains it to a Provider team; this module is its executable form.
 
 A business service exports its data by answering ``POST
 /internal/exports/v1/{exportType}/batches`` (:func:`batches_path`) with the shared token in
