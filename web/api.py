@@ -21,14 +21,14 @@ from actors.core.access import (
     sees_all_requesters,
     visible_task,
 )
-from actors.core.errors import ApiError, RequestError
+from actors.core.errors import RequestError
 from actors.core.limits import create_request, list_query, normalise_parameters, parse_json_body
 from actors.core.models import ExportDefinition, Principal, Task
 from actors.core.text import content_disposition
 from db.store import CreateOutcome, NewTask
 from db.transitions import LIST_TOTAL_CAP
 from web.auth import principal_from_header
-from web.errors import api_error
+from web.errors import ApiError, api_error
 from web.serialize import envelope, task_json
 from web.services import Services
 

@@ -1,14 +1,44 @@
-"""Envelope codes of the core's refusals, in one place.
+"""The web layer's envelope error, and the envelope codes of the core's refusals, in one
+place.
 
-The core raises domain errors (:class:`~actors.core.errors.ParameterError`,
-:class:`~actors.core.errors.Refused`) and names no HTTP code; this module decides which
-envelope code (``{"code", "message", "data"}``) each one answers. Business outcomes
-answer HTTP 200 with the code in the envelope.
+:class:`ApiError` is the web layer's own error: an envelope code and message, answered by
+the app's error handler. The core raises domain errors
+(:class:`~actors.core.errors.ParameterError`, :class:`~actors.core.errors.Refused`) and
+names no HTTP code; this module decides which envelope code (``{"code", "message",
+"data"}``) each one answers. Business outcomes answer HTTP 200 with the code in the
+envelope.
 """
 
 from __future__ import annotations
 
-from actors.core.errors import ApiError, ParameterError, Refusal, Refused, RequestError
+from actors.core.errors import (
+    ExportCenterError,
+    ParameterError,
+    Refusal,
+    Refused,
+    RequestError,
+)
+
+
+class ApiError(ExportCenterError):
+    """An outcome reported in the envelope ``{"code", "message", "data"}``.
+
+    Raised by the web layer only (routes, authentication); the core raises
+    :class:`~actors.core.errors.RequestError` instead, which :func:`api_error` turns into
+    one of these.
+
+    Attributes:
+        code: the envelope code as a string, e.g. ``"400"``, ``"403"``, ``"429"``.
+        http_status: the HTTP status; 200 for business outcomes (§5), 401 for a missing
+            or invalid bearer token.
+    """
+
+    def __init__(self, code: str, message: str, *, http_status: int = 200) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.http_status = http_status
+
 
 #: Envelope code of each refusal reason.
 REFUSAL_CODES: dict[Refusal, str] = {

@@ -6,7 +6,7 @@ The hierarchy::
     ├── ConfigError                  invalid environment variable; start-up stops
     ├── RegistryError                registry file breaks a §10.3 rule (key + rule named)
     ├── CommandDecodeError           a command body cannot be decoded: poison (§6.4)
-    ├── ApiError                     a business outcome for the HTTP envelope (§5)
+    ├── ApiError                     (web/errors.py) an outcome for the HTTP envelope
     ├── TransportError               the command transport failed; never an export's fate
     │   ├── TransportStartError      the transport cannot start; the service does not start
     │   └── TransportSendError       a send did not reach the broker; the outbox row backs off
@@ -69,22 +69,6 @@ class CommandDecodeError(ExportCenterError):
     This is the only reason a consumer does not ack a message (§6.4); after the
     redelivery limit the message goes to the dead-letter channel (§9.4).
     """
-
-
-class ApiError(ExportCenterError):
-    """A business outcome reported in the envelope ``{"code", "message", "data"}`` (§5).
-
-    Attributes:
-        code: the envelope code as a string, e.g. ``"400"``, ``"403"``, ``"429"``.
-        http_status: the HTTP status; 200 for business outcomes (§5), 401 for a missing
-            or invalid bearer token.
-    """
-
-    def __init__(self, code: str, message: str, *, http_status: int = 200) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.http_status = http_status
 
 
 class TransportError(ExportCenterError):
