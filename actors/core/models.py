@@ -17,7 +17,7 @@ from typing import Any
 
 from actors.core.command_message import COMMAND_SCHEMA_VERSION, locating_properties
 
-# Re-exported from their old home for the transport and the store; new code imports them
+# Re-exported from their old home for the store (db/store.py); new code imports them
 # from actors.core.command_message.
 from actors.core.command_message import COMMAND_TAG as COMMAND_TAG
 from actors.core.command_message import LOCATING_PROPERTIES as LOCATING_PROPERTIES
