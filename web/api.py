@@ -73,7 +73,9 @@ def check_definition(principal: Principal, export_type: str) -> ExportDefinition
 @api.post(PREFIX)
 async def create_task() -> Any:
     principal = caller()
-    fields = create_request(parse_json_body(await request.get_data(cache=False)))
+    fields = create_request(
+        parse_json_body(await request.get_data(cache=False, as_text=False, parse_form_data=False))
+    )
     export_type = fields.export_type
     definition = check_definition(principal, export_type)
     params = normalise_parameters(fields.parameters)

@@ -300,7 +300,9 @@ def create_demo_provider_blueprint(
         if not hmac.compare_digest(presented.encode("utf-8", "replace"), expected_token):
             return _envelope("401", "invalid internal service token", None, http_status=401)
         try:
-            body = parse_json_body(await request.get_data(cache=False))
+            body = parse_json_body(
+                await request.get_data(cache=False, as_text=False, parse_form_data=False)
+            )
         except ParameterError as exc:
             return _envelope(envelope_code(exc), exc.message, None)
         try:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Protocol, cast
 
 import httpx
@@ -234,6 +234,7 @@ class ProviderClient:
         try:
             raw = await self._post_within_limit(definition, body)
             seconds = trio.current_time() - started
+            batch: ProviderBatch | BatchSummary
             if decode is None:
                 batch = parse_batch_response(
                     raw, service=service, limit=request.limit, max_columns=self._max_columns
@@ -370,7 +371,7 @@ async def iterate_batches(
     dispatch_version: int,
     parameters: Mapping[str, Any],
     decode: BatchDecoder | None = None,
-) -> AsyncIterator[Any]:
+) -> AsyncGenerator[Any, None]:
     """Yield every batch of one export, enforcing the cross-batch rules of §10.1/§10.2.
 
     The first request has no cursor and no token and asks for ``definition.batch_size``
