@@ -82,6 +82,7 @@ class DlqHandler:
                 event_id,
                 version,
             )
+            await self._count_failed(task_id)
         else:
             log.warning(
                 "DLQ message for task %s event %s v%d matches no current attempt "
@@ -92,3 +93,15 @@ class DlqHandler:
             )
         await delivery.ack()
         return outcome
+
+    async def _count_failed(self, task_id: int) -> None:
+        """A quarantined task is FAILED like any other: count it in
+        ``export_task_completed_total{status="FAILED"}``, so the failure-rate alert sees
+        poison too. Metrics only: a read that fails is logged and skipped."""
+        try:
+            task = await self.store.get_task(task_id)
+        except TransientDatabaseError as exc:
+            log.warning("quarantined task %s not counted as FAILED: %s", task_id, exc)
+            return
+        if task is not None:
+            self.metrics.task_completed.labels(task.export_type, "FAILED").inc()
