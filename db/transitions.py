@@ -280,7 +280,7 @@ UPDATE file_export_task
    AND dispatch_version = :dispatch_version AND lease_owner = :owner
 """
 
-# --- manual retry (§9.3) ----------------------------------------------------------------
+# --- manual retry (§9.3): a FAILED or CANCELLED task ----------------------------------
 
 MANUAL_RETRY = """
 UPDATE file_export_task
@@ -290,7 +290,31 @@ UPDATE file_export_task
        object_key = NULL, file_name = NULL, size_bytes = NULL, content_type = NULL,
        lease_owner = NULL, lease_until = NULL, execution_deadline_at = NULL,
        updated_at = {now}
- WHERE id = :id AND status = 'FAILED' AND dispatch_version = :dispatch_version
+ WHERE id = :id AND status IN ('FAILED', 'CANCELLED') AND dispatch_version = :dispatch_version
+"""
+
+# --- cancel (actors/core/cancel.py) ----------------------------------------------------
+
+# PENDING or RUNNING -> CANCELLED, whatever the version: the user cancels the task, not one
+# attempt. The lease columns are cleared, so every fenced write of a running attempt
+# (status = 'RUNNING') matches 0 rows from now on; object_key stays, so a manual retry
+# deletes a file the attempt could not delete itself.
+CANCEL_TASK = """
+UPDATE file_export_task
+   SET status = 'CANCELLED', failure_message = :failure_message, completed_at = {now},
+       lease_owner = NULL, lease_until = NULL, updated_at = {now}
+ WHERE id = :id AND status IN ('PENDING', 'RUNNING')
+"""
+
+# The cancelled task's unsent commands (uk_file_export_outbox_task_version): closed as
+# sent-with-a-note, so the publisher never sends them and pruning removes them like any
+# sent row. A command already sent or being sent arrives at a CANCELLED task: the claim's
+# "terminal" no-claim branch acks it.
+CLOSE_UNSENT_OUTBOX_OF_TASK = """
+UPDATE file_export_outbox
+   SET status = 'SENT', sent_at = {now}, last_error = 'not sent: the task was cancelled',
+       lease_owner = NULL, lease_until = NULL, updated_at = {now}
+ WHERE task_id = :task_id AND status = 'PENDING'
 """
 
 # --- reconciler (§8.5, §15) -------------------------------------------------------------
@@ -516,6 +540,8 @@ class Statements:
     FAIL_TASK: str
     SCHEDULE_RETRY: str
     MANUAL_RETRY: str
+    CANCEL_TASK: str
+    CLOSE_UNSENT_OUTBOX_OF_TASK: str
     SELECT_TASKS_WITHOUT_OUTBOX: str
     SELECT_STALE_SENT_OUTBOX: str
     REDISPATCH_STALE_SENT: str
@@ -576,6 +602,8 @@ TEMPLATES = Statements(
     FAIL_TASK=FAIL_TASK,
     SCHEDULE_RETRY=SCHEDULE_RETRY,
     MANUAL_RETRY=MANUAL_RETRY,
+    CANCEL_TASK=CANCEL_TASK,
+    CLOSE_UNSENT_OUTBOX_OF_TASK=CLOSE_UNSENT_OUTBOX_OF_TASK,
     SELECT_TASKS_WITHOUT_OUTBOX=SELECT_TASKS_WITHOUT_OUTBOX,
     SELECT_STALE_SENT_OUTBOX=SELECT_STALE_SENT_OUTBOX,
     REDISPATCH_STALE_SENT=REDISPATCH_STALE_SENT,

@@ -1,4 +1,4 @@
-"""The export-task API (§5): create, list, detail, download, retry.
+"""The export-task API (§5): create, list, detail, download, retry, cancel.
 
 Business outcomes answer HTTP 200 with the envelope; ``code == "200"`` means success
 (§5). A missing or invalid token answers 401. Who may see, create, download and retry a
@@ -21,10 +21,11 @@ from actors.core.access import (
     sees_all_requesters,
     visible_task,
 )
-from actors.core.errors import RequestError
+from actors.core.cancel import cancel_message, check_cancelled
+from actors.core.errors import Refusal, Refused, RequestError
 from actors.core.limits import create_request, list_query, normalise_parameters, parse_json_body
 from actors.core.models import ExportDefinition, Principal, Task
-from actors.core.outcomes import CreateOutcome, NewTask
+from actors.core.outcomes import CancelOutcome, CreateOutcome, NewTask
 from actors.core.text import content_disposition
 from db.transitions import LIST_TOTAL_CAP
 from web.auth import principal_from_header
@@ -208,3 +209,27 @@ async def retry(task_id: str) -> Any:
         principal.user_id,
     )
     return ok(task_json(updated))
+
+
+@api.post(PREFIX + "/<task_id>/cancel")
+async def cancel(task_id: str) -> Any:
+    """Cancel a PENDING or RUNNING task (``actors/core/cancel.py``): the owner, or
+    ``platform:download:all`` in the same tenant and app. Idempotent on CANCELLED; any
+    other status answers ``409``. A run of the task stops at its next fenced write; one
+    in this process is woken at once."""
+    principal = caller()
+    task = await owned_task(principal, task_id)
+    svc = services()
+    result = await svc.api_store.cancel_task(task.id, cancel_message(principal.user_id))
+    if result is None:  # deleted meanwhile (no route deletes tasks; kept for safety)
+        raise Refused(Refusal.NOT_FOUND, f"export task {task_id} not found")
+    if result.outcome == CancelOutcome.CANCELLED:
+        svc.runs.cancelled(task.id)
+        svc.metrics.task_completed.labels(task.export_type, "CANCELLED").inc()
+        log.info(
+            "task %s cancelled (was %s) by user %s",
+            task.id,
+            task.status.value,
+            principal.user_id,
+        )
+    return ok(task_json(check_cancelled(result.outcome, result.task)))

@@ -27,6 +27,9 @@ class TaskStatus(StrEnum):
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     EXPIRED = "EXPIRED"
+    #: Cancelled by its requester (or an administrator of its tenant and app) while
+    #: PENDING or RUNNING: terminal, retried by hand like FAILED.
+    CANCELLED = "CANCELLED"
 
 
 #: Statuses that count against the per-user and per-type active limits (§14).
@@ -36,6 +39,7 @@ TERMINAL_STATUSES: tuple[TaskStatus, ...] = (
     TaskStatus.SUCCEEDED,
     TaskStatus.FAILED,
     TaskStatus.EXPIRED,
+    TaskStatus.CANCELLED,
 )
 
 

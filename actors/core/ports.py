@@ -27,6 +27,7 @@ from actors.core.admission import CreateLimits
 from actors.core.fairness import SlotLoad
 from actors.core.models import OutboxRow, Principal, Registry, Task
 from actors.core.outcomes import (
+    CancelResult,
     ClaimResult,
     CreateOutcome,
     CreateResult,
@@ -49,6 +50,7 @@ __all__ = [
     "OutboxStore",
     "OutgoingMessage",
     "PublisherWakeup",
+    "RunWakeup",
     "QuarantineStore",
     "ReconcilerStore",
     "RegistryView",
@@ -251,6 +253,16 @@ class PublisherWakeup(Protocol):
         ...
 
 
+class RunWakeup(Protocol):
+    """The API's side of waking a running export (``actors.local_claims.LocalClaims``)."""
+
+    def cancelled(self, task_id: int) -> None:
+        """``task_id`` was just cancelled: if a slot of this process runs it, make its
+        watchdog look now rather than at the next heartbeat. A speed-up only: a run
+        elsewhere ends at its next fenced write."""
+        ...
+
+
 class Counter(Protocol):
     """A monotonic counter (one labelled child of a prometheus ``Counter``)."""
 
@@ -273,6 +285,11 @@ class ApiMetrics(Protocol):
     @property
     def task_created(self) -> LabelledCounter:
         """``export_task_created_total{type}``: tasks created through the API."""
+        ...
+
+    @property
+    def task_completed(self) -> LabelledCounter:
+        """``export_task_completed_total{type,status}``: the API counts its cancels."""
         ...
 
     def exposition(self) -> bytes:
@@ -323,7 +340,12 @@ class CreationStore(Protocol):
     async def manual_retry(
         self, task: Task, limits: CreateLimits = ...
     ) -> tuple[CreateOutcome, Task | None]:
-        """FAILED → PENDING at a new version, admitted like a create."""
+        """FAILED or CANCELLED → PENDING at a new version, admitted like a create."""
+        ...
+
+    async def cancel_task(self, task_id: int, failure_message: str) -> CancelResult | None:
+        """PENDING or RUNNING → CANCELLED with its unsent commands closed; ``None`` if
+        there is no such task."""
         ...
 
 

@@ -135,6 +135,8 @@ CHECKS: dict[str, Expect] = {
     "FAIL_TASK": uses(PRIMARY, *_TASK_BY_STATUS),
     "SCHEDULE_RETRY": uses(PRIMARY, *_TASK_BY_STATUS),
     "MANUAL_RETRY": uses(PRIMARY),
+    "CANCEL_TASK": uses(PRIMARY),
+    "CLOSE_UNSENT_OUTBOX_OF_TASK": uses(*_OUTBOX_OF_VERSION),
     "RELEASE_LEASE": uses(PRIMARY, *_TASK_BY_STATUS),
     # reconciler
     "SELECT_TASKS_WITHOUT_OUTBOX": uses("idx_file_export_dispatch", *_OUTBOX_OF_VERSION),
