@@ -44,7 +44,10 @@ TERMINAL_STATUSES: tuple[TaskStatus, ...] = (
 
 
 class OutboxStatus(StrEnum):
-    """``file_export_outbox.status`` (§7.4). Only QUARANTINED is terminal (§9.4)."""
+    """``file_export_outbox.status`` (§7.4). Only QUARANTINED is terminal (§9.4).
+
+    A cancel closes its task's unsent rows as SENT with ``last_error`` "not sent: the task
+    was cancelled", so the publisher skips them and pruning removes them like sent rows."""
 
     PENDING = "PENDING"
     CLAIMED = "CLAIMED"
