@@ -58,6 +58,7 @@ from actors.core.errors import (
     TransientDatabaseError,
     run_failure,
 )
+from actors.core.events import error_class
 from actors.core.lease import WatchdogStep
 from actors.core.models import Command, Task
 from actors.core.outcomes import AbortReason, ExportResult, RetryOutcome
@@ -528,7 +529,7 @@ class ConsumerSlot:
             failed = await self._settle(
                 ctx,
                 "the failure",
-                lambda: self.store.fail_task(task, self.owner, str(error)),
+                lambda: self.store.fail_task(task, self.owner, str(error), error_class(error)),
                 margin=settlement.margin,
             )
             if isinstance(failed, Unsettled):
@@ -572,7 +573,9 @@ class ConsumerSlot:
         outcome = await self._settle(
             ctx,
             "the retry",
-            lambda: self.store.schedule_retry(task, self.owner, str(error), delay),
+            lambda: self.store.schedule_retry(
+                task, self.owner, str(error), delay, error_class(error)
+            ),
             margin=settlement.margin,
         )
         if isinstance(outcome, Unsettled):

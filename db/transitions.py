@@ -317,6 +317,25 @@ UPDATE file_export_outbox
  WHERE task_id = :task_id AND status = 'PENDING'
 """
 
+# --- task history (actors/core/events.py) ---------------------------------------------
+
+# Appended in the transaction of the transition it records.
+INSERT_TASK_EVENT = """
+INSERT INTO file_export_task_event (task_id, kind, detail_json, created_at)
+VALUES (:task_id, :kind, :detail_json, {now})
+"""
+
+# idx_file_export_task_event_task: one task's events are one index range, in id order.
+LIST_TASK_EVENTS = """
+SELECT id, task_id, kind, detail_json, created_at FROM file_export_task_event
+ WHERE task_id = :task_id ORDER BY id LIMIT :limit
+"""
+
+# idx_file_export_task_event_age: the range of events older than the retention.
+PRUNE_TASK_EVENTS = """
+DELETE FROM file_export_task_event WHERE created_at <= {now-:retention_seconds}
+"""
+
 # --- reconciler (§8.5, §15) -------------------------------------------------------------
 
 # (1) case A: the current version has no outbox row at all -> insert one, same version.
@@ -542,6 +561,9 @@ class Statements:
     MANUAL_RETRY: str
     CANCEL_TASK: str
     CLOSE_UNSENT_OUTBOX_OF_TASK: str
+    INSERT_TASK_EVENT: str
+    LIST_TASK_EVENTS: str
+    PRUNE_TASK_EVENTS: str
     SELECT_TASKS_WITHOUT_OUTBOX: str
     SELECT_STALE_SENT_OUTBOX: str
     REDISPATCH_STALE_SENT: str
@@ -604,6 +626,9 @@ TEMPLATES = Statements(
     MANUAL_RETRY=MANUAL_RETRY,
     CANCEL_TASK=CANCEL_TASK,
     CLOSE_UNSENT_OUTBOX_OF_TASK=CLOSE_UNSENT_OUTBOX_OF_TASK,
+    INSERT_TASK_EVENT=INSERT_TASK_EVENT,
+    LIST_TASK_EVENTS=LIST_TASK_EVENTS,
+    PRUNE_TASK_EVENTS=PRUNE_TASK_EVENTS,
     SELECT_TASKS_WITHOUT_OUTBOX=SELECT_TASKS_WITHOUT_OUTBOX,
     SELECT_STALE_SENT_OUTBOX=SELECT_STALE_SENT_OUTBOX,
     REDISPATCH_STALE_SENT=REDISPATCH_STALE_SENT,

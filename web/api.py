@@ -30,7 +30,7 @@ from actors.core.text import content_disposition
 from db.transitions import LIST_TOTAL_CAP
 from web.auth import principal_from_header
 from web.errors import ApiError, api_error
-from web.serialize import envelope, task_json
+from web.serialize import envelope, event_json, task_json
 from web.services import Services
 
 log = logging.getLogger("web.api")
@@ -153,13 +153,15 @@ async def get_task(task_id: str) -> Any:
 
 @api.get(PREFIX + "/<task_id>/download")
 async def download(task_id: str) -> Any:
-    task = await owned_task(caller(), task_id)
+    principal = caller()
+    task = await owned_task(principal, task_id)
     object_key = downloadable_key(task)
     storage = services().storage
     size = await storage.size(object_key)
     if size is None:
         log.error("task %s: file %s missing from storage", task.id, object_key)
         raise ApiError("404", "the export file is missing from storage")
+    await services().api_store.record_download(task.id, principal.user_id)
     headers = {
         "Content-Disposition": content_disposition(task.file_name or f"{task.task_no}.xlsx"),
         "Content-Length": str(size),
@@ -220,7 +222,9 @@ async def cancel(task_id: str) -> Any:
     principal = caller()
     task = await owned_task(principal, task_id)
     svc = services()
-    result = await svc.api_store.cancel_task(task.id, cancel_message(principal.user_id))
+    result = await svc.api_store.cancel_task(
+        task.id, cancel_message(principal.user_id), by=principal.user_id
+    )
     if result is None:  # deleted meanwhile (no route deletes tasks; kept for safety)
         raise Refused(Refusal.NOT_FOUND, f"export task {task_id} not found")
     if result.outcome == CancelOutcome.CANCELLED:
@@ -233,3 +237,13 @@ async def cancel(task_id: str) -> Any:
             principal.user_id,
         )
     return ok(task_json(check_cancelled(result.outcome, result.task)))
+
+
+@api.get(PREFIX + "/<task_id>/events")
+async def events(task_id: str) -> Any:
+    """The task's history, oldest first (``actors/core/events.py``), for whoever may see
+    the task (``actors/core/access.py``)."""
+    task = await owned_task(caller(), task_id)
+    return ok(
+        {"items": [event_json(e) for e in await services().api_store.list_task_events(task.id)]}
+    )

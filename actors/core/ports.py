@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import BinaryIO, Protocol, Self
 
 from actors.core.admission import CreateLimits
+from actors.core.events import TaskEvent
 from actors.core.fairness import SlotLoad
 from actors.core.models import OutboxRow, Principal, Registry, Task
 from actors.core.outcomes import (
@@ -343,9 +344,19 @@ class CreationStore(Protocol):
         """FAILED or CANCELLED → PENDING at a new version, admitted like a create."""
         ...
 
-    async def cancel_task(self, task_id: int, failure_message: str) -> CancelResult | None:
+    async def cancel_task(
+        self, task_id: int, failure_message: str, *, by: int | None = None
+    ) -> CancelResult | None:
         """PENDING or RUNNING → CANCELLED with its unsent commands closed; ``None`` if
         there is no such task."""
+        ...
+
+    async def list_task_events(self, task_id: int, limit: int = ...) -> list[TaskEvent]:
+        """The task's history, oldest first."""
+        ...
+
+    async def record_download(self, task_id: int, user_id: int) -> None:
+        """A ``downloaded`` event for the task."""
         ...
 
 
@@ -406,12 +417,19 @@ class ExecutionStore(ClaimStore, Protocol):
         """The final commit; ``False``: the caller must delete its file."""
         ...
 
-    async def fail_task(self, task: Task, owner: str, failure_message: str) -> bool:
+    async def fail_task(
+        self, task: Task, owner: str, failure_message: str, error_class: str | None = None
+    ) -> bool:
         """Permanent failure: FAILED at once."""
         ...
 
     async def schedule_retry(
-        self, task: Task, owner: str, failure_message: str, backoff_seconds: float
+        self,
+        task: Task,
+        owner: str,
+        failure_message: str,
+        backoff_seconds: float,
+        error_class: str | None = None,
     ) -> RetryOutcome:
         """Transient failure: a new version after the backoff, or FAILED when spent."""
         ...
@@ -500,6 +518,10 @@ class ReconcilerStore(Protocol):
 
     async def prune_sent_outbox(self, retention_seconds: float, chunk: int = 5000) -> int:
         """Delete at most ``chunk`` SENT rows older than the retention; rows deleted."""
+        ...
+
+    async def prune_task_events(self, retention_seconds: float) -> int:
+        """Delete history events older than the retention; events deleted."""
         ...
 
 

@@ -6,10 +6,12 @@ in one place (``_admit``), with the counts read in the same transaction.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from actors.core.admission import ActiveCounts, CreateLimits, admit
 from actors.core.cancel import cancel_outcome
+from actors.core.events import TaskEvent, TaskEventKind
 from actors.core.models import Command, Principal, Task, TaskStatus
 from actors.core.outcomes import CancelOutcome, CancelResult, CreateOutcome, CreateResult, NewTask
 from db.database import DuplicateKeyError, Tx
@@ -130,6 +132,9 @@ class CreationTransitions(StoreBase):
                 },
             )
             await self._insert_outbox(tx, task_id, new.export_type, 1, next_retry_at=None)
+            await self._record(
+                tx, task_id, TaskEventKind.CREATED, by=p.user_id, exportType=new.export_type
+            )
             row = await tx.fetchone(self._sql.GET_TASK, {"id": task_id})
         assert row is not None
         return CreateResult(CreateOutcome.CREATED, self.task_from_row(row))
@@ -237,13 +242,24 @@ class CreationTransitions(StoreBase):
             except DuplicateKeyError:
                 pass  # a row for this version exists already: the unique key absorbed it
             row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
+            assert row is not None
+            await self._record(
+                tx,
+                task.id,
+                TaskEventKind.RETRY_SCHEDULED,
+                version=task.dispatch_version + 1,
+                at=self._iso(row["next_retry_at"]),
+                manual=True,
+            )
         assert row is not None
         return CreateOutcome.CREATED, self.task_from_row(row)
 
     # -- cancel (actors/core/cancel.py) ---------------------------------------------------
 
     @retrying
-    async def cancel_task(self, task_id: int, failure_message: str) -> CancelResult | None:
+    async def cancel_task(
+        self, task_id: int, failure_message: str, *, by: int | None = None
+    ) -> CancelResult | None:
         """PENDING or RUNNING → CANCELLED, with the task's unsent outbox rows closed, in
         one transaction.
 
@@ -256,6 +272,7 @@ class CreationTransitions(StoreBase):
             task_id: the task (the caller has checked the ownership rule).
             failure_message: what the task shows as its message
                 (``actors.core.cancel.cancel_message``).
+            by: the user who cancelled it, for the task's history.
 
         Returns:
             The outcome (``actors.core.cancel.cancel_outcome``) and the task as it is now,
@@ -271,6 +288,7 @@ class CreationTransitions(StoreBase):
             )
             if changed:
                 await tx.execute(self._sql.CLOSE_UNSENT_OUTBOX_OF_TASK, {"task_id": task_id})
+                await self._record(tx, task_id, TaskEventKind.CANCELLED, by=by)
             row = await tx.fetchone(self._sql.GET_TASK, {"id": task_id})
         if row is None:
             return None
@@ -280,3 +298,36 @@ class CreationTransitions(StoreBase):
         outcome = cancel_outcome(task.status, changed=changed)
         assert outcome != CancelOutcome.CANCELLED or task.status == TaskStatus.CANCELLED
         return CancelResult(outcome, task)
+
+    # -- history (actors/core/events.py) --------------------------------------------------
+
+    @retrying
+    async def list_task_events(self, task_id: int, limit: int = 1000) -> list[TaskEvent]:
+        """The task's history, oldest first, at most ``limit`` events (one index range)."""
+        async with self.db.transaction() as tx:
+            rows = await tx.fetchall(
+                self._sql.LIST_TASK_EVENTS, {"task_id": task_id, "limit": limit}
+            )
+        events = []
+        for r in rows:
+            at = self.db.dialect.to_datetime(r["created_at"])
+            assert at is not None
+            events.append(
+                TaskEvent(
+                    int(r["id"]),
+                    int(r["task_id"]),
+                    TaskEventKind(r["kind"]),
+                    at,
+                    json.loads(r["detail_json"]),
+                )
+            )
+        return events
+
+    @retrying
+    async def record_download(self, task_id: int, user_id: int) -> None:
+        """A user started downloading the task's file: a ``downloaded`` event.
+
+        Re-run: after a lost COMMIT the event may be written twice (two downloads shown
+        for one); nothing else depends on it."""
+        async with self.db.transaction() as tx:
+            await self._record(tx, task_id, TaskEventKind.DOWNLOADED, by=user_id)
