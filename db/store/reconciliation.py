@@ -140,7 +140,7 @@ class ReconciliationTransitions(StoreBase):
                     TaskEventKind.LEASE_RECOVERED,
                     instance=task.lease_owner,
                     version=task.dispatch_version,
-                    next_version=task.dispatch_version + 1,
+                    nextVersion=task.dispatch_version + 1,
                     message=failure_message,
                 )
                 return RetryOutcome.SCHEDULED

@@ -137,7 +137,7 @@ async def test_lease_recovery_and_hand_back_are_recorded(
     assert detail == {
         "instance": "instance-a",
         "version": 1,
-        "next_version": 2,
+        "nextVersion": 2,
         "message": "executor lost",
     }
 
