@@ -35,7 +35,7 @@ import trio
 from actors.config import Settings
 from actors.core.batch_rules import final_total_rows
 from actors.core.errors import ExportAbortedError, PermanentExportError, TransientDatabaseError
-from actors.core.outcomes import ExportResult
+from actors.core.outcomes import AbortReason, ExportResult
 from actors.core.ports import RunStore
 from actors.core.text import safe_file_name
 from actors.pipeline.context import RunContext
@@ -169,6 +169,9 @@ class _Progress:
             if not await self.store.report_progress(
                 self.ctx.task, self.ctx.owner, processed_rows, total_rows
             ):
+                # The task is no longer this attempt's (cancelled, or its lease lost): the
+                # same structured abort as the watchdog's, recorded on the run's context.
+                self.ctx.abort(AbortReason.LEASE_LOST)
                 raise ExportAbortedError("export aborted: the task was cancelled or its lease lost")
         except TransientDatabaseError as exc:
             self.skipped += 1
