@@ -22,8 +22,8 @@ import pytest
 import trio
 
 from actors.runtime import Runtime
-from tests.test_end_to_end import API, client_for, service, wait_for_status
-from tests.test_process import ServeProcess, client, poll_task, processes
+from tests.system.test_end_to_end import API, client_for, service, wait_for_status
+from tests.system.test_process import ServeProcess, client, poll_task, processes
 from web.server import GuardedTCPServer, WebServer
 
 __all__ = ["processes", "service"]  # fixtures

@@ -43,8 +43,8 @@ from actors.transport.rocketmq import (
 )
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore
+from tests.actors.transport.conftest import Broker
 from tests.conftest import create, make_settings
-from tests.transport.conftest import Broker
 
 pytestmark = pytest.mark.rocketmq
 

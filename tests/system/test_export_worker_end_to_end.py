@@ -16,7 +16,7 @@ import trio
 from actors.pipeline.context import RunContext
 from actors.runtime import Runtime
 from tests.conftest import exec_sql, make_settings, running_service
-from tests.test_end_to_end import API, client_for, wait_for_status
+from tests.system.test_end_to_end import API, client_for, wait_for_status
 
 
 @pytest.fixture

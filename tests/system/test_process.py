@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from actors.core.models import AppCode
-from tests.test_end_to_end import API
+from tests.system.test_end_to_end import API
 from web.auth import issue_token
 
 SECRET = "process-test-secret-" + "y" * 32

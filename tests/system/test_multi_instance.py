@@ -22,8 +22,8 @@ from db.mysql import MysqlDatabase
 from db.sqlite import wall_clock_ms
 from db.store import ExportStore
 from tests.conftest import MYSQL_TEST_URL, TOPIC, make_settings, reset_mysql
-from tests.test_end_to_end import API, client_for
-from tests.test_process import ServeProcess, client
+from tests.system.test_end_to_end import API, client_for
+from tests.system.test_process import ServeProcess, client
 
 FAST = {
     "FILE_EXPORT_TASK_LEASE_SECONDS": "4",

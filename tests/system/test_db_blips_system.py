@@ -24,8 +24,8 @@ import pytest
 import trio
 
 from tests.own_mariadb import OwnMariaDB
-from tests.test_end_to_end import API
-from tests.test_process import ServeProcess, client
+from tests.system.test_end_to_end import API
+from tests.system.test_process import ServeProcess, client
 from web.demo_provider import demo_registry_yaml
 
 ROWS = 20_000

@@ -32,9 +32,9 @@ from quart_trio import QuartTrio
 
 from actors.runtime import Runtime
 from tests.conftest import make_settings, running_service
-from tests.test_end_to_end import API, client_for, wait_for_status
-from tests.test_process import ServeProcess, poll_task
-from tests.test_process import client as process_client
+from tests.system.test_end_to_end import API, client_for, wait_for_status
+from tests.system.test_process import ServeProcess, poll_task
+from tests.system.test_process import client as process_client
 
 TOKEN = "hostile-provider-token"
 FORGED = "boom\n2026-12-01 00:00:00,000 CRITICAL actors.runtime: FORGED"
