@@ -12,7 +12,7 @@ import pytest
 
 from actors.pipeline import storage as storage_module
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
-from tests.conftest import run_inline
+from tests.helpers import run_inline
 
 
 async def stored(storage: LocalDirectoryStorage, task_id: int) -> str:

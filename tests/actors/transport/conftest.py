@@ -22,13 +22,11 @@ import os
 import re
 import subprocess
 import time
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-BROKER_SH = REPO / "deploy" / "rocketmq" / "broker.sh"
+from tests.helpers import BROKER_SH, Broker
+
 #: the NameServer broker.sh runs (ROCKETMQ_NAMESRV_PORT moves it, for a second dev broker)
 NAME_SERVER = f"127.0.0.1:{os.environ.get('ROCKETMQ_NAMESRV_PORT', '9876')}"
 #: broker.sh start fetches ~100 MB of jars on a fresh machine, then starts two JVMs.
@@ -49,19 +47,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("RocketMQ figures")
         for name, value in FIGURES.items():
             terminalreporter.write_line(f"{name}: {value}")
-
-
-@dataclass(frozen=True)
-class Broker:
-    """The broker the tests use.
-
-    Attributes:
-        name_server: ``host:port`` of the NameServer.
-        topic_prefix: ``MQ_TOPIC_PREFIX`` provisioned for this session.
-    """
-
-    name_server: str
-    topic_prefix: str
 
 
 def _run(args: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:

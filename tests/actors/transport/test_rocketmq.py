@@ -43,8 +43,7 @@ from actors.transport.rocketmq import (
 )
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore
-from tests.actors.transport.conftest import Broker
-from tests.conftest import create, make_settings
+from tests.helpers import Broker, create, make_settings
 
 pytestmark = pytest.mark.rocketmq
 
