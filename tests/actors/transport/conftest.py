@@ -12,8 +12,8 @@ leaves it running for the next session: stop it with ``deploy/dev services stop`
 example ``test-``, which ``broker.sh start`` provisions): it saves the ~20 s of
 provisioning while iterating; the tests skip and ack messages of other sessions.
 
-Figures (broker start-up time, provisioning time, publish→receive latency, native core)
-are printed in a "RocketMQ figures" section at the end of the run.
+Figures (broker start-up time, provisioning time, native core, service latencies) are
+printed in a "RocketMQ figures" section at the end of the run.
 """
 
 from __future__ import annotations
