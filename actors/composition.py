@@ -44,6 +44,7 @@ from actors.pipeline.storage import LocalDirectoryStorage
 from actors.publisher import Publisher
 from actors.reconciler import Reconciler
 from actors.registry_source import RegistryHolder, default_registry_path, load_registry_file
+from actors.sampler import GaugeSampler
 from actors.transport.embedded import EmbeddedBus
 from actors.wakeup import Wakeup
 from db.database import Database, DatabaseAccessError, DatabaseUnavailableError
@@ -91,6 +92,8 @@ class Components:
         slots: the consumer slots; empty when ``FILE_EXPORT_CONSUMER_ENABLED`` is off.
         reconciler: ``None`` when ``FILE_EXPORT_RECONCILER_ENABLED`` is off.
         dlq_handler: the DLQ handler (always on: poison must never pile up).
+        sampler: refreshes the queue, outbox and storage gauges (always on: every
+            instance reports them).
     """
 
     settings: Settings
@@ -112,6 +115,7 @@ class Components:
     publisher: Publisher | None
     reconciler: Reconciler | None
     dlq_handler: DlqHandler
+    sampler: GaugeSampler
     slots: list[ConsumerSlot] = field(default_factory=list)
 
 
@@ -360,5 +364,6 @@ async def build_components(
             else None
         ),
         dlq_handler=DlqHandler(store, transport, metrics),
+        sampler=GaugeSampler(store, storage, registry, metrics, settings.metrics_sample_seconds),
         slots=slots,
     )

@@ -106,6 +106,11 @@ class Settings(BaseSettings):
     reconciler_poll_ms: int = Field(
         30000, ge=10, validation_alias=AliasChoices("FILE_EXPORT_RECONCILER_POLL_MS")
     )
+    metrics_sample_seconds: float = Field(
+        15, gt=0, validation_alias=AliasChoices("FILE_EXPORT_METRICS_SAMPLE_SECONDS")
+    )
+    """FILE_EXPORT_METRICS_SAMPLE_SECONDS: how often every instance refreshes the queue,
+    outbox and storage gauges (whether or not it runs the reconciler)."""
     redispatch_grace_seconds: float = Field(
         60, ge=0, validation_alias=AliasChoices("FILE_EXPORT_REDISPATCH_GRACE_SECONDS")
     )

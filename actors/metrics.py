@@ -9,6 +9,10 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 _DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600)
+#: Provider batch latency, seconds: past the 15 s read timeout up to the 60 s total limit
+#: of one request (FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS), so a slow Provider shows
+#: where it is slow instead of piling into "+Inf".
+_PROVIDER_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60)
 
 
 class Metrics:
@@ -53,6 +57,7 @@ class Metrics:
             "export_provider_request_seconds",
             "Provider batch request latency",
             ["service", "type"],
+            buckets=_PROVIDER_BUCKETS,
             registry=r,
         )
         self.provider_failure = Counter(
@@ -69,6 +74,16 @@ class Metrics:
         )
         self.storage_bytes = Gauge(
             "export_storage_bytes", "Bytes used by stored export files", registry=r
+        )
+        self.storage_free_bytes = Gauge(
+            "export_storage_free_bytes",
+            "Bytes free where this instance stores export files",
+            registry=r,
+        )
+        self.storage_writable = Gauge(
+            "export_storage_writable",
+            "1 if this instance's last storage probe could write, read back and delete a file",
+            registry=r,
         )
         self.actor_restarts = Counter(
             "export_actor_restarts_total",

@@ -129,7 +129,6 @@ class Reconciler:
                 log.info("reconciler %s: %d", action, count)
         if pruned:
             log.info("reconciler pruned %d SENT outbox rows", pruned)
-        await self._duty("gauges", self._sample_gauges)
         return actions
 
     async def _duty(self, name: str, duty: Callable[[], Awaitable[int | None]]) -> int:
@@ -217,10 +216,3 @@ class Reconciler:
         except Exception:
             log.warning("could not delete %s", key, exc_info=True)
             return False
-
-    async def _sample_gauges(self) -> None:
-        sample = await self.store.sample_queues()
-        self.metrics.task_queue_age.set(sample.queue_age_seconds)
-        self.metrics.outbox_pending.set(sample.outbox_pending)
-        self.metrics.outbox_oldest_age.set(sample.outbox_oldest_age_seconds)
-        self.metrics.outbox_max_attempt.set(sample.outbox_max_attempt)

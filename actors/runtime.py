@@ -8,7 +8,8 @@ root (signals -> graceful stop)
     ├── publisher    supervised
     ├── slot ×N      supervised consumer slots
     ├── reconciler   supervised
-    └── dlq handler  supervised
+    ├── dlq handler  supervised
+    └── sampler      supervised: queue, outbox and storage gauges, on every instance
 ```
 
 The services are built beforehand by :mod:`actors.composition`; this module starts them,
@@ -203,6 +204,7 @@ async def _run_actors(c: Components, *, task_status: trio.TaskStatus[ActorTree])
             if c.reconciler is not None:
                 actors.start_soon(supervise, "reconciler", c.reconciler.run, c.metrics)
             actors.start_soon(supervise, "dlq-handler", c.dlq_handler.run, c.metrics)
+            actors.start_soon(supervise, "sampler", c.sampler.run, c.metrics)
             task_status.started(tree)
     finally:
         finished.set()

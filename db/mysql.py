@@ -169,8 +169,11 @@ async def _ping(raw: Any) -> None:
     await asyncio.wait_for(raw.ping(False), PING_TIMEOUT_SECONDS)
 
 
-def _error_code(exc: BaseException) -> Any:
-    return exc.args[0] if exc.args else None
+def _error_code(exc: BaseException | None) -> Any:
+    """The MySQL error number of a driver exception (its first argument), if any."""
+    if exc is None or not exc.args:
+        return None
+    return exc.args[0]
 
 
 class _Conn:
@@ -189,7 +192,8 @@ class _Conn:
 
     @property
     def thread_id(self) -> int | None:
-        return getattr(self.raw, "server_thread_id", [None])[0]
+        thread_id: int | None = getattr(self.raw, "server_thread_id", [None])[0]
+        return thread_id
 
     @property
     def stream_broken(self) -> bool:

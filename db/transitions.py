@@ -404,14 +404,20 @@ DELETE FROM file_export_outbox
  WHERE status = 'SENT' AND sent_at <= {now-:retention_seconds}
 """
 
-# Gauges (§13): idx_file_export_dispatch (its first due entry) and an outbox index led by
-# status (the unsent rows only; {live:} keeps SQLite off a scan after ANALYZE).
+# Gauges: idx_file_export_dispatch (its first due entry) and an outbox index led by status
+# (the unsent rows only; {live:} keeps SQLite off a scan after ANALYZE). The backlog is the
+# unsent rows that are DUE, aged from when they became due: a row waiting out its send
+# back-off, or the command of a task waiting out a 15-minute retry, is not a backlog, and
+# counting it made the "outbox backlog" alert fire during every normal retry wait. The
+# highest attempt count covers every unsent row: a row in back-off is still failing.
 SAMPLE_QUEUE = """
 SELECT MIN(next_retry_at) AS oldest FROM file_export_task
  WHERE status = 'PENDING' AND next_retry_at <= {now}
 """
 SAMPLE_OUTBOX = """
-SELECT COUNT(*) AS pending, MIN(created_at) AS oldest, MAX(attempt_count) AS max_attempt
+SELECT COUNT(CASE WHEN next_retry_at <= {now} THEN 1 END) AS pending,
+       MIN(CASE WHEN next_retry_at <= {now} THEN next_retry_at END) AS oldest,
+       MAX(attempt_count) AS max_attempt
   FROM file_export_outbox WHERE {live:status IN ('PENDING', 'CLAIMED')}
 """
 

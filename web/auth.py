@@ -80,7 +80,7 @@ def principal_from_header(secret: str, authorization: str | None) -> Principal:
         return Principal(
             user_id=user_id,
             tenant_id=tenant_id,
-            app_code=AppCode(claims.get("app_code")),
+            app_code=AppCode(str(claims["app_code"])),
             perms=frozenset(perms),
         )
     except (KeyError, TypeError, ValueError) as exc:

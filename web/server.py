@@ -95,7 +95,11 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _peer(stream: trio.SocketStream) -> str:
+def _peer(stream: trio.abc.Stream) -> str:
+    # Plain HTTP only (TLS ends at the load balancer), but hypercorn types the stream as
+    # possibly TLS: anything without a socket is named by what it is.
+    if not isinstance(stream, trio.SocketStream):
+        return f"a {type(stream).__name__} peer"
     try:
         host, port = stream.socket.getpeername()[:2]
     except OSError:  # the peer is already gone

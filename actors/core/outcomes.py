@@ -122,9 +122,11 @@ class QueueSample:
 
     Attributes:
         queue_age_seconds: age of the oldest due PENDING task, seconds (0 when none).
-        outbox_pending: unsent outbox rows (PENDING or CLAIMED).
-        outbox_oldest_age_seconds: age of the oldest unsent outbox row, seconds.
-        outbox_max_attempt: the highest send attempt count among unsent rows.
+        outbox_pending: unsent outbox rows (PENDING or CLAIMED) that are due
+            (``next_retry_at`` reached): the send backlog.
+        outbox_oldest_age_seconds: how long the oldest due unsent row has been due,
+            seconds (0 when none): a row in its back-off window is not late.
+        outbox_max_attempt: the highest send attempt count among all unsent rows.
     """
 
     queue_age_seconds: float

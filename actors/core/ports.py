@@ -172,6 +172,22 @@ class StoredObject:
     mtime: float
 
 
+@dataclass(frozen=True, slots=True)
+class StorageProbe:
+    """One health probe of the storage (the ``export_storage_*`` gauges).
+
+    Attributes:
+        writable: a probe file could be written, read back and deleted.
+        free_bytes: bytes available to this process where files are stored; ``None`` when
+            the storage cannot tell.
+        error: why it is not writable, for the log; ``None`` when it is.
+    """
+
+    writable: bool
+    free_bytes: int | None
+    error: str | None = None
+
+
 class ExportStorage(Protocol):
     """Where export files live. Consumers, API and reconciler depend only on this.
 
@@ -203,6 +219,11 @@ class ExportStorage(Protocol):
 
     async def list_objects(self) -> list[StoredObject]:
         """Every object under ``exports/`` (for the reconciler's orphan scan)."""
+        ...
+
+    async def probe(self) -> StorageProbe:
+        """Whether a file can be written, read back and deleted now, and the free space.
+        Never raises: a failure is the answer (``writable`` False, its reason given)."""
         ...
 
 
@@ -455,6 +476,11 @@ class ReconcilerStore(Protocol):
         """Delete at most ``chunk`` SENT rows older than the retention; rows deleted."""
         ...
 
+
+class SamplerStore(Protocol):
+    """What the gauge sampler (``actors.sampler``) needs: the queue figures, on every
+    instance."""
+
     async def sample_queues(self) -> QueueSample:
-        """The queue gauges, by DB time."""
+        """The queue and outbox gauges, by DB time (see ``QueueSample``)."""
         ...

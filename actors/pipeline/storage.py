@@ -21,15 +21,16 @@ from __future__ import annotations
 import errno
 import os
 import re
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol, TypeVar
 
 import trio
 
 from actors.core.errors import StorageUnavailableError
-from actors.core.ports import ExportStorage, StoredObject
+from actors.core.ports import ExportStorage, StorageProbe, StoredObject
 
 __all__ = [
     "OBJECT_KEY_PATTERN",
@@ -61,6 +62,16 @@ def validate_object_key(key: str) -> str:
     return key
 
 
+_T = TypeVar("_T")
+
+
+class Offload(Protocol):
+    """Runs a blocking call off the event loop and returns its result
+    (``trio.to_thread.run_sync``; tests pass an inline runner)."""
+
+    def __call__(self, fn: Callable[..., _T], /, *args: Any) -> Awaitable[_T]: ...
+
+
 class LocalDirectoryStorage:
     """``ExportStorage`` on a local (or shared, §11.1 option B) directory.
 
@@ -74,7 +85,7 @@ class LocalDirectoryStorage:
     def __init__(
         self,
         root: str | os.PathLike[str],
-        offload: Callable[..., Awaitable[Any]] = trio.to_thread.run_sync,
+        offload: Offload = trio.to_thread.run_sync,
     ) -> None:
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
@@ -113,7 +124,11 @@ class LocalDirectoryStorage:
 
     async def load(self, key: str) -> AsyncIterator[bytes]:
         path = self.path_for(key)
-        f = await self._offload(open, path, "rb")
+
+        def _open() -> BinaryIO:
+            return open(path, "rb")
+
+        f = await self._offload(_open)
         try:
             while chunk := await self._offload(f.read, _CHUNK):
                 yield chunk
@@ -143,6 +158,39 @@ class LocalDirectoryStorage:
         """Every object under ``exports/``. A folder or file deleted while the listing
         walks is simply not listed (see the module docstring)."""
         return await self._offload(scan_exports, self.root)
+
+    async def probe(self) -> StorageProbe:
+        """Write, fsync, read back and delete a small file under ``.probe/`` (a name of
+        this process's own, so instances sharing the directory never collide), and read the
+        free space of the filesystem. Never raises (see the port)."""
+        path = self.root / ".probe" / f"{os.getpid()}-{uuid.uuid4().hex}"
+        payload = uuid.uuid4().bytes
+
+        def _probe() -> StorageProbe:
+            free: int | None
+            try:
+                free = shutil.disk_usage(self.root).free
+            except OSError:
+                free = None
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with open(path, "xb") as f:
+                    f.write(payload)
+                    f.flush()
+                    os.fsync(f.fileno())
+                if path.read_bytes() != payload:
+                    return StorageProbe(False, free, "the probe file read back differently")
+                return StorageProbe(True, free)
+            except OSError as exc:
+                reason = "disk full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
+                return StorageProbe(False, free, reason)
+            finally:
+                path.unlink(missing_ok=True)
+
+        try:
+            return await self._offload(_probe)
+        except OSError as exc:  # the unlink of a probe file that could not be removed
+            return StorageProbe(False, None, exc.strerror or str(exc))
 
 
 def _entries(folder: str) -> list[os.DirEntry[str]]:

@@ -110,9 +110,10 @@ class WorkerSession:
             writer.write_rows(batch.rows, request.batch)
             return Written(writer.rows_written, writer.warnings.summary())
         if isinstance(request, Close):
-            writer = self._writer
-            if writer is None or self._out is None:
+            open_writer = self._writer
+            if open_writer is None or self._out is None:
                 raise RuntimeError("close before any batch was written")
+            writer = open_writer
             size = writer.close()
             self._out.flush()
             os.fsync(self._out.fileno())  # before the parent's commit says the file exists

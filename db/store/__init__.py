@@ -65,6 +65,7 @@ if TYPE_CHECKING:
         ports.OutboxStore,
         ports.QuarantineStore,
         ports.ReconcilerStore,
+        ports.SamplerStore,
     ]:
         """Never called: mypy checks here that the store is every port an actor is given."""
-        return store, store, store, store, store, store, store
+        return store, store, store, store, store, store, store, store

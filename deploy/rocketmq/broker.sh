@@ -7,6 +7,7 @@
 #                                         then SIGKILL)
 #   deploy/rocketmq/broker.sh status      exit 0 when both run and the broker is registered
 #   deploy/rocketmq/broker.sh provision   create the topics and groups for $MQ_TOPIC_PREFIX
+#                                         (deploy/rocketmq/init-topics.sh, as in production)
 #   deploy/rocketmq/broker.sh running     print which of "namesrv broker" run (no JVM: quick)
 #   deploy/rocketmq/broker.sh dir         print the run dir (deploy/services.sh keeps notes there)
 #
@@ -39,6 +40,7 @@
 set -euo pipefail
 
 readonly ROCKETMQ_VERSION=5.3.1
+HERE="$(cd "$(dirname "$0")" && pwd)"
 readonly NAMESRV_PORT=${ROCKETMQ_NAMESRV_PORT:-9876}
 readonly BROKER_PORT=${ROCKETMQ_BROKER_PORT:-10911}
 readonly NAMESRV_ADDR="127.0.0.1:${NAMESRV_PORT}"
@@ -327,87 +329,18 @@ stop_one() {
   rm -f "$RUN_DIR/$name.pid"
 }
 
-# -- provisioning (§6.2, §16.2) ----------------------------------------------------------
+# -- provisioning -------------------------------------------------------------------------
 
-# Each admin JVM spends about 3 s in its client's shutdown (a service thread polling with a
-# 3 s timeout), so the commands run in parallel: serially, provisioning takes about a minute.
-
-# start admin "$@" in the background with its output in file $1; appends its pid to PIDS
-# (no command substitution: the job must be a child of this shell for `wait`)
-admin_bg() {
-  local out=$1
-  shift
-  admin "$@" >"$out" 2>&1 &
-  PIDS+=("$!")
-}
-
-# poll topicRoute until topic $1 has a route through this broker (used in a subshell)
-wait_for_route() {
-  local topic=$1 deadline=$((SECONDS + 60)) out
-  while :; do
-    out=$(admin topicRoute -n "$NAMESRV_ADDR" -t "$topic" || true)
-    if grep -q '"queueDatas"' <<<"$out" && grep -q "$BROKER_ADDR" <<<"$out"; then
-      return 0
-    fi
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      echo "$out" >&2
-      echo "broker.sh: no route for topic $topic after 60s" >&2
-      return 1
-    fi
-    sleep 0.5
-  done
-}
-
+# The topic set-up production runs (deploy/rocketmq/init-topics.sh, the compose topic-init
+# service), against this loopback cluster, with the admin tool from the jar cache.
 provision() {
-  local topic="${PREFIX}file-export-command-v1"
-  local worker="${PREFIX}file-export-worker-v1"
-  local dlq_handler="${PREFIX}file-export-dlq-handler-v1"
-  local t0=$SECONDS dir i failed=0
-  local -a routes=()
-  PIDS=()
-  log "provisioning prefix '${PREFIX}'"
-  dir=$(mktemp -d "$RUN_DIR/provision.XXXXXX")
-  admin_bg "$dir/0" updateTopic -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" -t "$topic" \
-    -r 4 -w 4 -p 6
-  admin_bg "$dir/1" updateSubGroup -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" -g "$worker" \
-    -r "$WORKER_RETRY_MAX_TIMES" -q 1
-  admin_bg "$dir/2" updateSubGroup -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" \
-    -g "$dlq_handler" -r "$DLQ_HANDLER_RETRY_MAX_TIMES" -q 1
-  # DLQ topics default to write-only (perm 2); 6 lets the DLQ handler read it (§16.2).
-  admin_bg "$dir/3" updateTopic -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" \
-    -t "%DLQ%${worker}" -r 1 -w 1 -p 6
-  # The broker would create the retry topics on the first consumer heartbeat, but a consumer
-  # that started before them learns their route only at its next 30 s route refresh, which
-  # delays every first redelivery; creating them up front avoids that.
-  admin_bg "$dir/4" updateTopic -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" \
-    -t "%RETRY%${worker}" -r 1 -w 1 -p 6
-  admin_bg "$dir/5" updateTopic -n "$NAMESRV_ADDR" -b "$BROKER_ADDR" \
-    -t "%RETRY%${dlq_handler}" -r 1 -w 1 -p 6
-  # wait for these pids only: a bare `wait` would also wait for the servers started above
-  for i in "${!PIDS[@]}"; do
-    wait "${PIDS[$i]}" || true
-    # the admin tool exits 0 even when a command fails: its "success" line is the result
-    if ! grep -q "success" "$dir/$i"; then
-      cat "$dir/$i" >&2
-      log "provisioning command $i failed (output above)"
-      failed=1
-    fi
-  done
-  if [ "$failed" = 0 ]; then
-    PIDS=()
-    routes=("$topic" "%DLQ%${worker}" "%RETRY%${worker}" "%RETRY%${dlq_handler}")
-    for i in "${!routes[@]}"; do
-      wait_for_route "${routes[$i]}" &
-      PIDS+=("$!")
-    done
-    for i in "${!PIDS[@]}"; do
-      wait "${PIDS[$i]}" || failed=1
-    done
-  fi
-  rm -rf "$dir"
-  [ "$failed" = 0 ] || die "provisioning of prefix '${PREFIX}' failed"
-  log "provisioned in $((SECONDS - t0))s: topics $topic, %DLQ%${worker}; groups $worker," \
-    "$dlq_handler"
+  ROCKETMQ_NAMESRV_ADDR="$NAMESRV_ADDR" ROCKETMQ_CLUSTER="$CLUSTER_NAME" \
+    MQ_TOPIC_PREFIX="$PREFIX" \
+    ROCKETMQ_WORKER_RETRY_MAX_TIMES="$WORKER_RETRY_MAX_TIMES" \
+    ROCKETMQ_DLQ_HANDLER_RETRY_MAX_TIMES="$DLQ_HANDLER_RETRY_MAX_TIMES" \
+    ROCKETMQ_INIT_TIMEOUT="$START_TIMEOUT" \
+    ROCKETMQ_ADMIN_CLASSPATH="$LIB_DIR" ROCKETMQ_ADMIN_HOME="$RUN_DIR/home" \
+    TMPDIR="$RUN_DIR" "$HERE/init-topics.sh" || die "provisioning of prefix '${PREFIX}' failed"
 }
 
 # -- commands ---------------------------------------------------------------------------

@@ -423,7 +423,8 @@ async def test_a_failing_duty_is_counted_and_the_other_duties_still_run(
 ) -> None:
     """The orphan scan raises (a folder vanished under it) and the expiry duty hits a
     database fault: both are counted in ``export_reconciler_errors_total{duty}``, and the
-    lease recovery and the gauges of the same pass still happen."""
+    lease recovery of the same pass still happens (the gauges are the sampler's:
+    tests/actors/test_sampler.py)."""
     running = await claim(store, await create(store))
     await exec_sql(
         store, "UPDATE file_export_task SET lease_until = {now} WHERE id = :id", {"id": running.id}
@@ -444,8 +445,6 @@ async def test_a_failing_duty_is_counted_and_the_other_duties_still_run(
         for duty in ("orphan_clean", "expire", "lease_recover")
     }
     assert errors == {"orphan_clean": 1.0, "expire": 1.0, "lease_recover": None}
-    # gauges ran after the failures: v1 never sent plus the recovered v2
-    assert metrics.registry.get_sample_value("export_outbox_pending") == 2.0
 
 
 async def test_a_second_delivery_of_a_task_held_by_another_slot_is_acked_without_a_claim(

@@ -1,0 +1,144 @@
+"""The gauge sampler: due-only outbox backlog, storage probe, series created at 0, and
+gauges on an instance whose reconciler is off."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import httpx
+import pytest
+import trio
+
+from actors.core.models import ExportDefinition, Registry
+from actors.metrics import Metrics
+from actors.pipeline.storage import LocalDirectoryStorage
+from actors.registry_source import RegistryHolder
+from actors.sampler import RECONCILER_ACTIONS, GaugeSampler
+from db.store import ExportStore
+from tests.conftest import create, exec_sql, make_settings, run_inline, running_service
+
+DEFINITION = ExportDefinition(
+    "CUSTOMER_LIST",
+    "demo-service",
+    "/internal/exports/v1/CUSTOMER_LIST/batches",
+    "platform:customer:export",
+    "PLATFORM",
+)
+
+
+def sampler(store: ExportStore, storage: LocalDirectoryStorage, metrics: Metrics) -> GaugeSampler:
+    registry = RegistryHolder(Registry({"CUSTOMER_LIST": DEFINITION}))
+    return GaugeSampler(store, storage, registry, metrics, period=1)
+
+
+def gauge(metrics: Metrics, name: str, **labels: str) -> float | None:
+    return metrics.registry.get_sample_value(name, labels)
+
+
+async def test_the_outbox_backlog_counts_due_rows_aged_from_when_they_became_due(
+    autojump_clock: trio.testing.MockClock,
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    metrics: Metrics,
+) -> None:
+    late, waiting = await create(store, user_id=1), await create(store, user_id=2)
+    # One row became due 30 s ago; the other waits out a 15-minute retry back-off and
+    # has failed to send 11 times.
+    await exec_sql(
+        store,
+        "UPDATE file_export_outbox SET next_retry_at = {now-:s} WHERE task_id = :id",
+        {"s": 30, "id": late.id},
+    )
+    await exec_sql(
+        store,
+        "UPDATE file_export_outbox SET next_retry_at = {now+:s}, attempt_count = 11"
+        " WHERE task_id = :id",
+        {"s": 900, "id": waiting.id},
+    )
+    await sampler(store, storage, metrics).sample_once()
+    assert gauge(metrics, "export_outbox_pending") == 1
+    assert gauge(metrics, "export_outbox_oldest_age_seconds") == pytest.approx(30, abs=1)
+    assert gauge(metrics, "export_outbox_max_attempt") == 11  # a row in back-off still fails
+
+
+async def test_a_retry_wait_is_not_a_backlog(
+    autojump_clock: trio.testing.MockClock,
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    metrics: Metrics,
+) -> None:
+    """The false alert of the operations issue: during a normal 15-minute retry wait the
+    outbox age read ~850 s. Now it reads 0 the whole wait, then ages from the due time."""
+    task = await create(store)
+    await exec_sql(
+        store,
+        "UPDATE file_export_outbox SET next_retry_at = {now+:s} WHERE task_id = :id",
+        {"s": 900, "id": task.id},
+    )
+    probe = sampler(store, storage, metrics)
+    await probe.sample_once()
+    await trio.sleep(850)
+    await probe.sample_once()
+    assert gauge(metrics, "export_outbox_pending") == 0
+    assert gauge(metrics, "export_outbox_oldest_age_seconds") == 0
+    await trio.sleep(60)  # due for 10 s now, and still unsent
+    await probe.sample_once()
+    assert gauge(metrics, "export_outbox_pending") == 1
+    assert gauge(metrics, "export_outbox_oldest_age_seconds") == pytest.approx(10, abs=1)
+
+
+async def test_the_storage_probe_reports_free_space_and_writability(
+    store: ExportStore, tmp_path: Path, metrics: Metrics, caplog: pytest.LogCaptureFixture
+) -> None:
+    good = LocalDirectoryStorage(tmp_path / "files", offload=run_inline)
+    await sampler(store, good, metrics).sample_once()
+    assert gauge(metrics, "export_storage_writable") == 1
+    assert (gauge(metrics, "export_storage_free_bytes") or 0) > 0
+    assert not list((tmp_path / "files" / ".probe").iterdir())  # the probe file is gone
+
+    # A storage root that became a plain file: nothing can be written under it.
+    broken_root = tmp_path / "broken"
+    broken = LocalDirectoryStorage(broken_root, offload=run_inline)
+    broken_root.rmdir()
+    broken_root.write_text("not a directory")
+    failing = sampler(store, broken, metrics)
+    with caplog.at_level(logging.INFO, logger="actors.sampler"):
+        await failing.sample_once()
+        await failing.sample_once()
+        broken_root.unlink()
+        broken_root.mkdir()
+        await failing.sample_once()
+    assert gauge(metrics, "export_storage_writable") == 1
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2, lines  # one when it fails, one when it recovers
+    assert lines[0].startswith("storage probe failed: ") and lines[1] == "storage is writable again"
+
+
+async def test_the_series_alerts_rate_over_exist_at_zero(
+    store: ExportStore, storage: LocalDirectoryStorage, metrics: Metrics
+) -> None:
+    await sampler(store, storage, metrics).sample_once()
+    for status in ("SUCCEEDED", "FAILED"):
+        labels = {"type": "CUSTOMER_LIST", "status": status}
+        assert gauge(metrics, "export_task_completed_total", **labels) == 0
+    for action in RECONCILER_ACTIONS:
+        assert gauge(metrics, "export_reconciler_action_total", action=action) == 0
+
+
+async def test_an_instance_without_the_reconciler_reports_the_gauges(tmp_path: Path) -> None:
+    """Before, only the reconciler refreshed them: a staged instance read an empty queue."""
+    settings = make_settings(
+        tmp_path,
+        reconciler_enabled=False,
+        publisher_enabled=False,  # the outbox row stays unsent: a backlog of one
+        metrics_sample_seconds=0.05,
+    )
+    async with running_service(settings) as rt:
+        await create(rt.store)
+        async with httpx.AsyncClient(base_url=rt.base_url, timeout=10) as client:
+            with trio.fail_after(30):
+                while "export_outbox_pending 1.0" not in (await client.get("/metrics")).text:
+                    await trio.sleep(0.05)
+            text = (await client.get("/metrics")).text
+    assert "export_storage_writable 1.0" in text
