@@ -21,12 +21,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import tempfile
-import uuid
 from pathlib import Path
 
 import trio
@@ -34,6 +32,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from actors.config import load_settings  # noqa: E402
+from actors.core.models import Command  # noqa: E402
 from actors.core.ports import OutgoingMessage  # noqa: E402
 from actors.transport.rocketmq import (  # noqa: E402
     RocketMQDelivery,
@@ -46,26 +45,12 @@ ARRIVAL_TIMEOUT = 30.0
 
 
 def command(transport: RocketMQTransport, task_id: int = 190000000000000001) -> OutgoingMessage:
-    """A command addressed like the publisher's, with a fresh eventId."""
-    event_id = str(uuid.uuid4())
-    body = json.dumps(
-        {
-            "schemaVersion": 1,
-            "eventId": event_id,
-            "taskId": str(task_id),
-            "exportType": "CUSTOMER_LIST",
-            "dispatchVersion": 1,
-            "occurredAt": "2026-08-03T18:00:00+08:00",
-            "traceId": "bench-" + event_id[:8],
-        }
+    """A command as the service builds it (``Command``: body and locating properties),
+    with a fresh eventId, on the command topic."""
+    cmd = Command.new(task_id, "CUSTOMER_LIST", 1, "2026-08-03T18:00:00+08:00")
+    return OutgoingMessage(
+        transport.command_topic, "EXPORT_TASK", str(task_id), cmd.to_json(), cmd.properties()
     )
-    properties = {
-        "eventId": event_id,
-        "taskId": str(task_id),
-        "dispatchVersion": "1",
-        "schemaVersion": "1",
-    }
-    return OutgoingMessage(transport.command_topic, "EXPORT_TASK", str(task_id), body, properties)
 
 
 async def received(transport: RocketMQTransport, event_id: str) -> RocketMQDelivery:
