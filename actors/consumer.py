@@ -19,7 +19,8 @@ Per delivery:
    worker process (``actors/pipeline/export_worker.py``) before the slot settles.
 4. Settle: commit fenced by version, owner, status and deadline (§8.4); on failure delete
    the file and fail or reschedule by error class (§9.1, §9.2). A lost lease writes
-   nothing (invariant 8).
+   nothing (invariant 8). The decision is ``actors/core/settlement.py``; the lease and
+   deadline maths are ``actors/core/lease.py``. This module carries them out.
 
 Database blips cost no attempt and crash nothing. Every settling write (success, retry,
 failure, hand-back) is retried until it lands or the lease margin is reached — then the
@@ -46,21 +47,33 @@ import trio
 
 from actors.claim_gate import ClaimGate
 from actors.config import Settings
+from actors.core import lease
 from actors.core.backoff import retry_backoff
 from actors.core.dispatch import NoClaim
 from actors.core.errors import (
     CommandDecodeError,
     DatabaseError,
     DeadlineExceededError,
-    ExportAbortedError,
     ExportError,
-    PermanentExportError,
     TransientDatabaseError,
     run_failure,
 )
+from actors.core.lease import WatchdogStep
 from actors.core.models import Command, Task
 from actors.core.outcomes import AbortReason, ExportResult, RetryOutcome
 from actors.core.ports import CommandTransport, Delivery, ExecutionStore, ExportStorage
+from actors.core.settlement import (
+    SHUTDOWN_RELEASE_SECONDS,
+    Ending,
+    FileFate,
+    Settlement,
+    Write,
+    abort_error,
+    deadline_message,
+    ending_of,
+    settle,
+    settle_lost_commit,
+)
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
@@ -266,23 +279,31 @@ class ConsumerSlot:
                 elif not isinstance(exc, ExportError):
                     log.exception("task %s: unexpected error in the export pipeline", ctx.task.id)
         if ctx.abort_reason is not None:
-            error = self._abort_error(ctx.abort_reason)
+            error = abort_error(ctx.abort_reason, self.settings.max_duration_minutes)
             result = None
-        if result is not None:
-            await self._commit(ctx, result)
+        settlement = self._settlement(
+            ending_of(
+                finished=result is not None,
+                error=error,
+                abort_reason=ctx.abort_reason,
+                database_fault=isinstance(error, TransientDatabaseError),
+            ),
+            ctx.task,
+        )
+        if settlement.write == Write.COMPLETE:
+            assert result is not None
+            await self._commit(ctx, result, settlement)
         else:
             assert error is not None
-            await self._settle_failure(ctx, error)
+            await self._settle_failure(ctx, error, settlement)
 
-    def _abort_error(self, reason: AbortReason) -> ExportError:
-        if reason == AbortReason.DEADLINE:
-            return DeadlineExceededError(self._deadline_message())
-        return ExportAbortedError(f"export aborted: {reason.value}")
-
-    def _deadline_message(self) -> str:
-        minutes = self.settings.max_duration_minutes
-        unit = "minute" if minutes == 1 else "minutes"
-        return f"execution exceeded the maximum duration of {minutes:g} {unit}"
+    def _settlement(self, ending: Ending, task: Task) -> Settlement:
+        return settle(
+            ending,
+            attempt_count=task.attempt_count,
+            max_attempts=task.max_attempts,
+            heartbeat_seconds=self.settings.task_heartbeat_seconds,
+        )
 
     async def _settle(
         self, ctx: RunContext, what: str, write: Callable[[], Awaitable[T]], *, margin: float
@@ -302,7 +323,9 @@ class ConsumerSlot:
         warned = False
 
         def left() -> float:
-            return self._margin_at(ctx, margin) - trio.current_time()
+            return lease.time_left(
+                trio.current_time(), ctx.lease_renewed_at, self.settings.task_lease_seconds, margin
+            )
 
         while left() > 0:
             try:
@@ -328,7 +351,7 @@ class ConsumerSlot:
                     last,
                 )
             if left() > 0:
-                await trio.sleep(min(1.0, left()))
+                await trio.sleep(lease.settle_retry_pause(left()))
         error = last or TimeoutError("the lease margin passed while the database was busy")
         log.warning(
             "task %s v%d: %s not recorded before the lease margin (%s); leaving the task "
@@ -343,7 +366,7 @@ class ConsumerSlot:
     def _margin_at(self, ctx: RunContext, margin: float) -> float:
         """``trio.current_time()`` at which the lease is ``margin`` seconds from running
         out, counted from the last renewal that landed."""
-        return ctx.lease_renewed_at + self.settings.task_lease_seconds - margin
+        return lease.margin_at(ctx.lease_renewed_at, self.settings.task_lease_seconds, margin)
 
     async def _within_lease(
         self, ctx: RunContext, margin: float, write: Callable[[], Awaitable[T]]
@@ -366,7 +389,9 @@ class ConsumerSlot:
 
             async def follow_renewals() -> None:
                 while True:
-                    await trio.sleep(self.settings.task_heartbeat_seconds / 2)
+                    await trio.sleep(
+                        lease.renewal_follow_period(self.settings.task_heartbeat_seconds)
+                    )
                     scope.deadline = self._margin_at(ctx, margin)
 
             async def run() -> None:
@@ -389,9 +414,11 @@ class ConsumerSlot:
             f"{cause} (could not be recorded: {unsettled.error})",
         )
 
-    async def _commit(self, ctx: RunContext, result: ExportResult) -> None:
+    async def _commit(self, ctx: RunContext, result: ExportResult, settlement: Settlement) -> None:
         task = ctx.task
-        margin = self.settings.task_heartbeat_seconds
+        assert settlement.write == Write.COMPLETE and settlement.margin is not None
+        assert settlement.file == FileFate.KEEP
+        margin = settlement.margin
         ok = await self._settle(
             ctx,
             "the result",
@@ -433,8 +460,15 @@ class ConsumerSlot:
             lambda: self.store.own_run_past_deadline(task, self.owner),
             margin=margin,
         )
-        if past_deadline is True:
-            await self._reschedule(ctx, DeadlineExceededError(self._deadline_message()))
+        lost = settle_lost_commit(
+            past_deadline if isinstance(past_deadline, bool) else None,
+            attempt_count=task.attempt_count,
+            max_attempts=task.max_attempts,
+            heartbeat_seconds=self.settings.task_heartbeat_seconds,
+        )
+        if lost.write == Write.SCHEDULE_RETRY:
+            error = DeadlineExceededError(deadline_message(self.settings.max_duration_minutes))
+            await self._reschedule(ctx, error, lost)
         else:
             log.warning(
                 "task %s v%d: final commit lost (version, owner or status changed); file deleted",
@@ -442,55 +476,58 @@ class ConsumerSlot:
                 task.dispatch_version,
             )
 
-    async def _settle_failure(self, ctx: RunContext, error: BaseException) -> None:
+    async def _settle_failure(
+        self, ctx: RunContext, error: BaseException, settlement: Settlement
+    ) -> None:
+        """Carry out the settlement of a run that produced no file."""
         task = ctx.task
-        await self._delete_file(ctx)
-        if isinstance(error, ExportAbortedError):
-            if ctx.abort_reason == AbortReason.SHUTDOWN:
-                # Hand the task back now instead of letting the lease run out (§14); the
-                # shield lets this one write finish even as the process winds down.
-                with trio.CancelScope(shield=True), trio.move_on_after(10):
-                    try:
-                        released = await self.store.release_lease(task, self.owner)
-                    except TransientDatabaseError as exc:
-                        log.warning(
-                            "task %s v%d interrupted by shutdown; could not hand it back (%s): "
-                            "its lease will expire",
-                            task.id,
-                            task.dispatch_version,
-                            exc,
-                        )
-                        return
+        if settlement.file == FileFate.DELETE:
+            await self._delete_file(ctx)
+        if settlement.write == Write.RELEASE_SHIELDED:
+            # Hand the task back now instead of letting the lease run out (§14); the
+            # shield lets this one write finish even as the process winds down.
+            with trio.CancelScope(shield=True), trio.move_on_after(SHUTDOWN_RELEASE_SECONDS):
+                try:
+                    released = await self.store.release_lease(task, self.owner)
+                except TransientDatabaseError as exc:
                     log.warning(
-                        "task %s v%d interrupted by shutdown; %s",
+                        "task %s v%d interrupted by shutdown; could not hand it back (%s): "
+                        "its lease will expire",
                         task.id,
                         task.dispatch_version,
-                        "handed back as a new version" if released else "lease already lost",
+                        exc,
                     )
-                return
-            if ctx.abort_reason == AbortReason.WATCHDOG_FAILED:
-                # The database, not the export, stopped the run: hand the task back
-                # without counting the attempt if the database answers before the lease
-                # runs out; else the reconciler recovers it, told why.
-                await self._hand_back(ctx, "its lease could not be renewed", margin=0.0)
-                return
+                    return
+                log.warning(
+                    "task %s v%d interrupted by shutdown; %s",
+                    task.id,
+                    task.dispatch_version,
+                    "handed back as a new version" if released else "lease already lost",
+                )
+            return
+        if settlement.write == Write.NOTHING:
             log.warning(
                 "task %s v%d aborted: %s; nothing written", task.id, task.dispatch_version, error
             )
             return
-        if isinstance(error, TransientDatabaseError):
-            await self._hand_back(
-                ctx,
-                f"the database was unavailable during the run ({error})",
-                margin=self.settings.task_heartbeat_seconds,
+        assert settlement.margin is not None
+        if settlement.write == Write.HAND_BACK:
+            # The database, not the export, stopped the run: hand the task back without
+            # counting the attempt if the database answers before the margin; else the
+            # reconciler recovers it, told why.
+            cause = (
+                "its lease could not be renewed"
+                if settlement.ending == Ending.WATCHDOG_FAILED
+                else f"the database was unavailable during the run ({error})"
             )
+            await self._hand_back(ctx, cause, margin=settlement.margin)
             return
-        if isinstance(error, PermanentExportError):
+        if settlement.write == Write.FAIL:
             failed = await self._settle(
                 ctx,
                 "the failure",
                 lambda: self.store.fail_task(task, self.owner, str(error)),
-                margin=self.settings.task_heartbeat_seconds,
+                margin=settlement.margin,
             )
             if isinstance(failed, Unsettled):
                 self._note_unsettled(ctx, str(error), failed)
@@ -498,7 +535,7 @@ class ConsumerSlot:
                 self.metrics.task_completed.labels(task.export_type, "FAILED").inc()
                 log.warning("task %s v%d FAILED: %s", task.id, task.dispatch_version, error)
             return
-        await self._reschedule(ctx, error)
+        await self._reschedule(ctx, error, settlement)
 
     async def _hand_back(self, ctx: RunContext, cause: str, *, margin: float) -> None:
         """PENDING at a new version with the attempt not counted (``release_lease``): the
@@ -523,15 +560,18 @@ class ConsumerSlot:
             else "lease already lost",
         )
 
-    async def _reschedule(self, ctx: RunContext, error: BaseException) -> None:
+    async def _reschedule(
+        self, ctx: RunContext, error: BaseException, settlement: Settlement
+    ) -> None:
         task = ctx.task
+        assert settlement.write == Write.SCHEDULE_RETRY and settlement.margin is not None
         # attempt_count was incremented by the claim: it counts the failed attempt.
         delay = retry_backoff(task.attempt_count, self.rand(), self.settings.retry_backoff_seconds)
         outcome = await self._settle(
             ctx,
             "the retry",
             lambda: self.store.schedule_retry(task, self.owner, str(error), delay),
-            margin=self.settings.task_heartbeat_seconds,
+            margin=settlement.margin,
         )
         if isinstance(outcome, Unsettled):
             self._note_unsettled(ctx, str(error), outcome)
@@ -576,36 +616,37 @@ class ConsumerSlot:
         the lease would run out, then aborts: a dead watchdog must never leave the run
         unprotected."""
         heartbeat = self.settings.task_heartbeat_seconds
-        lease = self.settings.task_lease_seconds
+        lease_seconds = self.settings.task_lease_seconds
         while True:
             await trio.sleep(heartbeat)
             # Keep trying (the store backs off inside the call) until one heartbeat
             # before the lease would run out, then abort: never run unprotected.
-            abort_at = ctx.lease_renewed_at + lease - heartbeat
+            abort_at = lease.watchdog_abort_at(ctx.lease_renewed_at, lease_seconds, heartbeat)
             failure: BaseException | None = None
             renewed: bool | None = None
-            with trio.move_on_after(max(0.0, abort_at - trio.current_time())):
+            with trio.move_on_after(lease.renewal_budget(trio.current_time(), abort_at)):
                 try:
-                    renewed = await self.store.renew_lease(ctx.task, self.owner, lease)
+                    renewed = await self.store.renew_lease(ctx.task, self.owner, lease_seconds)
                 except TransientDatabaseError as exc:
                     failure = exc
                     log.warning("task %s: lease renewal failed: %s", ctx.task.id, exc)
                 except Exception as exc:
                     failure = exc
                     log.exception("task %s: lease renewal failed", ctx.task.id)
-            if renewed is None:
-                if trio.current_time() + heartbeat > abort_at:
-                    log.warning(
-                        "task %s v%d: no lease renewal for %.0fs (%s); aborting the run",
-                        ctx.task.id,
-                        ctx.task.dispatch_version,
-                        trio.current_time() - ctx.lease_renewed_at,
-                        failure or "renewal still in flight",
-                    )
-                    ctx.abort(AbortReason.WATCHDOG_FAILED)
-                    return
+            step = lease.after_renewal(renewed, trio.current_time(), abort_at, heartbeat)
+            if step == WatchdogStep.KEEP_TRYING:
                 continue
-            if not renewed:
+            if step == WatchdogStep.ABORT_UNRENEWED:
+                log.warning(
+                    "task %s v%d: no lease renewal for %.0fs (%s); aborting the run",
+                    ctx.task.id,
+                    ctx.task.dispatch_version,
+                    trio.current_time() - ctx.lease_renewed_at,
+                    failure or "renewal still in flight",
+                )
+                ctx.abort(AbortReason.WATCHDOG_FAILED)
+                return
+            if step == WatchdogStep.LOST:
                 # Lease lost, version bumped, or the deadline passed (§8.3.1 folds the
                 # deadline into the renewal); tell the two apart for the settle step.
                 try:
@@ -628,9 +669,8 @@ class ConsumerSlot:
         The deadline was computed by the DB clock at claim; here it becomes a duration on
         trio's monotonic clock, so instance clock skew cannot move it. The fenced final
         commit re-checks it by DB time, so this guard only makes the abort prompt."""
-        task = ctx.task
-        if task.execution_deadline_at is None or task.started_at is None:
+        delay = lease.deadline_delay(ctx.task.started_at, ctx.task.execution_deadline_at)
+        if delay is None:
             return
-        remaining = (task.execution_deadline_at - task.started_at).total_seconds()
-        await trio.sleep(max(0.0, remaining))
+        await trio.sleep(delay)
         ctx.abort(AbortReason.DEADLINE)

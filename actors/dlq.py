@@ -15,6 +15,7 @@ import logging
 import trio
 
 from actors.core.backoff import DLQ_RETRY_BACKOFF
+from actors.core.command_message import read_locator
 from actors.core.errors import TransientDatabaseError
 from actors.core.outcomes import QuarantineOutcome
 from actors.core.ports import CommandTransport, Delivery, QuarantineStore
@@ -42,11 +43,7 @@ class DlqHandler:
         self.metrics.dlq_messages.inc()
         props = dict(delivery.properties)
         try:
-            event_id = props["eventId"]
-            task_id = int(props["taskId"])
-            version = int(props["dispatchVersion"])
-            if not event_id:
-                raise ValueError("empty eventId")
+            locator = read_locator(props)
         except (KeyError, ValueError) as exc:
             log.critical(
                 "DLQ message %s lacks locating properties (%s); acked without "
@@ -57,6 +54,7 @@ class DlqHandler:
             )
             await delivery.ack()
             return None
+        event_id, task_id, version = locator.event_id, locator.task_id, locator.dispatch_version
         reason = (
             f"undecodable command after {delivery.reconsume_times + 1} deliveries "
             f"(message {delivery.message_id})"
@@ -84,6 +82,7 @@ class DlqHandler:
                 event_id,
                 version,
             )
+            await self._count_failed(task_id)
         else:
             log.warning(
                 "DLQ message for task %s event %s v%d matches no current attempt "
@@ -94,3 +93,15 @@ class DlqHandler:
             )
         await delivery.ack()
         return outcome
+
+    async def _count_failed(self, task_id: int) -> None:
+        """A quarantined task is FAILED like any other: count it in
+        ``export_task_completed_total{status="FAILED"}``, so the failure-rate alert sees
+        poison too. Metrics only: a read that fails is logged and skipped."""
+        try:
+            task = await self.store.get_task(task_id)
+        except TransientDatabaseError as exc:
+            log.warning("quarantined task %s not counted as FAILED: %s", task_id, exc)
+            return
+        if task is not None:
+            self.metrics.task_completed.labels(task.export_type, "FAILED").inc()

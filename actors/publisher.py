@@ -13,15 +13,15 @@ reconciler then releases them and they are sent again — a harmless duplicate.
 
 from __future__ import annotations
 
-import json
 import logging
 
 import trio
 
 from actors.config import Settings
 from actors.core.backoff import LoopBackoff, publish_backoff
+from actors.core.command_message import locating_properties, payload_schema_version
 from actors.core.errors import TransientDatabaseError
-from actors.core.models import COMMAND_SCHEMA_VERSION, OutboxRow
+from actors.core.models import OutboxRow
 from actors.core.ports import CommandTransport, OutboxStore, OutgoingMessage
 from actors.metrics import Metrics
 from actors.wakeup import Wakeup
@@ -38,22 +38,19 @@ DB_WARNING_INTERVAL_SECONDS = 30.0
 
 def outgoing_message(row: OutboxRow) -> OutgoingMessage:
     """The message for an outbox row: body = stored payload; the four locating fields as
-    properties, taken from the outbox columns, which equal the payload's (§6.4)."""
-    try:
-        schema_version = json.loads(row.payload_json).get("schemaVersion", COMMAND_SCHEMA_VERSION)
-    except (ValueError, AttributeError):
-        schema_version = COMMAND_SCHEMA_VERSION
+    properties, taken from the outbox columns, which equal the payload's (§6.4; built by
+    ``actors/core/command_message.py``)."""
     return OutgoingMessage(
         topic=row.topic,
         tag=row.tag,
         key=row.message_key,
         body=row.payload_json,
-        properties={
-            "eventId": row.event_id,
-            "taskId": str(row.task_id),
-            "dispatchVersion": str(row.dispatch_version),
-            "schemaVersion": str(schema_version),
-        },
+        properties=locating_properties(
+            row.event_id,
+            row.task_id,
+            row.dispatch_version,
+            payload_schema_version(row.payload_json),
+        ),
     )
 
 

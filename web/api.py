@@ -1,9 +1,9 @@
 """The export-task API (§5): create, list, detail, download, retry.
 
 Business outcomes answer HTTP 200 with the envelope; ``code == "200"`` means success
-(§5). A missing or invalid token answers 401. Ownership follows §12: tenant + app +
-requester, or ``platform:download:all`` for every requester of the caller's tenant and
-app. A task the caller may not see is reported as not found, so ids do not leak.
+(§5). A missing or invalid token answers 401. Who may see, create, download and retry a
+task is decided in ``actors/core/access.py``; the core's refusals become envelope codes
+in ``web/errors.py``.
 """
 
 from __future__ import annotations
@@ -11,27 +11,39 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from quart import Blueprint, Response, current_app, request
+from quart import Blueprint, Response, current_app, jsonify, request
 
-from actors.core.errors import ApiError
-from actors.core.limits import normalise_parameters, parse_json_body
-from actors.core.models import DOWNLOAD_ALL_PERMISSION, Principal, Task, TaskStatus
+from actors.core.access import (
+    authorise,
+    check_retryable,
+    downloadable_key,
+    parse_task_id,
+    sees_all_requesters,
+    visible_task,
+)
+from actors.core.errors import RequestError
+from actors.core.limits import create_request, list_query, normalise_parameters, parse_json_body
+from actors.core.models import ExportDefinition, Principal, Task
 from actors.core.outcomes import CreateOutcome, NewTask
 from actors.core.text import content_disposition
 from db.transitions import LIST_TOTAL_CAP
 from web.auth import principal_from_header
+from web.errors import ApiError, api_error
 from web.serialize import envelope, task_json
 from web.services import Services
 
 log = logging.getLogger("web.api")
 
 PREFIX = "/api/platform/v1/files/export-tasks"
-MAX_TASK_NAME = 128
-MAX_PAGE_SIZE = 100
-MAX_PAGE = 1_000_000
-MAX_ID = 2**63 - 1  # ids are BIGINT
 
 api = Blueprint("export_tasks", __name__)
+
+
+@api.app_errorhandler(RequestError)
+async def _refused(exc: RequestError) -> Any:
+    """A refusal of the core, answered with its envelope code (``web/errors.py``)."""
+    err = api_error(exc)
+    return jsonify(envelope(None, code=err.code, message=err.message)), err.http_status
 
 
 def services() -> Services:
@@ -46,63 +58,32 @@ def ok(data: Any, message: str = "success") -> dict[str, Any]:
     return envelope(data, message=message)
 
 
-def owns(principal: Principal, task: Task) -> bool:
-    """§12 ownedTask: same tenant and app, and the requester or download:all."""
-    return (
-        task.tenant_id == principal.tenant_id
-        and task.app_code == principal.app_code.value
-        and (task.requested_by == principal.user_id or principal.has(DOWNLOAD_ALL_PERMISSION))
-    )
-
-
 async def owned_task(principal: Principal, raw_id: str) -> Task:
-    try:
-        task_id = int(raw_id)
-    except ValueError:
-        raise ApiError("400", f"invalid task id {raw_id!r}") from None
-    if not 0 < task_id <= MAX_ID:
-        raise ApiError("404", f"export task {raw_id} not found")
-    task = await services().api_store.get_task(task_id)
-    if task is None or not owns(principal, task):
-        raise ApiError("404", f"export task {raw_id} not found")
-    return task
+    """The task of a request path, if the caller may see it (``actors/core/access.py``)."""
+    task_id = parse_task_id(raw_id)
+    return visible_task(principal, await services().api_store.get_task(task_id), raw_id)
 
 
-def check_definition(principal: Principal, export_type: str) -> Any:
-    """Registry checks of create and manual retry (§9.3, §10.4, §12): registered,
-    enabled, app scope and required permission. Returns the definition."""
-    definition = services().registry.current.get(export_type)
-    if definition is None:
-        raise ApiError("400", f"unknown export type {export_type!r}")
-    if not definition.enabled:
-        raise ApiError("403", f"export type {export_type} is disabled")
-    if definition.app_scope != principal.app_code:
-        raise ApiError(
-            "403", f"export type {export_type} is not available to app {principal.app_code.value}"
-        )
-    if not principal.has(definition.required_permission):
-        raise ApiError("403", f"missing permission {definition.required_permission}")
-    return definition
+def check_definition(principal: Principal, export_type: str) -> ExportDefinition:
+    """The registry entry in force for ``export_type``, if the caller may use it
+    (``authorise`` in ``actors/core/access.py``)."""
+    return authorise(export_type, services().registry.current.get(export_type), principal)
 
 
 @api.post(PREFIX)
 async def create_task() -> Any:
     principal = caller()
-    body = parse_json_body(await request.get_data(cache=False))
-    export_type = body.get("exportType")
-    if not isinstance(export_type, str) or not export_type:
-        raise ApiError("400", "exportType is required")
-    fmt = body.get("format") or "XLSX"
-    if fmt != "XLSX":
-        raise ApiError("400", "format must be XLSX (the only supported format)")
-    task_name = body.get("taskName") or export_type
-    if not isinstance(task_name, str) or len(task_name) > MAX_TASK_NAME:
-        raise ApiError("400", f"taskName must be a string of at most {MAX_TASK_NAME} characters")
+    fields = create_request(
+        parse_json_body(await request.get_data(cache=False, as_text=False, parse_form_data=False))
+    )
+    export_type = fields.export_type
     definition = check_definition(principal, export_type)
-    params = normalise_parameters(body.get("parameters"))
+    params = normalise_parameters(fields.parameters)
     svc = services()
     result = await svc.api_store.create_task(
-        NewTask(export_type, task_name, fmt, params, principal, definition.max_attempts),
+        NewTask(
+            export_type, fields.task_name, fields.format, params, principal, definition.max_attempts
+        ),
         svc.create_limits,
     )
     if result.outcome == CreateOutcome.USER_LIMIT:
@@ -139,22 +120,17 @@ def _type_reserved_message(export_type: str) -> str:
 @api.get(PREFIX)
 async def list_tasks() -> Any:
     principal = caller()
-    status = request.args.get("status") or None
-    if status is not None and status not in TaskStatus.__members__:
-        raise ApiError("400", f"status must be one of {', '.join(TaskStatus.__members__)}")
-    try:
-        page = int(request.args.get("page", "1"))
-        size = int(request.args.get("pageSize", "20"))
-    except ValueError:
-        raise ApiError("400", "page and pageSize must be integers") from None
-    if not 1 <= page <= MAX_PAGE or not 1 <= size <= MAX_PAGE_SIZE:
-        raise ApiError("400", f"page must be 1..{MAX_PAGE} and pageSize 1..{MAX_PAGE_SIZE}")
+    query = list_query(
+        request.args.get("status"),
+        request.args.get("page", "1"),
+        request.args.get("pageSize", "20"),
+    )
     tasks, total = await services().api_store.list_tasks(
         principal,
-        all_users=principal.has(DOWNLOAD_ALL_PERMISSION),
-        status=status,
-        limit=size,
-        offset=(page - 1) * size,
+        all_users=sees_all_requesters(principal),
+        status=query.status,
+        limit=query.page_size,
+        offset=query.offset,
     )
     # GitHub's search API does the same (total_count + incomplete_results): past the cap
     # the list says "at least" instead of counting a tenant's whole history.
@@ -163,8 +139,8 @@ async def list_tasks() -> Any:
             "items": [task_json(t) for t in tasks],
             "total": str(min(total, LIST_TOTAL_CAP)),
             "totalCapped": total > LIST_TOTAL_CAP,
-            "page": page,
-            "pageSize": size,
+            "page": query.page,
+            "pageSize": query.page_size,
         }
     )
 
@@ -177,16 +153,11 @@ async def get_task(task_id: str) -> Any:
 @api.get(PREFIX + "/<task_id>/download")
 async def download(task_id: str) -> Any:
     task = await owned_task(caller(), task_id)
-    if task.status == TaskStatus.EXPIRED:
-        raise ApiError("410", "the file has expired and was deleted")
-    if task.status != TaskStatus.SUCCEEDED or not task.object_key:
-        raise ApiError(
-            "409", f"the task is {task.status.value}; only SUCCEEDED tasks can be downloaded"
-        )
+    object_key = downloadable_key(task)
     storage = services().storage
-    size = await storage.size(task.object_key)
+    size = await storage.size(object_key)
     if size is None:
-        log.error("task %s: file %s missing from storage", task.id, task.object_key)
+        log.error("task %s: file %s missing from storage", task.id, object_key)
         raise ApiError("404", "the export file is missing from storage")
     headers = {
         "Content-Disposition": content_disposition(task.file_name or f"{task.task_no}.xlsx"),
@@ -194,7 +165,7 @@ async def download(task_id: str) -> Any:
         "Cache-Control": "no-store",
     }
     return Response(
-        storage.load(task.object_key),
+        storage.load(object_key),
         status=200,
         content_type=task.content_type or "application/octet-stream",
         headers=headers,
@@ -205,8 +176,7 @@ async def download(task_id: str) -> Any:
 async def retry(task_id: str) -> Any:
     principal = caller()
     task = await owned_task(principal, task_id)
-    if task.status != TaskStatus.FAILED:
-        raise ApiError("409", f"only FAILED tasks can be retried; the task is {task.status.value}")
+    check_retryable(task)
     # §9.3: identity, tenant, permission and enabled are checked again now.
     check_definition(principal, task.export_type)
     svc = services()

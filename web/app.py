@@ -19,8 +19,9 @@ from quart import Response, jsonify, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
-from actors.core.errors import ApiError, TransientDatabaseError
+from actors.core.errors import TransientDatabaseError
 from web.api import api
+from web.errors import ApiError
 from web.page import page
 from web.serialize import envelope
 from web.services import Services

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 
 import jwt
 
-from actors.core.errors import ApiError
 from actors.core.models import AppCode, Principal
+from web.errors import ApiError
 
 ALGORITHM = "HS256"
 DEFAULT_TTL_SECONDS = 12 * 3600

@@ -30,14 +30,27 @@ import quart
 import trio
 from quart import Blueprint, Response, request
 
-from actors.core.errors import ApiError
+from actors.core.errors import ParameterError
 from actors.core.limits import parse_json_body
 from actors.core.models import AppCode, ColumnDef, ColumnType
+from actors.core.provider_contract import (
+    MAX_BATCH_LIMIT,
+    SERVICE_TOKEN_HEADER,
+    batch_data,
+    batches_path,
+    column_json,
+    request_app_code,
+    request_id,
+    request_limit,
+    request_parameters,
+    request_snapshot_token,
+    response_envelope,
+)
+from web.errors import envelope_code
 
 EXPORT_TYPE = "CUSTOMER_LIST"
 #: The route the registry's ``provider-path`` points at (§10.3).
-PROVIDER_PATH = f"/internal/exports/v1/{EXPORT_TYPE}/batches"
-SERVICE_TOKEN_HEADER = "X-Internal-Service-Token"
+PROVIDER_PATH = batches_path(EXPORT_TYPE)
 #: The ``provider-service`` name the service mounts this Provider under.
 DEMO_SERVICE = "demo-service"
 
@@ -75,7 +88,7 @@ def demo_registry_yaml(
 
 
 #: Largest ``limit`` a request may ask for (§10.3: batch-size ∈ [50, 1000]).
-MAX_LIMIT = 1000
+MAX_LIMIT = MAX_BATCH_LIMIT
 #: Largest synthetic table (``rowCount``).
 MAX_ROW_COUNT = 1_000_000
 #: Ids examined per request when filters are active. A filter that matches little would
@@ -97,16 +110,7 @@ DEMO_COLUMNS: tuple[ColumnDef, ...] = (
 )
 
 
-def _column_json(column: ColumnDef) -> dict[str, Any]:
-    return {
-        "key": column.key,
-        "title": column.title,
-        "type": column.type.value,
-        "width": column.width,
-    }
-
-
-_COLUMNS_JSON: list[dict[str, Any]] = [_column_json(c) for c in DEMO_COLUMNS]
+_COLUMNS_JSON: list[dict[str, Any]] = [column_json(c) for c in DEMO_COLUMNS]
 
 #: ``"sha256:" + sha256(canonical JSON of the columns)``: sorted keys, no spaces, UTF-8.
 #: Equal columns give an equal hash in every process and run.
@@ -296,11 +300,15 @@ def create_demo_provider_blueprint(
         if not hmac.compare_digest(presented.encode("utf-8", "replace"), expected_token):
             return _envelope("401", "invalid internal service token", None, http_status=401)
         try:
-            body = parse_json_body(await request.get_data(cache=False))
-        except ApiError as exc:
-            return _envelope(exc.code, exc.message, None)
+            body = parse_json_body(
+                await request.get_data(cache=False, as_text=False, parse_form_data=False)
+            )
+        except ParameterError as exc:
+            return _envelope(envelope_code(exc), exc.message, None)
         try:
             data = _answer(body, snapshot_secret, default_rows)
+        except ParameterError as exc:  # outside the contract (actors/core/provider_contract.py)
+            return _envelope(envelope_code(exc), exc.message, None)
         except _BadRequest as exc:
             return _envelope(exc.code, exc.message, None)
         return _envelope("200", "success", data)
@@ -312,24 +320,14 @@ def _answer(body: Any, secret: bytes, default_rows: int) -> dict[str, Any]:
     """The ``data`` of one batch. Raises _BadRequest for requests outside the contract."""
     if not isinstance(body, dict):
         raise _BadRequest("400", "request body must be a JSON object")
-    tenant_id = _required_id(body, "tenantId")
-    app_code = body.get("appCode")
-    if not isinstance(app_code, str) or not app_code:
-        raise _BadRequest("400", "appCode is required")
-    if app_code not in AppCode.__members__:
-        raise _BadRequest("400", f"appCode must be one of {', '.join(AppCode.__members__)}")
-    _required_id(body, "requestedBy")
+    tenant_id = request_id(body, "tenantId")
+    app_code = request_app_code(body)
+    request_id(body, "requestedBy")
     if app_code != AppCode.PLATFORM:
         raise _BadRequest("403", f"{EXPORT_TYPE} is a PLATFORM export")
-    limit = body.get("limit")
-    if not _is_int(limit) or not 1 <= limit <= MAX_LIMIT:
-        raise _BadRequest("400", f"limit must be an integer in 1..{MAX_LIMIT}")
+    limit = request_limit(body)
 
-    parameters = body.get("parameters")
-    if parameters is None:
-        parameters = {}
-    if not isinstance(parameters, dict):
-        raise _BadRequest("400", "parameters must be an object")
+    parameters = request_parameters(body)
     row_count = _row_count(parameters.get("rowCount"), default_rows)
     # An empty string means "no filter", as a search form sends it.
     status = parameters.get("status")
@@ -346,9 +344,7 @@ def _answer(body: Any, secret: bytes, default_rows: int) -> dict[str, Any]:
     raw_cursor = body.get("cursor")
     if raw_cursor is not None and not (isinstance(raw_cursor, str) and _is_digits(raw_cursor)):
         raise _BadRequest("400", "cursor must be null or a string of digits")
-    token = body.get("snapshotToken")
-    if token is not None and not isinstance(token, str):
-        raise _BadRequest("400", "snapshotToken must be a string")
+    token = request_snapshot_token(body)
 
     first = raw_cursor is None
     if first:
@@ -366,19 +362,16 @@ def _answer(body: Any, secret: bytes, default_rows: int) -> dict[str, Any]:
     cursor = int(raw_cursor) if raw_cursor is not None else 0
 
     rows, last_seen = _page(cursor, upper, limit, status, keyword)
-    data: dict[str, Any] = {
-        "schemaVersion": 1,
-        "schemaHash": DEMO_SCHEMA_HASH,
-        "snapshotToken": token,
-        "rows": rows,
-        "nextCursor": str(last_seen),
-        "hasMore": last_seen < upper,
-        "totalRows": _estimate_total(upper, status),
-    }
-    if first:
-        # Later batches may omit columns; the schemaHash stands for them (§10.1).
-        data["columns"] = _COLUMNS_JSON
-    return data
+    # Later batches omit columns; the schemaHash stands for them (§10.1).
+    return batch_data(
+        schema_hash=DEMO_SCHEMA_HASH,
+        snapshot_token=token,
+        rows=rows,
+        next_cursor=str(last_seen),
+        has_more=last_seen < upper,
+        total_rows=_estimate_total(upper, status),
+        columns=_COLUMNS_JSON if first else None,
+    )
 
 
 def _page(
@@ -423,22 +416,12 @@ def _row_count(value: Any, default_rows: int) -> int:
     return int(value)
 
 
-def _required_id(body: Mapping[str, Any], name: str) -> int:
-    # 64-bit ids travel as strings (§5); a bare number is accepted too.
-    value = body.get(name)
-    if isinstance(value, str) and _is_digits(value):
-        return int(value)
-    if _is_int(value) and value >= 0:
-        return int(value)
-    raise _BadRequest("400", f"{name} is required")
-
-
 def _envelope(code: str, message: str, data: Any, *, http_status: int = 200) -> Response:
     # Serialised here rather than by Quart's provider: no key sorting, compact, UTF-8 as is;
     # a 1000-row batch is about 250 KB, far under the 4 MB client limit (§12).
     # msgspec, not json.dumps: the same compact UTF-8 text, ~10 times faster, so the demo
     # Provider spends its CPU on building rows rather than on serialising them.
-    payload = _ENCODER.encode({"code": code, "message": message, "data": data})
+    payload = _ENCODER.encode(response_envelope(code, message, data))
     return Response(payload, status=http_status, content_type="application/json; charset=utf-8")
 
 

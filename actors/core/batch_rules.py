@@ -1,5 +1,10 @@
-"""Cross-batch rules of one export run: the cursor must make progress, and the run must fit
-the registry's limits. Pure: no IO, no clock; fed one batch at a time.
+"""Cross-batch rules of one export run: the snapshot stays the same, the cursor must make
+progress, and the run must fit the registry's limits. Pure: no IO, no clock; fed one batch
+at a time. Each batch was first checked alone by :mod:`actors.core.provider_contract`.
+
+:class:`SnapshotPin` holds the first batch's ``schemaHash`` and ``snapshotToken``, which no
+later batch may change (:class:`ProviderContractError`, permanent), and
+:func:`check_batch_rows` holds each batch to the ``limit`` asked for.
 
 A Provider that keeps answering ``hasMore: true`` could hold a consumer slot until the
 per-run deadline (30 minutes at ~20 requests/s), so :class:`BatchGuard` stops the run at the
@@ -34,7 +39,13 @@ from __future__ import annotations
 import hashlib
 import math
 
-from actors.core.errors import CursorNotAdvancingError, LimitExceededError
+from actors.core.errors import (
+    CursorNotAdvancingError,
+    LimitExceededError,
+    ProviderContractError,
+)
+from actors.core.models import ColumnDef
+from actors.core.provider_contract import clip
 from actors.core.text import quote_outside
 
 #: Empty batches with ``hasMore`` true tolerated in a row. A Provider that filters while it
@@ -178,3 +189,56 @@ def final_total_rows(announced: int | None, written: int) -> tuple[int, str | No
         f"provider announced totalRows {announced} but its last batch ended after "
         f"{written} rows ({announced - written} fewer)"
     )
+
+
+class SnapshotPin:
+    """The first batch's ``schemaHash`` and ``snapshotToken``, which every later batch of
+    the run must keep. Feed it each batch in order (:meth:`check`); the
+    token to echo in the next request is :attr:`token`."""
+
+    def __init__(self) -> None:
+        self.schema_hash: str | None = None
+        self.token: str | None = None
+
+    def check(
+        self,
+        *,
+        columns: tuple[ColumnDef, ...] | None,
+        schema_hash: str,
+        snapshot_token: str | None,
+    ) -> None:
+        """Check one batch (after :func:`parse_batch_data`).
+
+        Raises:
+            ProviderContractError: the first batch carries no columns; a later batch has
+                another ``schemaHash`` (the Provider changed its columns mid-export) or a
+                snapshot token other than the one echoed. A later batch may omit the
+                token (it is already held) but must not swap it: a new snapshot would mix
+                rows from two points in time.
+        """
+        if self.schema_hash is None:
+            if not columns:
+                raise ProviderContractError("the first batch carries no columns (§10.1)")
+            self.schema_hash = schema_hash
+            self.token = snapshot_token
+            return
+        if schema_hash != self.schema_hash:
+            raise ProviderContractError(
+                f"schemaHash changed between batches ({clip(self.schema_hash)} -> "
+                f"{clip(schema_hash)}): the Provider changed its columns during "
+                "the export (§10.1)"
+            )
+        if snapshot_token is not None and snapshot_token != self.token:
+            raise ProviderContractError("snapshotToken changed between batches (§10.2)")
+
+
+def check_batch_rows(row_count: int, limit: int) -> None:
+    """A batch holds at most the ``limit`` asked for (the registry's ``batch-size``).
+
+    Raises:
+        ProviderContractError: more rows than ``limit``.
+    """
+    if row_count > limit:
+        raise ProviderContractError(
+            f"batch has {row_count} rows; the batch-size limit is {limit} rows"
+        )

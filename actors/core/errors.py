@@ -6,7 +6,7 @@ The hierarchy::
     ├── ConfigError                  invalid environment variable; start-up stops
     ├── RegistryError                registry file breaks a §10.3 rule (key + rule named)
     ├── CommandDecodeError           a command body cannot be decoded: poison (§6.4)
-    ├── ApiError                     a business outcome for the HTTP envelope (§5)
+    ├── ApiError                     (web/errors.py) an outcome for the HTTP envelope
     ├── DatabaseError                the database failed (subclasses raised by db.database)
     │   ├── TransientDatabaseError   a fault that may pass: retried, a run is handed back
     │   │   └── (db.database) RetryableDatabaseError, ConnectionLostError,
@@ -16,6 +16,9 @@ The hierarchy::
     ├── TransportError               the command transport failed; never an export's fate
     │   ├── TransportStartError      the transport cannot start; the service does not start
     │   └── TransportSendError       a send did not reach the broker; the outbox row backs off
+    ├── RequestError                 the core refuses a request; web maps it to a code
+    │   ├── ParameterError           a request field or body breaks a rule
+    │   └── Refused                  the caller may not do this (``Refusal`` says why)
     └── ExportError                  something stopped one export run (§9.1)
         ├── PermanentExportError     business error: task FAILED at once, no retry
         │   ├── LimitExceededError   max-rows, 50 MB file size, 100 columns … (§11, §12)
@@ -45,6 +48,7 @@ escaped and URL credentials redacted (:mod:`actors.core.text`).
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import ClassVar
 
 from actors.core.db_retry import DbFault
@@ -79,22 +83,6 @@ class CommandDecodeError(ExportCenterError):
     This is the only reason a consumer does not ack a message (§6.4); after the
     redelivery limit the message goes to the dead-letter channel (§9.4).
     """
-
-
-class ApiError(ExportCenterError):
-    """A business outcome reported in the envelope ``{"code", "message", "data"}`` (§5).
-
-    Attributes:
-        code: the envelope code as a string, e.g. ``"400"``, ``"403"``, ``"429"``.
-        http_status: the HTTP status; 200 for business outcomes (§5), 401 for a missing
-            or invalid bearer token.
-    """
-
-    def __init__(self, code: str, message: str, *, http_status: int = 200) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.http_status = http_status
 
 
 class DatabaseError(ExportCenterError):
@@ -142,6 +130,66 @@ class TransportStartError(TransportError):
 class TransportSendError(TransportError):
     """A send did not reach the broker (or the transport is closed). The publisher puts
     the outbox row back with backoff and sends it again; sending never gives up."""
+
+
+class RequestError(ExportCenterError):
+    """Base of the refusals the core decides about a request (its body, its parameters,
+    the caller's access). The core names no HTTP or envelope code: ``web/errors.py`` maps
+    each class (and ``Refused.reason``) to the envelope code, in one place.
+
+    Attributes:
+        message: the refusal in words, shown to the caller as the envelope ``message``.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ParameterError(RequestError):
+    """A request field or the request body breaks a rule: malformed JSON, a limit of
+    ``parameters``, an unknown export type. Not for access: see :class:`Refused`.
+
+    Attributes:
+        field: the offending field as a path, e.g. ``"parameters.k[0]"``, ``"exportType"``,
+            or ``"body"`` for the body as a whole.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class Refusal(StrEnum):
+    """Why a caller may not do what it asked (:class:`Refused`)."""
+
+    #: The task does not exist, or the caller may not see it (ids do not leak).
+    NOT_FOUND = "not_found"
+    #: The export type is disabled in the registry.
+    DISABLED = "disabled"
+    #: The export type belongs to another app than the caller's.
+    OUT_OF_SCOPE = "out_of_scope"
+    #: The caller lacks the permission the export type requires.
+    MISSING_PERMISSION = "missing_permission"
+    #: The task's file expired and was deleted: nothing to download any more.
+    FILE_EXPIRED = "file_expired"
+    #: The task has no file to download (it is not SUCCEEDED).
+    NOT_DOWNLOADABLE = "not_downloadable"
+    #: The task cannot be retried by hand (it is not FAILED), or changed meanwhile.
+    NOT_RETRYABLE = "not_retryable"
+
+
+class Refused(RequestError):
+    """The caller is known but may not do this (see :class:`Refusal`). A well-formed
+    request that breaks no parameter rule; not for a malformed one (:class:`ParameterError`).
+
+    Attributes:
+        reason: why, as a :class:`Refusal`.
+    """
+
+    def __init__(self, reason: Refusal, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class ExportError(ExportCenterError):

@@ -2,7 +2,10 @@
 
 ``parameters`` of a create request: at most 20 keys, serialised JSON at most 4 KB,
 strings at most 256 characters, nesting depth at most 2 (the top-level object is depth 1,
-so a value may be an object or list of scalars but no deeper).
+so a value may be an object or list of scalars but no deeper). The other fields of a create
+request (:func:`create_request`) and the query of the task list (:func:`list_query`) are
+checked here too. Every refusal is a :class:`ParameterError` naming the field; the web layer
+turns it into the envelope (``web/errors.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from actors.core.errors import ApiError
+from actors.core.errors import ParameterError
+from actors.core.models import TaskStatus
 from actors.core.text import has_utf8_form
 
 MAX_KEYS = 20
@@ -39,37 +43,39 @@ def normalise_parameters(parameters: Any) -> NormalisedParameters:
     check (§14: "参数 JSON 需规范化后比较").
 
     Raises:
-        ApiError: code "400" naming the limit that was broken.
+        ParameterError: naming the limit that was broken and the offending field.
     """
     if parameters is None:
         parameters = {}
     if not isinstance(parameters, dict):
-        raise ApiError("400", "parameters must be a JSON object")
+        raise ParameterError("parameters", "parameters must be a JSON object")
     if len(parameters) > MAX_KEYS:
-        raise ApiError("400", f"parameters may have at most {MAX_KEYS} keys")
+        raise ParameterError("parameters", f"parameters may have at most {MAX_KEYS} keys")
     _check_value(parameters, depth=1, path="parameters")
     text = json.dumps(parameters, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     if len(text.encode()) > MAX_JSON_BYTES:
-        raise ApiError("400", f"parameters JSON may be at most {MAX_JSON_BYTES} bytes")
+        raise ParameterError("parameters", f"parameters JSON may be at most {MAX_JSON_BYTES} bytes")
     return NormalisedParameters(text, hashlib.sha256(text.encode()).hexdigest())
 
 
 def _check_value(value: Any, depth: int, path: str) -> None:
     if isinstance(value, str):
         if len(value) > MAX_STRING_CHARS:
-            raise ApiError("400", f"{path} is longer than {MAX_STRING_CHARS} characters")
+            raise ParameterError(path, f"{path} is longer than {MAX_STRING_CHARS} characters")
     elif isinstance(value, dict | list):
         if depth > MAX_DEPTH:
-            raise ApiError("400", f"{path} is nested deeper than {MAX_DEPTH} levels")
+            raise ParameterError(path, f"{path} is nested deeper than {MAX_DEPTH} levels")
         items = value.items() if isinstance(value, dict) else enumerate(value)
         for key, item in items:
             if isinstance(key, str) and len(key) > MAX_STRING_CHARS:
-                raise ApiError("400", f"{path} has a key longer than {MAX_STRING_CHARS} characters")
+                raise ParameterError(
+                    path, f"{path} has a key longer than {MAX_STRING_CHARS} characters"
+                )
             _check_value(item, depth + 1, f"{path}.{key}")
     elif isinstance(value, float) and not math.isfinite(value):
         # NaN, Infinity and 1e400 (parsed as inf) are not JSON: the Provider request could
         # never be built, so refuse them here rather than fail the export later.
-        raise ApiError("400", f"{path} is not a finite number")
+        raise ParameterError(path, f"{path} is not a finite number")
 
 
 #: Deepest nesting a request body may have (objects and arrays), levels. A create body
@@ -119,23 +125,27 @@ def parse_json_body(raw: bytes) -> dict[str, Any]:
         The decoded object.
 
     Raises:
-        ApiError: code "400", with a message naming the problem (and the field, for a
-            surrogate).
+        ParameterError: with a message naming the problem; ``field`` is ``"body"``, or
+            the path of the string with an unpaired surrogate.
     """
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ApiError("400", f"request body is not valid UTF-8 (byte {exc.start})") from None
+        raise ParameterError(
+            "body", f"request body is not valid UTF-8 (byte {exc.start})"
+        ) from None
     if not text.strip():
-        raise ApiError("400", "request body is empty; a JSON object is required")
+        raise ParameterError("body", "request body is empty; a JSON object is required")
     if json_nesting_depth(text) > MAX_BODY_DEPTH:
-        raise ApiError("400", f"request body is nested deeper than {MAX_BODY_DEPTH} levels")
+        raise ParameterError("body", f"request body is nested deeper than {MAX_BODY_DEPTH} levels")
     try:
         body = json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
-        raise ApiError("400", f"request body is not valid JSON: {_json_error(exc)}") from None
+        raise ParameterError(
+            "body", f"request body is not valid JSON: {_json_error(exc)}"
+        ) from None
     if not isinstance(body, dict):
-        raise ApiError("400", "request body must be a JSON object")
+        raise ParameterError("body", "request body must be a JSON object")
     _check_text(body, "body")
     return body
 
@@ -155,12 +165,114 @@ def _check_text(value: Any, path: str) -> None:
     Depth is bounded by :data:`MAX_BODY_DEPTH`, so the recursion is too."""
     if isinstance(value, str):
         if not has_utf8_form(value):
-            raise ApiError("400", f"{path} contains an unpaired surrogate (\\ud800-\\udfff)")
+            raise ParameterError(path, f"{path} contains an unpaired surrogate (\\ud800-\\udfff)")
     elif isinstance(value, dict):
         for key, item in value.items():
             if not has_utf8_form(key):
-                raise ApiError("400", f"{path} has a key with an unpaired surrogate")
+                raise ParameterError(path, f"{path} has a key with an unpaired surrogate")
             _check_text(item, f"{path}.{key}" if path != "body" else key)
     elif isinstance(value, list):
         for i, item in enumerate(value):
             _check_text(item, f"{path}[{i}]")
+
+
+#: Longest ``taskName`` of a create request, characters.
+MAX_TASK_NAME = 128
+#: The only export format (``format`` of a create request).
+EXPORT_FORMAT = "XLSX"
+#: Largest ``pageSize`` and ``page`` of the task list.
+MAX_PAGE_SIZE = 100
+MAX_PAGE = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class CreateRequest:
+    """The fields of a create request, checked (:func:`create_request`).
+
+    Attributes:
+        export_type: ``exportType``, non-empty (its registry entry is checked apart).
+        format: ``format``; always :data:`EXPORT_FORMAT`.
+        task_name: ``taskName``, or the export type when absent or empty.
+        parameters: ``parameters`` as sent; :func:`normalise_parameters` checks them once
+            the caller may use the export type.
+    """
+
+    export_type: str
+    format: str
+    task_name: str
+    parameters: Any
+
+
+def create_request(body: dict[str, Any]) -> CreateRequest:
+    """Check the fields of a create request body (from :func:`parse_json_body`).
+
+    Args:
+        body: the decoded body.
+
+    Returns:
+        The :class:`CreateRequest`.
+
+    Raises:
+        ParameterError: ``exportType`` missing or empty; ``format`` other than XLSX;
+            ``taskName`` not a string of at most :data:`MAX_TASK_NAME` characters.
+    """
+    export_type = body.get("exportType")
+    if not isinstance(export_type, str) or not export_type:
+        raise ParameterError("exportType", "exportType is required")
+    fmt = body.get("format") or EXPORT_FORMAT
+    if fmt != EXPORT_FORMAT:
+        raise ParameterError("format", "format must be XLSX (the only supported format)")
+    task_name = body.get("taskName") or export_type
+    if not isinstance(task_name, str) or len(task_name) > MAX_TASK_NAME:
+        raise ParameterError(
+            "taskName", f"taskName must be a string of at most {MAX_TASK_NAME} characters"
+        )
+    return CreateRequest(export_type, fmt, task_name, body.get("parameters"))
+
+
+@dataclass(frozen=True, slots=True)
+class ListQuery:
+    """The query of the task list, checked (:func:`list_query`).
+
+    Attributes:
+        status: the status filter (a :class:`TaskStatus` name, as a plain string for the
+            store's query), or ``None`` for every status.
+        page: 1-based page number.
+        page_size: tasks per page.
+    """
+
+    status: str | None
+    page: int
+    page_size: int
+
+    @property
+    def offset(self) -> int:
+        """Tasks before this page."""
+        return (self.page - 1) * self.page_size
+
+
+def list_query(status: str | None, page: str, page_size: str) -> ListQuery:
+    """Check the query string of the task list.
+
+    Args:
+        status: ``status``; ``None`` or empty for every status.
+        page: ``page`` as sent (default ``"1"``).
+        page_size: ``pageSize`` as sent (default ``"20"``).
+
+    Returns:
+        The :class:`ListQuery`.
+
+    Raises:
+        ParameterError: an unknown status; a page or page size that is not an integer
+            or is outside 1..:data:`MAX_PAGE` / 1..:data:`MAX_PAGE_SIZE`.
+    """
+    status = status or None
+    if status is not None and status not in TaskStatus.__members__:
+        raise ParameterError("status", f"status must be one of {', '.join(TaskStatus.__members__)}")
+    try:
+        number, size = int(page), int(page_size)
+    except ValueError:
+        raise ParameterError("page", "page and pageSize must be integers") from None
+    if not 1 <= number <= MAX_PAGE or not 1 <= size <= MAX_PAGE_SIZE:
+        raise ParameterError("page", f"page must be 1..{MAX_PAGE} and pageSize 1..{MAX_PAGE_SIZE}")
+    return ListQuery(status, number, size)

@@ -15,6 +15,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from actors.core.command_message import COMMAND_SCHEMA_VERSION, locating_properties
 from actors.core.errors import CommandDecodeError
 
 
@@ -194,12 +195,6 @@ class OutboxRow:
     updated_at: datetime | None = None
 
 
-COMMAND_SCHEMA_VERSION = 1
-COMMAND_TAG = "EXPORT_TASK"
-#: Message properties that locate a command without its body (§6.4, §9.4.2).
-LOCATING_PROPERTIES = ("eventId", "taskId", "dispatchVersion", "schemaVersion")
-
-
 @dataclass(frozen=True, slots=True)
 class Command:
     """The export command message (§6.4): identifiers only, never business data."""
@@ -247,13 +242,11 @@ class Command:
         )
 
     def properties(self) -> dict[str, str]:
-        """The four locating fields as message properties, equal to the payload (§6.4)."""
-        return {
-            "eventId": self.event_id,
-            "taskId": str(self.task_id),
-            "dispatchVersion": str(self.dispatch_version),
-            "schemaVersion": str(self.schema_version),
-        }
+        """The four locating fields as message properties, equal to the payload (§6.4;
+        built by :func:`actors.core.command_message.locating_properties`)."""
+        return locating_properties(
+            self.event_id, self.task_id, self.dispatch_version, self.schema_version
+        )
 
     @classmethod
     def from_json(cls, body: str | bytes) -> Command:

@@ -432,6 +432,10 @@ class QuarantineStore(Protocol):
         """Quarantine the outbox row and fail the task, one row each, or change nothing."""
         ...
 
+    async def get_task(self, task_id: int) -> Task | None:
+        """The task, or ``None`` (its export type labels the completion counted)."""
+        ...
+
 
 class ReconcilerStore(Protocol):
     """What the reconciler uses (``db.store.reconciliation``)."""

@@ -28,21 +28,23 @@ Provider text quoted in a message is escaped, clipped and stripped of URL creden
 
 :class:`ProviderClient` makes one request (:meth:`ProviderClient.fetch_batch`);
 :func:`iterate_batches` drives the cursor, echoes the snapshot token and checks the
-cross-batch rules of §10.1 and §10.2.
+cross-batch rules of §10.1 and §10.2 (:mod:`actors.core.batch_rules`). What the contract
+is — request and answer types, limits, parsing — is :mod:`actors.core.provider_contract`
+(shared with the demo Provider); this module keeps HTTP, the streaming limits and error
+mapping.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Protocol, cast
 
 import httpx
 import trio
 
-from actors.core.batch_rules import BatchGuard
+from actors.core.batch_rules import BatchGuard, SnapshotPin, check_batch_rows
 from actors.core.errors import (
     ExportError,
     ExportWorkerDiedError,
@@ -52,113 +54,30 @@ from actors.core.errors import (
     ProviderUnavailableError,
 )
 from actors.core.models import BatchSummary, ExportDefinition, ProviderBatch
-from actors.core.text import quote_outside
-from actors.pipeline.provider_decode import (
-    MAX_COLUMN_WIDTH,
-    MAX_SNAPSHOT_TOKEN_CHARS,
-    MAX_TOTAL_ROWS,
-    MIN_COLUMN_WIDTH,
-    SUPPORTED_SCHEMA_VERSION,
+from actors.core.provider_contract import (
+    MAX_COLUMNS,
+    MAX_RESPONSE_BYTES,
+    SERVICE_TOKEN_HEADER,
+    BatchRequest,
     clip,
-    is_int,
-    parse_batch_data,
-    parse_batch_response,
 )
+from actors.core.text import quote_outside
+from actors.pipeline.provider_decode import parse_batch_response
 
-# The decoding half lives in provider_decode (the export worker imports it without httpx);
-# its names stay importable from here.
 __all__ = [
     "DEFAULT_REQUEST_TIMEOUT",
-    "MAX_COLUMN_WIDTH",
-    "MAX_SNAPSHOT_TOKEN_CHARS",
-    "MAX_TOTAL_ROWS",
-    "MIN_COLUMN_WIDTH",
-    "SERVICE_TOKEN_HEADER",
-    "SUPPORTED_SCHEMA_VERSION",
     "BatchDecoder",
-    "BatchRequest",
     "ProviderClient",
     "ProviderObserver",
     "iterate_batches",
-    "parse_batch_data",
-    "parse_batch_response",
 ]
 
-#: Header that carries the shared internal token; the user's bearer token is never
-#: forwarded (§12).
-SERVICE_TOKEN_HEADER = "X-Internal-Service-Token"
 #: Default total time for one batch request, body included, in seconds
 #: (``FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS``).
 DEFAULT_REQUEST_TIMEOUT = 60.0
 
 #: How much of a 4xx body we read to quote the Provider's message in failure_message.
 _ERROR_DETAIL_BYTES = 8 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class BatchRequest:
-    """One §10.1 request body.
-
-    Attributes:
-        task_id: ``file_export_task.id`` (64-bit).
-        tenant_id: tenant of the task; ``0`` is the platform tenant. Required (§10.1).
-        app_code: access domain of the task (``PLATFORM`` / ``MERCHANT``). Required.
-        requested_by: user id of the requester (64-bit). Required: a MERCHANT Provider
-            filters by this user's data scope (§10.1).
-        dispatch_version: the execution attempt this request belongs to.
-        parameters: the task's business parameters, sent as they are.
-        cursor: ``nextCursor`` of the previous batch, ``None`` for the first batch.
-        snapshot_token: the first batch's ``snapshotToken``, ``None`` for the first batch.
-        limit: maximum rows wanted in this batch (the registry's ``batch-size``).
-    """
-
-    task_id: int
-    tenant_id: int
-    app_code: str
-    requested_by: int
-    dispatch_version: int
-    parameters: Mapping[str, Any]
-    cursor: str | None
-    snapshot_token: str | None
-    limit: int
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON body in §10.1 camelCase, 64-bit ids as strings (§5).
-
-        Returns:
-            A dict ready for ``json.dumps``.
-
-        Raises:
-            ValueError: ``tenantId``, ``appCode`` or ``requestedBy`` is missing, or another
-                field has the wrong type. The tenant fields are the Provider's only way to
-                scope its query (§10.1: "这是原设计的严重缺口"), so the request is never
-                sent without them.
-        """
-        if not is_int(self.tenant_id) or self.tenant_id < 0:
-            raise ValueError(f"tenantId is required (§10.1), got {self.tenant_id!r}")
-        if not isinstance(self.app_code, str) or not self.app_code:
-            raise ValueError(f"appCode is required (§10.1), got {self.app_code!r}")
-        if not is_int(self.requested_by) or self.requested_by < 0:
-            raise ValueError(f"requestedBy is required (§10.1), got {self.requested_by!r}")
-        if not is_int(self.task_id):
-            raise ValueError(f"taskId must be an integer, got {self.task_id!r}")
-        if not is_int(self.dispatch_version):
-            raise ValueError(f"dispatchVersion must be an integer, got {self.dispatch_version!r}")
-        if not is_int(self.limit) or self.limit < 1:
-            raise ValueError(f"limit must be a positive integer, got {self.limit!r}")
-        if not isinstance(self.parameters, Mapping):
-            raise ValueError("parameters must be a mapping")
-        return {
-            "taskId": str(self.task_id),
-            "tenantId": str(self.tenant_id),
-            "appCode": str(self.app_code),
-            "requestedBy": str(self.requested_by),
-            "dispatchVersion": self.dispatch_version,
-            "parameters": dict(self.parameters),
-            "cursor": self.cursor,
-            "snapshotToken": self.snapshot_token,
-            "limit": self.limit,
-        }
 
 
 class BatchDecoder(Protocol):
@@ -230,8 +149,8 @@ class ProviderClient:
         connect_timeout: float = 3.0,
         read_timeout: float = 15.0,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-        max_response_bytes: int = 4 * 1024 * 1024,
-        max_columns: int = 100,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
+        max_columns: int = MAX_COLUMNS,
         observer: ProviderObserver | None = None,
     ) -> None:
         if not service_token:
@@ -315,6 +234,7 @@ class ProviderClient:
         try:
             raw = await self._post_within_limit(definition, body)
             seconds = trio.current_time() - started
+            batch: ProviderBatch | BatchSummary
             if decode is None:
                 batch = parse_batch_response(
                     raw, service=service, limit=request.limit, max_columns=self._max_columns
@@ -451,7 +371,7 @@ async def iterate_batches(
     dispatch_version: int,
     parameters: Mapping[str, Any],
     decode: BatchDecoder | None = None,
-) -> AsyncIterator[Any]:
+) -> AsyncGenerator[Any, None]:
     """Yield every batch of one export, enforcing the cross-batch rules of §10.1/§10.2.
 
     The first request has no cursor and no token and asks for ``definition.batch_size``
@@ -496,9 +416,8 @@ async def iterate_batches(
     guard = BatchGuard(
         definition.export_type, max_rows=definition.max_rows, batch_size=definition.batch_size
     )
+    pin = SnapshotPin()
     cursor: str | None = None
-    token: str | None = None
-    schema_hash: str | None = None
     while True:
         request = BatchRequest(
             task_id=task_id,
@@ -508,30 +427,17 @@ async def iterate_batches(
             dispatch_version=dispatch_version,
             parameters=parameters,
             cursor=cursor,
-            snapshot_token=token,
+            snapshot_token=pin.token,
             limit=limit,
         )
         batch = await client.fetch_batch(definition, request, decode=decode)
-        if schema_hash is None:
-            if not batch.columns:
-                raise ProviderContractError("the first batch carries no columns (§10.1)")
-            schema_hash = batch.schema_hash
-            token = batch.snapshot_token
-        else:
-            if batch.schema_hash != schema_hash:
-                raise ProviderContractError(
-                    f"schemaHash changed between batches ({clip(schema_hash)} -> "
-                    f"{clip(batch.schema_hash)}): the Provider changed its columns during "
-                    "the export (§10.1)"
-                )
-            # A later batch may omit the token (we already hold it) but must not swap it:
-            # a new snapshot would mix rows from two points in time (§10.2).
-            if batch.snapshot_token is not None and batch.snapshot_token != token:
-                raise ProviderContractError("snapshotToken changed between batches (§10.2)")
-        if batch.row_count > limit:
-            raise ProviderContractError(
-                f"batch has {batch.row_count} rows; the batch-size limit is {limit} rows"
-            )
+        # The rules across batches (actors/core/batch_rules.py).
+        pin.check(
+            columns=batch.columns,
+            schema_hash=batch.schema_hash,
+            snapshot_token=batch.snapshot_token,
+        )
+        check_batch_rows(batch.row_count, limit)
         guard.check(
             next_cursor=batch.next_cursor,
             has_more=batch.has_more,

@@ -9,10 +9,11 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Self
 
+from actors.core.command_message import COMMAND_TAG, message_key
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.errors import ConfigError
 from actors.core.ids import IdGenerator
-from actors.core.models import COMMAND_TAG, Command, OutboxRow, Task, TaskStatus
+from actors.core.models import Command, OutboxRow, Task, TaskStatus
 from db import transitions
 from db.database import Database, Tx
 from db.store.retry import DbHealth, retrying
@@ -153,7 +154,7 @@ class StoreBase:
             "dispatch_version": version,
             "topic": self.topic,
             "tag": COMMAND_TAG,
-            "message_key": str(task_id),
+            "message_key": message_key(task_id),
             "payload_json": cmd.to_json(),
         }
         if next_retry_at is None:

@@ -79,6 +79,9 @@ async def test_poison_message_is_quarantined_and_never_resent(
     assert quarantined.status == OutboxStatus.QUARANTINED
     assert quarantined.last_error.startswith("DLQ quarantine")
     assert metrics.dlq_messages._value.get() == 1
+    # A quarantined task is a FAILED task for the failure-rate alert.
+    completed = {"type": task.export_type, "status": "FAILED"}
+    assert metrics.registry.get_sample_value("export_task_completed_total", completed) == 1
     rec = Reconciler(store, storage, settings, metrics)
     await trio.sleep(settings.sent_stale_seconds * 2)
     assert (await rec.reconcile_once())["redispatch"] == 0
@@ -117,6 +120,8 @@ async def test_dlq_message_for_a_stale_version_changes_nothing(
     assert after.status == TaskStatus.PENDING and after.dispatch_version == 2
     statuses = [r.status for r in await store.list_outbox(task.id)]
     assert OutboxStatus.QUARANTINED not in statuses and len(statuses) == 2
+    completed = {"type": task.export_type, "status": "FAILED"}
+    assert metrics.registry.get_sample_value("export_task_completed_total", completed) is None
 
 
 async def test_dlq_message_with_a_foreign_event_id_changes_nothing(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import jwt
 import pytest
 
-from actors.core.errors import ApiError
 from actors.core.models import AppCode
 from web.auth import issue_token, principal_from_header
+from web.errors import ApiError
 
 SECRET = "auth-test-secret-" + "k" * 32
 

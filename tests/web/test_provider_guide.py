@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
+from actors.core.provider_contract import parse_batch_data
 from actors.core.registry import parse_registry
-from actors.pipeline.provider_client import parse_batch_data
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "provider-guide.md"
 

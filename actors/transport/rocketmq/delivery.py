@@ -12,7 +12,7 @@ import enum
 import threading
 from collections.abc import Mapping
 
-from actors.core.models import COMMAND_TAG, LOCATING_PROPERTIES
+from actors.core.command_message import COMMAND_TAG, LOCATING_PROPERTIES
 from actors.transport.rocketmq.native import NativeMessage
 
 #: Diagnostic properties the application DLQ path adds to a dead-lettered message.

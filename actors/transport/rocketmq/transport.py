@@ -20,8 +20,8 @@ from typing import Any
 import trio
 
 from actors.config import Settings
+from actors.core.command_message import COMMAND_TAG
 from actors.core.errors import ConfigError, TransportSendError, TransportStartError
-from actors.core.models import COMMAND_TAG
 from actors.core.ports import OutgoingMessage
 from actors.transport.rocketmq.bridge import CallbackBridge
 from actors.transport.rocketmq.delivery import Decision, RocketMQDelivery, copied_properties

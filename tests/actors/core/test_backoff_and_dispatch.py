@@ -8,10 +8,11 @@ import pytest
 
 from actors.core.backoff import publish_backoff, retry_backoff, should_retry
 from actors.core.dispatch import NoClaim, classify_no_claim
-from actors.core.errors import ApiError, CommandDecodeError
+from actors.core.errors import CommandDecodeError, ParameterError
 from actors.core.limits import normalise_parameters
 from actors.core.models import Command, TaskStatus
 from tests.helpers import DB_EPOCH_MS, task_value
+from web.errors import envelope_code
 
 NOW = datetime.fromtimestamp(DB_EPOCH_MS / 1000, tz=UTC)
 
@@ -85,9 +86,9 @@ def test_parameters_are_normalised_for_the_duplicate_check() -> None:
     ],
 )
 def test_parameter_limits(params: object, fragment: str) -> None:
-    with pytest.raises(ApiError) as err:
+    with pytest.raises(ParameterError) as err:
         normalise_parameters(params)
-    assert err.value.code == "400" and fragment in err.value.message
+    assert envelope_code(err.value) == "400" and fragment in err.value.message
 
 
 def test_parameters_at_the_limits_are_accepted() -> None:

@@ -14,10 +14,18 @@ from actors.core.batch_rules import (
     BATCH_SLACK,
     MAX_EMPTY_BATCHES_IN_A_ROW,
     BatchGuard,
+    SnapshotPin,
+    check_batch_rows,
     final_total_rows,
     max_batches,
 )
-from actors.core.errors import CursorNotAdvancingError, LimitExceededError, TransientExportError
+from actors.core.errors import (
+    CursorNotAdvancingError,
+    LimitExceededError,
+    ProviderContractError,
+    TransientExportError,
+)
+from actors.core.models import ColumnDef, ColumnType
 
 Batch = tuple[str | None, bool, int, int | None]  # nextCursor, hasMore, rows, totalRows
 
@@ -164,3 +172,64 @@ def test_final_total_keeps_an_announced_figure_above_the_rows_written(
     assert (warning is not None) == warns
     if warning:
         assert f"announced totalRows {announced}" in warning and f"after {written} rows" in warning
+
+
+# (columns?, schemaHash, snapshotToken) of each batch in order -> error of the last, if any.
+_COLS = (ColumnDef("id", "ID", ColumnType.INTEGER, 12),)
+
+
+@pytest.mark.parametrize(
+    ("batches", "token", "message"),
+    [
+        ([(_COLS, "h", "t")], "t", None),
+        ([(_COLS, "h", "t"), (None, "h", "t"), (None, "h", None)], "t", None),  # may omit
+        ([(_COLS, "h", None), (None, "h", None)], None, None),  # no snapshot at all
+        ([(None, "h", "t")], None, "the first batch carries no columns (§10.1)"),
+        ([((), "h", "t")], None, "the first batch carries no columns (§10.1)"),
+        (
+            [(_COLS, "h1", "t"), (None, "h2", "t")],
+            "t",
+            "schemaHash changed between batches (h1 -> h2): the Provider changed its columns "
+            "during the export (§10.1)",
+        ),
+        (
+            [(_COLS, "h", "t1"), (None, "h", "t2")],
+            "t1",
+            "snapshotToken changed between batches (§10.2)",
+        ),
+        (
+            [(_COLS, "h", None), (None, "h", "t")],  # a token appearing later is a swap
+            None,
+            "snapshotToken changed between batches (§10.2)",
+        ),
+    ],
+)
+def test_snapshot_pin(
+    batches: list[tuple[tuple[ColumnDef, ...] | None, str, str | None]],
+    token: str | None,
+    message: str | None,
+) -> None:
+    pin = SnapshotPin()
+    *earlier, last = batches
+    for columns, schema_hash, snapshot_token in earlier:
+        pin.check(columns=columns, schema_hash=schema_hash, snapshot_token=snapshot_token)
+    columns, schema_hash, snapshot_token = last
+    if message is None:
+        pin.check(columns=columns, schema_hash=schema_hash, snapshot_token=snapshot_token)
+    else:
+        with pytest.raises(ProviderContractError) as caught:
+            pin.check(columns=columns, schema_hash=schema_hash, snapshot_token=snapshot_token)
+        assert str(caught.value) == message
+    assert pin.token == token
+
+
+@pytest.mark.parametrize(
+    ("rows", "limit", "ok"), [(0, 500, True), (500, 500, True), (501, 500, False)]
+)
+def test_check_batch_rows(rows: int, limit: int, ok: bool) -> None:
+    if ok:
+        check_batch_rows(rows, limit)
+        return
+    with pytest.raises(ProviderContractError) as caught:
+        check_batch_rows(rows, limit)
+    assert str(caught.value) == f"batch has {rows} rows; the batch-size limit is {limit} rows"

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from actors.core.errors import ApiError
+from actors.core.errors import ParameterError
 from actors.core.limits import MAX_BODY_DEPTH, json_nesting_depth, parse_json_body
+from web.errors import envelope_code
 
 
 @pytest.mark.parametrize(
@@ -42,9 +43,9 @@ def test_json_nesting_depth(text: str, depth: int) -> None:
     ],
 )
 def test_malformed_bodies_are_400_naming_the_problem(raw: bytes, message: str) -> None:
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(ParameterError) as caught:
         parse_json_body(raw)
-    assert caught.value.code == "400"
+    assert envelope_code(caught.value) == "400"
     assert message in caught.value.message, caught.value.message
 
 

@@ -28,12 +28,9 @@ from hypothesis import strategies as st
 from actors.core.batch_rules import BatchGuard
 from actors.core.errors import ExportError
 from actors.core.models import ColumnType
-from actors.pipeline.provider_client import (
-    MAX_TOTAL_ROWS,
-    BatchRequest,
-    _encode,
-    parse_batch_response,
-)
+from actors.core.provider_contract import MAX_TOTAL_ROWS, BatchRequest
+from actors.pipeline.provider_client import _encode
+from actors.pipeline.provider_decode import parse_batch_response
 from actors.pipeline.xlsx_stream import XlsxStreamWriter
 
 #: Examples per run (about 15 s here). Derandomised, so every run checks the same batches;

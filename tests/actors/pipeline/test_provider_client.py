@@ -29,8 +29,8 @@ from actors.core.errors import (
     ProviderUnavailableError,
 )
 from actors.core.models import AppCode, ColumnType, ExportDefinition, ProviderBatch
+from actors.core.provider_contract import BatchRequest
 from actors.pipeline.provider_client import (
-    BatchRequest,
     ProviderClient,
     iterate_batches,
 )

@@ -22,9 +22,10 @@ import trio
 
 from actors.config import Settings
 from actors.consumer import ConsumerSlot
+from actors.core.command_message import LOCATING_PROPERTIES
 from actors.core.errors import TransportSendError
 from actors.core.ids import IdGenerator
-from actors.core.models import LOCATING_PROPERTIES, OutboxStatus, TaskStatus
+from actors.core.models import OutboxStatus, TaskStatus
 from actors.core.outcomes import ExportResult, QuarantineOutcome
 from actors.core.ports import OutgoingMessage
 from actors.dlq import DlqHandler

@@ -48,8 +48,9 @@ import openpyxl
 import pytest
 import trio
 
+from actors.core.command_message import LOCATING_PROPERTIES
 from actors.core.dispatch import NoClaim
-from actors.core.models import LOCATING_PROPERTIES, OutboxRow, OutboxStatus, Task, TaskStatus
+from actors.core.models import OutboxRow, OutboxStatus, Task, TaskStatus
 from actors.core.outcomes import QuarantineOutcome
 from actors.core.ports import OutgoingMessage
 from actors.dlq import DlqHandler

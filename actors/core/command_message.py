@@ -1,0 +1,107 @@
+"""The envelope of an export command on the queue: tag, key and the locating
+message properties, built here and read here.
+
+The command body (``Command.to_json`` / ``Command.from_json`` in :mod:`actors.core.models`)
+may be what is broken in a poison message, so the four fields that locate the command —
+``eventId``, ``taskId``, ``dispatchVersion``, ``schemaVersion`` — travel again as message
+properties, equal to the body's. The publisher builds them from the outbox columns
+(:func:`locating_properties`); the DLQ handler reads them back (:func:`read_locator`)
+without touching the body. Every 64-bit id is a decimal string on the wire.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+#: The body's ``schemaVersion`` this build writes and accepts.
+COMMAND_SCHEMA_VERSION = 1
+#: The message tag of every export command.
+COMMAND_TAG = "EXPORT_TASK"
+#: Message properties that locate a command without its body.
+LOCATING_PROPERTIES = ("eventId", "taskId", "dispatchVersion", "schemaVersion")
+
+
+def message_key(task_id: int) -> str:
+    """The message key of a task's commands: its id as a decimal string, so the
+    broker can look up every command of one task."""
+    return str(task_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Locator:
+    """The locating fields of a command, read from its message properties.
+
+    Attributes:
+        event_id: the command's ``eventId`` (non-empty).
+        task_id: the task's 64-bit id.
+        dispatch_version: the attempt the command is for.
+    """
+
+    event_id: str
+    task_id: int
+    dispatch_version: int
+
+
+def locating_properties(
+    event_id: str, task_id: int, dispatch_version: int, schema_version: object
+) -> dict[str, str]:
+    """The locating message properties of a command.
+
+    Args:
+        event_id: ``eventId`` of the body.
+        task_id: ``taskId``; written as a decimal string.
+        dispatch_version: ``dispatchVersion``; written as a decimal string.
+        schema_version: ``schemaVersion`` of the body (see :func:`payload_schema_version`);
+            written with ``str``, a decimal string for an integer.
+
+    Returns:
+        The properties, named as :data:`LOCATING_PROPERTIES`.
+    """
+    return {
+        "eventId": event_id,
+        "taskId": str(task_id),
+        "dispatchVersion": str(dispatch_version),
+        "schemaVersion": str(schema_version),
+    }
+
+
+def payload_schema_version(payload_json: str) -> object:
+    """The ``schemaVersion`` a stored command body declares, for its message property.
+
+    Args:
+        payload_json: the outbox row's body, as stored.
+
+    Returns:
+        The body's ``schemaVersion`` as it is (even if unsupported: the property must
+        equal the body, and the consumer dead-letters it), or
+        :data:`COMMAND_SCHEMA_VERSION` when the body is not a JSON object or has none.
+    """
+    try:
+        value: object = json.loads(payload_json).get("schemaVersion", COMMAND_SCHEMA_VERSION)
+    except (ValueError, AttributeError):
+        return COMMAND_SCHEMA_VERSION
+    return value
+
+
+def read_locator(properties: Mapping[str, str]) -> Locator:
+    """Read the locating fields back from message properties.
+
+    Args:
+        properties: the message's properties.
+
+    Returns:
+        The :class:`Locator`.
+
+    Raises:
+        KeyError: a locating property is missing (the message names it).
+        ValueError: ``taskId`` or ``dispatchVersion`` is not an integer, or ``eventId``
+            is empty.
+    """
+    event_id = properties["eventId"]
+    task_id = int(properties["taskId"])
+    version = int(properties["dispatchVersion"])
+    if not event_id:
+        raise ValueError("empty eventId")
+    return Locator(event_id, task_id, version)

@@ -1,0 +1,108 @@
+"""Table tests of the create request and list query rules (actors/core/limits.py): each
+refusal is a ParameterError naming the field, answered with envelope code 400."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from actors.core.errors import ParameterError
+from actors.core.limits import (
+    MAX_PAGE,
+    MAX_PAGE_SIZE,
+    MAX_TASK_NAME,
+    CreateRequest,
+    ListQuery,
+    create_request,
+    list_query,
+)
+from web.errors import envelope_code
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"exportType": "T"}, CreateRequest("T", "XLSX", "T", None)),
+        (
+            {"exportType": "T", "format": "XLSX", "taskName": "mine", "parameters": {"a": 1}},
+            CreateRequest("T", "XLSX", "mine", {"a": 1}),
+        ),
+        ({"exportType": "T", "taskName": ""}, CreateRequest("T", "XLSX", "T", None)),
+        ({"exportType": "T", "format": ""}, CreateRequest("T", "XLSX", "T", None)),
+        (
+            {"exportType": "T", "taskName": "x" * MAX_TASK_NAME},
+            CreateRequest("T", "XLSX", "x" * MAX_TASK_NAME, None),
+        ),
+        ({}, ParameterError("exportType", "exportType is required")),
+        ({"exportType": ""}, ParameterError("exportType", "exportType is required")),
+        ({"exportType": 5}, ParameterError("exportType", "exportType is required")),
+        (
+            {"exportType": "T", "format": "CSV"},
+            ParameterError("format", "format must be XLSX (the only supported format)"),
+        ),
+        (
+            {"exportType": "T", "taskName": "x" * (MAX_TASK_NAME + 1)},
+            ParameterError("taskName", "taskName must be a string of at most 128 characters"),
+        ),
+        (
+            {"exportType": "T", "taskName": ["x"]},
+            ParameterError("taskName", "taskName must be a string of at most 128 characters"),
+        ),
+    ],
+)
+def test_create_request(body: dict[str, Any], expected: CreateRequest | ParameterError) -> None:
+    if isinstance(expected, CreateRequest):
+        assert create_request(body) == expected
+        return
+    with pytest.raises(ParameterError) as caught:
+        create_request(body)
+    assert (caught.value.field, caught.value.message) == (expected.field, expected.message)
+    assert envelope_code(caught.value) == "400"
+
+
+PAGES = f"page must be 1..{MAX_PAGE} and pageSize 1..{MAX_PAGE_SIZE}"
+
+
+@pytest.mark.parametrize(
+    ("status", "page", "size", "expected"),
+    [
+        (None, "1", "20", ListQuery(None, 1, 20)),
+        ("", "2", "20", ListQuery(None, 2, 20)),
+        ("FAILED", "3", "100", ListQuery("FAILED", 3, 100)),
+        (None, str(MAX_PAGE), "1", ListQuery(None, MAX_PAGE, 1)),
+        (
+            "DONE",
+            "1",
+            "20",
+            ParameterError(
+                "status", "status must be one of PENDING, RUNNING, SUCCEEDED, FAILED, EXPIRED"
+            ),
+        ),
+        (
+            "failed",
+            "1",
+            "20",
+            ParameterError(
+                "status", "status must be one of PENDING, RUNNING, SUCCEEDED, FAILED, EXPIRED"
+            ),
+        ),
+        (None, "x", "20", ParameterError("page", "page and pageSize must be integers")),
+        (None, "1", "", ParameterError("page", "page and pageSize must be integers")),
+        (None, "0", "20", ParameterError("page", PAGES)),
+        (None, str(MAX_PAGE + 1), "20", ParameterError("page", PAGES)),
+        (None, "1", "0", ParameterError("page", PAGES)),
+        (None, "1", str(MAX_PAGE_SIZE + 1), ParameterError("page", PAGES)),
+    ],
+)
+def test_list_query(
+    status: str | None, page: str, size: str, expected: ListQuery | ParameterError
+) -> None:
+    if isinstance(expected, ListQuery):
+        query = list_query(status, page, size)
+        assert query == expected
+        assert query.offset == (expected.page - 1) * expected.page_size
+        return
+    with pytest.raises(ParameterError) as caught:
+        list_query(status, page, size)
+    assert (caught.value.field, caught.value.message) == (expected.field, expected.message)
