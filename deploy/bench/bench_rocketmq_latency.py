@@ -32,6 +32,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from actors.config import load_settings  # noqa: E402
+from actors.core.command_message import COMMAND_TAG, message_key  # noqa: E402
 from actors.core.models import Command  # noqa: E402
 from actors.core.ports import OutgoingMessage  # noqa: E402
 from actors.transport.rocketmq import (  # noqa: E402
@@ -49,7 +50,7 @@ def command(transport: RocketMQTransport, task_id: int = 190000000000000001) -> 
     with a fresh eventId, on the command topic."""
     cmd = Command.new(task_id, "CUSTOMER_LIST", 1, "2026-08-03T18:00:00+08:00")
     return OutgoingMessage(
-        transport.command_topic, "EXPORT_TASK", str(task_id), cmd.to_json(), cmd.properties()
+        transport.command_topic, COMMAND_TAG, message_key(task_id), cmd.to_json(), cmd.properties()
     )
 
 
