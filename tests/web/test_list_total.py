@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from actors.core.limits import LIST_TOTAL_CAP
 from actors.core.models import DOWNLOAD_ALL_PERMISSION, Registry
 from actors.metrics import Metrics
 from actors.pipeline.storage import LocalDirectoryStorage
 from actors.registry_source import RegistryHolder
 from actors.wakeup import Wakeup
 from db.store import ExportStore
-from db.transitions import LIST_TOTAL_CAP
 from tests.history import FIRST_USER, HISTORY_USERS, load_history
 from tests.web.test_api_retry import API, DEFINITION, SECRET, headers
 from web.app import create_app
