@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from actors.core.limits import LIST_TOTAL_CAP
 from actors.core.models import DOWNLOAD_ALL_PERMISSION
 from actors.pipeline.storage import LocalDirectoryStorage
 from db.store import ExportStore
-from db.transitions import LIST_TOTAL_CAP
 from tests.helpers import API, api_app, headers
 from tests.history import FIRST_USER, HISTORY_USERS, load_history
 
