@@ -28,7 +28,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from actors.config import Settings
 from actors.core.models import AppCode
 from actors.runtime import Runtime
-from tests.conftest import running_service
+from tests.helpers import running_service
 from web.auth import issue_token
 from web.page import CONTENT_SECURITY_POLICY
 
