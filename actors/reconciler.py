@@ -208,7 +208,7 @@ class Reconciler:
             kept_bytes += obj.size
             if obj.mtime > cutoff:
                 continue
-            match = OBJECT_KEY_PATTERN.match(obj.key)
+            match = OBJECT_KEY_PATTERN.fullmatch(obj.key)
             if match is None:
                 continue
             if await self.store.file_is_referenced(int(match.group(1)), obj.key):

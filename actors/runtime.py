@@ -309,5 +309,4 @@ def _announce(settings: Settings, rt: Runtime, dev_secret: bool) -> None:
             rt.jwt_secret, user_id=1, tenant_id=0, app_code=AppCode.PLATFORM, perms=DEMO_ADMIN_PERMS
         )
         log.info("demo administrator token (embedded dev secret): %s", token)
-        # The token travels in the fragment, which the browser never sends to a server.
-        log.info("download center (demo administrator): %s/#token=%s", rt.base_url, token)
+        log.info("download center: %s/ (sign in with a token)", rt.base_url)

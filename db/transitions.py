@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING
 
+from actors.core.limits import LIST_TOTAL_CAP
+
 if TYPE_CHECKING:
     from db.dialect import Dialect
 
@@ -122,9 +124,6 @@ _OF_REQUESTER = "tenant_id = :tenant_id AND app_code = :app_code AND requested_b
 _OF_SCOPE = "tenant_id = :tenant_id AND app_code = :app_code"
 _PAGE = " ORDER BY id DESC LIMIT :limit OFFSET :offset"
 _LIST = f"SELECT {TASK_COLUMNS} FROM file_export_task WHERE "
-#: The list's total counts at most this many tasks (and says when it stopped): a count
-#: over every task a tenant ever finished grows with history, a capped one does not.
-LIST_TOTAL_CAP = 10_000
 _COUNT = "SELECT COUNT(*) AS n FROM (SELECT 1 FROM file_export_task WHERE "
 _CAPPED = f" LIMIT {LIST_TOTAL_CAP + 1}) AS capped"
 

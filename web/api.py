@@ -23,11 +23,16 @@ from actors.core.access import (
 )
 from actors.core.cancel import cancel_message, check_cancelled
 from actors.core.errors import Refusal, Refused, RequestError
-from actors.core.limits import create_request, list_query, normalise_parameters, parse_json_body
+from actors.core.limits import (
+    create_request,
+    list_query,
+    list_total,
+    normalise_parameters,
+    parse_json_body,
+)
 from actors.core.models import ExportDefinition, Principal, Task
 from actors.core.outcomes import CancelOutcome, CreateOutcome, NewTask
 from actors.core.text import content_disposition
-from db.transitions import LIST_TOTAL_CAP
 from web.auth import principal_from_header
 from web.errors import ApiError, api_error
 from web.serialize import envelope, event_json, task_json
@@ -133,13 +138,12 @@ async def list_tasks() -> Any:
         limit=query.page_size,
         offset=query.offset,
     )
-    # GitHub's search API does the same (total_count + incomplete_results): past the cap
-    # the list says "at least" instead of counting a tenant's whole history.
+    shown, capped = list_total(total)
     return ok(
         {
             "items": [task_json(t) for t in tasks],
-            "total": str(min(total, LIST_TOTAL_CAP)),
-            "totalCapped": total > LIST_TOTAL_CAP,
+            "total": str(shown),
+            "totalCapped": capped,
             "page": query.page,
             "pageSize": query.page_size,
         }

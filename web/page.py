@@ -1,9 +1,9 @@
 """The download center page: one static HTML page and its script, over the public API.
 
 The page holds no state on the server: it calls the same ``/api/platform/v1/files/…``
-routes as any client, with the user's bearer token, which it reads once from the URL
-fragment (``/#token=…``; a fragment is never sent to a server, so the token stays out of
-access logs and ``Referer`` headers) and keeps in the tab's ``sessionStorage``.
+routes as any client, with the user's bearer token, which the user pastes into its
+sign-in form and the page keeps in the tab's ``sessionStorage`` (never in a URL, so it
+stays out of access logs, history and ``Referer`` headers).
 
 Every answer carries a strict Content-Security-Policy (scripts and styles from this origin
 only, no inline script, no framing): text that came from users or Providers (task names,

@@ -183,6 +183,23 @@ EXPORT_FORMAT = "XLSX"
 #: Largest ``pageSize`` and ``page`` of the task list.
 MAX_PAGE_SIZE = 100
 MAX_PAGE = 1_000_000
+#: The list's total counts at most this many tasks, and says when it stopped: a count over
+#: every task a tenant ever finished grows with its history, a capped one does not.
+LIST_TOTAL_CAP = 10_000
+
+
+def list_total(counted: int) -> tuple[int, bool]:
+    """The total a list page shows, from a count capped at ``LIST_TOTAL_CAP + 1``.
+
+    Args:
+        counted: tasks counted by the store, at most ``LIST_TOTAL_CAP + 1``.
+
+    Returns:
+        ``(total, capped)``: ``capped`` when there are more than ``LIST_TOTAL_CAP`` tasks,
+        and then ``total`` is the cap ("at least"), as GitHub's search API reports
+        ``total_count`` with ``incomplete_results``.
+    """
+    return min(counted, LIST_TOTAL_CAP), counted > LIST_TOTAL_CAP
 
 
 @dataclass(frozen=True, slots=True)

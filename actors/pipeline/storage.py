@@ -43,7 +43,9 @@ __all__ = [
     "validate_object_key",
 ]
 
-OBJECT_KEY_PATTERN = re.compile(r"^exports/(\d{1,20})/([0-9a-f]{32})\.xlsx$")
+#: A service-generated key; always applied with ``fullmatch`` (``$`` with ``match`` would
+#: also accept the key followed by a newline).
+OBJECT_KEY_PATTERN = re.compile(r"exports/(\d{1,20})/([0-9a-f]{32})\.xlsx")
 XLSX_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 _CHUNK = 256 * 1024
 #: Times ``create`` makes the task folder again after a concurrent delete removed it.
@@ -57,7 +59,7 @@ def new_object_key(task_id: int) -> str:
 
 def validate_object_key(key: str) -> str:
     """Return ``key`` if it is a service-generated key, else raise ``ValueError``."""
-    if not OBJECT_KEY_PATTERN.match(key):
+    if not OBJECT_KEY_PATTERN.fullmatch(key):
         raise ValueError(f"invalid object key {key!r}")
     return key
 
@@ -209,7 +211,7 @@ def scan_exports(root: Path) -> list[StoredObject]:
     for task_dir in _entries(os.path.join(root, "exports")):
         for entry in _entries(task_dir.path):
             key = f"exports/{task_dir.name}/{entry.name}"
-            if not OBJECT_KEY_PATTERN.match(key):
+            if not OBJECT_KEY_PATTERN.fullmatch(key):
                 continue
             try:
                 st = entry.stat()

@@ -172,7 +172,7 @@ async def measure(db: Database, tmp: Path, total: int, repeat: int) -> Figures:
         "  outbox_release": store.release_expired_outbox_claims,
         "  expire": rec._expire_files,
         "  prune": lambda: store.prune_sent_outbox(retention),
-        "  gauges": rec._sample_gauges,
+        "  gauges (sampler)": store.sample_queues,
     }
     for name, fn in duties.items():
         figures[name] = await timed(fn, repeat)

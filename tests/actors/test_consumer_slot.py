@@ -7,7 +7,6 @@ All timing runs on pytest-trio's autojump mock clock with the DB clock following
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 
 import pytest
 import trio
@@ -23,7 +22,7 @@ from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from actors.reconciler import Reconciler
 from actors.transport.embedded import EmbeddedBus
 from db.store import ExportStore
-from tests.conftest import claim, create, exec_sql
+from tests.helpers import RecordingDelivery, claim, create, exec_sql
 
 
 def make_slot(
@@ -264,21 +263,6 @@ async def test_transient_error_schedules_a_retry_with_backoff(
     assert (after.next_retry_at - after.updated_at).total_seconds() == 60
     assert after.failure_message == "provider answered HTTP 503"
     assert await storage.list_objects() == []
-
-
-@dataclass
-class RecordingDelivery:
-    body: str
-    properties: dict[str, str] = field(default_factory=dict)
-    reconsume_times: int = 0
-    message_id: str = "m-1"
-    events: list[str] = field(default_factory=list)
-
-    async def ack(self) -> None:
-        self.events.append("ack")
-
-    async def reject(self) -> None:
-        self.events.append("reject")
 
 
 async def test_claimed_command_is_acked_before_the_export_runs(

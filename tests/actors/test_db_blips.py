@@ -41,8 +41,8 @@ from actors.transport.embedded import EmbeddedBus
 from actors.wakeup import Wakeup
 from db.database import DatabaseUnavailableError
 from db.store import ExportStore
-from tests.conftest import TOPIC, claim, create, exec_sql
 from tests.faults import FaultyDatabase
+from tests.helpers import TOPIC, RecordingDelivery, claim, create, exec_sql
 
 Clock = trio.testing.MockClock
 
@@ -391,7 +391,6 @@ async def test_dlq_handler_retries_a_quarantine_through_an_outage(
     """A poison command arrives while the database is down for 20 s, far longer than the
     store's own retries (1 s): the handler keeps trying (WARNING lines, no traceback) and
     quarantines it once the database is back."""
-    from tests.actors.test_consumer_slot import RecordingDelivery
 
     fs, faulty = on_faulty(store, budget=1)
     task = await create(store)
@@ -459,7 +458,6 @@ async def test_a_second_delivery_of_a_task_held_by_another_slot_is_acked_without
     task, a duplicate command for it reaching slot B is acked at once and never reaches
     the database — so a claim of A whose answer was lost can only be A's own."""
     from actors.core.models import Command
-    from tests.actors.test_consumer_slot import RecordingDelivery
 
     local = LocalClaims()
     fs, faulty = on_faulty(store)

@@ -21,7 +21,7 @@ from actors.pipeline.storage import LocalDirectoryStorage
 from actors.reconciler import Reconciler
 from actors.transport.embedded import EmbeddedBus
 from db.store import ExportStore
-from tests.conftest import claim, create
+from tests.helpers import claim, create
 
 
 async def _no_pipeline(ctx: RunContext) -> ExportResult:

@@ -10,7 +10,7 @@ from actors.metrics import Metrics
 from actors.pipeline.storage import LocalDirectoryStorage
 from actors.reconciler import Reconciler
 from db.store import ExportStore
-from tests.conftest import create
+from tests.helpers import create
 
 
 async def test_the_reconciler_prunes_old_history(

@@ -30,8 +30,7 @@ from actors.publisher import Publisher
 from actors.transport.embedded import EmbeddedBus
 from actors.wakeup import Wakeup
 from db.store import ExportStore
-from tests.actors.test_consumer_slot import RecordingDelivery
-from tests.conftest import claim, create, make_settings
+from tests.helpers import RecordingDelivery, claim, create, make_settings
 
 HEAVY = 7
 LIGHT = 8

@@ -14,7 +14,7 @@ from actors.publisher import Publisher
 from actors.transport.embedded import EmbeddedBus
 from actors.wakeup import Wakeup
 from db.store import ExportStore
-from tests.conftest import create
+from tests.helpers import create
 
 
 class BrokenTransport(EmbeddedBus):

@@ -23,7 +23,7 @@ from actors.reconciler import LEASE_EXHAUSTED_MESSAGE, Reconciler
 from actors.transport.embedded import EmbeddedBus
 from actors.wakeup import Wakeup
 from db.store import ExportStore
-from tests.conftest import claim, create, exec_sql, make_settings
+from tests.helpers import claim, create, exec_sql, make_settings
 
 Clock = trio.testing.MockClock
 

@@ -16,7 +16,7 @@ from actors.pipeline.storage import LocalDirectoryStorage
 from actors.registry_source import RegistryHolder
 from actors.sampler import RECONCILER_ACTIONS, GaugeSampler
 from db.store import ExportStore
-from tests.conftest import create, exec_sql, make_settings, run_inline, running_service
+from tests.helpers import create, exec_sql, make_settings, run_inline, running_service
 
 DEFINITION = ExportDefinition(
     "CUSTOMER_LIST",

@@ -11,7 +11,7 @@ from actors.core.dispatch import NoClaim
 from actors.core.models import OutboxStatus, TaskStatus
 from actors.core.outcomes import CancelOutcome, CreateOutcome
 from db.store import ExportStore
-from tests.conftest import claim, create, exec_sql
+from tests.helpers import claim, create, exec_sql
 
 MESSAGE = "cancelled by user 7"
 

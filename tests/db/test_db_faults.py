@@ -18,8 +18,8 @@ from actors.core.models import OutboxStatus, TaskStatus
 from actors.core.outcomes import CreateOutcome, QuarantineOutcome, RetryOutcome
 from db.database import DatabaseUnavailableError
 from db.store import ExportStore
-from tests.conftest import TOPIC, claim, create, exec_sql, new_task
 from tests.faults import Fault, FaultyDatabase
+from tests.helpers import TOPIC, claim, create, exec_sql, new_task
 
 Scenario = Callable[[ExportStore, ExportStore, FaultyDatabase], Awaitable[None]]
 SCENARIOS: dict[str, Scenario] = {}

@@ -23,7 +23,7 @@ from db.database import (
 from db.mysql import MysqlDatabase, MysqlUrl
 from db.sqlite import wall_clock_ms
 from db.store import ExportStore
-from tests.conftest import MYSQL_TEST_URL, TOPIC, claim, create, reset_mysql
+from tests.helpers import MYSQL_TEST_URL, TOPIC, claim, create, reset_mysql
 
 
 @pytest.fixture

@@ -43,7 +43,7 @@ from db.database import Database
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore
-from tests.conftest import MYSQL_TEST_URL, new_task
+from tests.helpers import MYSQL_TEST_URL, new_task
 from tests.history import FIRST_ID, FIRST_USER, load_history
 
 HISTORY = 20_000

@@ -11,7 +11,7 @@ import trio_asyncio
 from db.database import Database
 from db.mysql import IndexChange, MysqlDatabase, schema_statements
 from db.sqlite import SqliteDatabase
-from tests.conftest import MYSQL_TEST_URL
+from tests.helpers import MYSQL_TEST_URL
 
 #: Indexes added after databases were first deployed, and the one they replaced.
 ADDED = (

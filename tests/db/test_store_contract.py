@@ -15,7 +15,7 @@ from actors.core.models import OutboxStatus, TaskStatus
 from actors.core.outcomes import CreateOutcome, RetryOutcome
 from db.database import DuplicateKeyError, RetryableDatabaseError
 from db.store import ExportStore
-from tests.conftest import claim, create, new_task
+from tests.helpers import claim, create, new_task
 
 # --- create ------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ import trio.testing
 from actors.core.events import TaskEventKind as K
 from actors.core.outcomes import QuarantineOutcome, RetryOutcome
 from db.store import ExportStore
-from tests.conftest import claim, create, exec_sql
+from tests.helpers import claim, create, exec_sql
 
 
 async def kinds(store: ExportStore, task_id: int) -> list[K]:

@@ -76,3 +76,23 @@ def test_quick_run_prints_every_figure() -> None:
         assert target.strip() and re.search(r"\d", measured), (figure, measured)
     # no figure of the history benchmark when it is skipped
     assert "finished tasks" not in summary
+
+
+@pytest.mark.slow
+def test_history_benchmark_runs_every_duty_on_a_small_history() -> None:
+    """bench_history.py measures every reconciler duty, the gauges and the list pages:
+    a renamed or moved duty must fail here, not in a 15-minute run."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "deploy" / "bench" / "bench_history.py"),
+            *("--sizes", "100,1000", "--db", "sqlite", "--repeat", "1"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-4000:]
+    for figure in ("reconciler pass", "gauges (sampler)", "list: admin, page 1", "create"):
+        assert re.search(rf"^\s*{re.escape(figure)}\s+\|", out.stdout, re.M), figure

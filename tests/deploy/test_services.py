@@ -56,7 +56,9 @@ def mariadbd_pid(env: Env) -> int | None:
     return int((Path(env["EXPORT_CENTER_MARIADB_DIR"]) / "mysqld.pid").read_text())
 
 
-def wait_for(condition: Callable[[], object], timeout: float = 60) -> None:
+def wait_for(condition: Callable[[], object], timeout: float = 240) -> None:
+    # Generous: initialising a data directory and starting mariadbd takes seconds on a
+    # quiet machine and over a minute on a loaded one; the bound only stops a hang.
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"

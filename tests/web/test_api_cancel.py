@@ -12,7 +12,7 @@ from actors.pipeline.storage import LocalDirectoryStorage
 from actors.registry_source import RegistryHolder
 from actors.wakeup import Wakeup
 from db.store import ExportStore
-from tests.conftest import claim, create
+from tests.helpers import claim, create
 from web.app import create_app
 from web.auth import issue_token
 from web.services import Services

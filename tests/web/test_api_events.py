@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from db.store import ExportStore
-from tests.conftest import claim, create
+from tests.helpers import claim, create
 from tests.web import test_api_cancel
 from tests.web.test_api_cancel import API, headers
 

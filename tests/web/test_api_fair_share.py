@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-from actors.core.models import Registry
-from actors.metrics import Metrics
 from actors.pipeline.storage import LocalDirectoryStorage
-from actors.registry_source import RegistryHolder
-from actors.wakeup import Wakeup
 from db.store import ExportStore
-from tests.web.test_api_retry import API, DEFINITION, SECRET, headers
-from web.app import create_app
-from web.services import Services
+from tests.helpers import API, api_app, headers
 
 
 async def test_create_refused_for_the_kept_place_names_the_rule_and_creates_nothing(
     store: ExportStore, storage: LocalDirectoryStorage
 ) -> None:
-    services = Services(
-        store=store,
-        storage=storage,
-        registry=RegistryHolder(Registry({"CUSTOMER_LIST": DEFINITION})),
-        metrics=Metrics(),
-        wakeup=Wakeup(),
-        jwt_secret=SECRET,
-    )
-    services.ready.set()
-    client = create_app(services).test_client()
+    client = api_app(store, storage)[0].test_client()
 
     async def create(user: int, i: int) -> dict:
         response = await client.post(

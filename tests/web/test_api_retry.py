@@ -7,46 +7,16 @@ import dataclasses
 
 import pytest
 
-from actors.core.models import AppCode, ExportDefinition, Registry, TaskStatus
-from actors.metrics import Metrics
+from actors.core.models import Registry, TaskStatus
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
-from actors.registry_source import RegistryHolder
-from actors.wakeup import Wakeup
 from db.store import ExportStore
-from tests.conftest import claim, create
-from web.app import create_app
-from web.auth import issue_token
-from web.services import Services
-
-SECRET = "api-test-secret-" + "z" * 32
-API = "/api/platform/v1/files/export-tasks"
-DEFINITION = ExportDefinition(
-    "CUSTOMER_LIST",
-    "demo-service",
-    "/internal/exports/v1/CUSTOMER_LIST/batches",
-    "platform:customer:export",
-    AppCode.PLATFORM,
-)
-
-
-def headers(user: int = 7, perms: tuple[str, ...] = ("platform:customer:export",)) -> dict:
-    token = issue_token(SECRET, user_id=user, tenant_id=0, app_code=AppCode.PLATFORM, perms=perms)
-    return {"Authorization": f"Bearer {token}"}
+from tests.helpers import API, DEFINITION, api_app, claim, create, headers
 
 
 @pytest.fixture
 def app_and_registry(store: ExportStore, storage: LocalDirectoryStorage):  # type: ignore[no-untyped-def]
-    registry = RegistryHolder(Registry({"CUSTOMER_LIST": DEFINITION}))
-    services = Services(
-        store=store,
-        storage=storage,
-        registry=registry,
-        metrics=Metrics(),
-        wakeup=Wakeup(),
-        jwt_secret=SECRET,
-    )
-    services.ready.set()
-    return create_app(services), registry
+    app, services = api_app(store, storage)
+    return app, services.registry
 
 
 async def failed_task(store: ExportStore, storage: LocalDirectoryStorage) -> tuple[int, str]:

@@ -9,17 +9,13 @@ import trio
 import trio.testing
 
 from actors.core.db_retry import DbRetryPolicy
-from actors.core.models import AppCode, ExportDefinition, Registry
-from actors.metrics import Metrics
+from actors.core.models import AppCode, ExportDefinition
 from actors.pipeline.storage import LocalDirectoryStorage
-from actors.registry_source import RegistryHolder
-from actors.wakeup import Wakeup
 from db.store import ExportStore
-from tests.conftest import TOPIC, create
 from tests.faults import Fault, FaultyDatabase
-from web.app import RETRY_AFTER_SECONDS, create_app
+from tests.helpers import TOPIC, api_app, create
+from web.app import RETRY_AFTER_SECONDS
 from web.auth import issue_token
-from web.services import Services
 
 SECRET = "db-down-test-secret-" + "q" * 32
 API = "/api/platform/v1/files/export-tasks"
@@ -46,16 +42,8 @@ HEADERS = {
 def faulty_app(store: ExportStore, storage: LocalDirectoryStorage):  # type: ignore[no-untyped-def]
     faulty = FaultyDatabase(store.db)
     fs = ExportStore(faulty, store.ids, topic=TOPIC, retry_policy=DbRetryPolicy())  # type: ignore[arg-type]
-    services = Services(
-        store=fs,
-        storage=storage,
-        registry=RegistryHolder(Registry({"CUSTOMER_LIST": DEFINITION})),
-        metrics=Metrics(),
-        wakeup=Wakeup(),
-        jwt_secret=SECRET,
-    )
-    services.ready.set()
-    return create_app(services), services, faulty
+    app, services = api_app(fs, storage, definition=DEFINITION, secret=SECRET)
+    return app, services, faulty
 
 
 async def test_a_dead_pooled_connection_is_replaced_without_an_error(

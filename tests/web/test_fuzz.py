@@ -39,8 +39,7 @@ from hypothesis import strategies as st
 
 from actors.core.models import AppCode
 from actors.runtime import Runtime, serve
-from tests.conftest import make_settings
-from tests.test_end_to_end import API
+from tests.helpers import API, make_settings
 from web.auth import issue_token
 
 SEED = 20261202

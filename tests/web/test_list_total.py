@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from actors.core.models import DOWNLOAD_ALL_PERMISSION, Registry
-from actors.metrics import Metrics
+from actors.core.limits import LIST_TOTAL_CAP
+from actors.core.models import DOWNLOAD_ALL_PERMISSION
 from actors.pipeline.storage import LocalDirectoryStorage
-from actors.registry_source import RegistryHolder
-from actors.wakeup import Wakeup
 from db.store import ExportStore
-from db.transitions import LIST_TOTAL_CAP
+from tests.helpers import API, api_app, headers
 from tests.history import FIRST_USER, HISTORY_USERS, load_history
-from tests.web.test_api_retry import API, DEFINITION, SECRET, headers
-from web.app import create_app
-from web.services import Services
 
 #: More finished tasks than the cap, spread over HISTORY_USERS users of tenant 0.
 HISTORY = LIST_TOTAL_CAP + 2 * HISTORY_USERS
@@ -22,16 +17,7 @@ async def test_the_total_stops_at_the_cap_and_says_so(
     store: ExportStore, storage: LocalDirectoryStorage
 ) -> None:
     await load_history(store.db, HISTORY, now_ms=int((await store.db_now()).timestamp() * 1000))
-    services = Services(
-        store=store,
-        storage=storage,
-        registry=RegistryHolder(Registry({"CUSTOMER_LIST": DEFINITION})),
-        metrics=Metrics(),
-        wakeup=Wakeup(),
-        jwt_secret=SECRET,
-    )
-    services.ready.set()
-    client = create_app(services).test_client()
+    client = api_app(store, storage)[0].test_client()
 
     async def page(user: int, *perms: str, **query: str) -> dict:
         response = await client.get(

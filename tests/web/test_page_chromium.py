@@ -28,7 +28,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from actors.config import Settings
 from actors.core.models import AppCode
 from actors.runtime import Runtime
-from tests.conftest import running_service
+from tests.helpers import running_service
 from web.auth import issue_token
 from web.page import CONTENT_SECURITY_POLICY
 
@@ -110,6 +110,17 @@ def row_status(driver: WebDriver, task_id: str) -> str | None:
     return rows[0].get_attribute("data-status") if rows else None
 
 
+def sign_in(driver: WebDriver, base_url: str, token: str) -> None:
+    """Open the page and sign in through its form, as a person does."""
+    driver.get(base_url + "/")
+    wait_for(driver, lambda d: d.find_element(By.ID, "sign-in").is_displayed(), "asked")
+    field = driver.find_element(By.ID, "token")
+    field.send_keys(token)
+    field.submit()
+    wait_for(driver, lambda d: d.find_element(By.ID, "center").is_displayed(), "signed in")
+    assert token not in driver.current_url  # never in a URL
+
+
 def console_errors(driver: WebDriver) -> list[str]:
     return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
@@ -123,13 +134,10 @@ async def test_create_watch_progress_and_download(
     settings: Settings, browser: WebDriver, downloads: Path
 ) -> None:
     async with running_service(settings) as rt:
-        url = f"{rt.base_url}/#token={token_for(rt, 4001)}"
+        token = token_for(rt, 4001)
 
         def drive() -> tuple[str, str]:
-            browser.get(url)
-            wait_for(browser, lambda d: d.find_element(By.ID, "center").is_displayed(), "signed in")
-            # The token left the address bar once read.
-            assert "token" not in browser.current_url
+            sign_in(browser, rt.base_url, token)
             params = browser.find_element(By.ID, "parameters")
             params.clear()
             params.send_keys('{"rowCount": 30000}')
@@ -191,7 +199,7 @@ async def test_a_failed_export_shows_why_and_retry_queues_it_again(
             task_id = (await c.post(API, json=body)).json()["data"]["id"]
 
             def drive() -> str:
-                browser.get(f"{rt.base_url}/#token={token}")
+                sign_in(browser, rt.base_url, token)
                 wait_for(browser, lambda d: row_status(d, task_id) == "FAILED", "showed FAILED")
                 row = browser.find_element(By.CSS_SELECTOR, f'tr[data-task-id="{task_id}"]')
                 failure = row.find_element(By.CLASS_NAME, "failure").text
@@ -264,7 +272,7 @@ async def test_hostile_text_is_shown_as_text_and_the_policy_forbids_inline_scrip
             page = await c.get("/")
 
         def drive() -> tuple[str, int, str]:
-            browser.get(f"{rt.base_url}/#token={token}")
+            sign_in(browser, rt.base_url, token)
             wait_for(browser, lambda d: row_status(d, task_id) is not None, "listed the task")
             row = browser.find_element(By.CSS_SELECTOR, f'tr[data-task-id="{task_id}"]')
             images = len(browser.find_elements(By.CSS_SELECTOR, "#tasks img"))

@@ -22,11 +22,9 @@ import pytest
 import trio
 
 from actors.runtime import Runtime
-from tests.test_end_to_end import API, client_for, service, wait_for_status
-from tests.test_process import ServeProcess, client, poll_task, processes
+from tests.helpers import API, ServeProcess, client_for, poll_task, wait_for_status
+from tests.helpers import process_client as client
 from web.server import GuardedTCPServer, WebServer
-
-__all__ = ["processes", "service"]  # fixtures
 
 MALFORMED_CHUNKED = (
     b"POST /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n\r\n"

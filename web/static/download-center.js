@@ -16,15 +16,6 @@ const $ = (id) => document.getElementById(id);
 
 // --- token -------------------------------------------------------------------------------
 
-function takeTokenFromFragment() {
-  // "#token=…": read once, then removed from the address bar and the history.
-  const match = /(?:^#|&)token=([^&]+)/.exec(location.hash);
-  if (match) {
-    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(match[1]));
-    history.replaceState(null, "", location.pathname + location.search);
-  }
-}
-
 function token() {
   return sessionStorage.getItem(TOKEN_KEY);
 }
@@ -317,7 +308,6 @@ async function retry(task, button) {
 // --- start -------------------------------------------------------------------------------
 
 function start() {
-  takeTokenFromFragment();
   $("token-form").onsubmit = (event) => {
     event.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());

@@ -14,7 +14,7 @@ from actors.core.dispatch import NoClaim, classify_no_claim
 from actors.core.errors import Refusal, Refused
 from actors.core.models import TERMINAL_STATUSES, TaskStatus
 from actors.core.outcomes import CancelOutcome
-from tests.conftest import task_value
+from tests.helpers import task_value
 
 
 @pytest.mark.parametrize(

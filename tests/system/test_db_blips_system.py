@@ -23,9 +23,9 @@ import openpyxl
 import pytest
 import trio
 
+from tests.helpers import API, ServeProcess
+from tests.helpers import process_client as client
 from tests.own_mariadb import OwnMariaDB
-from tests.test_end_to_end import API
-from tests.test_process import ServeProcess, client
 from web.demo_provider import demo_registry_yaml
 
 ROWS = 20_000
@@ -40,14 +40,6 @@ def own_mariadb() -> Iterator[OwnMariaDB]:
         yield db
     finally:
         db.close()
-
-
-@pytest.fixture
-def processes() -> Iterator[list[ServeProcess]]:
-    started: list[ServeProcess] = []
-    yield started
-    for p in started:
-        p.close()
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from actors.core.dispatch import NoClaim, classify_no_claim
 from actors.core.errors import CommandDecodeError, ParameterError
 from actors.core.limits import normalise_parameters
 from actors.core.models import Command, TaskStatus
-from tests.conftest import DB_EPOCH_MS, task_value
+from tests.helpers import DB_EPOCH_MS, task_value
 from web.errors import envelope_code
 
 NOW = datetime.fromtimestamp(DB_EPOCH_MS / 1000, tz=UTC)

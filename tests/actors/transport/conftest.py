@@ -12,8 +12,8 @@ leaves it running for the next session: stop it with ``deploy/dev services stop`
 example ``test-``, which ``broker.sh start`` provisions): it saves the ~20 s of
 provisioning while iterating; the tests skip and ack messages of other sessions.
 
-Figures (broker start-up time, provisioning time, publish→receive latency, native core)
-are printed in a "RocketMQ figures" section at the end of the run.
+Figures (broker start-up time, provisioning time, native core, service latencies) are
+printed in a "RocketMQ figures" section at the end of the run.
 """
 
 from __future__ import annotations
@@ -22,13 +22,11 @@ import os
 import re
 import subprocess
 import time
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-BROKER_SH = REPO / "deploy" / "rocketmq" / "broker.sh"
+from tests.helpers import BROKER_SH, Broker
+
 #: the NameServer broker.sh runs (ROCKETMQ_NAMESRV_PORT moves it, for a second dev broker)
 NAME_SERVER = f"127.0.0.1:{os.environ.get('ROCKETMQ_NAMESRV_PORT', '9876')}"
 #: broker.sh start fetches ~100 MB of jars on a fresh machine, then starts two JVMs.
@@ -49,19 +47,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("RocketMQ figures")
         for name, value in FIGURES.items():
             terminalreporter.write_line(f"{name}: {value}")
-
-
-@dataclass(frozen=True)
-class Broker:
-    """The broker the tests use.
-
-    Attributes:
-        name_server: ``host:port`` of the NameServer.
-        topic_prefix: ``MQ_TOPIC_PREFIX`` provisioned for this session.
-    """
-
-    name_server: str
-    topic_prefix: str
 
 
 def _run(args: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:

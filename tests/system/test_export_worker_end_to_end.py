@@ -15,8 +15,7 @@ import trio
 
 from actors.pipeline.context import RunContext
 from actors.runtime import Runtime
-from tests.conftest import exec_sql, make_settings, running_service
-from tests.test_end_to_end import API, client_for, wait_for_status
+from tests.helpers import API, client_for, exec_sql, make_settings, running_service, wait_for_status
 
 
 @pytest.fixture

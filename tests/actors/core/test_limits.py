@@ -9,6 +9,7 @@ import pytest
 
 from actors.core.errors import ParameterError
 from actors.core.limits import (
+    LIST_TOTAL_CAP,
     MAX_PAGE,
     MAX_PAGE_SIZE,
     MAX_TASK_NAME,
@@ -16,6 +17,7 @@ from actors.core.limits import (
     ListQuery,
     create_request,
     list_query,
+    list_total,
 )
 from web.errors import envelope_code
 
@@ -108,3 +110,16 @@ def test_list_query(
     with pytest.raises(ParameterError) as caught:
         list_query(status, page, size)
     assert (caught.value.field, caught.value.message) == (expected.field, expected.message)
+
+
+@pytest.mark.parametrize(
+    ("counted", "shown", "capped"),
+    [
+        (0, 0, False),
+        (1, 1, False),
+        (LIST_TOTAL_CAP, LIST_TOTAL_CAP, False),  # exactly the cap: still exact
+        (LIST_TOTAL_CAP + 1, LIST_TOTAL_CAP, True),  # the store counts one past the cap
+    ],
+)
+def test_list_total(counted: int, shown: int, capped: bool) -> None:
+    assert list_total(counted) == (shown, capped)

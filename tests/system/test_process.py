@@ -3,94 +3,15 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
-import httpx
-import pytest
 import trio
 
-from actors.core.models import AppCode
-from tests.test_end_to_end import API
-from web.auth import issue_token
-
-SECRET = "process-test-secret-" + "y" * 32
-READY = re.compile(r"ready at (http://127\.0\.0\.1:\d+)")
-
-
-class ServeProcess:
-    def __init__(self, data_dir: Path, log: Path, **env: str) -> None:
-        self.log = log
-        full_env = {
-            **os.environ,
-            "FILE_EXPORT_DATA_DIR": str(data_dir),
-            "FILE_EXPORT_HTTP_BIND": "127.0.0.1:0",
-            "FILE_EXPORT_JWT_SECRET": SECRET,
-            "FILE_EXPORT_INSTANCE_ID": f"proc-{log.stem}",
-            **env,
-        }
-        self._log_file = open(log, "w")  # noqa: SIM115 - closed in close()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "actors"],
-            env=full_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=self._log_file,
-        )
-        self.url = ""
-
-    async def ready(self, timeout: float = 30) -> str:
-        with trio.fail_after(timeout):
-            while not (m := READY.search(self.log.read_text())):
-                assert self.proc.poll() is None, self.log.read_text()
-                await trio.sleep(0.05)
-        self.url = m.group(1)
-        return self.url
-
-    async def wait(self, timeout: float = 30) -> int:
-        with trio.fail_after(timeout):
-            while (code := self.proc.poll()) is None:
-                await trio.sleep(0.05)
-        return code
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self._log_file.close()
-
-
-@pytest.fixture
-def processes() -> list[ServeProcess]:
-    started: list[ServeProcess] = []
-    yield started
-    for p in started:
-        p.close()
-
-
-def client(url: str) -> httpx.AsyncClient:
-    token = issue_token(
-        SECRET,
-        user_id=5,
-        tenant_id=0,
-        app_code=AppCode.PLATFORM,
-        perms=["platform:customer:export"],
-    )
-    return httpx.AsyncClient(base_url=url, timeout=10, headers={"Authorization": f"Bearer {token}"})
-
-
-async def poll_task(url: str, task_id: str, until: set[str], timeout: float = 60) -> dict:
-    async with client(url) as c:
-        with trio.fail_after(timeout):
-            while True:
-                task = (await c.get(f"{API}/{task_id}")).json()["data"]
-                if task["status"] in until:
-                    return task
-                await trio.sleep(0.05)
+from tests.helpers import API, ServeProcess, poll_task
+from tests.helpers import process_client as client
 
 
 async def test_sigterm_mid_export_exits_cleanly_and_restart_finishes_the_task(

@@ -16,8 +16,7 @@ from quart import jsonify
 from quart_trio import QuartTrio
 
 from actors.runtime import Runtime
-from tests.conftest import make_settings, running_service
-from tests.test_end_to_end import API, client_for, wait_for_status
+from tests.helpers import API, client_for, make_settings, running_service, wait_for_status
 from web.demo_provider import create_demo_provider_blueprint, demo_registry_yaml
 
 TOKEN = "provider-token-for-tests"

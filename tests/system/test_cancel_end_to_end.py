@@ -3,7 +3,7 @@ consumer slot, demo Provider over HTTP, export worker process, storage) and meas
 time from the cancel request to the slot being free. The figures are printed, not
 asserted (run with ``-s`` to see them):
 
-    .venv/bin/pytest -s tests/test_cancel_end_to_end.py
+    .venv/bin/pytest -s tests/system/test_cancel_end_to_end.py
 
 * woken: the API of the process that runs the export wakes its watchdog
   (``LocalClaims.cancelled``);
@@ -21,8 +21,7 @@ import pytest
 import trio
 
 from actors.runtime import Runtime
-from tests.conftest import make_settings, running_service
-from tests.test_end_to_end import API, client_for, wait_for_status
+from tests.helpers import API, client_for, make_settings, running_service, wait_for_status
 
 ROWS = 200_000
 

@@ -23,7 +23,7 @@ from actors.core.models import (
     Principal,
     TaskStatus,
 )
-from tests.conftest import task_value
+from tests.helpers import task_value
 from web.errors import envelope_code
 
 ALL = frozenset({DOWNLOAD_ALL_PERMISSION})

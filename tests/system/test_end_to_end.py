@@ -6,65 +6,19 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import AsyncIterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
 import openpyxl
-import pytest
 import trio
 from openpyxl.utils.escape import unescape
 
-from actors.core.models import AppCode
 from actors.runtime import Runtime
-from tests.conftest import make_settings, running_service
-from web.auth import issue_token
+from tests.helpers import API, client_for, wait_for_status
 from web.demo_provider import DEMO_COLUMNS, customer_row
 
-API = "/api/platform/v1/files/export-tasks"
 ROWS = 2500
-
-
-@pytest.fixture
-async def service(tmp_path: Path) -> AsyncIterator[Runtime]:
-    settings = make_settings(
-        tmp_path,
-        publisher_poll_ms=200,
-        reconciler_poll_ms=500,
-        consumer_concurrency=2,
-        shutdown_grace_seconds=5,
-    )
-    async with running_service(settings) as rt:
-        yield rt
-
-
-def client_for(
-    rt: Runtime,
-    *,
-    user: int = 1001,
-    tenant: int = 0,
-    perms: tuple[str, ...] = ("platform:customer:export",),
-) -> httpx.AsyncClient:
-    token = issue_token(
-        rt.jwt_secret, user_id=user, tenant_id=tenant, app_code=AppCode.PLATFORM, perms=perms
-    )
-    return httpx.AsyncClient(
-        base_url=rt.base_url, timeout=10, headers={"Authorization": f"Bearer {token}"}
-    )
-
-
-async def wait_for_status(
-    client: httpx.AsyncClient, task_id: str, *statuses: str, timeout: float = 30
-) -> dict[str, Any]:
-    """Poll the task until it reaches one of ``statuses`` (a condition wait, bounded)."""
-    with trio.fail_after(timeout):
-        while True:
-            task = (await client.get(f"{API}/{task_id}")).json()["data"]
-            if task["status"] in statuses:
-                return task
-            await trio.sleep(0.05)
 
 
 def expected_cell(column_type: str, value: Any) -> Any:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import statistics
 import uuid
 from collections.abc import AsyncIterator, Collection
 from pathlib import Path
@@ -44,8 +43,7 @@ from actors.transport.rocketmq import (
 )
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore
-from tests.conftest import create, make_settings
-from tests.transport.conftest import Broker
+from tests.helpers import Broker, create, make_settings
 
 pytestmark = pytest.mark.rocketmq
 
@@ -382,31 +380,3 @@ async def test_poison_command_is_quarantined_through_rocketmq(
     [quarantined] = await store.list_outbox(task.id)
     assert quarantined.status == OutboxStatus.QUARANTINED
     assert "after 3 deliveries" in (quarantined.last_error or "")
-
-
-# -- figures ----------------------------------------------------------------------------------
-
-
-async def test_publish_to_receive_latency(
-    transport: RocketMQTransport, figures: dict[str, str]
-) -> None:
-    """Median publish→receive latency over 20 sequential messages (a figure, not a gate)."""
-    warm = command(transport)
-    await transport.send(warm)
-    await (await next_of(transport, {warm.properties["eventId"]})).ack()
-    latencies = []
-    for _ in range(20):
-        msg = command(transport)
-        started = trio.current_time()
-        await transport.send(msg)
-        d = await next_of(transport, {msg.properties["eventId"]})
-        latencies.append(trio.current_time() - started)
-        await d.ack()
-    median_ms = statistics.median(latencies) * 1000
-    worst_ms = max(latencies) * 1000
-    figures["publish→receive latency"] = (
-        f"median {median_ms:.1f} ms, max {worst_ms:.1f} ms over {len(latencies)} messages "
-        "(send round trip included)"
-    )
-    print(figures["publish→receive latency"])
-    assert len(latencies) == 20

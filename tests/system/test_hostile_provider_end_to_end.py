@@ -31,10 +31,16 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from actors.runtime import Runtime
-from tests.conftest import make_settings, running_service
-from tests.test_end_to_end import API, client_for, wait_for_status
-from tests.test_process import ServeProcess, poll_task
-from tests.test_process import client as process_client
+from tests.helpers import (
+    API,
+    ServeProcess,
+    client_for,
+    make_settings,
+    poll_task,
+    process_client,
+    running_service,
+    wait_for_status,
+)
 
 TOKEN = "hostile-provider-token"
 FORGED = "boom\n2026-12-01 00:00:00,000 CRITICAL actors.runtime: FORGED"

@@ -21,9 +21,16 @@ from actors.runtime import Runtime, serve
 from db.mysql import MysqlDatabase
 from db.sqlite import wall_clock_ms
 from db.store import ExportStore
-from tests.conftest import MYSQL_TEST_URL, TOPIC, make_settings, reset_mysql
-from tests.test_end_to_end import API, client_for
-from tests.test_process import ServeProcess, client
+from tests.helpers import (
+    API,
+    MYSQL_TEST_URL,
+    TOPIC,
+    ServeProcess,
+    client_for,
+    make_settings,
+    reset_mysql,
+)
+from tests.helpers import process_client as client
 
 FAST = {
     "FILE_EXPORT_TASK_LEASE_SECONDS": "4",
@@ -51,14 +58,6 @@ async def mysql_store() -> AsyncIterator[ExportStore]:
         await reset_mysql(db)
         yield ExportStore(db, IdGenerator(wall_clock_ms), topic=TOPIC)
         await db.aclose()
-
-
-@pytest.fixture
-def processes() -> AsyncIterator[list[ServeProcess]]:
-    started: list[ServeProcess] = []
-    yield started
-    for p in started:
-        p.close()
 
 
 async def test_a_skewed_instance_clock_neither_steals_nor_extends_leases(

@@ -63,11 +63,17 @@ from actors.transport.rocketmq import (
     RocketMQDelivery,
     RocketMQTransport,
 )
-from tests.conftest import make_settings
-from tests.test_end_to_end import API, client_for, wait_for_status
-from tests.test_process import ServeProcess, poll_task
-from tests.test_process import client as process_client
-from tests.transport.conftest import BROKER_SH, Broker
+from tests.helpers import (
+    API,
+    BROKER_SH,
+    Broker,
+    ServeProcess,
+    client_for,
+    make_settings,
+    poll_task,
+    process_client,
+    wait_for_status,
+)
 
 pytestmark = pytest.mark.rocketmq
 

@@ -1,0 +1,405 @@
+"""What tests share besides fixtures: builders, constants and clients.
+
+Fixtures live in ``conftest.py`` files; everything a test imports from another test file
+lives here, so no test imports a ``conftest`` or a ``test_*`` module. Stand-alone helpers
+with a subject of their own stay beside this module: ``tests/mock_clock.py`` (holding the
+autojump clock during real IO), ``tests/faults.py`` (a database that fails on demand),
+``tests/history.py`` (a finished history of tasks) and ``tests/own_mariadb.py`` (a
+throwaway MariaDB server).
+
+The DB clock follows trio's clock (``trio_db_clock``), so tests on pytest-trio's mock
+clock move database time and test time together: a lease that expires after 300 s of mock
+time has expired in the DB as well, with no wall-clock waiting.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+from quart_trio import QuartTrio
+
+from actors.config import Settings, load_settings
+from actors.core.limits import normalise_parameters
+from actors.core.models import AppCode, ExportDefinition, Principal, Registry, Task
+from actors.core.outcomes import NewTask
+from actors.metrics import Metrics
+from actors.pipeline.storage import LocalDirectoryStorage
+from actors.registry_source import RegistryHolder
+from actors.runtime import Runtime, serve
+from actors.wakeup import Wakeup
+from db.mysql import MysqlDatabase
+from db.store import ExportStore
+from web.app import create_app
+from web.auth import issue_token
+from web.services import Services
+
+REPO = Path(__file__).resolve().parents[1]
+
+# --- database and store ---------------------------------------------------------------
+
+#: 2027-01-15T08:00:00Z: DB time at trio time 0 in tests.
+DB_EPOCH_MS = 1_800_000_000_000
+TOPIC = "test-file-export-command-v1"
+
+
+def trio_db_clock() -> int:
+    """DB clock in epoch ms that follows trio's (mock) clock."""
+    return DB_EPOCH_MS + int(trio.current_time() * 1000)
+
+
+#: The MariaDB the test command starts (deploy/mariadb/server.sh); override to use another.
+#: Each test session gets its own database, so concurrent runs cannot reset each other's.
+MYSQL_TEST_URL = (
+    os.environ.get(
+        "EXPORT_CENTER_TEST_MYSQL_URL",
+        "mysql://export_center:export_center@127.0.0.1:3307/export_center_test",
+    )
+    + f"_{os.getpid()}"
+)
+
+
+async def reset_mysql(db: MysqlDatabase) -> None:
+    """Apply the schema (idempotent) and empty the tables for one test."""
+    try:
+        await db.migrate()
+    except OSError as exc:
+        pytest.fail(
+            f"MariaDB at {MYSQL_TEST_URL} is unreachable ({exc}); "
+            "start it with deploy/mariadb/server.sh start"
+        )
+    async with db.transaction() as tx:
+        for table in ("file_export_task_event", "file_export_outbox", "file_export_task"):
+            await tx.execute(f"DELETE FROM {table}")
+
+
+async def run_inline(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run a blocking call on the trio thread: keeps the autojump clock deterministic."""
+    return fn(*args)
+
+
+def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
+    """Settings for tests: short timings, isolated data directory."""
+    base: dict[str, Any] = {
+        "data_dir": tmp_path,
+        "http_bind": "127.0.0.1:0",
+        "jwt_secret": "test-secret-" + "x" * 32,
+        "instance_id": "test-instance",
+        "provider_urls": {},
+        "registry": None,
+        "database_url": f"sqlite:///{tmp_path}/export-center.db",
+        "storage_dir": tmp_path / "files",
+        "transport": "embedded",
+    }
+    base.update(overrides)
+    return load_settings(**base)
+
+
+def principal(
+    user_id: int = 7,
+    *,
+    tenant_id: int = 0,
+    app: AppCode = AppCode.PLATFORM,
+    perms: tuple[str, ...] = ("platform:customer:export",),
+) -> Principal:
+    return Principal(user_id, tenant_id, app, frozenset(perms))
+
+
+def new_task(
+    user_id: int = 7,
+    *,
+    export_type: str = "CUSTOMER_LIST",
+    params: dict[str, Any] | None = None,
+    max_attempts: int = 3,
+    tenant_id: int = 0,
+) -> NewTask:
+    return NewTask(
+        export_type,
+        "Customers",
+        "XLSX",
+        normalise_parameters(params if params is not None else {"n": user_id}),
+        principal(user_id, tenant_id=tenant_id),
+        max_attempts,
+    )
+
+
+async def create(store: ExportStore, **kwargs: Any) -> Task:
+    """Create a task and return it (asserts it was created, not a duplicate)."""
+    result = await store.create_task(new_task(**kwargs))
+    assert result.task is not None, result.outcome
+    return result.task
+
+
+async def claim(
+    store: ExportStore,
+    task: Task,
+    owner: str = "owner-a",
+    *,
+    lease: float = 10,
+    max_duration: float = 60,
+) -> Task:
+    """Claim ``task`` at its current version; asserts the claim succeeded."""
+    result = await store.claim_task(task.id, task.dispatch_version, owner, lease, max_duration)
+    assert result.task is not None, result.no_claim
+    return result.task
+
+
+def task_value(**overrides: Any) -> Task:
+    """A ``Task`` value for pure tests (no database)."""
+    from datetime import UTC, datetime
+
+    from actors.core.models import TaskStatus
+
+    now = datetime.fromtimestamp(DB_EPOCH_MS / 1000, tz=UTC)
+    fields: dict[str, Any] = dict(
+        id=1,
+        task_no="EXP1",
+        export_type="CUSTOMER_LIST",
+        task_name="t",
+        format="XLSX",
+        status=TaskStatus.PENDING,
+        parameters_json="{}",
+        tenant_id=0,
+        app_code="PLATFORM",
+        requested_by=7,
+        dispatch_version=1,
+        attempt_count=0,
+        max_attempts=3,
+        next_retry_at=now,
+        lease_owner=None,
+        lease_until=None,
+        last_heartbeat_at=None,
+        execution_deadline_at=None,
+        processed_rows=0,
+        total_rows=None,
+        file_name=None,
+        object_key=None,
+        content_type=None,
+        size_bytes=None,
+        failure_message=None,
+        requested_at=now,
+        started_at=None,
+        completed_at=None,
+        expires_at=None,
+    )
+    fields.update(overrides)
+    return Task(**fields)
+
+
+async def exec_sql(store: ExportStore, sql: str, params: dict[str, Any] | None = None) -> int:
+    """Run a test's own SQL (``:name`` params, ``{now}``) rendered for the store's dialect."""
+    async with store.db.transaction() as tx:
+        return await tx.execute(store.db.dialect.render(sql), params or {})
+
+
+@asynccontextmanager
+async def running_service(settings: Settings) -> AsyncIterator[Runtime]:
+    """The whole service (``actors.runtime.serve``) in this test's trio loop, until the
+    block ends: yields its ``Runtime`` once it is ready, then asks it to stop."""
+    async with trio.open_nursery() as nursery:
+        rt: Runtime = await nursery.start(
+            lambda task_status: serve(
+                settings, install_signal_handlers=False, task_status=task_status
+            )
+        )
+        yield rt
+        rt.request_stop()
+
+
+# --- the whole service in this test's loop ----------------------------------------------
+
+API = "/api/platform/v1/files/export-tasks"
+
+
+def client_for(
+    rt: Runtime,
+    *,
+    user: int = 1001,
+    tenant: int = 0,
+    perms: tuple[str, ...] = ("platform:customer:export",),
+) -> httpx.AsyncClient:
+    """An HTTP client of the running service ``rt`` with a token for ``user``."""
+    token = issue_token(
+        rt.jwt_secret, user_id=user, tenant_id=tenant, app_code=AppCode.PLATFORM, perms=perms
+    )
+    return httpx.AsyncClient(
+        base_url=rt.base_url, timeout=10, headers={"Authorization": f"Bearer {token}"}
+    )
+
+
+async def wait_for_status(
+    client: httpx.AsyncClient, task_id: str, *statuses: str, timeout: float = 30
+) -> dict[str, Any]:
+    """Poll the task until it reaches one of ``statuses`` (a condition wait, bounded)."""
+    with trio.fail_after(timeout):
+        while True:
+            task = (await client.get(f"{API}/{task_id}")).json()["data"]
+            if task["status"] in statuses:
+                return task
+            await trio.sleep(0.05)
+
+
+# --- the real ``export-center serve`` process -------------------------------------------
+
+PROCESS_SECRET = "process-test-secret-" + "y" * 32
+READY = re.compile(r"ready at (http://127\.0\.0\.1:\d+)")
+
+
+class ServeProcess:
+    """``python -m actors`` in a process of its own, its log in ``log``; ``env`` adds to
+    (or overrides) the environment."""
+
+    def __init__(self, data_dir: Path, log: Path, **env: str) -> None:
+        self.log = log
+        full_env = {
+            **os.environ,
+            "FILE_EXPORT_DATA_DIR": str(data_dir),
+            "FILE_EXPORT_HTTP_BIND": "127.0.0.1:0",
+            "FILE_EXPORT_JWT_SECRET": PROCESS_SECRET,
+            "FILE_EXPORT_INSTANCE_ID": f"proc-{log.stem}",
+            **env,
+        }
+        self._log_file = open(log, "w")  # noqa: SIM115 - closed in close()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "actors"],
+            env=full_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log_file,
+        )
+        self.url = ""
+
+    async def ready(self, timeout: float = 30) -> str:
+        with trio.fail_after(timeout):
+            while not (m := READY.search(self.log.read_text())):
+                assert self.proc.poll() is None, self.log.read_text()
+                await trio.sleep(0.05)
+        self.url = m.group(1)
+        return self.url
+
+    async def wait(self, timeout: float = 30) -> int:
+        with trio.fail_after(timeout):
+            while (code := self.proc.poll()) is None:
+                await trio.sleep(0.05)
+        return code
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._log_file.close()
+
+
+def process_client(url: str) -> httpx.AsyncClient:
+    """An HTTP client of a ``ServeProcess`` at ``url`` (user 5 of tenant 0)."""
+    token = issue_token(
+        PROCESS_SECRET,
+        user_id=5,
+        tenant_id=0,
+        app_code=AppCode.PLATFORM,
+        perms=["platform:customer:export"],
+    )
+    return httpx.AsyncClient(base_url=url, timeout=10, headers={"Authorization": f"Bearer {token}"})
+
+
+async def poll_task(url: str, task_id: str, until: set[str], timeout: float = 60) -> dict:
+    """Poll the task on the ``ServeProcess`` at ``url`` until its status is in ``until``."""
+    async with process_client(url) as c:
+        with trio.fail_after(timeout):
+            while True:
+                task = (await c.get(f"{API}/{task_id}")).json()["data"]
+                if task["status"] in until:
+                    return task
+                await trio.sleep(0.05)
+
+
+# --- the API app over a store (no server) ---------------------------------------------
+
+API_SECRET = "api-test-secret-" + "z" * 32
+DEFINITION = ExportDefinition(
+    "CUSTOMER_LIST",
+    "demo-service",
+    "/internal/exports/v1/CUSTOMER_LIST/batches",
+    "platform:customer:export",
+    AppCode.PLATFORM,
+)
+
+
+def headers(user: int = 7, perms: tuple[str, ...] = ("platform:customer:export",)) -> dict:
+    """The ``Authorization`` header of ``user`` (tenant 0) for :func:`api_app`."""
+    token = issue_token(
+        API_SECRET, user_id=user, tenant_id=0, app_code=AppCode.PLATFORM, perms=perms
+    )
+    return {"Authorization": f"Bearer {token}"}
+
+
+def api_app(
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    *,
+    definition: ExportDefinition = DEFINITION,
+    secret: str = API_SECRET,
+) -> tuple[QuartTrio, Services]:
+    """The API app over ``store`` and ``storage``, ready (as after start-up), with a
+    registry of ``definition`` alone and tokens signed with ``secret``.
+
+    Returns:
+        The app (``app.test_client()`` calls it without a server) and its services
+        (``services.registry`` to change the registry, ``services.ready`` ...).
+    """
+    services = Services(
+        store=store,
+        storage=storage,
+        registry=RegistryHolder(Registry({definition.export_type: definition})),
+        metrics=Metrics(),
+        wakeup=Wakeup(),
+        jwt_secret=secret,
+    )
+    services.ready.set()
+    return create_app(services), services
+
+
+# --- transports -----------------------------------------------------------------------
+
+
+@dataclass
+class RecordingDelivery:
+    """A ``Delivery`` that records its ack or reject in ``events``."""
+
+    body: str
+    properties: dict[str, str] = field(default_factory=dict)
+    reconsume_times: int = 0
+    message_id: str = "m-1"
+    events: list[str] = field(default_factory=list)
+
+    async def ack(self) -> None:
+        self.events.append("ack")
+
+    async def reject(self) -> None:
+        self.events.append("reject")
+
+
+BROKER_SH = REPO / "deploy" / "rocketmq" / "broker.sh"
+
+
+@dataclass(frozen=True)
+class Broker:
+    """The RocketMQ broker the tests use (the ``rocketmq_broker`` fixture).
+
+    Attributes:
+        name_server: ``host:port`` of the NameServer.
+        topic_prefix: ``MQ_TOPIC_PREFIX`` provisioned for this session.
+    """
+
+    name_server: str
+    topic_prefix: str
