@@ -228,10 +228,17 @@ async def test_cancel_of_a_running_export_from_the_page(
             task_id = (await c.post(API, json=body)).json()["data"]["id"]
 
             def drive() -> tuple[str, str, bool]:
-                browser.get(f"{rt.base_url}/#token={token}")
-                wait_for(browser, lambda d: row_status(d, task_id) == "RUNNING", "showed RUNNING")
-                row = browser.find_element(By.CSS_SELECTOR, f'tr[data-task-id="{task_id}"]')
-                row.find_element(By.CLASS_NAME, "cancel").click()
+                sign_in(browser, rt.base_url, token)
+                # The Cancel button of the queued or running export (a fast machine may
+                # run 200,000 rows between two refreshes of the page).
+                button = wait_for(
+                    browser,
+                    lambda d: d.find_elements(
+                        By.CSS_SELECTOR, f'tr[data-task-id="{task_id}"] .cancel'
+                    ),
+                    "offered Cancel",
+                )[0]
+                button.click()
                 wait_for(
                     browser, lambda d: row_status(d, task_id) == "CANCELLED", "showed CANCELLED"
                 )
