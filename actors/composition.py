@@ -293,6 +293,7 @@ async def build_components(
     )
     transport = build_transport(settings)
     wakeup = Wakeup()
+    local = LocalClaims()  # what this process's slots hold; shared with its reconciler
     web_services = Services(
         store=store,
         storage=storage,
@@ -300,6 +301,7 @@ async def build_components(
         metrics=metrics,
         wakeup=wakeup,
         jwt_secret=jwt_secret,
+        runs=local,  # the API wakes this process's run of a task it cancels
         create_limits=CreateLimits(
             max_active_per_user=settings.max_active_per_user,
             max_active_per_type=settings.max_active_per_type,
@@ -316,7 +318,6 @@ async def build_components(
     app: QuartTrio = create_app(web_services, extra_blueprints=blueprints)
 
     stopping = trio.Event()
-    local = LocalClaims()  # what this process's slots hold; shared with its reconciler
     slots: list[ConsumerSlot] = []
     if settings.consumer_enabled:
         runner = ExportRunner(store, storage, provider, registry, settings)

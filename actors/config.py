@@ -132,6 +132,10 @@ class Settings(BaseSettings):
     retention_days: float = Field(
         7, gt=0, validation_alias=AliasChoices("FILE_EXPORT_RETENTION_DAYS")
     )
+    event_retention_days: float = Field(
+        30, gt=0, validation_alias=AliasChoices("FILE_EXPORT_EVENT_RETENTION_DAYS")
+    )
+    """FILE_EXPORT_EVENT_RETENTION_DAYS: how long a task's history events are kept, days."""
     retry_backoff_seconds: Annotated[tuple[float, ...], NoDecode] = Field(
         (60.0, 900.0), validation_alias=AliasChoices("FILE_EXPORT_RETRY_BACKOFF_SECONDS")
     )

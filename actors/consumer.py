@@ -58,6 +58,7 @@ from actors.core.errors import (
     TransientDatabaseError,
     run_failure,
 )
+from actors.core.events import error_class
 from actors.core.lease import WatchdogStep
 from actors.core.models import Command, Task
 from actors.core.outcomes import AbortReason, ExportResult, RetryOutcome
@@ -250,6 +251,7 @@ class ConsumerSlot:
         """Run a claimed task under its watchdog and settle the outcome."""
         ctx = RunContext(task, self.owner, lease_renewed_at=trio.current_time())
         self.current = ctx
+        self.local.track_run(task.id, ctx.wake_for_cancel)
         started = trio.current_time()
         log.info(
             "task %s v%d attempt %d started", task.id, task.dispatch_version, task.attempt_count
@@ -261,6 +263,7 @@ class ConsumerSlot:
                 await self._run_and_settle(ctx)
                 nursery.cancel_scope.cancel()
         finally:
+            self.local.untrack_run(task.id)
             self.current = None
             self.metrics.task_duration.labels(task.export_type).observe(
                 trio.current_time() - started
@@ -526,7 +529,7 @@ class ConsumerSlot:
             failed = await self._settle(
                 ctx,
                 "the failure",
-                lambda: self.store.fail_task(task, self.owner, str(error)),
+                lambda: self.store.fail_task(task, self.owner, str(error), error_class(error)),
                 margin=settlement.margin,
             )
             if isinstance(failed, Unsettled):
@@ -570,7 +573,9 @@ class ConsumerSlot:
         outcome = await self._settle(
             ctx,
             "the retry",
-            lambda: self.store.schedule_retry(task, self.owner, str(error), delay),
+            lambda: self.store.schedule_retry(
+                task, self.owner, str(error), delay, error_class(error)
+            ),
             margin=settlement.margin,
         )
         if isinstance(outcome, Unsettled):
@@ -618,7 +623,11 @@ class ConsumerSlot:
         heartbeat = self.settings.task_heartbeat_seconds
         lease_seconds = self.settings.task_lease_seconds
         while True:
-            await trio.sleep(heartbeat)
+            # Every heartbeat, or at once when the task was cancelled through this
+            # process's API (``LocalClaims.cancelled``): the renewal then matches 0 rows.
+            with trio.move_on_after(heartbeat):
+                await ctx.renew_now.wait()
+            ctx.renew_now = trio.Event()
             # Keep trying (the store backs off inside the call) until one heartbeat
             # before the lease would run out, then abort: never run unprotected.
             abort_at = lease.watchdog_abort_at(ctx.lease_renewed_at, lease_seconds, heartbeat)
@@ -649,6 +658,14 @@ class ConsumerSlot:
             if step == WatchdogStep.LOST:
                 # Lease lost, version bumped, or the deadline passed (§8.3.1 folds the
                 # deadline into the renewal); tell the two apart for the settle step.
+                if ctx.cancel_requested:
+                    log.info(
+                        "task %s v%d cancelled; aborting the run",
+                        ctx.task.id,
+                        ctx.task.dispatch_version,
+                    )
+                    ctx.abort(AbortReason.CANCELLED)
+                    return
                 try:
                     past_deadline = await self.store.own_run_past_deadline(ctx.task, self.owner)
                 except TransientDatabaseError:
@@ -657,7 +674,7 @@ class ConsumerSlot:
                     "task %s v%d: lease renewal matched 0 rows (%s); aborting run",
                     ctx.task.id,
                     ctx.task.dispatch_version,
-                    "deadline passed" if past_deadline else "lease lost",
+                    "deadline passed" if past_deadline else "lease lost or task cancelled",
                 )
                 ctx.abort(AbortReason.DEADLINE if past_deadline else AbortReason.LEASE_LOST)
                 return

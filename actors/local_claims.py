@@ -14,11 +14,18 @@ Two jobs, both about database blips:
   result could not be saved". This process's reconciler uses the note for the message
   the user finally sees, instead of "executor lost". (Another instance's reconciler
   cannot see it and says the lease expired, naming both possible causes.)
+* **Waking a run whose task was cancelled.** A slot registers a wake-up for the run it
+  executes (``track_run``); when the API of this process cancels that task it calls
+  ``cancelled``, and the run's watchdog renews the lease at once instead of at the next
+  heartbeat — the renewal matches 0 rows and the run aborts. A run on another instance
+  is not reached this way: it aborts at its next batch boundary, where its fenced
+  progress write matches 0 rows (``actors.pipeline.runner``).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 
 
 class LocalClaims:
@@ -31,6 +38,7 @@ class LocalClaims:
 
     def __init__(self, max_notes: int = 1000) -> None:
         self._held: set[int] = set()
+        self._runs: dict[int, Callable[[], None]] = {}
         self._notes: OrderedDict[tuple[int, int], str] = OrderedDict()
         self._max_notes = max_notes
 
@@ -47,6 +55,22 @@ class LocalClaims:
 
     def holds(self, task_id: int) -> bool:
         return task_id in self._held
+
+    def track_run(self, task_id: int, wake: Callable[[], None]) -> None:
+        """A slot runs ``task_id``; ``wake`` makes its watchdog look at the task now."""
+        self._runs[task_id] = wake
+
+    def untrack_run(self, task_id: int) -> None:
+        """The run of ``task_id`` has ended."""
+        self._runs.pop(task_id, None)
+
+    def cancelled(self, task_id: int) -> None:
+        """The task was just cancelled (its CANCELLED status committed): wake its run if
+        one of this process's slots executes it; otherwise do nothing. Only a speed-up:
+        the database is the truth, and the run would find out at its next fenced write."""
+        wake = self._runs.get(task_id)
+        if wake is not None:
+            wake()
 
     def note_unsettled(self, task_id: int, dispatch_version: int, cause: str) -> None:
         """Remember why attempt ``dispatch_version`` of ``task_id`` ended, because its

@@ -28,7 +28,7 @@ class Metrics:
         )
         self.task_completed = Counter(
             "export_task_completed_total",
-            "Export tasks that reached SUCCEEDED or FAILED",
+            "Export tasks that reached SUCCEEDED, FAILED or CANCELLED",
             ["type", "status"],
             registry=r,
         )

@@ -35,6 +35,7 @@ import trio
 
 from actors.config import Settings
 from actors.core.errors import TransientDatabaseError
+from actors.core.events import retention_seconds
 from actors.core.outcomes import RetryOutcome
 from actors.core.ports import ExportStorage, ReconcilerStore
 from actors.local_claims import LocalClaims
@@ -123,12 +124,20 @@ class Reconciler:
         pruned = await self._duty(
             "prune", lambda: self.store.prune_sent_outbox(OUTBOX_RETENTION_SECONDS)
         )
+        events = await self._duty(
+            "prune_events",
+            lambda: self.store.prune_task_events(
+                retention_seconds(self.settings.event_retention_days)
+            ),
+        )
         for action, count in actions.items():
             if count:
                 self.metrics.reconciler_action.labels(action).inc(count)
                 log.info("reconciler %s: %d", action, count)
         if pruned:
             log.info("reconciler pruned %d SENT outbox rows", pruned)
+        if events:
+            log.info("reconciler pruned %d task history events", events)
         return actions
 
     async def _duty(self, name: str, duty: Callable[[], Awaitable[int | None]]) -> int:

@@ -28,7 +28,7 @@ log = logging.getLogger("actors.sampler")
 #: The reconciler's ``export_reconciler_action_total{action}`` labels (actors/reconciler.py).
 RECONCILER_ACTIONS = ("redispatch", "lease_recover", "outbox_release", "expire", "orphan_clean")
 #: Terminal statuses counted by ``export_task_completed_total{type,status}``.
-COMPLETED_STATUSES = (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+COMPLETED_STATUSES = (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.CANCELLED)
 
 
 class GaugeSampler:

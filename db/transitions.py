@@ -279,7 +279,7 @@ UPDATE file_export_task
    AND dispatch_version = :dispatch_version AND lease_owner = :owner
 """
 
-# --- manual retry (§9.3) ----------------------------------------------------------------
+# --- manual retry (§9.3): a FAILED or CANCELLED task ----------------------------------
 
 MANUAL_RETRY = """
 UPDATE file_export_task
@@ -289,7 +289,50 @@ UPDATE file_export_task
        object_key = NULL, file_name = NULL, size_bytes = NULL, content_type = NULL,
        lease_owner = NULL, lease_until = NULL, execution_deadline_at = NULL,
        updated_at = {now}
- WHERE id = :id AND status = 'FAILED' AND dispatch_version = :dispatch_version
+ WHERE id = :id AND status IN ('FAILED', 'CANCELLED') AND dispatch_version = :dispatch_version
+"""
+
+# --- cancel (actors/core/cancel.py) ----------------------------------------------------
+
+# PENDING or RUNNING -> CANCELLED, whatever the version: the user cancels the task, not one
+# attempt. The lease columns are cleared, so every fenced write of a running attempt
+# (status = 'RUNNING') matches 0 rows from now on; object_key stays, so a manual retry
+# deletes a file the attempt could not delete itself.
+CANCEL_TASK = """
+UPDATE file_export_task
+   SET status = 'CANCELLED', failure_message = :failure_message, completed_at = {now},
+       lease_owner = NULL, lease_until = NULL, updated_at = {now}
+ WHERE id = :id AND status IN ('PENDING', 'RUNNING')
+"""
+
+# The cancelled task's unsent commands (uk_file_export_outbox_task_version): closed as
+# sent-with-a-note, so the publisher never sends them and pruning removes them like any
+# sent row. A command already sent or being sent arrives at a CANCELLED task: the claim's
+# "terminal" no-claim branch acks it.
+CLOSE_UNSENT_OUTBOX_OF_TASK = """
+UPDATE file_export_outbox
+   SET status = 'SENT', sent_at = {now}, last_error = 'not sent: the task was cancelled',
+       lease_owner = NULL, lease_until = NULL, updated_at = {now}
+ WHERE task_id = :task_id AND status = 'PENDING'
+"""
+
+# --- task history (actors/core/events.py) ---------------------------------------------
+
+# Appended in the transaction of the transition it records.
+INSERT_TASK_EVENT = """
+INSERT INTO file_export_task_event (task_id, kind, detail_json, created_at)
+VALUES (:task_id, :kind, :detail_json, {now})
+"""
+
+# idx_file_export_task_event_task: one task's events are one index range, in id order.
+LIST_TASK_EVENTS = """
+SELECT id, task_id, kind, detail_json, created_at FROM file_export_task_event
+ WHERE task_id = :task_id ORDER BY id LIMIT :limit
+"""
+
+# idx_file_export_task_event_age: the range of events older than the retention.
+PRUNE_TASK_EVENTS = """
+DELETE FROM file_export_task_event WHERE created_at <= {now-:retention_seconds}
 """
 
 # --- reconciler (§8.5, §15) -------------------------------------------------------------
@@ -515,6 +558,11 @@ class Statements:
     FAIL_TASK: str
     SCHEDULE_RETRY: str
     MANUAL_RETRY: str
+    CANCEL_TASK: str
+    CLOSE_UNSENT_OUTBOX_OF_TASK: str
+    INSERT_TASK_EVENT: str
+    LIST_TASK_EVENTS: str
+    PRUNE_TASK_EVENTS: str
     SELECT_TASKS_WITHOUT_OUTBOX: str
     SELECT_STALE_SENT_OUTBOX: str
     REDISPATCH_STALE_SENT: str
@@ -575,6 +623,11 @@ TEMPLATES = Statements(
     FAIL_TASK=FAIL_TASK,
     SCHEDULE_RETRY=SCHEDULE_RETRY,
     MANUAL_RETRY=MANUAL_RETRY,
+    CANCEL_TASK=CANCEL_TASK,
+    CLOSE_UNSENT_OUTBOX_OF_TASK=CLOSE_UNSENT_OUTBOX_OF_TASK,
+    INSERT_TASK_EVENT=INSERT_TASK_EVENT,
+    LIST_TASK_EVENTS=LIST_TASK_EVENTS,
+    PRUNE_TASK_EVENTS=PRUNE_TASK_EVENTS,
     SELECT_TASKS_WITHOUT_OUTBOX=SELECT_TASKS_WITHOUT_OUTBOX,
     SELECT_STALE_SENT_OUTBOX=SELECT_STALE_SENT_OUTBOX,
     REDISPATCH_STALE_SENT=REDISPATCH_STALE_SENT,

@@ -79,7 +79,7 @@ async def reset_mysql(db: MysqlDatabase) -> None:
             "start it with deploy/mariadb/server.sh start"
         )
     async with db.transaction() as tx:
-        for table in ("file_export_outbox", "file_export_task"):
+        for table in ("file_export_task_event", "file_export_outbox", "file_export_task"):
             await tx.execute(f"DELETE FROM {table}")
 
 

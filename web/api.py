@@ -1,4 +1,4 @@
-"""The export-task API (§5): create, list, detail, download, retry.
+"""The export-task API (§5): create, list, detail, download, retry, cancel.
 
 Business outcomes answer HTTP 200 with the envelope; ``code == "200"`` means success
 (§5). A missing or invalid token answers 401. Who may see, create, download and retry a
@@ -21,7 +21,8 @@ from actors.core.access import (
     sees_all_requesters,
     visible_task,
 )
-from actors.core.errors import RequestError
+from actors.core.cancel import cancel_message, check_cancelled
+from actors.core.errors import Refusal, Refused, RequestError
 from actors.core.limits import (
     create_request,
     list_query,
@@ -30,11 +31,11 @@ from actors.core.limits import (
     parse_json_body,
 )
 from actors.core.models import ExportDefinition, Principal, Task
-from actors.core.outcomes import CreateOutcome, NewTask
+from actors.core.outcomes import CancelOutcome, CreateOutcome, NewTask
 from actors.core.text import content_disposition
 from web.auth import principal_from_header
 from web.errors import ApiError, api_error
-from web.serialize import envelope, task_json
+from web.serialize import envelope, event_json, task_json
 from web.services import Services
 
 log = logging.getLogger("web.api")
@@ -156,13 +157,15 @@ async def get_task(task_id: str) -> Any:
 
 @api.get(PREFIX + "/<task_id>/download")
 async def download(task_id: str) -> Any:
-    task = await owned_task(caller(), task_id)
+    principal = caller()
+    task = await owned_task(principal, task_id)
     object_key = downloadable_key(task)
     storage = services().storage
     size = await storage.size(object_key)
     if size is None:
         log.error("task %s: file %s missing from storage", task.id, object_key)
         raise ApiError("404", "the export file is missing from storage")
+    await services().api_store.record_download(task.id, principal.user_id)
     headers = {
         "Content-Disposition": content_disposition(task.file_name or f"{task.task_no}.xlsx"),
         "Content-Length": str(size),
@@ -212,3 +215,39 @@ async def retry(task_id: str) -> Any:
         principal.user_id,
     )
     return ok(task_json(updated))
+
+
+@api.post(PREFIX + "/<task_id>/cancel")
+async def cancel(task_id: str) -> Any:
+    """Cancel a PENDING or RUNNING task (``actors/core/cancel.py``): the owner, or
+    ``platform:download:all`` in the same tenant and app. Idempotent on CANCELLED; any
+    other status answers ``409``. A run of the task stops at its next fenced write; one
+    in this process is woken at once."""
+    principal = caller()
+    task = await owned_task(principal, task_id)
+    svc = services()
+    result = await svc.api_store.cancel_task(
+        task.id, cancel_message(principal.user_id), by=principal.user_id
+    )
+    if result is None:  # deleted meanwhile (no route deletes tasks; kept for safety)
+        raise Refused(Refusal.NOT_FOUND, f"export task {task_id} not found")
+    if result.outcome == CancelOutcome.CANCELLED:
+        svc.runs.cancelled(task.id)
+        svc.metrics.task_completed.labels(task.export_type, "CANCELLED").inc()
+        log.info(
+            "task %s cancelled (was %s) by user %s",
+            task.id,
+            task.status.value,
+            principal.user_id,
+        )
+    return ok(task_json(check_cancelled(result.outcome, result.task)))
+
+
+@api.get(PREFIX + "/<task_id>/events")
+async def events(task_id: str) -> Any:
+    """The task's history, oldest first (``actors/core/events.py``), for whoever may see
+    the task (``actors/core/access.py``)."""
+    task = await owned_task(caller(), task_id)
+    return ok(
+        {"items": [event_json(e) for e in await services().api_store.list_task_events(task.id)]}
+    )

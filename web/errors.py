@@ -49,6 +49,7 @@ REFUSAL_CODES: dict[Refusal, str] = {
     Refusal.FILE_EXPIRED: "410",
     Refusal.NOT_DOWNLOADABLE: "409",
     Refusal.NOT_RETRYABLE: "409",
+    Refusal.NOT_CANCELLABLE: "409",
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from actors.core.events import TaskEvent
 from actors.core.models import Task, TaskStatus
 
 
@@ -46,3 +47,15 @@ def task_json(task: Task) -> dict[str, Any]:
 def envelope(data: Any = None, *, code: str = "200", message: str = "success") -> dict[str, Any]:
     """The response envelope ``{"code", "message", "data"}`` (§5)."""
     return {"code": code, "message": message, "data": data}
+
+
+def event_json(event: TaskEvent) -> dict[str, Any]:
+    """One history event as the API shows it: string ids, ``at`` in ISO-8601 UTC, the
+    kind's fields under ``detail`` (``actors/core/events.py``)."""
+    return {
+        "id": str(event.id),
+        "taskId": str(event.task_id),
+        "kind": event.kind.value,
+        "at": _iso(event.at),
+        "detail": event.detail,
+    }

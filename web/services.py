@@ -18,12 +18,20 @@ from actors.core.ports import (
     ExportStorage,
     PublisherWakeup,
     RegistryView,
+    RunWakeup,
 )
 from web.health import DatabaseProbe
 
 #: How long a request retries a database fault (a dead pooled connection is replaced at
 #: once) before answering 503, seconds.
 API_DB_RETRY_SECONDS = 5.0
+
+
+class _NoRuns:
+    """No slots in this process: nothing to wake."""
+
+    def cancelled(self, task_id: int) -> None:
+        return None
 
 
 @dataclass
@@ -39,6 +47,8 @@ class Services:
         metrics: the metrics requests record and ``/metrics`` serves.
         wakeup: pokes the publisher after a create or retry committed its outbox row.
         jwt_secret: the HS256 secret of bearer tokens.
+        runs: wakes this process's run of a task just cancelled (a no-op by default,
+            for an API without consumer slots).
         create_limits: the active-task limits of a create.
     """
 
@@ -49,6 +59,7 @@ class Services:
     wakeup: PublisherWakeup
     jwt_secret: str
     create_limits: CreateLimits = field(default_factory=CreateLimits)
+    runs: RunWakeup = field(default_factory=lambda: _NoRuns())
     ready: trio.Event = field(default_factory=trio.Event)
     stopping: bool = False
 

@@ -128,20 +128,24 @@ def downloadable_key(task: Task) -> str:
     return task.object_key
 
 
+#: Statuses a manual retry starts again from: a failure, or a cancel the user regrets.
+RETRYABLE_STATUSES: tuple[TaskStatus, ...] = (TaskStatus.FAILED, TaskStatus.CANCELLED)
+
+
 def check_retryable(task: Task) -> None:
-    """A manual retry applies to a FAILED task only; the registry checks follow
-    (:func:`authorise`).
+    """A manual retry applies to a FAILED or CANCELLED task only; the registry checks
+    follow (:func:`authorise`).
 
     Args:
         task: a task the caller may see (:func:`visible_task`).
 
     Raises:
-        Refused: ``NOT_RETRYABLE`` when the task is not FAILED.
+        Refused: ``NOT_RETRYABLE`` when the task is neither FAILED nor CANCELLED.
     """
-    if task.status != TaskStatus.FAILED:
+    if task.status not in RETRYABLE_STATUSES:
         raise Refused(
             Refusal.NOT_RETRYABLE,
-            f"only FAILED tasks can be retried; the task is {task.status.value}",
+            f"only FAILED or CANCELLED tasks can be retried; the task is {task.status.value}",
         )
 
 

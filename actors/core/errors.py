@@ -175,8 +175,11 @@ class Refusal(StrEnum):
     FILE_EXPIRED = "file_expired"
     #: The task has no file to download (it is not SUCCEEDED).
     NOT_DOWNLOADABLE = "not_downloadable"
-    #: The task cannot be retried by hand (it is not FAILED), or changed meanwhile.
+    #: The task cannot be retried by hand (it is not FAILED or CANCELLED), or changed
+    #: meanwhile.
     NOT_RETRYABLE = "not_retryable"
+    #: The task cannot be cancelled: it already ended (SUCCEEDED, FAILED or EXPIRED).
+    NOT_CANCELLABLE = "not_cancellable"
 
 
 class Refused(RequestError):

@@ -27,6 +27,9 @@ class TaskStatus(StrEnum):
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     EXPIRED = "EXPIRED"
+    #: Cancelled by its requester (or an administrator of its tenant and app) while
+    #: PENDING or RUNNING: terminal, retried by hand like FAILED.
+    CANCELLED = "CANCELLED"
 
 
 #: Statuses that count against the per-user and per-type active limits (§14).
@@ -36,11 +39,15 @@ TERMINAL_STATUSES: tuple[TaskStatus, ...] = (
     TaskStatus.SUCCEEDED,
     TaskStatus.FAILED,
     TaskStatus.EXPIRED,
+    TaskStatus.CANCELLED,
 )
 
 
 class OutboxStatus(StrEnum):
-    """``file_export_outbox.status`` (§7.4). Only QUARANTINED is terminal (§9.4)."""
+    """``file_export_outbox.status`` (§7.4). Only QUARANTINED is terminal (§9.4).
+
+    A cancel closes its task's unsent rows as SENT with ``last_error`` "not sent: the task
+    was cancelled", so the publisher skips them and pruning removes them like sent rows."""
 
     PENDING = "PENDING"
     CLAIMED = "CLAIMED"

@@ -86,6 +86,23 @@ class AbortReason(StrEnum):
     DEADLINE = "deadline"  # execution_deadline_at reached (§8.3.1)
     WATCHDOG_FAILED = "watchdog_failed"  # renewal itself kept failing (§8.3: abort, don't ignore)
     SHUTDOWN = "shutdown"  # process stopping after the grace period
+    CANCELLED = "cancelled"  # the task was cancelled (status CANCELLED): nothing to write
+
+
+class CancelOutcome(StrEnum):
+    """Answer of a cancel (``actors.core.cancel``)."""
+
+    CANCELLED = "cancelled"  # this call moved the task to CANCELLED
+    ALREADY_CANCELLED = "already_cancelled"  # it was CANCELLED before: nothing changed
+    NOT_CANCELLABLE = "not_cancellable"  # it is SUCCEEDED, FAILED or EXPIRED
+
+
+@dataclass(frozen=True, slots=True)
+class CancelResult:
+    """Answer of the store's cancel: the outcome and the task as it is now."""
+
+    outcome: CancelOutcome
+    task: Task
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,9 +24,11 @@ from datetime import datetime
 from typing import BinaryIO, Protocol, Self
 
 from actors.core.admission import CreateLimits
+from actors.core.events import TaskEvent
 from actors.core.fairness import SlotLoad
 from actors.core.models import OutboxRow, Principal, Registry, Task
 from actors.core.outcomes import (
+    CancelResult,
     ClaimResult,
     CreateOutcome,
     CreateResult,
@@ -49,6 +51,7 @@ __all__ = [
     "OutboxStore",
     "OutgoingMessage",
     "PublisherWakeup",
+    "RunWakeup",
     "QuarantineStore",
     "ReconcilerStore",
     "RegistryView",
@@ -251,6 +254,16 @@ class PublisherWakeup(Protocol):
         ...
 
 
+class RunWakeup(Protocol):
+    """The API's side of waking a running export (``actors.local_claims.LocalClaims``)."""
+
+    def cancelled(self, task_id: int) -> None:
+        """``task_id`` was just cancelled: if a slot of this process runs it, make its
+        watchdog look now rather than at the next heartbeat. A speed-up only: a run
+        elsewhere ends at its next fenced write."""
+        ...
+
+
 class Counter(Protocol):
     """A monotonic counter (one labelled child of a prometheus ``Counter``)."""
 
@@ -273,6 +286,11 @@ class ApiMetrics(Protocol):
     @property
     def task_created(self) -> LabelledCounter:
         """``export_task_created_total{type}``: tasks created through the API."""
+        ...
+
+    @property
+    def task_completed(self) -> LabelledCounter:
+        """``export_task_completed_total{type,status}``: the API counts its cancels."""
         ...
 
     def exposition(self) -> bytes:
@@ -323,7 +341,22 @@ class CreationStore(Protocol):
     async def manual_retry(
         self, task: Task, limits: CreateLimits = ...
     ) -> tuple[CreateOutcome, Task | None]:
-        """FAILED → PENDING at a new version, admitted like a create."""
+        """FAILED or CANCELLED → PENDING at a new version, admitted like a create."""
+        ...
+
+    async def cancel_task(
+        self, task_id: int, failure_message: str, *, by: int | None = None
+    ) -> CancelResult | None:
+        """PENDING or RUNNING → CANCELLED with its unsent commands closed; ``None`` if
+        there is no such task."""
+        ...
+
+    async def list_task_events(self, task_id: int, limit: int = ...) -> list[TaskEvent]:
+        """The task's history, oldest first."""
+        ...
+
+    async def record_download(self, task_id: int, user_id: int) -> None:
+        """A ``downloaded`` event for the task."""
         ...
 
 
@@ -384,12 +417,19 @@ class ExecutionStore(ClaimStore, Protocol):
         """The final commit; ``False``: the caller must delete its file."""
         ...
 
-    async def fail_task(self, task: Task, owner: str, failure_message: str) -> bool:
+    async def fail_task(
+        self, task: Task, owner: str, failure_message: str, error_class: str | None = None
+    ) -> bool:
         """Permanent failure: FAILED at once."""
         ...
 
     async def schedule_retry(
-        self, task: Task, owner: str, failure_message: str, backoff_seconds: float
+        self,
+        task: Task,
+        owner: str,
+        failure_message: str,
+        backoff_seconds: float,
+        error_class: str | None = None,
     ) -> RetryOutcome:
         """Transient failure: a new version after the backoff, or FAILED when spent."""
         ...
@@ -478,6 +518,10 @@ class ReconcilerStore(Protocol):
 
     async def prune_sent_outbox(self, retention_seconds: float, chunk: int = 5000) -> int:
         """Delete at most ``chunk`` SENT rows older than the retention; rows deleted."""
+        ...
+
+    async def prune_task_events(self, retention_seconds: float) -> int:
+        """Delete history events older than the retention; events deleted."""
         ...
 
 

@@ -33,6 +33,17 @@ class RunContext:
     #: ``trio.current_time()`` of the claim or of the last lease renewal that landed:
     #: the watchdog and the settle step count the lease margin from it.
     lease_renewed_at: float = 0.0
+    #: Set to make the watchdog renew now instead of at its next heartbeat (a cancel of
+    #: the task, ``actors.local_claims.LocalClaims.cancelled``); the watchdog clears it.
+    renew_now: trio.Event = field(default_factory=trio.Event)
+    #: The run was woken because its task was cancelled: a renewal that then matches 0
+    #: rows aborts it as ``AbortReason.CANCELLED``.
+    cancel_requested: bool = False
+
+    def wake_for_cancel(self) -> None:
+        """The task was cancelled: let the watchdog check the lease now."""
+        self.cancel_requested = True
+        self.renew_now.set()
 
     def abort(self, reason: AbortReason) -> None:
         if self.abort_reason is None:

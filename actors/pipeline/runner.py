@@ -19,6 +19,8 @@ succeeds or fails.
 The progress write after each batch is for display only: a database error there is
 logged (at most once per ``PROGRESS_WARNING_INTERVAL_SECONDS``) and the write skipped, so
 a database blip never costs the export an attempt; the next batch writes a newer figure.
+It is fenced like every write of the run, so a write that matches no row (the task was
+cancelled, or the lease lost) ends the run at that batch boundary.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import trio
 from actors.config import Settings
 from actors.core.batch_rules import final_total_rows
 from actors.core.errors import ExportAbortedError, PermanentExportError, TransientDatabaseError
-from actors.core.outcomes import ExportResult
+from actors.core.outcomes import AbortReason, ExportResult
 from actors.core.ports import RunStore
 from actors.core.text import safe_file_name
 from actors.pipeline.context import RunContext
@@ -156,10 +158,21 @@ class _Progress:
         self._warned_at: float | None = None
 
     async def report(self, processed_rows: int, total_rows: int | None) -> None:
+        """Write the progress after a batch.
+
+        Raises:
+            ExportAbortedError: the fenced write matched no row: the task was cancelled
+                or the lease lost. This is the batch-boundary check that ends a cancelled
+                run on any instance without waiting for the next heartbeat.
+        """
         try:
-            await self.store.report_progress(
+            if not await self.store.report_progress(
                 self.ctx.task, self.ctx.owner, processed_rows, total_rows
-            )
+            ):
+                # The task is no longer this attempt's (cancelled, or its lease lost): the
+                # same structured abort as the watchdog's, recorded on the run's context.
+                self.ctx.abort(AbortReason.LEASE_LOST)
+                raise ExportAbortedError("export aborted: the task was cancelled or its lease lost")
         except TransientDatabaseError as exc:
             self.skipped += 1
             now = trio.current_time()

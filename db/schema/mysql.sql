@@ -11,7 +11,7 @@ CREATE TABLE IF NOT EXISTS file_export_task (
   export_type VARCHAR(64) NOT NULL,
   task_name VARCHAR(128) NOT NULL,
   format VARCHAR(16) NOT NULL DEFAULT 'XLSX',
-  status VARCHAR(24) NOT NULL DEFAULT 'PENDING' COMMENT 'PENDING/RUNNING/SUCCEEDED/FAILED/EXPIRED',
+  status VARCHAR(24) NOT NULL DEFAULT 'PENDING' COMMENT 'PENDING/RUNNING/SUCCEEDED/FAILED/EXPIRED/CANCELLED',
   parameters_json TEXT NOT NULL COMMENT 'normalised parameter JSON',
   parameters_hash CHAR(64) NOT NULL COMMENT 'sha256 of parameters_json, for the 60 s duplicate check',
   tenant_id BIGINT NOT NULL,
@@ -65,6 +65,15 @@ CREATE TABLE IF NOT EXISTS file_export_outbox (
   UNIQUE KEY uk_file_export_outbox_task_version (task_id, dispatch_version)
 ) ENGINE=InnoDB COMMENT='transactional outbox of export commands (§7.2)';
 
+CREATE TABLE IF NOT EXISTS file_export_task_event (
+  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT COMMENT 'commit order within a task',
+  task_id BIGINT UNSIGNED NOT NULL,
+  kind VARCHAR(32) NOT NULL COMMENT 'actors/core/events.py TaskEventKind',
+  detail_json TEXT NOT NULL COMMENT 'the fields of the kind',
+  created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+  PRIMARY KEY (id)
+) ENGINE=InnoDB COMMENT='append-only history of each task, written with its transitions';
+
 CREATE TABLE IF NOT EXISTS file_export_task_guard (
   guard_key VARCHAR(32) NOT NULL,
   updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
@@ -105,3 +114,8 @@ CREATE INDEX idx_file_export_outbox_task
   ON file_export_outbox (task_id, dispatch_version, status, sent_at);
 -- SENT rows by sent_at: pruning, oldest first.
 CREATE INDEX idx_file_export_outbox_sent ON file_export_outbox (status, sent_at, id);
+
+-- A task's history: one index range per task, in commit order.
+CREATE INDEX idx_file_export_task_event_task ON file_export_task_event (task_id, id);
+-- Events by age: retention pruning, oldest first.
+CREATE INDEX idx_file_export_task_event_age ON file_export_task_event (created_at, id);

@@ -61,6 +61,14 @@ CREATE UNIQUE INDEX IF NOT EXISTS uk_file_export_outbox_event ON file_export_out
 CREATE UNIQUE INDEX IF NOT EXISTS uk_file_export_outbox_task_version
   ON file_export_outbox (task_id, dispatch_version);
 
+CREATE TABLE IF NOT EXISTS file_export_task_event (
+  id INTEGER NOT NULL PRIMARY KEY,
+  task_id INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  detail_json TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+
 CREATE TABLE IF NOT EXISTS file_export_task_guard (
   guard_key TEXT NOT NULL PRIMARY KEY,
   updated_at INTEGER NOT NULL
@@ -102,3 +110,10 @@ CREATE INDEX IF NOT EXISTS idx_file_export_outbox_task
   ON file_export_outbox (task_id, dispatch_version, status, sent_at);
 -- SENT rows by sent_at: pruning, oldest first.
 CREATE INDEX IF NOT EXISTS idx_file_export_outbox_sent ON file_export_outbox (status, sent_at, id);
+
+-- A task's history: one index range per task, in commit order.
+CREATE INDEX IF NOT EXISTS idx_file_export_task_event_task
+  ON file_export_task_event (task_id, id);
+-- Events by age: retention pruning, oldest first.
+CREATE INDEX IF NOT EXISTS idx_file_export_task_event_age
+  ON file_export_task_event (created_at, id);

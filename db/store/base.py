@@ -12,6 +12,7 @@ from typing import Any, Self
 from actors.core.command_message import COMMAND_TAG, message_key
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.errors import ConfigError
+from actors.core.events import TaskEventKind, detail_json
 from actors.core.ids import IdGenerator
 from actors.core.models import Command, OutboxRow, Task, TaskStatus
 from db import transitions
@@ -162,6 +163,19 @@ class StoreBase:
         else:
             await tx.execute(self._sql.INSERT_OUTBOX_AT, {**params, "next_retry_at": next_retry_at})
         return cmd
+
+    async def _record(self, tx: Tx, task_id: int, kind: TaskEventKind, **detail: Any) -> None:
+        """Append an event to the task's history inside ``tx``: it commits or rolls back
+        with the transition it records (``actors.core.events``)."""
+        await tx.execute(
+            self._sql.INSERT_TASK_EVENT,
+            {"task_id": task_id, "kind": kind.value, "detail_json": detail_json(**detail)},
+        )
+
+    def _iso(self, value: Any) -> str | None:
+        """A DB time value as ISO-8601 UTC text with milliseconds, for an event's detail."""
+        at = self.db.dialect.to_datetime(value)
+        return None if at is None else at.isoformat(timespec="milliseconds")
 
     def _fence(self, task: Task, owner: str) -> dict[str, Any]:
         """The parameters that fence an executor's write to its own attempt."""

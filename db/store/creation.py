@@ -1,4 +1,4 @@
-"""Transitions the API calls: create, list and read tasks, manual retry.
+"""Transitions the API calls: create, list and read tasks, manual retry, cancel.
 
 Create and manual retry run under the create guard lock and admit the new active task
 in one place (``_admit``), with the counts read in the same transaction.
@@ -6,11 +6,14 @@ in one place (``_admit``), with the counts read in the same transaction.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from actors.core.admission import ActiveCounts, CreateLimits, admit
-from actors.core.models import Command, Principal, Task
-from actors.core.outcomes import CreateOutcome, CreateResult, NewTask
+from actors.core.cancel import cancel_outcome
+from actors.core.events import TaskEvent, TaskEventKind
+from actors.core.models import Command, Principal, Task, TaskStatus
+from actors.core.outcomes import CancelOutcome, CancelResult, CreateOutcome, CreateResult, NewTask
 from db.database import DuplicateKeyError, Tx
 from db.store.base import StoreBase, fenced
 from db.store.retry import replaying, retrying
@@ -24,7 +27,7 @@ def _requester(tenant_id: int, app_code: str, requested_by: int) -> dict[str, An
 
 
 class CreationTransitions(StoreBase):
-    """Create, list, read and manually retry tasks (the routes of ``web.api``)."""
+    """Create, list, read, manually retry and cancel tasks (the routes of ``web.api``)."""
 
     @retrying
     async def get_task(self, task_id: int) -> Task | None:
@@ -129,6 +132,9 @@ class CreationTransitions(StoreBase):
                 },
             )
             await self._insert_outbox(tx, task_id, new.export_type, 1, next_retry_at=None)
+            await self._record(
+                tx, task_id, TaskEventKind.CREATED, by=p.user_id, exportType=new.export_type
+            )
             row = await tx.fetchone(self._sql.GET_TASK, {"id": task_id})
         assert row is not None
         return CreateResult(CreateOutcome.CREATED, self.task_from_row(row))
@@ -186,7 +192,8 @@ class CreationTransitions(StoreBase):
     async def manual_retry(
         self, task: Task, limits: CreateLimits = _DEFAULT_LIMITS
     ) -> tuple[CreateOutcome, Task | None]:
-        """FAILED → PENDING with a new version and a new outbox row, attempts reset (§9.3).
+        """FAILED or CANCELLED → PENDING with a new version and a new outbox row, attempts
+        reset (§9.3).
 
         Runs under the create guard and applies the same admission as a create (without
         the duplicate check) to the task's requester and type, so retries cannot exceed
@@ -235,5 +242,92 @@ class CreationTransitions(StoreBase):
             except DuplicateKeyError:
                 pass  # a row for this version exists already: the unique key absorbed it
             row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
+            assert row is not None
+            await self._record(
+                tx,
+                task.id,
+                TaskEventKind.RETRY_SCHEDULED,
+                version=task.dispatch_version + 1,
+                at=self._iso(row["next_retry_at"]),
+                manual=True,
+            )
         assert row is not None
         return CreateOutcome.CREATED, self.task_from_row(row)
+
+    # -- cancel (actors/core/cancel.py) ---------------------------------------------------
+
+    @retrying
+    async def cancel_task(
+        self, task_id: int, failure_message: str, *, by: int | None = None
+    ) -> CancelResult | None:
+        """PENDING or RUNNING → CANCELLED, with the task's unsent outbox rows closed, in
+        one transaction.
+
+        A RUNNING attempt is not waited for: its lease is cleared with the status, so its
+        next fenced write (progress, lease renewal, final commit) matches 0 rows and the
+        run aborts like one whose lease was lost. Against a final commit in flight the
+        row lock decides: exactly one of SUCCEEDED and CANCELLED lands.
+
+        Args:
+            task_id: the task (the caller has checked the ownership rule).
+            failure_message: what the task shows as its message
+                (``actors.core.cancel.cancel_message``).
+            by: the user who cancelled it, for the task's history.
+
+        Returns:
+            The outcome (``actors.core.cancel.cancel_outcome``) and the task as it is now,
+            or ``None`` if there is no such task.
+
+        Re-run: after a commit that landed, the update matches 0 rows; the re-read finds
+        the task CANCELLED with this very message, which is this call's own cancel.
+        """
+        message = failure_message[:1000]
+        async with self.db.transaction() as tx:
+            changed = await fenced(
+                tx, self._sql.CANCEL_TASK, {"id": task_id, "failure_message": message}
+            )
+            if changed:
+                await tx.execute(self._sql.CLOSE_UNSENT_OUTBOX_OF_TASK, {"task_id": task_id})
+                await self._record(tx, task_id, TaskEventKind.CANCELLED, by=by)
+            row = await tx.fetchone(self._sql.GET_TASK, {"id": task_id})
+        if row is None:
+            return None
+        task = self.task_from_row(row)
+        if not changed and replaying() and task.failure_message == message:
+            changed = task.status == TaskStatus.CANCELLED
+        outcome = cancel_outcome(task.status, changed=changed)
+        assert outcome != CancelOutcome.CANCELLED or task.status == TaskStatus.CANCELLED
+        return CancelResult(outcome, task)
+
+    # -- history (actors/core/events.py) --------------------------------------------------
+
+    @retrying
+    async def list_task_events(self, task_id: int, limit: int = 1000) -> list[TaskEvent]:
+        """The task's history, oldest first, at most ``limit`` events (one index range)."""
+        async with self.db.transaction() as tx:
+            rows = await tx.fetchall(
+                self._sql.LIST_TASK_EVENTS, {"task_id": task_id, "limit": limit}
+            )
+        events = []
+        for r in rows:
+            at = self.db.dialect.to_datetime(r["created_at"])
+            assert at is not None
+            events.append(
+                TaskEvent(
+                    int(r["id"]),
+                    int(r["task_id"]),
+                    TaskEventKind(r["kind"]),
+                    at,
+                    json.loads(r["detail_json"]),
+                )
+            )
+        return events
+
+    @retrying
+    async def record_download(self, task_id: int, user_id: int) -> None:
+        """A user started downloading the task's file: a ``downloaded`` event.
+
+        Re-run: after a lost COMMIT the event may be written twice (two downloads shown
+        for one); nothing else depends on it."""
+        async with self.db.transaction() as tx:
+            await self._record(tx, task_id, TaskEventKind.DOWNLOADED, by=user_id)

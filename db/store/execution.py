@@ -11,6 +11,7 @@ from typing import Any
 
 from actors.core import dispatch, fairness
 from actors.core.backoff import should_retry
+from actors.core.events import TaskEventKind
 from actors.core.models import Command, Task, TaskStatus
 from actors.core.outcomes import ClaimResult, RetryOutcome
 from db.store.base import StoreBase, fenced
@@ -55,6 +56,15 @@ class ExecutionTransitions(StoreBase):
                 },
             )
             row = await tx.fetchone(self._sql.GET_TASK, {"id": task_id})
+            if claimed and row is not None:
+                await self._record(
+                    tx,
+                    task_id,
+                    TaskEventKind.CLAIMED,
+                    instance=owner,
+                    version=dispatch_version,
+                    attempt=int(row["attempt_count"]),
+                )
         if claimed and row is not None:
             return ClaimResult(self.task_from_row(row), None)
         if row is None:
@@ -177,7 +187,7 @@ class ExecutionTransitions(StoreBase):
         version with *this* ``object_key`` (a fresh key per attempt, so no one else's)
         means the commit is ours, and the answer is True."""
         async with self.db.transaction() as tx:
-            return await fenced(
+            if await fenced(
                 tx,
                 self._sql.COMPLETE_TASK,
                 {
@@ -190,10 +200,31 @@ class ExecutionTransitions(StoreBase):
                     "processed_rows": rows,
                     "retention_seconds": retention_seconds,
                 },
-            ) or await self._now_in(tx, task, TaskStatus.SUCCEEDED, object_key=object_key)
+            ):
+                done = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
+                assert done is not None
+                started = self.db.dialect.to_datetime(done["started_at"])
+                ended = self.db.dialect.to_datetime(done["completed_at"])
+                await self._record(
+                    tx,
+                    task.id,
+                    TaskEventKind.SUCCEEDED,
+                    version=task.dispatch_version,
+                    rows=rows,
+                    bytes=size_bytes,
+                    seconds=(
+                        round((ended - started).total_seconds(), 3)
+                        if started is not None and ended is not None
+                        else None
+                    ),
+                )
+                return True
+            return await self._now_in(tx, task, TaskStatus.SUCCEEDED, object_key=object_key)
 
     @retrying
-    async def fail_task(self, task: Task, owner: str, failure_message: str) -> bool:
+    async def fail_task(
+        self, task: Task, owner: str, failure_message: str, error_class: str | None = None
+    ) -> bool:
         """Permanent failure (§9.1): FAILED at once, fenced. True if this call failed it.
 
         Re-run: after a commit that landed, the update matches 0 rows; the re-read finds
@@ -201,12 +232,34 @@ class ExecutionTransitions(StoreBase):
         DLQ handler write messages of their own), so the answer is True again."""
         message = failure_message[:1000]
         async with self.db.transaction() as tx:
-            return await fenced(
+            if await fenced(
                 tx, self._sql.FAIL_TASK, {**self._fence(task, owner), "failure_message": message}
-            ) or await self._now_in(tx, task, TaskStatus.FAILED, failure_message=message)
+            ):
+                await self._attempt_failed(tx, task, message, error_class, final=True)
+                return True
+            return await self._now_in(tx, task, TaskStatus.FAILED, failure_message=message)
+
+    async def _attempt_failed(
+        self, tx: Any, task: Task, message: str, error_class: str | None, *, final: bool
+    ) -> None:
+        await self._record(
+            tx,
+            task.id,
+            TaskEventKind.ATTEMPT_FAILED,
+            version=task.dispatch_version,
+            attempt=task.attempt_count,
+            errorClass=error_class,
+            message=message,
+            final=final,
+        )
 
     async def schedule_retry(
-        self, task: Task, owner: str, failure_message: str, backoff_seconds: float
+        self,
+        task: Task,
+        owner: str,
+        failure_message: str,
+        backoff_seconds: float,
+        error_class: str | None = None,
     ) -> RetryOutcome:
         """Transient failure (§9.2) in one transaction: FAILED if the attempts are spent,
         else PENDING with ``dispatch_version + 1``, ``next_retry_at`` by DB time, progress
@@ -220,7 +273,9 @@ class ExecutionTransitions(StoreBase):
         task FAILED at this version with this message (FAILED), and never inserts a second
         row (the unique key on task and version would refuse it anyway)."""
         drawn = self._new_command(task, task.dispatch_version + 1)
-        return await self._schedule_retry(task, owner, failure_message, backoff_seconds, drawn)
+        return await self._schedule_retry(
+            task, owner, failure_message, backoff_seconds, drawn, error_class
+        )
 
     @retrying
     async def _schedule_retry(
@@ -230,6 +285,7 @@ class ExecutionTransitions(StoreBase):
         failure_message: str,
         backoff_seconds: float,
         drawn: tuple[Command, int],
+        error_class: str | None,
     ) -> RetryOutcome:
         fence = self._fence(task, owner)
         message = failure_message[:1000]
@@ -250,6 +306,8 @@ class ExecutionTransitions(StoreBase):
                 failed = await fenced(
                     tx, self._sql.FAIL_TASK, {**fence, "failure_message": message}
                 )
+                if failed:
+                    await self._attempt_failed(tx, task, message, error_class, final=True)
                 return RetryOutcome.FAILED if failed else RetryOutcome.LOST
             if not await fenced(
                 tx,
@@ -266,6 +324,14 @@ class ExecutionTransitions(StoreBase):
                 int(after["dispatch_version"]),
                 next_retry_at=after["next_retry_at"],
                 drawn=drawn,
+            )
+            await self._attempt_failed(tx, task, message, error_class, final=False)
+            await self._record(
+                tx,
+                task.id,
+                TaskEventKind.RETRY_SCHEDULED,
+                version=int(after["dispatch_version"]),
+                at=self._iso(after["next_retry_at"]),
             )
         return RetryOutcome.SCHEDULED
 
@@ -311,5 +377,12 @@ class ExecutionTransitions(StoreBase):
                 task.dispatch_version + 1,
                 next_retry_at=None,
                 drawn=drawn,
+            )
+            await self._record(
+                tx,
+                task.id,
+                TaskEventKind.HANDED_BACK,
+                instance=owner,
+                version=task.dispatch_version + 1,
             )
         return True

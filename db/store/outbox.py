@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from actors.core.events import TaskEventKind
 from actors.core.models import OutboxRow, OutboxStatus, TaskStatus
 from actors.core.outcomes import QuarantineOutcome
 from db.database import RetryableDatabaseError
@@ -88,6 +89,15 @@ class OutboxTransitions(StoreBase):
         the re-read reports SENT, so the answer is the same."""
         async with self.db.transaction() as tx:
             if await fenced(tx, self._sql.MARK_OUTBOX_SENT, {"id": outbox_id, "owner": owner}):
+                sent = await tx.fetchone(self._sql.GET_OUTBOX, {"id": outbox_id})
+                assert sent is not None
+                await self._record(
+                    tx,
+                    int(sent["task_id"]),
+                    TaskEventKind.DISPATCHED,
+                    version=int(sent["dispatch_version"]),
+                    eventId=sent["event_id"],
+                )
                 return True
             row = await tx.fetchone(self._sql.GET_OUTBOX, {"id": outbox_id})
         return row is not None and row["status"] == OutboxStatus.SENT
@@ -164,6 +174,14 @@ class OutboxTransitions(StoreBase):
                 )
                 if not (outbox_quarantined and task_failed):
                     raise _Mismatch
+                await self._record(
+                    tx,
+                    task_id,
+                    TaskEventKind.QUARANTINED,
+                    version=dispatch_version,
+                    eventId=event_id,
+                    reason=reason,
+                )
         except _Mismatch:
             return QuarantineOutcome.MISMATCH
         return QuarantineOutcome.QUARANTINED

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors.core.backoff import should_retry
+from actors.core.events import TaskEventKind
 from actors.core.models import Command, Task, TaskStatus
 from actors.core.outcomes import QueueSample, RetryOutcome
 from db.database import DuplicateKeyError, RetryableDatabaseError
@@ -133,12 +134,31 @@ class ReconciliationTransitions(StoreBase):
                     next_retry_at=None,
                     drawn=drawn,
                 )
+                await self._record(
+                    tx,
+                    task.id,
+                    TaskEventKind.LEASE_RECOVERED,
+                    instance=task.lease_owner,
+                    version=task.dispatch_version,
+                    nextVersion=task.dispatch_version + 1,
+                    message=failure_message,
+                )
                 return RetryOutcome.SCHEDULED
             if await fenced(
                 tx, self._sql.RECOVER_LEASE_FAIL, {**params, "failure_message": exhausted}
-            ) or (
-                replaying()
-                and await self._now_in(tx, task, TaskStatus.FAILED, failure_message=exhausted)
+            ):
+                await self._record(
+                    tx,
+                    task.id,
+                    TaskEventKind.LEASE_RECOVERED,
+                    instance=task.lease_owner,
+                    version=task.dispatch_version,
+                    message=exhausted,
+                    final=True,
+                )
+                return RetryOutcome.FAILED
+            if replaying() and await self._now_in(
+                tx, task, TaskStatus.FAILED, failure_message=exhausted
             ):
                 return RetryOutcome.FAILED
             return RetryOutcome.LOST
@@ -166,7 +186,10 @@ class ReconciliationTransitions(StoreBase):
         Re-run: after a commit that landed the task is EXPIRED and the update matches 0
         rows (False: one expiry fewer in the metrics, nothing else)."""
         async with self.db.transaction() as tx:
-            return await fenced(tx, self._sql.MARK_EXPIRED, {"id": task_id})
+            if not await fenced(tx, self._sql.MARK_EXPIRED, {"id": task_id}):
+                return False
+            await self._record(tx, task_id, TaskEventKind.EXPIRED)
+            return True
 
     @retrying
     async def file_is_referenced(self, task_id: int, object_key: str) -> bool:
@@ -194,6 +217,16 @@ class ReconciliationTransitions(StoreBase):
                 return await tx.execute(self._sql.PRUNE_ALL_SENT_OUTBOX, params)
             params.update(max_sent_at=bound["sent_at"], max_id=bound["id"])
             return await tx.execute(self._sql.PRUNE_SENT_OUTBOX, params)
+
+    @retrying
+    async def prune_task_events(self, retention_seconds: float) -> int:
+        """Delete history events older than the retention (one index range by age).
+
+        Re-run: deletes whatever old events are left; the count is for a log line."""
+        async with self.db.transaction() as tx:
+            return await tx.execute(
+                self._sql.PRUNE_TASK_EVENTS, {"retention_seconds": retention_seconds}
+            )
 
     @retrying
     async def sample_queues(self) -> QueueSample:

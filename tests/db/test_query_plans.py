@@ -47,7 +47,13 @@ from tests.helpers import MYSQL_TEST_URL, new_task
 from tests.history import FIRST_ID, FIRST_USER, load_history
 
 HISTORY = 20_000
-TABLES = {"file_export_task": "task", "t": "task", "file_export_outbox": "outbox", "o": "outbox"}
+TABLES = {
+    "file_export_task": "task",
+    "t": "task",
+    "file_export_outbox": "outbox",
+    "o": "outbox",
+    "file_export_task_event": "event",
+}
 PRIMARY = "PRIMARY"
 #: On MariaDB, a read expected to touch more than this share of a table reads history.
 MAX_ROWS_SHARE = 0.05
@@ -135,6 +141,12 @@ CHECKS: dict[str, Expect] = {
     "FAIL_TASK": uses(PRIMARY, *_TASK_BY_STATUS),
     "SCHEDULE_RETRY": uses(PRIMARY, *_TASK_BY_STATUS),
     "MANUAL_RETRY": uses(PRIMARY),
+    "CANCEL_TASK": uses(PRIMARY),
+    "CLOSE_UNSENT_OUTBOX_OF_TASK": uses(*_OUTBOX_OF_VERSION),
+    # task history
+    "INSERT_TASK_EVENT": uses(),
+    "LIST_TASK_EVENTS": uses("idx_file_export_task_event_task"),
+    "PRUNE_TASK_EVENTS": uses("idx_file_export_task_event_age"),
     "RELEASE_LEASE": uses(PRIMARY, *_TASK_BY_STATUS),
     # reconciler
     "SELECT_TASKS_WITHOUT_OUTBOX": uses("idx_file_export_dispatch", *_OUTBOX_OF_VERSION),
@@ -207,6 +219,8 @@ def params_for(template: str, db: Database) -> dict[str, Any]:
         "size_bytes": 1,
         "processed_rows": 1,
         "total_rows": 1,
+        "kind": "claimed",
+        "detail_json": "{}",
     }
     names = set(_PARAM.findall(template))
     missing = names - values.keys()
@@ -329,7 +343,11 @@ async def load_live_set(store: ExportStore) -> None:
 async def check_all(store: ExportStore) -> list[str]:
     sizes = {}
     async with store.db.transaction() as tx:
-        for table, short in (("file_export_task", "task"), ("file_export_outbox", "outbox")):
+        for table, short in (
+            ("file_export_task", "task"),
+            ("file_export_outbox", "outbox"),
+            ("file_export_task_event", "event"),
+        ):
             row = await tx.fetchone(f"SELECT COUNT(*) AS n FROM {table}")
             assert row is not None
             sizes[short] = int(row["n"])
@@ -410,7 +428,7 @@ async def test_mariadb_plans_read_through_matching_indexes() -> None:
             await db.migrate()
             store = await fill(db)
             async with db.transaction() as tx:
-                for table in ("file_export_task", "file_export_outbox"):
+                for table in ("file_export_task", "file_export_outbox", "file_export_task_event"):
                     await tx.fetchall(f"ANALYZE TABLE {table}")
             found = await check_all(store)
         finally:

@@ -1,6 +1,6 @@
 """The download center page in a real Chromium (headless, driven by Selenium) against the
-whole service on SQLite with the demo Provider: create, watch progress, download, retry,
-hostile text, token handling.
+whole service on SQLite with the demo Provider: create, watch progress, download, cancel,
+retry, hostile text, token handling.
 
 Chromium and chromium-driver are installed by the test command when missing
 (deploy/ensure-commands.sh); these tests never skip them.
@@ -215,6 +215,51 @@ async def test_a_failed_export_shows_why_and_retry_queues_it_again(
             task = (await c.get(f"{API}/{task_id}")).json()["data"]
     assert "rowCount must be an integer in 1..1000000" in failure
     assert task["dispatchVersion"] >= 2  # the retry was a new dispatch of the same task
+
+
+async def test_cancel_of_a_running_export_from_the_page(
+    settings: Settings, browser: WebDriver
+) -> None:
+    async with running_service(settings) as rt:
+        token = token_for(rt, 4005)
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(base_url=rt.base_url, timeout=10, headers=headers) as c:
+            body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 200_000}}
+            task_id = (await c.post(API, json=body)).json()["data"]["id"]
+
+            def drive() -> tuple[str, str, bool]:
+                sign_in(browser, rt.base_url, token)
+                # The Cancel button of the queued or running export (a fast machine may
+                # run 200,000 rows between two refreshes of the page).
+                button = wait_for(
+                    browser,
+                    lambda d: d.find_elements(
+                        By.CSS_SELECTOR, f'tr[data-task-id="{task_id}"] .cancel'
+                    ),
+                    "offered Cancel",
+                )[0]
+                button.click()
+                wait_for(
+                    browser, lambda d: row_status(d, task_id) == "CANCELLED", "showed CANCELLED"
+                )
+                row = browser.find_element(By.CSS_SELECTOR, f'tr[data-task-id="{task_id}"]')
+                return (
+                    browser.find_element(By.ID, "banner").text,
+                    row.find_element(By.CLASS_NAME, "failure").text,
+                    bool(row.find_elements(By.CLASS_NAME, "retry"))
+                    and not row.find_elements(By.CLASS_NAME, "cancel"),
+                )
+
+            banner, failure, retry_offered = await in_thread(drive)
+            task = (await c.get(f"{API}/{task_id}")).json()["data"]
+        with trio.fail_after(WAIT):  # the slot settles the aborted run: file deleted
+            while any(slot.current is not None for slot in rt.slots):
+                await trio.sleep(0.01)
+        leftovers = [o.key for o in await rt.storage.list_objects() if f"/{task_id}/" in o.key]
+    assert "cancelled" in banner and failure == "cancelled by user 4005" and retry_offered
+    assert task["status"] == "CANCELLED" and int(task["processedRows"]) < 200_000
+    assert leftovers == []
+    assert console_errors(browser) == []
 
 
 async def test_hostile_text_is_shown_as_text_and_the_policy_forbids_inline_script(

@@ -1,5 +1,5 @@
 // The download center page: the caller's exports with their progress, a form to create
-// one, download and retry. Plain DOM, no framework, no build step; every call goes to the
+// one, download, cancel and retry. Plain DOM, no framework, no build step; every call goes to the
 // public API with the caller's bearer token (see web/page.py).
 "use strict";
 
@@ -128,7 +128,14 @@ function actionsCell(task) {
     button.addEventListener("click", () => download(task, button));
     cell.append(button);
   }
-  if (task.status === "FAILED") {
+  if (ACTIVE.has(task.status)) {
+    const button = el("button", "Cancel", "cancel");
+    button.type = "button";
+    button.setAttribute("aria-label", `Cancel ${task.taskName}`);
+    button.addEventListener("click", () => cancel(task, button));
+    cell.append(button);
+  }
+  if (task.status === "FAILED" || task.status === "CANCELLED") {
     const button = el("button", "Retry", "retry");
     button.type = "button";
     button.addEventListener("click", () => retry(task, button));
@@ -274,6 +281,17 @@ async function download(task, button) {
   } finally {
     button.disabled = false;
   }
+}
+
+async function cancel(task, button) {
+  button.disabled = true;
+  try {
+    await api(`${API}/${task.id}/cancel`, { method: "POST" });
+    banner(`Export ${task.taskName} cancelled.`, "info");
+  } catch (error) {
+    banner(error.message);
+  }
+  await refresh();
 }
 
 async function retry(task, button) {

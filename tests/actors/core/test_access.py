@@ -125,13 +125,14 @@ def test_downloadable_key(
 @pytest.mark.parametrize("status", list(TaskStatus))
 def test_check_retryable(status: TaskStatus) -> None:
     task = task_value(status=status)
-    if status == TaskStatus.FAILED:
+    if status in (TaskStatus.FAILED, TaskStatus.CANCELLED):
         check_retryable(task)
         return
     with pytest.raises(Refused) as caught:
         check_retryable(task)
     expected = Refused(
-        Refusal.NOT_RETRYABLE, f"only FAILED tasks can be retried; the task is {status.value}"
+        Refusal.NOT_RETRYABLE,
+        f"only FAILED or CANCELLED tasks can be retried; the task is {status.value}",
     )
     assert_refusal(caught.value, expected)
 
@@ -206,6 +207,7 @@ def test_authorise(
         (Refused(Refusal.FILE_EXPIRED, "x"), "410"),
         (Refused(Refusal.NOT_DOWNLOADABLE, "x"), "409"),
         (Refused(Refusal.NOT_RETRYABLE, "x"), "409"),
+        (Refused(Refusal.NOT_CANCELLABLE, "x"), "409"),
     ],
 )
 def test_envelope_codes(error: RequestError, code: str) -> None:

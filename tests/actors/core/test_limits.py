@@ -78,7 +78,8 @@ PAGES = f"page must be 1..{MAX_PAGE} and pageSize 1..{MAX_PAGE_SIZE}"
             "1",
             "20",
             ParameterError(
-                "status", "status must be one of PENDING, RUNNING, SUCCEEDED, FAILED, EXPIRED"
+                "status",
+                "status must be one of PENDING, RUNNING, SUCCEEDED, FAILED, EXPIRED, CANCELLED",
             ),
         ),
         (
@@ -86,7 +87,8 @@ PAGES = f"page must be 1..{MAX_PAGE} and pageSize 1..{MAX_PAGE_SIZE}"
             "1",
             "20",
             ParameterError(
-                "status", "status must be one of PENDING, RUNNING, SUCCEEDED, FAILED, EXPIRED"
+                "status",
+                "status must be one of PENDING, RUNNING, SUCCEEDED, FAILED, EXPIRED, CANCELLED",
             ),
         ),
         (None, "x", "20", ParameterError("page", "page and pageSize must be integers")),

@@ -50,6 +50,7 @@ WATCHDOG = Ending.WATCHDOG_FAILED
         (False, ExportAbortedError("x"), None, False, Ending.ABORTED),
         # An abort wins over whatever the run produced or raised.
         (True, None, AbortReason.LEASE_LOST, False, Ending.ABORTED),
+        (True, None, AbortReason.CANCELLED, False, Ending.ABORTED),  # cancel beats a result
         (False, DeadlineExceededError("x"), AbortReason.DEADLINE, False, Ending.TRANSIENT),
         (True, None, AbortReason.DEADLINE, False, Ending.TRANSIENT),
         (

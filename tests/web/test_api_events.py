@@ -1,0 +1,52 @@
+"""``GET .../export-tasks/{id}/events``: the task's history, oldest first, for whoever may
+see the task; a download is recorded with who downloaded it."""
+
+from __future__ import annotations
+
+from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
+from db.store import ExportStore
+from tests.helpers import claim, create
+from tests.web import test_api_cancel
+from tests.web.test_api_cancel import API, headers
+
+app = test_api_cancel.app  # the same app fixture: the store's API with a registry
+
+
+async def get_events(app, task_id: int, **kw) -> dict:  # type: ignore[no-untyped-def]
+    response = await app.test_client().get(f"{API}/{task_id}/events", headers=headers(**kw))
+    assert response.status_code == 200
+    return await response.get_json()  # type: ignore[no-any-return]
+
+
+async def test_history_over_the_api_with_the_ownership_rule(  # type: ignore[no-untyped-def]
+    app, store: ExportStore, storage: LocalDirectoryStorage
+) -> None:
+    task = await create(store)
+    running = await claim(store, task, "instance-a")
+    key = new_object_key(task.id)
+    (await storage.create(key)).close()
+    assert await store.complete_task(
+        running,
+        "instance-a",
+        file_name="f.xlsx",
+        object_key=key,
+        content_type="application/x",
+        size_bytes=0,
+        rows=0,
+        retention_seconds=3600,
+    )
+    download = await app.test_client().get(
+        f"{API}/{task.id}/download", headers=headers(user=9, perms=("platform:download:all",))
+    )
+    assert download.status_code == 200
+    body = await get_events(app, task.id)
+    assert body["code"] == "200", body
+    items = body["data"]["items"]
+    assert [e["kind"] for e in items] == ["created", "claimed", "succeeded", "downloaded"]
+    assert items[1]["detail"] == {"instance": "instance-a", "version": 1, "attempt": 1}
+    assert items[3]["detail"] == {"by": 9}
+    assert all(e["taskId"] == str(task.id) and e["at"].endswith("+00:00") for e in items)
+    assert [int(e["id"]) for e in items] == sorted(int(e["id"]) for e in items)
+    assert (await get_events(app, task.id, user=8))["code"] == "404"
+    admin = await get_events(app, task.id, user=9, perms=("platform:download:all",))
+    assert admin["code"] == "200" and len(admin["data"]["items"]) == 4
