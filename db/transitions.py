@@ -325,9 +325,10 @@ VALUES (:task_id, :kind, :detail_json, {now})
 """
 
 # idx_file_export_task_event_task: one task's events are one index range, in id order.
+# The newest events (a long history keeps its latest entries; the caller reverses them).
 LIST_TASK_EVENTS = """
 SELECT id, task_id, kind, detail_json, created_at FROM file_export_task_event
- WHERE task_id = :task_id ORDER BY id LIMIT :limit
+ WHERE task_id = :task_id ORDER BY id DESC LIMIT :limit
 """
 
 # idx_file_export_task_event_age: the range of events older than the retention.

@@ -23,6 +23,7 @@ from actors.core.access import (
 )
 from actors.core.cancel import cancel_message, check_cancelled
 from actors.core.errors import Refusal, Refused, RequestError
+from actors.core.events import MAX_TASK_EVENTS
 from actors.core.limits import (
     create_request,
     list_query,
@@ -248,6 +249,10 @@ async def events(task_id: str) -> Any:
     """The task's history, oldest first (``actors/core/events.py``), for whoever may see
     the task (``actors/core/access.py``)."""
     task = await owned_task(caller(), task_id)
+    events = await services().api_store.list_task_events(task.id, limit=MAX_TASK_EVENTS + 1)
     return ok(
-        {"items": [event_json(e) for e in await services().api_store.list_task_events(task.id)]}
+        {
+            "items": [event_json(e) for e in events[-MAX_TASK_EVENTS:]],
+            "truncated": len(events) > MAX_TASK_EVENTS,  # older events left out
+        }
     )

@@ -72,13 +72,16 @@ def parse_task_id(raw_id: str) -> int:
         The id, 1 .. :data:`MAX_TASK_ID`.
 
     Raises:
-        ParameterError: ``raw_id`` is not an integer (field ``taskId``).
-        Refused: ``NOT_FOUND`` for an integer outside the id range — no task can have it.
+        ParameterError: ``raw_id`` is not a string of ASCII digits (field ``taskId``): a
+            sign, spaces or other digits than 0-9 are not an id, although ``int()`` would
+            take them.
+        Refused: ``NOT_FOUND`` for digits outside the id range — no task can have them.
     """
-    try:
-        task_id = int(raw_id)
-    except ValueError:
-        raise ParameterError("taskId", f"invalid task id {raw_id!r}") from None
+    if not (raw_id.isascii() and raw_id.isdigit()):
+        raise ParameterError("taskId", f"invalid task id {raw_id!r}")
+    if len(raw_id) > len(str(MAX_TASK_ID)) + 1:  # never int() thousands of digits
+        raise Refused(Refusal.NOT_FOUND, f"export task {raw_id[:24]}… not found")
+    task_id = int(raw_id)
     if not 0 < task_id <= MAX_TASK_ID:
         raise Refused(Refusal.NOT_FOUND, f"export task {raw_id} not found")
     return task_id

@@ -20,6 +20,9 @@ from typing import Any
 
 #: Longest message kept in an event's detail, characters (as ``failure_message``).
 MAX_MESSAGE_CHARS = 1000
+#: Events one history answer holds: the newest ones, with ``truncated`` when older ones
+#: were left out.
+MAX_TASK_EVENTS = 1000
 
 
 class TaskEventKind(StrEnum):

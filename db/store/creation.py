@@ -303,7 +303,8 @@ class CreationTransitions(StoreBase):
 
     @retrying
     async def list_task_events(self, task_id: int, limit: int = 1000) -> list[TaskEvent]:
-        """The task's history, oldest first, at most ``limit`` events (one index range)."""
+        """The task's newest ``limit`` events, oldest first (one index range, read
+        backwards): a task retried and cancelled many times keeps its latest history."""
         async with self.db.transaction() as tx:
             rows = await tx.fetchall(
                 self._sql.LIST_TASK_EVENTS, {"task_id": task_id, "limit": limit}
@@ -321,7 +322,7 @@ class CreationTransitions(StoreBase):
                     json.loads(r["detail_json"]),
                 )
             )
-        return events
+        return events[::-1]
 
     @retrying
     async def record_download(self, task_id: int, user_id: int) -> None:

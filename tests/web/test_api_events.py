@@ -3,6 +3,9 @@ see the task; a download is recorded with who downloaded it."""
 
 from __future__ import annotations
 
+import pytest
+
+import web.api
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from db.store import ExportStore
 from tests.helpers import claim, create
@@ -47,6 +50,21 @@ async def test_history_over_the_api_with_the_ownership_rule(  # type: ignore[no-
     assert items[3]["detail"] == {"by": 9}
     assert all(e["taskId"] == str(task.id) and e["at"].endswith("+00:00") for e in items)
     assert [int(e["id"]) for e in items] == sorted(int(e["id"]) for e in items)
+    assert body["data"]["truncated"] is False
     assert (await get_events(app, task.id, user=8))["code"] == "404"
     admin = await get_events(app, task.id, user=9, perms=("platform:download:all",))
     assert admin["code"] == "200" and len(admin["data"]["items"]) == 4
+
+
+async def test_a_long_history_keeps_its_newest_events_and_says_it_was_cut(  # type: ignore[no-untyped-def]
+    app, store: ExportStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by hand: 275 retry/cancel rounds made 1,099 events and the answer held the
+    oldest 1,000, contradicting the task's status. The newest are kept, oldest first."""
+    monkeypatch.setattr(web.api, "MAX_TASK_EVENTS", 2)
+    task = await create(store)
+    await claim(store, task, "instance-a")
+    assert await store.cancel_task(task.id, "cancelled by user 7", by=7) is not None
+    body = await get_events(app, task.id)
+    assert [e["kind"] for e in body["data"]["items"]] == ["claimed", "cancelled"]
+    assert body["data"]["truncated"] is True

@@ -58,7 +58,12 @@ def test_owns(user: int, tenant: int, app: AppCode, perms: frozenset[str], expec
         ("abc", ParameterError("taskId", "invalid task id 'abc'")),
         ("", ParameterError("taskId", "invalid task id ''")),
         ("0", Refused(Refusal.NOT_FOUND, "export task 0 not found")),
-        ("-5", Refused(Refusal.NOT_FOUND, "export task -5 not found")),
+        ("-5", ParameterError("taskId", "invalid task id '-5'")),
+        ("+1", ParameterError("taskId", "invalid task id '+1'")),
+        (" 1", ParameterError("taskId", "invalid task id ' 1'")),
+        ("１２", ParameterError("taskId", "invalid task id '１２'")),
+        ("1e3", ParameterError("taskId", "invalid task id '1e3'")),
+        ("9" * 5000, Refused(Refusal.NOT_FOUND, f"export task {'9' * 24}… not found")),
         (str(MAX_TASK_ID + 1), Refused(Refusal.NOT_FOUND, f"export task {2**63} not found")),
     ],
 )
