@@ -509,8 +509,14 @@ class ConsumerSlot:
                 )
             return
         if settlement.write == Write.NOTHING:
-            log.warning(
-                "task %s v%d aborted: %s; nothing written", task.id, task.dispatch_version, error
+            # A user's cancel is an outcome, not a fault: INFO. A lost lease stays a WARNING.
+            level = logging.INFO if ctx.abort_reason == AbortReason.CANCELLED else logging.WARNING
+            log.log(
+                level,
+                "task %s v%d aborted: %s; nothing written",
+                task.id,
+                task.dispatch_version,
+                error,
             )
             return
         assert settlement.margin is not None

@@ -9,6 +9,9 @@ while a query is in flight.
 
 from __future__ import annotations
 
+import logging
+
+import pytest
 import trio
 import trio.testing
 
@@ -55,6 +58,7 @@ async def test_a_cancel_in_this_process_wakes_the_run_at_once(
     storage: LocalDirectoryStorage,
     settings: Settings,
     metrics: Metrics,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     task = await claimed(store, settings)
     local = LocalClaims()
@@ -81,8 +85,13 @@ async def test_a_cancel_in_this_process_wakes_the_run_at_once(
         result = await store.cancel_task(task.id, MESSAGE)
         assert result is not None and result.outcome == CancelOutcome.CANCELLED
         cancelled_at = trio.current_time()
-        local.cancelled(task.id)  # what the API does after its commit
+        with caplog.at_level(logging.INFO, logger="actors.consumer"):
+            local.cancelled(task.id)  # what the API does after its commit
+            await trio.sleep(settings.task_heartbeat_seconds)
     took = freed_at[0] - cancelled_at
+    # A user's cancel is an outcome, not a fault: logged at INFO, never a WARNING.
+    aborted = [r for r in caplog.records if "nothing written" in r.getMessage()]
+    assert [r.levelno for r in aborted] == [logging.INFO], aborted
     assert took < settings.task_heartbeat_seconds  # woken, not found at the next heartbeat
     print(f"\ncancel -> slot free (mock clock, {store.db.dialect.name}): {took:.3f}s")
     assert await storage.size(keys[0]) is None  # partial file deleted
