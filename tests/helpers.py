@@ -34,7 +34,8 @@ from actors.core.limits import normalise_parameters
 from actors.core.models import AppCode, ExportDefinition, Principal, Registry, Task
 from actors.core.outcomes import NewTask
 from actors.metrics import Metrics
-from actors.pipeline.storage import LocalDirectoryStorage
+from actors.pipeline.context import RunContext
+from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from actors.registry_source import RegistryHolder
 from actors.runtime import Runtime, serve
 from actors.wakeup import Wakeup
@@ -152,6 +153,30 @@ async def claim(
     result = await store.claim_task(task.id, task.dispatch_version, owner, lease, max_duration)
     assert result.task is not None, result.no_claim
     return result.task
+
+
+async def claimed(store: ExportStore, settings: Settings, **kw: Any) -> Task:
+    """A new task claimed by ``settings.instance_id`` with the settings' lease and
+    duration (what a consumer slot of that instance holds)."""
+    return await claim(
+        store,
+        await create(store),
+        settings.instance_id,
+        lease=settings.task_lease_seconds,
+        max_duration=settings.max_duration_minutes * 60,
+        **kw,
+    )
+
+
+async def start_file(store: ExportStore, storage: LocalDirectoryStorage, ctx: RunContext) -> str:
+    """What the real pipeline does first: record the key, create the file (a few bytes)."""
+    key = new_object_key(ctx.task.id)
+    assert await store.record_object_key(ctx.task, ctx.owner, key)
+    f = await storage.create(key)
+    ctx.object_key = key
+    f.write(b"partial xlsx bytes")
+    f.close()
+    return key
 
 
 def task_value(**overrides: Any) -> Task:
@@ -335,12 +360,24 @@ DEFINITION = ExportDefinition(
 )
 
 
-def headers(user: int = 7, perms: tuple[str, ...] = ("platform:customer:export",)) -> dict:
-    """The ``Authorization`` header of ``user`` (tenant 0) for :func:`api_app`."""
+def headers(
+    user: int = 7, perms: tuple[str, ...] = ("platform:customer:export",), tenant: int = 0
+) -> dict[str, str]:
+    """The ``Authorization`` header of ``user`` (of ``tenant``) for :func:`api_app`."""
     token = issue_token(
-        API_SECRET, user_id=user, tenant_id=0, app_code=AppCode.PLATFORM, perms=perms
+        API_SECRET, user_id=user, tenant_id=tenant, app_code=AppCode.PLATFORM, perms=perms
     )
     return {"Authorization": f"Bearer {token}"}
+
+
+class WokenRuns:
+    """A ``runs`` port for :func:`api_app` that records the runs the API asked to wake."""
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+
+    def cancelled(self, task_id: int) -> None:
+        self.ids.append(task_id)
 
 
 def api_app(
@@ -349,6 +386,7 @@ def api_app(
     *,
     definition: ExportDefinition = DEFINITION,
     secret: str = API_SECRET,
+    runs: WokenRuns | None = None,
 ) -> tuple[QuartTrio, Services]:
     """The API app over ``store`` and ``storage``, ready (as after start-up), with a
     registry of ``definition`` alone and tokens signed with ``secret``.
@@ -364,6 +402,7 @@ def api_app(
         metrics=Metrics(),
         wakeup=Wakeup(),
         jwt_secret=secret,
+        **({"runs": runs} if runs is not None else {}),
     )
     services.ready.set()
     return create_app(services), services

@@ -25,7 +25,7 @@ from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage
 from actors.transport.embedded import EmbeddedBus
 from db.store import ExportStore
-from tests.actors.test_consumer_slot import claimed, start_file
+from tests.helpers import claimed, start_file
 
 MESSAGE = "cancelled by user 7"
 

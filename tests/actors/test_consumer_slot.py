@@ -14,15 +14,15 @@ import trio
 from actors.config import Settings
 from actors.consumer import ConsumerSlot
 from actors.core.errors import LimitExceededError, ProviderUnavailableError
-from actors.core.models import Command, Task, TaskStatus
+from actors.core.models import Command, TaskStatus
 from actors.core.outcomes import ExportResult
 from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
-from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
+from actors.pipeline.storage import LocalDirectoryStorage
 from actors.reconciler import Reconciler
 from actors.transport.embedded import EmbeddedBus
 from db.store import ExportStore
-from tests.helpers import RecordingDelivery, claim, create, exec_sql
+from tests.helpers import RecordingDelivery, claim, claimed, create, exec_sql, start_file
 
 
 def make_slot(
@@ -43,28 +43,6 @@ def make_slot(
         pipeline,
         trio.Event(),
         rand=lambda: 0.5,
-    )
-
-
-async def start_file(store: ExportStore, storage: LocalDirectoryStorage, ctx: RunContext) -> str:
-    """What the real pipeline does first: record the key, create the file."""
-    key = new_object_key(ctx.task.id)
-    assert await store.record_object_key(ctx.task, ctx.owner, key)
-    f = await storage.create(key)
-    ctx.object_key = key
-    f.write(b"partial xlsx bytes")
-    f.close()
-    return key
-
-
-async def claimed(store: ExportStore, settings: Settings, **kw: object) -> Task:
-    return await claim(
-        store,
-        await create(store),
-        settings.instance_id,
-        lease=settings.task_lease_seconds,
-        max_duration=settings.max_duration_minutes * 60,
-        **kw,
     )
 
 

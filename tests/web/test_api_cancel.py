@@ -6,60 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from actors.core.models import AppCode, ExportDefinition, Registry, TaskStatus
-from actors.metrics import Metrics
+from actors.core.models import TaskStatus
 from actors.pipeline.storage import LocalDirectoryStorage
-from actors.registry_source import RegistryHolder
-from actors.wakeup import Wakeup
 from db.store import ExportStore
-from tests.helpers import claim, create
-from web.app import create_app
-from web.auth import issue_token
-from web.services import Services
-
-SECRET = "api-test-secret-" + "c" * 32
-API = "/api/platform/v1/files/export-tasks"
-DEFINITION = ExportDefinition(
-    "CUSTOMER_LIST",
-    "demo-service",
-    "/internal/exports/v1/CUSTOMER_LIST/batches",
-    "platform:customer:export",
-    AppCode.PLATFORM,
-)
-
-
-def headers(
-    user: int = 7, perms: tuple[str, ...] = ("platform:customer:export",), tenant: int = 0
-) -> dict[str, str]:
-    token = issue_token(
-        SECRET, user_id=user, tenant_id=tenant, app_code=AppCode.PLATFORM, perms=perms
-    )
-    return {"Authorization": f"Bearer {token}"}
-
-
-class Woken:
-    """Records the runs the API asked to wake."""
-
-    def __init__(self) -> None:
-        self.ids: list[int] = []
-
-    def cancelled(self, task_id: int) -> None:
-        self.ids.append(task_id)
+from tests.helpers import API, WokenRuns, api_app, claim, create, headers
 
 
 @pytest.fixture
 def app(store: ExportStore, storage: LocalDirectoryStorage):  # type: ignore[no-untyped-def]
-    services = Services(
-        store=store,
-        storage=storage,
-        registry=RegistryHolder(Registry({"CUSTOMER_LIST": DEFINITION})),
-        metrics=Metrics(),
-        wakeup=Wakeup(),
-        jwt_secret=SECRET,
-        runs=Woken(),
-    )
-    services.ready.set()
-    return create_app(services)
+    return api_app(store, storage, runs=WokenRuns())[0]
 
 
 def cancelled_count(app) -> float:  # type: ignore[no-untyped-def]

@@ -8,11 +8,12 @@ import pytest
 import web.api
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from db.store import ExportStore
-from tests.helpers import claim, create
-from tests.web import test_api_cancel
-from tests.web.test_api_cancel import API, headers
+from tests.helpers import API, WokenRuns, api_app, claim, create, headers
 
-app = test_api_cancel.app  # the same app fixture: the store's API with a registry
+
+@pytest.fixture
+def app(store: ExportStore, storage: LocalDirectoryStorage):  # type: ignore[no-untyped-def]
+    return api_app(store, storage, runs=WokenRuns())[0]
 
 
 async def get_events(app, task_id: int, **kw) -> dict:  # type: ignore[no-untyped-def]
