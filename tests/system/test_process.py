@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import sys
@@ -62,7 +63,10 @@ async def test_sigterm_mid_export_exits_cleanly_and_restart_finishes_the_task(
         assert task["dispatchVersion"] == version and task["attemptCount"] == 1
         files = list((tmp_path / "data" / "files" / "exports" / task_id).iterdir())
         assert len(files) == 1
-    assert "requeued 1 commands" in second.log.read_text()
+    # The second task's command was in the dead bus; the first task's new command (v2,
+    # written by the hand-back) is in it too when the publisher sent it before the stop
+    # cancelled the publisher (a race of the shutdown order, either way correct).
+    assert re.search(r"requeued [12] commands", second.log.read_text())
     second.proc.send_signal(signal.SIGTERM)
     assert await second.wait() == 0
 
