@@ -164,6 +164,16 @@ class StoreBase:
             await tx.execute(self._sql.INSERT_OUTBOX_AT, {**params, "next_retry_at": next_retry_at})
         return cmd
 
+    async def _insert_drawn_outbox(
+        self, tx: Tx, drawn: tuple[Command, int], next_retry_at: Any = None
+    ) -> Command:
+        """Insert the outbox row of a command drawn by ``_new_command`` before the
+        transaction: its task, type and version are the command's."""
+        cmd = drawn[0]
+        return await self._insert_outbox(
+            tx, cmd.task_id, cmd.export_type, cmd.dispatch_version, next_retry_at, drawn=drawn
+        )
+
     async def _record(self, tx: Tx, task_id: int, kind: TaskEventKind, **detail: Any) -> None:
         """Append an event to the task's history inside ``tx``: it commits or rolls back
         with the transition it records (``actors.core.events``)."""

@@ -231,14 +231,7 @@ class CreationTransitions(StoreBase):
             ):
                 return CreateOutcome.DUPLICATE, None
             try:
-                await self._insert_outbox(
-                    tx,
-                    task.id,
-                    task.export_type,
-                    task.dispatch_version + 1,
-                    next_retry_at=None,
-                    drawn=drawn,
-                )
+                await self._insert_drawn_outbox(tx, drawn)
             except DuplicateKeyError:
                 pass  # a row for this version exists already: the unique key absorbed it
             row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})

@@ -317,14 +317,9 @@ class ExecutionTransitions(StoreBase):
                 return RetryOutcome.LOST
             after = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
             assert after is not None
-            await self._insert_outbox(
-                tx,
-                task.id,
-                task.export_type,
-                int(after["dispatch_version"]),
-                next_retry_at=after["next_retry_at"],
-                drawn=drawn,
-            )
+            # The command was drawn for the version SCHEDULE_RETRY has just set.
+            assert int(after["dispatch_version"]) == drawn[0].dispatch_version
+            await self._insert_drawn_outbox(tx, drawn, after["next_retry_at"])
             await self._attempt_failed(tx, task, message, error_class, final=False)
             await self._record(
                 tx,
@@ -370,14 +365,7 @@ class ExecutionTransitions(StoreBase):
         async with self.db.transaction() as tx:
             if not await fenced(tx, self._sql.RELEASE_LEASE, self._fence(task, owner)):
                 return await self._outbox_landed(tx, drawn[0])
-            await self._insert_outbox(
-                tx,
-                task.id,
-                task.export_type,
-                task.dispatch_version + 1,
-                next_retry_at=None,
-                drawn=drawn,
-            )
+            await self._insert_drawn_outbox(tx, drawn)
             await self._record(
                 tx,
                 task.id,

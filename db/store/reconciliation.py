@@ -126,14 +126,7 @@ class ReconciliationTransitions(StoreBase):
                 ):
                     landed = await self._outbox_landed(tx, drawn[0])
                     return RetryOutcome.SCHEDULED if landed else RetryOutcome.LOST
-                await self._insert_outbox(
-                    tx,
-                    task.id,
-                    task.export_type,
-                    task.dispatch_version + 1,
-                    next_retry_at=None,
-                    drawn=drawn,
-                )
+                await self._insert_drawn_outbox(tx, drawn)
                 await self._record(
                     tx,
                     task.id,
