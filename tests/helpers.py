@@ -18,7 +18,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,14 +30,17 @@ import trio
 from quart_trio import QuartTrio
 
 from actors.config import Settings, load_settings
+from actors.consumer import ConsumerSlot
 from actors.core.limits import normalise_parameters
 from actors.core.models import AppCode, ExportDefinition, Principal, Registry, Task
-from actors.core.outcomes import NewTask
+from actors.core.outcomes import ExportResult, NewTask
+from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from actors.registry_source import RegistryHolder
 from actors.runtime import Runtime, serve
+from actors.transport.embedded import EmbeddedBus
 from actors.wakeup import Wakeup
 from db.mysql import MysqlDatabase
 from db.store import ExportStore
@@ -177,6 +180,32 @@ async def start_file(store: ExportStore, storage: LocalDirectoryStorage, ctx: Ru
     f.write(b"partial xlsx bytes")
     f.close()
     return key
+
+
+def make_slot(
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
+    metrics: Metrics,
+    pipeline: Callable[[RunContext], Awaitable[ExportResult]],
+    *,
+    transport: EmbeddedBus | None = None,
+    local: LocalClaims | None = None,
+) -> ConsumerSlot:
+    """A consumer slot ``slot-0`` over ``store`` running ``pipeline``, with a fixed
+    jitter (``rand`` 0.5) so back-off figures are exact; an in-process bus unless given."""
+    return ConsumerSlot(
+        "slot-0",
+        store,
+        transport or EmbeddedBus(),
+        storage,
+        settings,
+        metrics,
+        pipeline,
+        trio.Event(),
+        rand=lambda: 0.5,
+        local=local,
+    )
 
 
 def task_value(**overrides: Any) -> Task:
@@ -402,8 +431,9 @@ def api_app(
         metrics=Metrics(),
         wakeup=Wakeup(),
         jwt_secret=secret,
-        **({"runs": runs} if runs is not None else {}),
     )
+    if runs is not None:
+        services.runs = runs
     services.ready.set()
     return create_app(services), services
 

@@ -16,40 +16,16 @@ import trio
 import trio.testing
 
 from actors.config import Settings
-from actors.consumer import ConsumerSlot
 from actors.core.models import TaskStatus
 from actors.core.outcomes import CancelOutcome, ExportResult
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage
-from actors.transport.embedded import EmbeddedBus
 from db.store import ExportStore
-from tests.helpers import claimed, start_file
+from tests.helpers import claimed, make_slot, start_file
 
 MESSAGE = "cancelled by user 7"
-
-
-def slot_with(
-    store: ExportStore,
-    storage: LocalDirectoryStorage,
-    settings: Settings,
-    metrics: Metrics,
-    pipeline,  # type: ignore[no-untyped-def]
-    local: LocalClaims,
-) -> ConsumerSlot:
-    return ConsumerSlot(
-        "slot-0",
-        store,
-        EmbeddedBus(),
-        storage,
-        settings,
-        metrics,
-        pipeline,
-        trio.Event(),
-        rand=lambda: 0.5,
-        local=local,
-    )
 
 
 async def test_a_cancel_in_this_process_wakes_the_run_at_once(
@@ -71,7 +47,7 @@ async def test_a_cancel_in_this_process_wakes_the_run_at_once(
         await trio.sleep(10_000)  # between batches: only the abort ends this
         raise AssertionError("not reached")
 
-    slot = slot_with(store, storage, settings, metrics, pipeline, local)
+    slot = make_slot(store, storage, settings, metrics, pipeline, local=local)
     freed_at: list[float] = []
     async with trio.open_nursery() as nursery:
 
@@ -122,7 +98,7 @@ async def test_a_cancel_on_another_instance_ends_the_run_at_its_next_heartbeat(
         raise AssertionError("not reached")
 
     started = trio.current_time()
-    await slot_with(store, storage, settings, metrics, pipeline, LocalClaims()).execute(task)
+    await make_slot(store, storage, settings, metrics, pipeline, local=LocalClaims()).execute(task)
     assert trio.current_time() - started <= settings.task_heartbeat_seconds + 0.1
     assert await storage.size(keys[0]) is None
     after = await store.get_task(task.id)
@@ -156,7 +132,7 @@ async def test_cancel_racing_the_final_commit_leaves_no_file_for_the_loser(
         answers: list[object] = []
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
-                slot_with(store, storage, settings, metrics, pipeline, local).execute, task
+                make_slot(store, storage, settings, metrics, pipeline, local=local).execute, task
             )
             await returning.wait()
             for _ in range(i % 3):

@@ -6,13 +6,10 @@ All timing runs on pytest-trio's autojump mock clock with the DB clock following
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 import pytest
 import trio
 
 from actors.config import Settings
-from actors.consumer import ConsumerSlot
 from actors.core.errors import LimitExceededError, ProviderUnavailableError
 from actors.core.models import Command, TaskStatus
 from actors.core.outcomes import ExportResult
@@ -20,30 +17,8 @@ from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage
 from actors.reconciler import Reconciler
-from actors.transport.embedded import EmbeddedBus
 from db.store import ExportStore
-from tests.helpers import RecordingDelivery, claim, claimed, create, exec_sql, start_file
-
-
-def make_slot(
-    store: ExportStore,
-    storage: LocalDirectoryStorage,
-    settings: Settings,
-    metrics: Metrics,
-    pipeline: Callable[[RunContext], Awaitable[ExportResult]],
-    transport: EmbeddedBus | None = None,
-) -> ConsumerSlot:
-    return ConsumerSlot(
-        "slot-0",
-        store,
-        transport or EmbeddedBus(),
-        storage,
-        settings,
-        metrics,
-        pipeline,
-        trio.Event(),
-        rand=lambda: 0.5,
-    )
+from tests.helpers import RecordingDelivery, claim, claimed, create, exec_sql, make_slot, start_file
 
 
 async def test_watchdog_keeps_a_slow_final_write_alive(

@@ -10,7 +10,6 @@ settling writes keep retrying until 8 s after the last renewal that landed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,6 @@ import trio
 import trio.testing
 
 from actors.config import Settings
-from actors.consumer import ConsumerSlot
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.errors import LimitExceededError, ProviderUnavailableError
 from actors.core.models import AppCode, ExportDefinition, Registry, Task, TaskStatus
@@ -42,7 +40,7 @@ from actors.wakeup import Wakeup
 from db.database import DatabaseUnavailableError
 from db.store import ExportStore
 from tests.faults import FaultyDatabase
-from tests.helpers import TOPIC, RecordingDelivery, claim, create, exec_sql
+from tests.helpers import TOPIC, RecordingDelivery, claim, create, exec_sql, make_slot
 
 Clock = trio.testing.MockClock
 
@@ -53,29 +51,6 @@ def on_faulty(store: ExportStore, budget: float = 30) -> tuple[ExportStore, Faul
     faulty = FaultyDatabase(store.db)
     policy = DbRetryPolicy(budget_seconds=budget)
     return ExportStore(faulty, store.ids, topic=TOPIC, retry_policy=policy), faulty  # type: ignore[arg-type]
-
-
-def slot_for(
-    store: ExportStore,
-    storage: LocalDirectoryStorage,
-    settings: Settings,
-    metrics: Metrics,
-    pipeline: Callable[[RunContext], Awaitable[ExportResult]],
-    local: LocalClaims | None = None,
-) -> ConsumerSlot:
-    extra = {"local": local} if local is not None else {}
-    return ConsumerSlot(
-        "slot-0",
-        store,
-        EmbeddedBus(),
-        storage,
-        settings,
-        metrics,
-        pipeline,
-        trio.Event(),
-        rand=lambda: 0.5,
-        **extra,
-    )
 
 
 async def claimed(store: ExportStore, settings: Settings, **kw: Any) -> Task:
@@ -137,7 +112,7 @@ async def test_settling_retries_through_an_outage_and_records_the_real_outcome(
 
     async with trio.open_nursery() as n:
         n.start_soon(outage, faulty, 0, trio.current_time() + 6)
-        await slot_for(fs, storage, settings, metrics, pipeline).execute(task)
+        await make_slot(fs, storage, settings, metrics, pipeline).execute(task)
     after = await store.get_task(task.id)
     assert after.attempt_count == 1
     if ending == "success":
@@ -185,7 +160,7 @@ async def test_an_outage_past_the_lease_margin_leaves_the_real_cause_to_the_reco
     started = trio.current_time()
     async with trio.open_nursery() as n:
         n.start_soon(outage, faulty, 0, started + 40)
-        await slot_for(fs, storage, settings, metrics, pipeline, local).execute(task)
+        await make_slot(fs, storage, settings, metrics, pipeline, local=local).execute(task)
         assert trio.current_time() - started < settings.task_lease_seconds
         assert (await storage.size(keys[0]) is not None) == (ending == "success")
     reconciler = Reconciler(fs, storage, settings, metrics, local=local)
@@ -219,7 +194,7 @@ async def test_a_database_error_escaping_the_run_hands_the_task_back_uncounted(
         await write_file(store, storage, ctx)
         raise DatabaseUnavailableError("cannot connect to MySQL: (2003, ...)")
 
-    await slot_for(store, storage, settings, metrics, pipeline).execute(task)
+    await make_slot(store, storage, settings, metrics, pipeline).execute(task)
     after = await store.get_task(task.id)
     assert (after.status, after.dispatch_version, after.attempt_count) == (
         TaskStatus.PENDING,
@@ -250,7 +225,7 @@ async def test_a_watchdog_outage_hands_the_task_back_if_the_database_returns_in_
 
     async with trio.open_nursery() as n:
         n.start_soon(outage, faulty, t0 + 1, t0 + 9)
-        await slot_for(fs, storage, settings, metrics, pipeline).execute(task)
+        await make_slot(fs, storage, settings, metrics, pipeline).execute(task)
     after = await store.get_task(task.id)
     assert (after.status, after.dispatch_version, after.attempt_count) == (
         TaskStatus.PENDING,
@@ -322,7 +297,7 @@ async def test_failed_progress_writes_are_skipped_and_cost_no_attempt(
     )
     task = await claimed(fs, settings)
     with caplog.at_level(logging.WARNING, logger="actors.pipeline.runner"):
-        await slot_for(fs, storage, settings, metrics, runner).execute(task)
+        await make_slot(fs, storage, settings, metrics, runner).execute(task)
     await http.aclose()
     after = await store.get_task(task.id)
     assert (after.status, after.attempt_count, after.dispatch_version) == (
@@ -473,8 +448,8 @@ async def test_a_second_delivery_of_a_task_held_by_another_slot_is_acked_without
         return ExportResult(key, "f.xlsx", "x", 10, 1)
 
     first, second = RecordingDelivery(body), RecordingDelivery(body)
-    a = slot_for(fs, storage, settings, metrics, pipeline, local)
-    b = slot_for(fs, storage, settings, metrics, pipeline, local)
+    a = make_slot(fs, storage, settings, metrics, pipeline, local=local)
+    b = make_slot(fs, storage, settings, metrics, pipeline, local=local)
     async with trio.open_nursery() as n:
         n.start_soon(a.handle, first)
         await running.wait()
