@@ -49,21 +49,20 @@ async def test_a_cancel_in_this_process_wakes_the_run_at_once(
 
     slot = make_slot(store, storage, settings, metrics, pipeline, local=local)
     freed_at: list[float] = []
-    async with trio.open_nursery() as nursery:
+    with caplog.at_level(logging.INFO, logger="actors.consumer"):
+        async with trio.open_nursery() as nursery:
 
-        async def run() -> None:
-            await slot.execute(task)
-            freed_at.append(trio.current_time())
+            async def run() -> None:
+                await slot.execute(task)
+                freed_at.append(trio.current_time())
 
-        nursery.start_soon(run)
-        await started.wait()
-        await trio.sleep(0.5)  # well inside the first heartbeat period
-        result = await store.cancel_task(task.id, MESSAGE)
-        assert result is not None and result.outcome == CancelOutcome.CANCELLED
-        cancelled_at = trio.current_time()
-        with caplog.at_level(logging.INFO, logger="actors.consumer"):
+            nursery.start_soon(run)
+            await started.wait()
+            await trio.sleep(0.5)  # well inside the first heartbeat period
+            result = await store.cancel_task(task.id, MESSAGE)
+            assert result is not None and result.outcome == CancelOutcome.CANCELLED
+            cancelled_at = trio.current_time()
             local.cancelled(task.id)  # what the API does after its commit
-            await trio.sleep(settings.task_heartbeat_seconds)
     took = freed_at[0] - cancelled_at
     # A user's cancel is an outcome, not a fault: logged at INFO, never a WARNING.
     aborted = [r for r in caplog.records if "nothing written" in r.getMessage()]
