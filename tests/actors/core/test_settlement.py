@@ -17,6 +17,7 @@ from actors.core.errors import (
     TransientExportError,
 )
 from actors.core.models import TaskStatus
+from actors.core.outcomes import AbortReason
 from actors.core.settlement import (
     SHUTDOWN_RELEASE_SECONDS,
     Ending,
@@ -29,7 +30,6 @@ from actors.core.settlement import (
     settle,
     settle_lost_commit,
 )
-from actors.pipeline.context import AbortReason
 
 HB = 10.0  # heartbeat seconds
 WATCHDOG = Ending.WATCHDOG_FAILED
