@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -47,6 +46,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from actors.core.models import AppCode  # noqa: E402
+from tests.own_mariadb import free_port  # noqa: E402
 from web.auth import issue_token  # noqa: E402
 from web.demo_provider import DEMO_SERVICE, demo_registry_yaml  # noqa: E402
 
@@ -99,7 +99,7 @@ class Service:
         if provider_process:
             # The Provider is another service on other machines in production: in a process
             # of its own, its CPU is not counted as the export service's.
-            port = _free_port()
+            port = free_port()
             self.provider_log = tmp / "provider.log"
             self._provider_log = open(self.provider_log, "w")  # noqa: SIM115 - closed in stop()
             self.provider = subprocess.Popen(
@@ -188,12 +188,6 @@ class Service:
             self.proc.kill()
             self.proc.wait()
         self._log.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def client(url: str, user: int) -> httpx.AsyncClient:

@@ -32,7 +32,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -48,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from actors.core.models import AppCode  # noqa: E402
+from tests.own_mariadb import free_port  # noqa: E402
 from web.auth import issue_token  # noqa: E402
 from web.demo_provider import demo_registry_yaml  # noqa: E402
 
@@ -70,12 +70,6 @@ SERVICE_ENV = {
     "FILE_EXPORT_CONSUMER_CONCURRENCY": "3",
     "FILE_EXPORT_SHUTDOWN_GRACE_SECONDS": "1",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class MariaDB:

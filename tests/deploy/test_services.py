@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -19,17 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.own_mariadb import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 SERVICES_SH = REPO / "deploy" / "services.sh"
 SERVER_SH = REPO / "deploy" / "mariadb" / "server.sh"
 
 Env = dict[str, str]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
