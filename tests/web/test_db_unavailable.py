@@ -9,40 +9,20 @@ import trio
 import trio.testing
 
 from actors.core.db_retry import DbRetryPolicy
-from actors.core.models import AppCode, ExportDefinition
 from actors.pipeline.storage import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.faults import Fault, FaultyDatabase
-from tests.helpers import TOPIC, api_app, create
+from tests.helpers import API, TOPIC, api_app, create, headers
 from web.app import RETRY_AFTER_SECONDS
-from web.auth import issue_token
 
-SECRET = "db-down-test-secret-" + "q" * 32
-API = "/api/platform/v1/files/export-tasks"
-DEFINITION = ExportDefinition(
-    "CUSTOMER_LIST",
-    "demo-service",
-    "/internal/exports/v1/CUSTOMER_LIST/batches",
-    "platform:customer:export",
-    AppCode.PLATFORM,
-)
-HEADERS = {
-    "Authorization": "Bearer "
-    + issue_token(
-        SECRET,
-        user_id=7,
-        tenant_id=0,
-        app_code=AppCode.PLATFORM,
-        perms=["platform:customer:export"],
-    )
-}
+HEADERS = headers()
 
 
 @pytest.fixture
 def faulty_app(store: ExportStore, storage: LocalDirectoryStorage):  # type: ignore[no-untyped-def]
     faulty = FaultyDatabase(store.db)
     fs = ExportStore(faulty, store.ids, topic=TOPIC, retry_policy=DbRetryPolicy())  # type: ignore[arg-type]
-    app, services = api_app(fs, storage, definition=DEFINITION, secret=SECRET)
+    app, services = api_app(fs, storage)
     return app, services, faulty
 
 
