@@ -11,7 +11,7 @@ const ACTIVE_REFRESH_MS = 1000;
 const IDLE_REFRESH_MS = 10000;
 const TOKEN_KEY = "export-center.token";
 
-const state = { page: 1, timer: null, busy: false };
+const state = { page: 1, timer: null };
 const $ = (id) => document.getElementById(id);
 
 // --- token -------------------------------------------------------------------------------
