@@ -332,7 +332,19 @@ SELECT id, task_id, kind, detail_json, created_at FROM file_export_task_event
 """
 
 # idx_file_export_task_event_age: the range of events older than the retention.
+# Chunked like the SENT outbox pruning: the chunk-th candidate in (created_at, id) order
+# bounds the delete, so one pass never deletes months of history in one statement.
+SELECT_EVENT_PRUNE_BOUND = """
+SELECT created_at, id FROM file_export_task_event
+ WHERE created_at <= {now-:retention_seconds}
+ ORDER BY created_at, id LIMIT 1 OFFSET :offset
+"""
 PRUNE_TASK_EVENTS = """
+DELETE FROM file_export_task_event
+ WHERE created_at <= {now-:retention_seconds}
+   AND created_at <= :max_created_at AND (created_at < :max_created_at OR id <= :max_id)
+"""
+PRUNE_ALL_TASK_EVENTS = """
 DELETE FROM file_export_task_event WHERE created_at <= {now-:retention_seconds}
 """
 
@@ -563,7 +575,9 @@ class Statements:
     CLOSE_UNSENT_OUTBOX_OF_TASK: str
     INSERT_TASK_EVENT: str
     LIST_TASK_EVENTS: str
+    SELECT_EVENT_PRUNE_BOUND: str
     PRUNE_TASK_EVENTS: str
+    PRUNE_ALL_TASK_EVENTS: str
     SELECT_TASKS_WITHOUT_OUTBOX: str
     SELECT_STALE_SENT_OUTBOX: str
     REDISPATCH_STALE_SENT: str
@@ -628,7 +642,9 @@ TEMPLATES = Statements(
     CLOSE_UNSENT_OUTBOX_OF_TASK=CLOSE_UNSENT_OUTBOX_OF_TASK,
     INSERT_TASK_EVENT=INSERT_TASK_EVENT,
     LIST_TASK_EVENTS=LIST_TASK_EVENTS,
+    SELECT_EVENT_PRUNE_BOUND=SELECT_EVENT_PRUNE_BOUND,
     PRUNE_TASK_EVENTS=PRUNE_TASK_EVENTS,
+    PRUNE_ALL_TASK_EVENTS=PRUNE_ALL_TASK_EVENTS,
     SELECT_TASKS_WITHOUT_OUTBOX=SELECT_TASKS_WITHOUT_OUTBOX,
     SELECT_STALE_SENT_OUTBOX=SELECT_STALE_SENT_OUTBOX,
     REDISPATCH_STALE_SENT=REDISPATCH_STALE_SENT,

@@ -520,8 +520,9 @@ class ReconcilerStore(Protocol):
         """Delete at most ``chunk`` SENT rows older than the retention; rows deleted."""
         ...
 
-    async def prune_task_events(self, retention_seconds: float) -> int:
-        """Delete history events older than the retention; events deleted."""
+    async def prune_task_events(self, retention_seconds: float, chunk: int = 5000) -> int:
+        """Delete at most ``chunk`` events older than the retention, oldest first; events
+        deleted."""
         ...
 
 

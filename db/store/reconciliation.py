@@ -212,14 +212,20 @@ class ReconciliationTransitions(StoreBase):
             return await tx.execute(self._sql.PRUNE_SENT_OUTBOX, params)
 
     @retrying
-    async def prune_task_events(self, retention_seconds: float) -> int:
-        """Delete history events older than the retention (one index range by age).
+    async def prune_task_events(self, retention_seconds: float, chunk: int = 5000) -> int:
+        """Delete history events older than the retention, at most ``chunk``, oldest
+        first (one index range by age, bounded like :meth:`prune_sent_outbox`).
 
         Re-run: deletes whatever old events are left; the count is for a log line."""
+        params: dict[str, Any] = {"retention_seconds": retention_seconds}
         async with self.db.transaction() as tx:
-            return await tx.execute(
-                self._sql.PRUNE_TASK_EVENTS, {"retention_seconds": retention_seconds}
+            bound = await tx.fetchone(
+                self._sql.SELECT_EVENT_PRUNE_BOUND, {**params, "offset": chunk - 1}
             )
+            if bound is None:  # fewer than ``chunk`` candidates: delete them all
+                return await tx.execute(self._sql.PRUNE_ALL_TASK_EVENTS, params)
+            params.update(max_created_at=bound["created_at"], max_id=bound["id"])
+            return await tx.execute(self._sql.PRUNE_TASK_EVENTS, params)
 
     @retrying
     async def sample_queues(self) -> QueueSample:

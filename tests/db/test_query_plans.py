@@ -146,7 +146,9 @@ CHECKS: dict[str, Expect] = {
     # task history
     "INSERT_TASK_EVENT": uses(),
     "LIST_TASK_EVENTS": uses("idx_file_export_task_event_task"),
+    "SELECT_EVENT_PRUNE_BOUND": uses("idx_file_export_task_event_age"),
     "PRUNE_TASK_EVENTS": uses("idx_file_export_task_event_age"),
+    "PRUNE_ALL_TASK_EVENTS": uses("idx_file_export_task_event_age"),
     "RELEASE_LEASE": uses(PRIMARY, *_TASK_BY_STATUS),
     # reconciler
     "SELECT_TASKS_WITHOUT_OUTBOX": uses("idx_file_export_dispatch", *_OUTBOX_OF_VERSION),
@@ -200,6 +202,7 @@ def params_for(template: str, db: Database) -> dict[str, Any]:
         "retention_seconds": 7 * 86400,
         "backoff_seconds": 60,
         "max_sent_at": db.dialect.from_datetime(_AT),
+        "max_created_at": db.dialect.from_datetime(_AT),
         "next_retry_at": db.dialect.from_datetime(_AT),
         "event_id": "e-1",
         "topic": "t",

@@ -165,3 +165,18 @@ async def test_events_older_than_the_retention_are_pruned(
     assert await kinds(store, old.id) == []
     assert await kinds(store, new.id) == [K.CREATED]
     assert await store.prune_task_events(2 * 86400) == 0
+
+
+async def test_pruning_deletes_at_most_a_chunk_oldest_first(
+    autojump_clock: trio.testing.MockClock, store: ExportStore
+) -> None:
+    """Like the SENT outbox rows: one pass never deletes months of history at once."""
+    tasks = []
+    for user in range(3):
+        tasks.append(await create(store, user_id=user + 1))
+        await trio.sleep(60)  # each task's "created" event a minute after the previous one
+    await trio.sleep(3 * 86400)
+    assert await store.prune_task_events(2 * 86400, chunk=2) == 2
+    assert [await kinds(store, t.id) for t in tasks] == [[], [], [K.CREATED]]
+    assert await store.prune_task_events(2 * 86400, chunk=2) == 1
+    assert await kinds(store, tasks[2].id) == []
