@@ -60,6 +60,7 @@ from db.database import (
     RetryableDatabaseError,
 )
 from db.dialect import MYSQL, Dialect
+from db.migrations import ADDED_COLUMNS
 from db.sqlite import schema_sql
 
 log = logging.getLogger("db.mysql")
@@ -126,6 +127,12 @@ _DROP_INDEX = re.compile(r"DROP\s+INDEX\s+(\w+)\s+ON\s+(\w+)", re.IGNORECASE)
 _INDEX_EXISTS = """
 SELECT 1 AS present FROM information_schema.STATISTICS
  WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %(table)s AND INDEX_NAME = %(name)s
+ LIMIT 1
+"""
+
+_COLUMN_EXISTS = """
+SELECT 1 AS present FROM information_schema.COLUMNS
+ WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %(table)s AND COLUMN_NAME = %(name)s
  LIMIT 1
 """
 
@@ -487,7 +494,8 @@ class MysqlDatabase:
         """Create the database if it is missing and the account may, then apply the seed's
         DDL idempotently (``CREATE TABLE IF NOT EXISTS``, guard row inserted only if
         missing, each index created when missing and dropped when retired: see
-        ``IndexChange``). Adding an index to a big table takes a while; InnoDB builds it
+        ``IndexChange``, each column of ``db.migrations.ADDED_COLUMNS`` added when
+        missing). Adding an index to a big table takes a while; InnoDB builds it
         online, so a running service goes on reading and writing meanwhile."""
         try:
             await self.create_database_if_missing()
@@ -506,6 +514,12 @@ class MysqlDatabase:
                     if not change.due(row is not None):
                         continue
                 await tx.execute(body.replace("%", "%%"))
+            for column in ADDED_COLUMNS:
+                row = await tx.fetchone(
+                    _COLUMN_EXISTS, {"table": column.table, "name": column.name}
+                )
+                if row is None:
+                    await tx.execute(column.add_statement(sqlite=False))
 
     async def aclose(self) -> None:
         self._closed = True

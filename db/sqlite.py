@@ -25,6 +25,7 @@ import trio
 
 from db.database import DatabaseUnavailableError, DuplicateKeyError, RetryableDatabaseError
 from db.dialect import SQLITE, Dialect
+from db.migrations import ADDED_COLUMNS
 
 #: Primary result codes: the file is busy or locked by another connection (retry); the
 #: file cannot be read or written now (I/O error, disk full, cannot open, lock protocol).
@@ -157,8 +158,13 @@ class SqliteDatabase:
         self._lock = trio.Lock()
 
     def migrate(self) -> None:
-        """Apply the schema idempotently (``CREATE … IF NOT EXISTS``, guard row preset)."""
+        """Apply the schema idempotently (``CREATE … IF NOT EXISTS``, guard row preset)
+        and add the columns of ``db.migrations.ADDED_COLUMNS`` an older database lacks."""
         self._conn.executescript(schema_sql("sqlite"))
+        for column in ADDED_COLUMNS:
+            present = {r["name"] for r in self._conn.execute(f"PRAGMA table_info({column.table})")}
+            if column.name not in present:
+                self._conn.execute(column.add_statement(sqlite=True))
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_SqliteTx]:

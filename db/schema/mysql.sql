@@ -38,6 +38,8 @@ CREATE TABLE IF NOT EXISTS file_export_task (
   expires_at DATETIME(3) NULL,
   created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
+  trace_id VARCHAR(32) NULL COMMENT 'W3C trace id (32 lowercase hex), created at the API',
+  warnings_json TEXT NULL COMMENT 'JSON list of the data warnings of the last successful run',
   PRIMARY KEY (id),
   UNIQUE KEY uk_file_export_task_no (task_no)
 ) ENGINE=InnoDB COMMENT='export tasks: source of truth for scheduling and the download center';

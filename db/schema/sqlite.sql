@@ -35,7 +35,9 @@ CREATE TABLE IF NOT EXISTS file_export_task (
   completed_at INTEGER NULL,
   expires_at INTEGER NULL,
   created_at INTEGER NOT NULL,
-  updated_at INTEGER NOT NULL
+  updated_at INTEGER NOT NULL,
+  trace_id TEXT NULL,
+  warnings_json TEXT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS uk_file_export_task_no ON file_export_task (task_no);
 CREATE TABLE IF NOT EXISTS file_export_outbox (

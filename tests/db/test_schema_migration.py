@@ -1,5 +1,6 @@
-"""An existing database gets the schema's new indexes and loses the retired ones when it is
-migrated again (SQLite at every start, MySQL/MariaDB by ``export-center migrate``)."""
+"""An existing database gets the schema's new indexes and columns and loses the retired
+indexes when it is migrated again (SQLite at every start, MySQL/MariaDB by
+``export-center migrate``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 import trio_asyncio
 
 from db.database import Database
+from db.migrations import ADDED_COLUMNS
 from db.mysql import IndexChange, MysqlDatabase, schema_statements
 from db.sqlite import SqliteDatabase
 from tests.helpers import MYSQL_TEST_URL
@@ -89,6 +91,25 @@ async def indexes(db: Database) -> set[tuple[str, str]]:
     return {(r["t"], r["i"]) for r in rows}
 
 
+async def columns(db: Database) -> list[tuple[str, str]]:
+    """(table, column) of every table, in column order."""
+    async with db.transaction() as tx:
+        if db.dialect.is_sqlite:
+            tables = await tx.fetchall(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            )
+            found = []
+            for t in tables:
+                rows = await tx.fetchall(f"PRAGMA table_info({t['name']})")
+                found += [(t["name"], r["name"]) for r in rows]
+            return found
+        rows = await tx.fetchall(
+            "SELECT TABLE_NAME AS t, COLUMN_NAME AS c FROM information_schema.COLUMNS"
+            " WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME, ORDINAL_POSITION"
+        )
+    return [(r["t"], r["c"]) for r in rows]
+
+
 async def make_it_old(db: Database) -> None:
     """Turn a fresh database into one created before the added indexes and tables."""
     table, name, columns = RETIRED
@@ -98,24 +119,30 @@ async def make_it_old(db: Database) -> None:
         await tx.execute(f"CREATE INDEX {name} ON {table} {columns}")
         # and from before task histories: the table comes with the next migration
         await tx.execute("DROP TABLE file_export_task_event")
+        for c in ADDED_COLUMNS:
+            await tx.execute(f"ALTER TABLE {c.table} DROP COLUMN {c.name}")
 
 
 async def test_sqlite_database_of_an_older_schema_is_brought_up_to_date(tmp_path: Path) -> None:
     fresh = SqliteDatabase(tmp_path / "fresh.db")
     fresh.migrate()
     expected = await indexes(fresh)
+    expected_columns = await columns(fresh)
     await fresh.aclose()
     assert set(ADDED) <= expected and RETIRED[:2] not in expected
+    assert {("file_export_task", c.name) for c in ADDED_COLUMNS} <= set(expected_columns)
 
     db = SqliteDatabase(tmp_path / "old.db")
     db.migrate()
     await make_it_old(db)
     assert not set(ADDED) & await indexes(db)
+    assert not {("file_export_task", c.name) for c in ADDED_COLUMNS} & set(await columns(db))
     await db.aclose()
 
     db = SqliteDatabase(tmp_path / "old.db")  # the next start
     db.migrate()
     assert await indexes(db) == expected
+    assert await columns(db) == expected_columns
     await db.aclose()
 
 
@@ -126,13 +153,17 @@ async def test_mariadb_database_of_an_older_schema_is_brought_up_to_date() -> No
             await db.drop_database()
             await db.migrate()
             expected = await indexes(db)
+            expected_columns = await columns(db)
             assert set(ADDED) <= expected and RETIRED[:2] not in expected
+            assert {("file_export_task", c.name) for c in ADDED_COLUMNS} <= set(expected_columns)
             await make_it_old(db)
             assert not set(ADDED) & await indexes(db)
             await db.migrate()
             assert await indexes(db) == expected
+            assert await columns(db) == expected_columns
             await db.migrate()  # and again: nothing left to do, no error
             assert await indexes(db) == expected
+            assert await columns(db) == expected_columns
         finally:
             await db.drop_database()
             await db.aclose()
