@@ -52,24 +52,31 @@ def serve() -> None:
 
 @main.command()
 def migrate() -> None:
-    """Apply the database schema idempotently and check the guard row."""
+    """Bring the database schema to this release's version and check the guard row.
+
+    Prints each upgrade step applied (or that there was nothing to apply)."""
     settings = _settings_or_exit()
     configure_logging(settings.log_level)
     from actors.composition import open_database
     from actors.core.ids import IdGenerator
-    from db.sqlite import wall_clock_ms
+    from db.migrations import MigrationResult
+    from db.mysql import MysqlDatabase
+    from db.sqlite import SqliteDatabase, wall_clock_ms
     from db.store import ExportStore
 
-    async def run() -> None:
+    async def run() -> MigrationResult:
         async with open_database(settings, migrate=True) as db:
             store = ExportStore(db, IdGenerator(wall_clock_ms), topic=settings.command_topic)
             await store.check_guard_row()
+            assert isinstance(db, SqliteDatabase | MysqlDatabase) and db.migration is not None
+            return db.migration
 
     try:
-        trio.run(run)
+        result = trio.run(run)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(f"schema applied; guard row present ({redact_url(settings.resolved_database_url)})")
+    click.echo(result.summary())
+    click.echo(f"guard row present ({redact_url(settings.resolved_database_url)})")
 
 
 @main.command()

@@ -130,7 +130,8 @@ async def open_database(
 
     SQLite (embedded) is created and migrated on open. MySQL runs inside a trio-asyncio
     loop opened here as the outermost asyncio context (DESIGN §7); its schema is applied by
-    ``export-center migrate`` (``migrate=True``), never implicitly at start-up.
+    ``export-center migrate`` (``migrate=True``), never implicitly at start-up; without
+    ``migrate`` its schema version must be this code's (``db.migrations``).
 
     Args:
         clock_ms: tests only: a DB clock in epoch ms (SQLite's ``db_now_ms()``; MySQL's
@@ -138,6 +139,8 @@ async def open_database(
 
     Raises:
         ConfigError: unsupported or malformed URL, or the database is unreachable.
+        SchemaVersionError: (a ConfigError) the schema is newer than this code, or (MySQL)
+            older: the message says to run ``export-center migrate``.
     """
     url = settings.resolved_database_url
     if url.startswith("sqlite:///"):
@@ -160,6 +163,8 @@ async def open_database(
             try:
                 if migrate:
                     await mdb.migrate()
+                else:
+                    await mdb.check_schema()  # older or newer than this code: refuse
                 yield mdb
             except (DatabaseUnavailableError, DatabaseAccessError) as exc:
                 raise ConfigError(f"FILE_EXPORT_DATABASE_URL: {exc}") from None

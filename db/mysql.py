@@ -35,13 +35,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from collections.abc import AsyncIterator, Callable, Generator, Mapping
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import asyncmy
@@ -60,10 +59,17 @@ from db.database import (
     RetryableDatabaseError,
 )
 from db.dialect import MYSQL, Dialect
-from db.migrations import ADDED_COLUMNS
-from db.sqlite import schema_sql
+from db.migrations import (
+    MigrationResult,
+    Query,
+    Rows,
+    SchemaVersionError,
+    migration,
+    schema_check,
+)
 
 log = logging.getLogger("db.mysql")
+T = TypeVar("T")
 
 _DUPLICATE_ENTRY = 1062
 #: The server undid the statement or transaction; the connection is fine: deadlock found,
@@ -121,55 +127,26 @@ class MysqlUrl:
         )
 
 
-_CREATE_INDEX = re.compile(r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+(\w+)\s+ON\s+(\w+)", re.IGNORECASE)
-_DROP_INDEX = re.compile(r"DROP\s+INDEX\s+(\w+)\s+ON\s+(\w+)", re.IGNORECASE)
-
-_INDEX_EXISTS = """
-SELECT 1 AS present FROM information_schema.STATISTICS
- WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %(table)s AND INDEX_NAME = %(name)s
- LIMIT 1
-"""
-
-_COLUMN_EXISTS = """
-SELECT 1 AS present FROM information_schema.COLUMNS
- WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %(table)s AND COLUMN_NAME = %(name)s
- LIMIT 1
-"""
+#: How long ``migrate`` waits for another run's schema lock, seconds.
+MIGRATE_LOCK_SECONDS = 60.0
+# Named locks are server-wide: the name carries the database's.
+_GET_LOCK = "SELECT GET_LOCK(CONCAT('export_center_migrate:', DATABASE()), %(timeout)s) AS got"
+_RELEASE_LOCK = "SELECT RELEASE_LOCK(CONCAT('export_center_migrate:', DATABASE())) AS released"
 
 
-@dataclass(frozen=True, slots=True)
-class IndexChange:
-    """A schema statement that creates or drops one index, and when it is due: MySQL 8
-    has no ``IF [NOT] EXISTS`` for indexes, so ``migrate`` asks the catalogue first."""
-
-    table: str
-    name: str
-    create: bool
-
-    @classmethod
-    def parse(cls, statement: str) -> IndexChange | None:
-        """The index change ``statement`` makes, or ``None`` for any other statement."""
-        if m := _CREATE_INDEX.match(statement):
-            return cls(m.group(2), m.group(1), create=True)
-        if m := _DROP_INDEX.match(statement):
-            return cls(m.group(2), m.group(1), create=False)
-        return None
-
-    def due(self, present: bool) -> bool:
-        """Run it? A create when the index is missing, a drop when it is there."""
-        return present != self.create
+class SchemaLockError(SchemaVersionError):
+    """Another ``export-center migrate`` against the same database held its lock too long."""
 
 
-def schema_statements() -> list[str]:
-    """The statements of ``db/schema/mysql.sql``, comments removed, in file order."""
-    statements = []
-    for stmt in re.split(r";\s*\n", schema_sql("mysql")):
-        body = "\n".join(
-            line for line in stmt.splitlines() if not line.lstrip().startswith("--")
-        ).strip()
-        if body:
-            statements.append(body)
-    return statements
+async def _converse(tx: _MysqlTx, conversation: Generator[Query, Rows, T]) -> T:
+    """Run a ``db.migrations`` conversation on ``tx`` and return its result."""
+    try:
+        query = next(conversation)
+        while True:
+            rows = await tx.fetchall(query.sql, query.params)
+            query = conversation.send(rows)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
 
 
 async def _ping(raw: Any) -> None:
@@ -309,6 +286,8 @@ class MysqlDatabase:
         self._clock_ms = clock_ms
         self._io_guard = io_guard or nullcontext
         self._closed = False
+        #: What the last ``migrate`` did (``export-center migrate`` prints it).
+        self.migration: MigrationResult | None = None
 
     async def _aio(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn()`` (an asyncio coroutine function) on the trio-asyncio loop, inside
@@ -490,13 +469,22 @@ class MysqlDatabase:
         name = self.url.database.replace("`", "``")
         await self._server_execute(f"DROP DATABASE IF EXISTS `{name}`")
 
-    async def migrate(self) -> None:
-        """Create the database if it is missing and the account may, then apply the seed's
-        DDL idempotently (``CREATE TABLE IF NOT EXISTS``, guard row inserted only if
-        missing, each index created when missing and dropped when retired: see
-        ``IndexChange``, each column of ``db.migrations.ADDED_COLUMNS`` added when
-        missing). Adding an index to a big table takes a while; InnoDB builds it
-        online, so a running service goes on reading and writing meanwhile."""
+    async def migrate(self) -> MigrationResult:
+        """Create the database if it is missing and the account may, then bring it to the
+        schema version of this code (``db.migrations``): an empty one gets the whole
+        schema, an older one its missing upgrade steps, each recorded as it is done (MySQL
+        commits every DDL statement by itself, so a run that stops resumes where it was).
+        Runs under a named server lock, so two ``migrate`` runs against one database take
+        turns. Adding an index to a big table takes a while; InnoDB builds it online, so a
+        running service goes on reading and writing meanwhile.
+
+        Returns:
+            What was done.
+
+        Raises:
+            SchemaVersionError: the database is newer than this code; nothing changed.
+            SchemaLockError: another run held the lock for ``MIGRATE_LOCK_SECONDS``.
+        """
         try:
             await self.create_database_if_missing()
         except DatabaseUnavailableError:
@@ -505,21 +493,34 @@ class MysqlDatabase:
             log.info("could not create database %s; assuming it exists", self.url.database)
         async with self.transaction() as tx:
             await tx.execute("SET SESSION sql_notes = 0")  # "already exists" is expected
-            for body in schema_statements():
-                change = IndexChange.parse(body)
-                if change is not None:
-                    row = await tx.fetchone(
-                        _INDEX_EXISTS, {"table": change.table, "name": change.name}
-                    )
-                    if not change.due(row is not None):
-                        continue
-                await tx.execute(body.replace("%", "%%"))
-            for column in ADDED_COLUMNS:
-                row = await tx.fetchone(
-                    _COLUMN_EXISTS, {"table": column.table, "name": column.name}
+            got = await tx.fetchone(_GET_LOCK, {"timeout": MIGRATE_LOCK_SECONDS})
+            if not got or got["got"] != 1:
+                raise SchemaLockError(
+                    f"another `export-center migrate` holds the schema lock of"
+                    f" {self.url.database} (waited {MIGRATE_LOCK_SECONDS:g} s); try again"
                 )
-                if row is None:
-                    await tx.execute(column.add_statement(sqlite=False))
+            try:
+                # applied_at comes from the server's clock; the argument is SQLite's.
+                self.migration = await _converse(tx, migration(MYSQL, 0))
+                return self.migration
+            finally:
+                # A broken connection has freed the lock already by ending its session.
+                with suppress(TransientDatabaseError):
+                    await tx.fetchone(_RELEASE_LOCK)
+
+    async def check_schema(self) -> int:
+        """The start-up check: the database is at the schema version of this code.
+
+        Returns:
+            The version.
+
+        Raises:
+            SchemaVersionError: older (the message says to run ``export-center migrate``)
+                or newer than this code.
+        """
+        async with self.transaction() as tx:
+            version: int = await _converse(tx, schema_check(MYSQL))
+            return version
 
     async def aclose(self) -> None:
         self._closed = True

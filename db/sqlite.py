@@ -13,11 +13,11 @@ SQLite file share a machine, hence a clock); in tests it follows trio's mock clo
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -25,22 +25,19 @@ import trio
 
 from db.database import DatabaseUnavailableError, DuplicateKeyError, RetryableDatabaseError
 from db.dialect import SQLITE, Dialect
-from db.migrations import ADDED_COLUMNS
+from db.migrations import MigrationResult, Query, Rows, drive, migration
 
 #: Primary result codes: the file is busy or locked by another connection (retry); the
 #: file cannot be read or written now (I/O error, disk full, cannot open, lock protocol).
 _BUSY = frozenset({5, 6})
 _UNAVAILABLE = frozenset({10, 13, 14, 15})
 
+log = logging.getLogger("db.sqlite")
+
 
 def wall_clock_ms() -> int:
     """Epoch milliseconds from the system clock."""
     return time.time_ns() // 1_000_000
-
-
-def schema_sql(dialect_name: str) -> str:
-    """The DDL text for ``sqlite`` or ``mysql`` shipped in ``db/schema``."""
-    return resources.files("db").joinpath("schema", f"{dialect_name}.sql").read_text("utf-8")
 
 
 def map_error(exc: sqlite3.Error) -> Exception:
@@ -156,15 +153,36 @@ class SqliteDatabase:
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA foreign_keys=ON")
         self._lock = trio.Lock()
+        #: What the last ``migrate`` did (``export-center migrate`` prints it).
+        self.migration: MigrationResult | None = None
 
-    def migrate(self) -> None:
-        """Apply the schema idempotently (``CREATE … IF NOT EXISTS``, guard row preset)
-        and add the columns of ``db.migrations.ADDED_COLUMNS`` an older database lacks."""
-        self._conn.executescript(schema_sql("sqlite"))
-        for column in ADDED_COLUMNS:
-            present = {r["name"] for r in self._conn.execute(f"PRAGMA table_info({column.table})")}
-            if column.name not in present:
-                self._conn.execute(column.add_statement(sqlite=True))
+    def migrate(self) -> MigrationResult:
+        """Bring the database to the schema version of this code (``db.migrations``): an
+        empty one gets the whole schema, an older one its missing upgrade steps, all in one
+        transaction (SQLite's DDL is transactional: a failed run leaves the database as it
+        was). Called at every start; a second run changes nothing.
+
+        Returns:
+            What was done.
+
+        Raises:
+            SchemaVersionError: the database is newer than this code; nothing changed.
+        """
+
+        def run(query: Query) -> Rows:
+            return [dict(r) for r in self._conn.execute(query.sql, dict(query.params))]
+
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = drive(migration(SQLITE, wall_clock_ms()), run)
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+        self.migration = result
+        if result.changed:
+            log.info("schema: %s", result.summary().replace("\n", "; "))
+        return result
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[_SqliteTx]:

@@ -1,9 +1,11 @@
 -- Export Center schema, MySQL 8 / MariaDB 10.11 dialect: the seed's DDL (§7.2, §7.3, §8.3.1).
--- Applied idempotently by `export-center migrate` (no warnings on a second run). All times are UTC DATETIME(3); the
--- session time zone is pinned to +00:00 by the store.
--- Secondary indexes are separate statements at the end: `migrate` runs a CREATE INDEX only
--- when the index is missing and a DROP INDEX only when it exists (MySQL 8 has no
--- IF [NOT] EXISTS for them), so an existing database gets new indexes too.
+-- The whole schema of a fresh database at the latest schema version: `export-center migrate`
+-- installs it into an empty database. An existing database is brought here by the ordered
+-- upgrade steps of db/migrations.py instead (which also creates file_export_schema_version);
+-- a change here needs its step there. All times are UTC DATETIME(3); the session time zone
+-- is pinned to +00:00 by the store. Secondary indexes are separate statements at the end:
+-- each runs only when the index is missing (MySQL 8 has no IF NOT EXISTS for them), so an
+-- interrupted install can simply be run again.
 
 CREATE TABLE IF NOT EXISTS file_export_task (
   id BIGINT UNSIGNED NOT NULL COMMENT 'task id (snowflake)',
@@ -106,8 +108,6 @@ CREATE INDEX idx_file_export_requester_status
   ON file_export_task (tenant_id, app_code, requested_by, status, id);
 CREATE INDEX idx_file_export_scope ON file_export_task (tenant_id, app_code, id);
 CREATE INDEX idx_file_export_scope_status ON file_export_task (tenant_id, app_code, status, id);
--- Replaced by idx_file_export_requester_status.
-DROP INDEX idx_file_export_requester_active ON file_export_task;
 
 -- Due PENDING rows by next_retry_at (publisher), CLAIMED rows (release), unsent gauge.
 CREATE INDEX idx_file_export_outbox_publish ON file_export_outbox (status, next_retry_at, id);

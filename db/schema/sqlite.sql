@@ -2,6 +2,10 @@
 -- Mirrors db/schema/mysql.sql (the seed's DDL, §7.2, §7.3, §8.3.1) column for column.
 -- Timestamps are INTEGER epoch milliseconds (UTC): SQLite has no DATETIME(3), and integer
 -- arithmetic keeps every lease/backoff comparison exact to the millisecond.
+-- The whole schema of a fresh database at the latest schema version, installed into an
+-- empty database at start; an existing one is brought here by the ordered upgrade steps of
+-- db/migrations.py instead (which also creates file_export_schema_version). A change here
+-- needs its step there.
 
 CREATE TABLE IF NOT EXISTS file_export_task (
   id INTEGER NOT NULL PRIMARY KEY,
@@ -81,8 +85,7 @@ INSERT OR IGNORE INTO file_export_task_guard (guard_key, updated_at) VALUES ('GL
 -- Secondary indexes. Every statement of db/transitions.py reads through one whose leading
 -- columns match its filter and whose next ones match its order, so no query grows with the
 -- finished history (tests/db/test_query_plans.py checks each plan). Kept in step with
--- db/schema/mysql.sql. CREATE INDEX IF NOT EXISTS brings a new index to an existing
--- database at its next start; an index no statement needs any more is dropped below.
+-- db/schema/mysql.sql.
 
 -- Due PENDING tasks by next_retry_at: claims, fair share, reconciler, queue gauge.
 CREATE INDEX IF NOT EXISTS idx_file_export_dispatch ON file_export_task (status, next_retry_at, id);
@@ -101,8 +104,6 @@ CREATE INDEX IF NOT EXISTS idx_file_export_requester_status
 CREATE INDEX IF NOT EXISTS idx_file_export_scope ON file_export_task (tenant_id, app_code, id);
 CREATE INDEX IF NOT EXISTS idx_file_export_scope_status
   ON file_export_task (tenant_id, app_code, status, id);
--- Replaced by idx_file_export_requester_status.
-DROP INDEX IF EXISTS idx_file_export_requester_active;
 
 -- Due PENDING rows by next_retry_at (publisher), CLAIMED rows (release), unsent gauge.
 CREATE INDEX IF NOT EXISTS idx_file_export_outbox_publish

@@ -1,35 +1,83 @@
-"""An existing database gets the schema's new indexes and columns and loses the retired
-indexes when it is migrated again (SQLite at every start, MySQL/MariaDB by
-``export-center migrate``)."""
+"""Schema versions and upgrade steps (db/migrations.py): an empty database gets the whole
+schema at the latest version; a database of an older schema gets each missing step once, in
+order, and ends with the columns and indexes of a fresh one (SQLite at every start,
+MySQL/MariaDB by ``export-center migrate``); a database newer than the code is refused."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio_asyncio
+from click.testing import CliRunner
 
+from actors.cli import main
 from db.database import Database
-from db.migrations import ADDED_COLUMNS
-from db.mysql import IndexChange, MysqlDatabase, schema_statements
+from db.migrations import (
+    BASELINE_VERSION,
+    LATEST_VERSION,
+    STEPS,
+    VERSION_TABLE,
+    IndexChange,
+    SchemaVersionError,
+    Step,
+    plan_migration,
+    schema_statements,
+)
+from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase
+from tests.db.old_schema import MYSQL_V1, SQLITE_V1
 from tests.helpers import MYSQL_TEST_URL
 
-#: Indexes added after databases were first deployed, and the one they replaced.
-ADDED = (
-    ("file_export_task", "idx_file_export_expiry"),
-    ("file_export_task", "idx_file_export_requester_status"),
-    ("file_export_task", "idx_file_export_scope"),
-    ("file_export_task", "idx_file_export_scope_status"),
-    ("file_export_outbox", "idx_file_export_outbox_sent"),
-    ("file_export_task_event", "idx_file_export_task_event_task"),
-    ("file_export_task_event", "idx_file_export_task_event_age"),
+# -- the pure parts ------------------------------------------------------------------------
+
+S2, S3 = Step(2, "two", ()), Step(3, "three", ())
+
+
+@pytest.mark.parametrize(
+    ("has_tasks", "versions", "found", "fresh", "steps"),
+    [
+        # empty database: the whole schema
+        (False, [], None, True, []),
+        # a fresh install that stopped half way (marker 0 still there): start it over
+        (True, [0], None, True, []),
+        (False, [0], None, True, []),
+        # tables but no version rows: the schema of before the version table
+        (True, [], 1, False, [2, 3]),
+        (True, [1], 1, False, [2, 3]),
+        (True, [1, 2], 2, False, [3]),
+        (True, [3], 3, False, []),
+        (True, [1, 2, 3], 3, False, []),
+    ],
 )
-RETIRED = (
-    "file_export_task",
-    "idx_file_export_requester_active",
-    "(tenant_id, app_code, requested_by, status, export_type)",
+def test_plan_applies_each_missing_step_in_order(
+    has_tasks: bool, versions: list[int], found: int | None, fresh: bool, steps: list[int]
+) -> None:
+    plan = plan_migration(has_tasks, versions, (S2, S3))
+    assert (plan.found, plan.fresh, [s.version for s in plan.steps]) == (found, fresh, steps)
+
+
+@pytest.mark.parametrize(
+    ("has_tasks", "versions", "message"),
+    [
+        (True, [1, 2, 3, 4], "version 4, newer than the latest this release knows \\(3\\)"),
+        (False, [4], "newer than the latest"),
+        (False, [2], "file_export_task is missing"),
+    ],
 )
+def test_plan_refuses_a_newer_or_damaged_database(
+    has_tasks: bool, versions: list[int], message: str
+) -> None:
+    with pytest.raises(SchemaVersionError, match=message):
+        plan_migration(has_tasks, versions, (S2, S3))
+
+
+def test_steps_follow_the_baseline_one_version_each() -> None:
+    assert [s.version for s in STEPS] == list(range(BASELINE_VERSION + 1, LATEST_VERSION + 1))
+    assert all(s.description and s.operations for s in STEPS)
 
 
 @pytest.mark.parametrize(
@@ -68,102 +116,247 @@ def test_index_change_runs_only_when_it_changes_something(
 
 
 def test_every_secondary_index_of_the_mysql_schema_is_its_own_statement() -> None:
-    """Inside CREATE TABLE an index would reach new databases only."""
-    for stmt in schema_statements():
+    """Inside CREATE TABLE an index could not be created only when missing."""
+    for stmt in schema_statements("mysql"):
         if stmt.startswith("CREATE TABLE"):
             keys = [line for line in stmt.splitlines() if line.strip().startswith("KEY ")]
             assert keys == [], stmt
 
 
-async def indexes(db: Database) -> set[tuple[str, str]]:
-    async with db.transaction() as tx:
-        if db.dialect.is_sqlite:
-            rows = await tx.fetchall(
-                "SELECT tbl_name AS t, name AS i FROM sqlite_master"
-                " WHERE type = 'index' AND name NOT LIKE 'sqlite_%'"
-            )
-        else:
-            rows = await tx.fetchall(
-                "SELECT DISTINCT TABLE_NAME AS t, INDEX_NAME AS i"
-                " FROM information_schema.STATISTICS"
-                " WHERE TABLE_SCHEMA = DATABASE() AND INDEX_NAME <> 'PRIMARY'"
-            )
-    return {(r["t"], r["i"]) for r in rows}
+# -- what a database looks like ------------------------------------------------------------
 
 
-async def columns(db: Database) -> list[tuple[str, str]]:
-    """(table, column) of every table, in column order."""
+async def shape(db: Database) -> dict[str, Any]:
+    """Every column (table, name, type, nullability, default) in order, and every index
+    with its columns in order: what must be equal between a migrated and a fresh database."""
     async with db.transaction() as tx:
         if db.dialect.is_sqlite:
-            tables = await tx.fetchall(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
-            )
-            found = []
+            tables = [
+                r["name"]
+                for r in await tx.fetchall(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+                )
+            ]
+            columns = []
+            indexes = set()
             for t in tables:
-                rows = await tx.fetchall(f"PRAGMA table_info({t['name']})")
-                found += [(t["name"], r["name"]) for r in rows]
-            return found
+                for r in await tx.fetchall(f"PRAGMA table_info({t})"):
+                    columns.append((t, r["name"], r["type"], r["notnull"], r["dflt_value"]))
+                for r in await tx.fetchall(f"PRAGMA index_list({t})"):
+                    if r["origin"] == "pk":
+                        continue
+                    cols = await tx.fetchall(f"PRAGMA index_info({r['name']})")
+                    names = tuple(c["name"] for c in sorted(cols, key=lambda c: c["seqno"]))
+                    # an autoindex is SQLite's name for an inline UNIQUE; none are expected
+                    indexes.add((t, r["name"], bool(r["unique"]), names))
+            return {"columns": columns, "indexes": indexes}
         rows = await tx.fetchall(
-            "SELECT TABLE_NAME AS t, COLUMN_NAME AS c FROM information_schema.COLUMNS"
+            "SELECT TABLE_NAME AS t, COLUMN_NAME AS c, COLUMN_TYPE AS ty, IS_NULLABLE AS n,"
+            " COLUMN_DEFAULT AS d, EXTRA AS e FROM information_schema.COLUMNS"
             " WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME, ORDINAL_POSITION"
         )
-    return [(r["t"], r["c"]) for r in rows]
+        columns = [(r["t"], r["c"], r["ty"], r["n"], r["d"], r["e"]) for r in rows]
+        rows = await tx.fetchall(
+            "SELECT TABLE_NAME AS t, INDEX_NAME AS i, NON_UNIQUE AS nu, COLUMN_NAME AS c"
+            " FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE()"
+            " ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX"
+        )
+    grouped: dict[tuple[str, str, bool], list[str]] = {}
+    for r in rows:
+        grouped.setdefault((r["t"], r["i"], not int(r["nu"])), []).append(r["c"])
+    return {"columns": columns, "indexes": {(*k, tuple(v)) for k, v in grouped.items()}}
 
 
-async def make_it_old(db: Database) -> None:
-    """Turn a fresh database into one created before the added indexes and tables."""
-    table, name, columns = RETIRED
+async def versions(db: Database) -> list[int]:
     async with db.transaction() as tx:
-        for t, i in ADDED:
-            await tx.execute(f"DROP INDEX {i}" + ("" if db.dialect.is_sqlite else f" ON {t}"))
-        await tx.execute(f"CREATE INDEX {name} ON {table} {columns}")
-        # and from before task histories: the table comes with the next migration
-        await tx.execute("DROP TABLE file_export_task_event")
-        for c in ADDED_COLUMNS:
-            await tx.execute(f"ALTER TABLE {c.table} DROP COLUMN {c.name}")
+        rows = await tx.fetchall(f"SELECT version FROM {VERSION_TABLE} ORDER BY version")
+    return [int(r["version"]) for r in rows]
 
 
-async def test_sqlite_database_of_an_older_schema_is_brought_up_to_date(tmp_path: Path) -> None:
+async def execute_script(db: Database, script: str) -> None:
+    async with db.transaction() as tx:
+        for stmt in re.split(r";\s*\n", script):
+            if stmt.strip():
+                await tx.execute(stmt.replace("%", "%%") if not db.dialect.is_sqlite else stmt)
+
+
+def _names(shape_: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(c[0], c[1]) for c in shape_["columns"]}
+
+
+NEW_COLUMNS = {("file_export_task", "trace_id"), ("file_export_task", "warnings_json")}
+EVENT_TABLE_INDEX = ("file_export_task_event", "idx_file_export_task_event_task")
+RETIRED_INDEX = ("file_export_task", "idx_file_export_requester_active")
+
+
+def assert_is_version_1(old: dict[str, Any]) -> None:
+    assert not NEW_COLUMNS & _names(old)
+    assert not any(t == "file_export_task_event" for t, *_ in old["columns"])
+    assert any(i[:2] == RETIRED_INDEX for i in old["indexes"])
+
+
+# -- SQLite --------------------------------------------------------------------------------
+
+
+async def test_sqlite_empty_database_gets_the_whole_schema_at_the_latest_version(
+    tmp_path: Path,
+) -> None:
+    db = SqliteDatabase(tmp_path / "fresh.db")
+    result = db.migrate()
+    assert (result.found, result.fresh, result.version) == (None, True, LATEST_VERSION)
+    assert await versions(db) == [LATEST_VERSION]
+    again = db.migrate()
+    assert not again.changed and again.summary().endswith("nothing to apply")
+    assert NEW_COLUMNS <= _names(await shape(db))
+    await db.aclose()
+
+
+async def test_sqlite_database_of_version_1_is_brought_to_the_fresh_schema(
+    tmp_path: Path,
+) -> None:
     fresh = SqliteDatabase(tmp_path / "fresh.db")
     fresh.migrate()
-    expected = await indexes(fresh)
-    expected_columns = await columns(fresh)
+    expected = await shape(fresh)
     await fresh.aclose()
-    assert set(ADDED) <= expected and RETIRED[:2] not in expected
-    assert {("file_export_task", c.name) for c in ADDED_COLUMNS} <= set(expected_columns)
 
     db = SqliteDatabase(tmp_path / "old.db")
-    db.migrate()
-    await make_it_old(db)
-    assert not set(ADDED) & await indexes(db)
-    assert not {("file_export_task", c.name) for c in ADDED_COLUMNS} & set(await columns(db))
+    await execute_script(db, SQLITE_V1)
+    assert_is_version_1(await shape(db))
+    result = db.migrate()
+    assert (result.found, [s.version for s in result.applied]) == (1, [2, 3])
+    assert "applied version 2: download-center tables" in result.summary()
+    assert await versions(db) == [1, 2, 3]
+    assert await shape(db) == expected
     await db.aclose()
 
-    db = SqliteDatabase(tmp_path / "old.db")  # the next start
-    db.migrate()
-    assert await indexes(db) == expected
-    assert await columns(db) == expected_columns
+    db = SqliteDatabase(tmp_path / "old.db")  # the next start applies nothing
+    assert not db.migrate().changed
+    assert await versions(db) == [1, 2, 3]
     await db.aclose()
 
 
-async def test_mariadb_database_of_an_older_schema_is_brought_up_to_date() -> None:
+async def test_sqlite_database_migrated_before_the_version_table_gets_only_what_it_lacks(
+    tmp_path: Path,
+) -> None:
+    """A release without a version table already created the event table and indexes:
+    step 2 finds them and does nothing, step 3 adds the columns."""
+    fresh = SqliteDatabase(tmp_path / "fresh.db")
+    fresh.migrate()
+    expected = await shape(fresh)
+    async with fresh.transaction() as tx:
+        await tx.execute(f"DROP TABLE {VERSION_TABLE}")
+        await tx.execute("ALTER TABLE file_export_task DROP COLUMN warnings_json")
+        await tx.execute("ALTER TABLE file_export_task DROP COLUMN trace_id")
+    result = fresh.migrate()
+    assert (result.found, [s.version for s in result.applied]) == (1, [2, 3])
+    assert await shape(fresh) == expected
+    await fresh.aclose()
+
+
+async def test_sqlite_database_newer_than_the_code_is_refused_unchanged(tmp_path: Path) -> None:
+    db = SqliteDatabase(tmp_path / "new.db")
+    db.migrate()
+    async with db.transaction() as tx:
+        await tx.execute(
+            f"INSERT INTO {VERSION_TABLE} (version, description, applied_at)"
+            " VALUES (:v, 'from the future', 0)",
+            {"v": LATEST_VERSION + 1},
+        )
+    before = await shape(db)
+    with pytest.raises(SchemaVersionError, match="newer than the latest this release knows"):
+        db.migrate()
+    assert await shape(db) == before
+    await db.aclose()
+
+
+def test_migrate_command_prints_the_steps_then_nothing_to_apply(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(SQLITE_V1)
+    conn.close()
+    env = {"FILE_EXPORT_DATABASE_URL": f"sqlite:///{path}", "FILE_EXPORT_DATA_DIR": str(tmp_path)}
+    first = CliRunner().invoke(main, ["migrate"], env=env)
+    assert first.exit_code == 0, first.output
+    assert "applied version 2: download-center tables" in first.output
+    assert "applied version 3: file_export_task.trace_id and warnings_json" in first.output
+    assert f"schema upgraded from version 1 to {LATEST_VERSION}" in first.output
+    second = CliRunner().invoke(main, ["migrate"], env=env)
+    assert second.exit_code == 0, second.output
+    assert f"schema already at version {LATEST_VERSION}: nothing to apply" in second.output
+    assert "applied" not in second.output
+
+
+# -- MariaDB -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def mariadb() -> AsyncIterator[MysqlDatabase]:
     async with trio_asyncio.open_loop() as loop:
         db = MysqlDatabase(MYSQL_TEST_URL + "_migration", loop, query_timeout=None)
         try:
             await db.drop_database()
-            await db.migrate()
-            expected = await indexes(db)
-            expected_columns = await columns(db)
-            assert set(ADDED) <= expected and RETIRED[:2] not in expected
-            assert {("file_export_task", c.name) for c in ADDED_COLUMNS} <= set(expected_columns)
-            await make_it_old(db)
-            assert not set(ADDED) & await indexes(db)
-            await db.migrate()
-            assert await indexes(db) == expected
-            assert await columns(db) == expected_columns
-            await db.migrate()  # and again: nothing left to do, no error
-            assert await indexes(db) == expected
-            assert await columns(db) == expected_columns
+            yield db
         finally:
             await db.drop_database()
             await db.aclose()
+
+
+async def test_mariadb_database_of_version_1_is_brought_to_the_fresh_schema(
+    mariadb: MysqlDatabase,
+) -> None:
+    result = await mariadb.migrate()
+    assert (result.found, result.fresh) == (None, True)
+    assert await versions(mariadb) == [LATEST_VERSION]
+    assert await mariadb.check_schema() == LATEST_VERSION
+    expected = await shape(mariadb)
+
+    await mariadb.drop_database()
+    await mariadb.create_database_if_missing()
+    await execute_script(mariadb, MYSQL_V1)
+    assert_is_version_1(await shape(mariadb))
+    with pytest.raises(SchemaVersionError, match="at version 1.*run `export-center migrate`"):
+        await mariadb.check_schema()
+
+    result = await mariadb.migrate()
+    assert (result.found, [s.version for s in result.applied]) == (1, [2, 3])
+    assert await versions(mariadb) == [1, 2, 3]
+    assert await shape(mariadb) == expected
+    assert await mariadb.check_schema() == LATEST_VERSION
+
+    again = await mariadb.migrate()  # and again: nothing left to do, no error
+    assert not again.changed and again.summary().endswith("nothing to apply")
+    assert await shape(mariadb) == expected
+
+
+async def test_mariadb_database_newer_than_the_code_is_refused(mariadb: MysqlDatabase) -> None:
+    await mariadb.migrate()
+    async with mariadb.transaction() as tx:
+        await tx.execute(
+            f"INSERT INTO {VERSION_TABLE} (version, description, applied_at)"
+            " VALUES (:v, 'from the future', CURRENT_TIMESTAMP(3))".replace(":v", "%(v)s"),
+            {"v": LATEST_VERSION + 1},
+        )
+    for attempt in (mariadb.migrate, mariadb.check_schema):
+        with pytest.raises(SchemaVersionError, match="migrated by a newer Export Center"):
+            await attempt()
+
+
+async def test_mariadb_install_that_stopped_half_way_is_started_over(
+    mariadb: MysqlDatabase,
+) -> None:
+    await mariadb.migrate()
+    expected = await shape(mariadb)
+    async with mariadb.transaction() as tx:
+        # as if the run had stopped after the marker and the first table
+        await tx.execute("DROP TABLE file_export_outbox")
+        await tx.execute(f"DELETE FROM {VERSION_TABLE}")
+        await tx.execute(
+            f"INSERT INTO {VERSION_TABLE} (version, description, applied_at)"
+            " VALUES (0, 'fresh install under way', CURRENT_TIMESTAMP(3))"
+        )
+    result = await mariadb.migrate()
+    assert result.fresh
+    assert await versions(mariadb) == [LATEST_VERSION]
+    assert await shape(mariadb) == expected
