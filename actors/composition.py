@@ -209,8 +209,12 @@ def _service_token(settings: Settings) -> str:
     return secrets.token_urlsafe(24)  # only the built-in demo Provider checks it
 
 
-def build_transport(settings: Settings) -> CommandTransport:
+def build_transport(settings: Settings, consume_commands: bool | None = None) -> CommandTransport:
     """The command transport ``FILE_EXPORT_TRANSPORT`` names, not yet started.
+
+    Args:
+        consume_commands: RocketMQ: start the worker consumer; ``None`` =
+            ``FILE_EXPORT_CONSUMER_ENABLED`` (``check_rocketmq_topics`` may say no).
 
     Raises:
         ConfigError: the RocketMQ settings are incomplete.
@@ -219,8 +223,43 @@ def build_transport(settings: Settings) -> CommandTransport:
         # Imported only in this mode: the native client exists only for Linux x86-64.
         from actors.transport.rocketmq import RocketMQTransport
 
-        return RocketMQTransport.from_settings(settings)
+        if consume_commands is None:
+            return RocketMQTransport.from_settings(settings)
+        return RocketMQTransport.from_settings(settings, consume_commands=consume_commands)
     return EmbeddedBus(settings.max_reconsume_times)
+
+
+async def check_rocketmq_topics(settings: Settings) -> bool:
+    """The RocketMQ start-up check: ask the NameServer for the command topic and
+    ``%DLQ%<worker group>`` and carry out ``actors.core.topic_check.decide_transport_start``.
+
+    Returns:
+        Whether the worker consumer may start: ``FILE_EXPORT_CONSUMER_ENABLED``, unless the
+        dead-letter topic is missing or not read-write (then logged at ERROR, naming it).
+
+    Raises:
+        ConfigError: the command topic is missing or not read-write, or no NameServer
+            answered; the message names the topic or the NameServer.
+    """
+    from actors.core.topic_check import decide_transport_start
+    from actors.transport.rocketmq import dead_letter_topic
+    from actors.transport.rocketmq.routes import TopicRouteError, fetch_topic_access
+
+    name_server = settings.rocketmq_name_server or ""
+    try:
+        command = await fetch_topic_access(name_server, settings.command_topic)
+        dlq_topic = dead_letter_topic(settings.worker_group)
+        dead_letter = await fetch_topic_access(name_server, dlq_topic)
+    except TopicRouteError as exc:
+        raise ConfigError(f"{exc}; the RocketMQ topics could not be checked") from None
+    decision = decide_transport_start(command, dead_letter, bool(settings.consumer_enabled))
+    if decision.refusal is not None:
+        raise ConfigError(decision.refusal)
+    if decision.consumer_refusal is not None:
+        log.error("%s", decision.consumer_refusal)
+    for warning in decision.warnings:
+        log.warning("%s", warning)
+    return decision.consume_commands
 
 
 def hypercorn_config(settings: Settings) -> HypercornConfig:
@@ -251,7 +290,8 @@ async def build_components(
             ``occurredAt``, never schedules (every time decision uses the DB clock).
 
     Raises:
-        ConfigError: invalid configuration or missing guard row; nothing was started.
+        ConfigError: invalid configuration, missing guard row, or (RocketMQ) a missing
+            command topic (``check_rocketmq_topics``); nothing was started.
     """
     from web.app import create_app
     from web.demo_provider import DEMO_SERVICE, create_demo_provider_blueprint
@@ -296,7 +336,10 @@ async def build_components(
         request_timeout=settings.provider_request_timeout_seconds,
         observer=metrics,
     )
-    transport = build_transport(settings)
+    consume_commands = bool(settings.consumer_enabled)
+    if settings.transport == "rocketmq":
+        consume_commands = await check_rocketmq_topics(settings)
+    transport = build_transport(settings, consume_commands)
     wakeup = Wakeup()
     local = LocalClaims()  # what this process's slots hold; shared with its reconciler
     web_services = Services(
@@ -324,7 +367,7 @@ async def build_components(
 
     stopping = trio.Event()
     slots: list[ConsumerSlot] = []
-    if settings.consumer_enabled:
+    if consume_commands:
         runner = ExportRunner(store, storage, provider, registry, settings)
         gate = ClaimGate(store, settings)  # one per instance: fair share
         slots = [

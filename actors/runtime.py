@@ -300,7 +300,7 @@ def _announce(settings: Settings, rt: Runtime, dev_secret: bool) -> None:
         rt.base_url,
         settings.instance_id,
         settings.transport,
-        settings.consumer_concurrency if settings.consumer_enabled else 0,
+        len(rt.slots),
     )
     if dev_secret:
         from web.auth import issue_token

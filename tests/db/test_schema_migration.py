@@ -137,7 +137,7 @@ async def shape(db: Database) -> dict[str, Any]:
                     "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
                 )
             ]
-            columns = []
+            columns: list[tuple[Any, ...]] = []
             indexes = set()
             for t in tables:
                 for r in await tx.fetchall(f"PRAGMA table_info({t})"):

@@ -1,0 +1,95 @@
+"""The RocketMQ start-up decision (actors/core/topic_check.py): the command topic must be
+read-write or the transport does not start; a missing or not read-write dead-letter topic
+keeps the consumer off, naming the topic, and lets the publisher run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from actors.core.topic_check import TopicAccess, decide_transport_start, topic_access
+
+CMD = "p-file-export-command-v1"
+DLQ = "%DLQ%p-file-export-worker-v1"
+
+
+def route(perm: int = 6, read: int = 4, write: int = 4, master: bool = True) -> dict[str, Any]:
+    addrs = {"0": "127.0.0.1:10911"} if master else {"1": "127.0.0.1:10921"}
+    return {
+        "brokerDatas": [{"brokerName": "b", "brokerAddrs": addrs, "cluster": "c"}],
+        "queueDatas": [
+            {"brokerName": "b", "perm": perm, "readQueueNums": read, "writeQueueNums": write}
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("answer", "exists", "readable", "writable"),
+    [
+        (None, False, False, False),  # "topic not exist"
+        (route(), True, True, True),
+        (route(perm=2), True, False, True),  # a DLQ the broker created by itself
+        (route(perm=4), True, True, False),
+        (route(perm=7), True, True, True),  # with the inherit bit
+        (route(perm=6, write=0), True, True, False),
+        (route(perm=6, read=0), True, False, True),
+        (route(master=False), True, False, False),  # only a slave left
+        ({"brokerDatas": [], "queueDatas": []}, True, False, False),
+    ],
+)
+def test_topic_access_reads_the_permission_bits_of_master_queues(
+    answer: dict[str, Any] | None, exists: bool, readable: bool, writable: bool
+) -> None:
+    assert topic_access(CMD, answer) == TopicAccess(CMD, exists, readable, writable)
+
+
+RW = True, True
+MISSING = None
+
+
+def access(topic: str, state: tuple[bool, bool] | None) -> TopicAccess:
+    if state is None:
+        return TopicAccess(topic, exists=False)
+    return TopicAccess(topic, True, *state)
+
+
+@pytest.mark.parametrize(
+    ("command", "dlq", "consumer", "starts", "consumes", "consumer_refused", "warned"),
+    [
+        (RW, RW, True, True, True, False, False),
+        (RW, RW, False, True, False, False, False),
+        # the DLQ is missing: the consumer stays off, the publisher runs
+        (RW, MISSING, True, True, False, True, False),
+        (RW, (False, True), True, True, False, True, False),  # write-only DLQ
+        (RW, MISSING, False, True, False, False, True),
+        # the command topic is missing or not read-write: no transport at all
+        (MISSING, RW, True, False, False, False, False),
+        (MISSING, MISSING, False, False, False, False, False),
+        ((True, False), RW, False, False, False, False, False),
+        ((False, True), RW, True, False, False, False, False),
+    ],
+)
+def test_transport_start_decision(
+    command: tuple[bool, bool] | None,
+    dlq: tuple[bool, bool] | None,
+    consumer: bool,
+    starts: bool,
+    consumes: bool,
+    consumer_refused: bool,
+    warned: bool,
+) -> None:
+    d = decide_transport_start(access(CMD, command), access(DLQ, dlq), consumer)
+    assert (d.refusal is None, d.consume_commands) == (starts, consumes)
+    assert (d.consumer_refusal is not None, bool(d.warnings)) == (consumer_refused, warned)
+    if not starts:
+        assert d.refusal is not None and CMD in d.refusal and "init-topics.sh" in d.refusal
+    if consumer_refused:
+        assert d.consumer_refusal is not None and DLQ in d.consumer_refusal
+        assert "publisher" in d.consumer_refusal
+
+
+def test_messages_say_what_is_wrong_with_the_topic() -> None:
+    assert access(DLQ, MISSING).describe() == f"topic {DLQ} does not exist at the NameServer"
+    assert "(writable)" in access(DLQ, (False, True)).describe()
+    assert access(DLQ, RW).describe() == ""
