@@ -360,3 +360,58 @@ async def test_mariadb_install_that_stopped_half_way_is_started_over(
     assert result.fresh
     assert await versions(mariadb) == [LATEST_VERSION]
     assert await shape(mariadb) == expected
+
+
+async def test_service_refuses_to_start_on_a_database_newer_than_the_code(tmp_path: Path) -> None:
+    from actors.core.errors import ConfigError
+    from actors.runtime import serve
+    from tests.helpers import make_settings
+
+    settings = make_settings(tmp_path)
+    path = settings.resolved_database_url[len("sqlite:///") :]
+    db = SqliteDatabase(path)
+    db.migrate()
+    async with db.transaction() as tx:
+        await tx.execute(
+            f"INSERT INTO {VERSION_TABLE} (version, description, applied_at)"
+            " VALUES (:v, 'from the future', 0)",
+            {"v": LATEST_VERSION + 1},
+        )
+    await db.aclose()
+    with pytest.raises(ConfigError, match="migrated by a newer Export Center"):
+        await serve(settings, install_signal_handlers=False)
+
+
+def test_migrate_command_on_mariadb_prints_the_steps_then_nothing_to_apply(
+    tmp_path: Path,
+) -> None:
+    import trio
+
+    url = MYSQL_TEST_URL + "_cli"
+
+    async def make_old() -> None:
+        async with trio_asyncio.open_loop() as loop:
+            db = MysqlDatabase(url, loop, query_timeout=None)
+            await db.drop_database()
+            await db.create_database_if_missing()
+            await execute_script(db, MYSQL_V1)
+            await db.aclose()
+
+    async def drop() -> None:
+        async with trio_asyncio.open_loop() as loop:
+            db = MysqlDatabase(url, loop, query_timeout=None)
+            await db.drop_database()
+            await db.aclose()
+
+    trio.run(make_old)
+    try:
+        env = {"FILE_EXPORT_DATABASE_URL": url, "FILE_EXPORT_DATA_DIR": str(tmp_path)}
+        first = CliRunner().invoke(main, ["migrate"], env=env)
+        assert first.exit_code == 0, first.output
+        assert "applied version 2: download-center tables" in first.output
+        assert f"schema upgraded from version 1 to {LATEST_VERSION}" in first.output
+        second = CliRunner().invoke(main, ["migrate"], env=env)
+        assert second.exit_code == 0, second.output
+        assert f"schema already at version {LATEST_VERSION}: nothing to apply" in second.output
+    finally:
+        trio.run(drop)
