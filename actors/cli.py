@@ -41,7 +41,7 @@ def main() -> None:
 def serve() -> None:
     """Run the whole service in one process (configured by environment variables)."""
     settings = _settings_or_exit()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, fmt=settings.log_format)
     from actors.runtime import serve as run_service
 
     try:
@@ -54,7 +54,7 @@ def serve() -> None:
 def migrate() -> None:
     """Apply the database schema idempotently and check the guard row."""
     settings = _settings_or_exit()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, fmt=settings.log_format)
     from actors.composition import open_database
     from actors.core.ids import IdGenerator
     from db.sqlite import wall_clock_ms
@@ -121,7 +121,7 @@ def demo_provider(bind: str) -> None:
     and the same INTERNAL_SERVICE_TOKEN.
     """
     settings = _settings_or_exit()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, fmt=settings.log_format)
     if not settings.internal_service_token:
         raise click.ClickException("INTERNAL_SERVICE_TOKEN must be set (the token callers send)")
     from web.demo_provider import serve_demo_provider

@@ -64,6 +64,9 @@ class Settings(BaseSettings):
     )
     """FILE_EXPORT_INSTANCE_ID: ``lease_owner`` of this process; default ``host:pid``."""
     log_level: str = Field("INFO", validation_alias=AliasChoices("FILE_EXPORT_LOG_LEVEL"))
+    log_format: Literal["json", "text"] | None = _env("FILE_EXPORT_LOG_FORMAT")
+    """FILE_EXPORT_LOG_FORMAT: ``json`` (one JSON object per line, for production) or
+    ``text``; unset, text when standard error is a terminal, JSON otherwise."""
 
     # -- staged switches (ops guide) ------------------------------------------------------
     reconciler_enabled: bool | None = _env("FILE_EXPORT_RECONCILER_ENABLED")
