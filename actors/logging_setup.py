@@ -7,7 +7,8 @@ processor chain:
 
 1. the context variables bound for the current request or run are merged in
    (:data:`CONTEXT_KEYS`: ``taskId``, ``eventId``, ``dispatchVersion``, ``exportType``,
-   ``tenantId``, ``requestId``, ``traceId``; see :func:`bind_context`), then the
+   ``tenantId``, ``requestId``, ``traceId``; bound with
+   :func:`actors.core.log_context.bind_context`), then the
    record's ``extra={...}`` fields;
 2. every string value is passed through :func:`actors.core.text.escape_control` (no CR/LF,
    other controls, bidi overrides or lone surrogates: a Provider message cannot start a
@@ -24,7 +25,7 @@ else (a file, a pipe, a container's log driver) gets JSON.
 Context variables: structlog keeps them in :mod:`contextvars`. Each trio task runs in a
 copy of the context of the task that started it, so a value bound inside a request or a
 consumer slot's run is seen by the tasks it starts (the lease watchdog) and by nothing
-outside it; :func:`bind_context` restores the previous values when its block ends. Threads
+outside it; ``bind_context`` restores the previous values when its block ends. Threads
 (``trio.to_thread``, the RocketMQ client's) do not inherit the context, and export worker
 processes do not log: they report to the run, which logs.
 
@@ -35,7 +36,6 @@ otherwise print every Provider URL, credentials included, at the default level.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import sys
@@ -46,18 +46,9 @@ from typing import Any, Literal, TextIO
 import structlog
 from structlog.typing import EventDict, Processor, WrappedLogger
 
+from actors.core.log_context import CONTEXT_KEYS
 from actors.core.text import escape_control, redact_credentials
 
-#: Where a run's or request's identifiers go on every line, in this order.
-CONTEXT_KEYS = (
-    "requestId",
-    "traceId",
-    "taskId",
-    "eventId",
-    "dispatchVersion",
-    "exportType",
-    "tenantId",
-)
 #: Longest message (and longest other string value), in characters; longer ones are cut
 #: and say how much was left out.
 MAX_MESSAGE_CHARS = 4096
@@ -78,24 +69,6 @@ LogFormat = Literal["json", "text"]
 
 # Fixed keys of every line; the rest are context and fields.
 _FIXED = ("timestamp", "level", "logger", "message")
-
-
-def bind_context(**values: Any) -> contextlib.AbstractContextManager[None]:
-    """Bind identifiers to every log line of the current task (and tasks it starts) for a block.
-
-    ``None`` values are left out (an identifier not known here stays unbound). The
-    previous values return when the block ends, so a consumer slot's next run or a
-    connection's next request starts clean.
-
-    Args:
-        values: context keys (:data:`CONTEXT_KEYS`) and their values.
-
-    Returns:
-        A context manager (``with bind_context(taskId=…, traceId=…): …``).
-    """
-    return structlog.contextvars.bound_contextvars(
-        **{k: v for k, v in values.items() if v is not None}
-    )
 
 
 def _add_timestamp(_: WrappedLogger, __: str, event_dict: EventDict) -> EventDict:

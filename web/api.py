@@ -34,6 +34,7 @@ from actors.core.limits import (
 from actors.core.models import ExportDefinition, Principal, Task
 from actors.core.outcomes import CancelOutcome, CreateOutcome, NewTask
 from actors.core.text import content_disposition
+from web.access_log import current_trace_id, note_task, note_user
 from web.auth import principal_from_header
 from web.errors import ApiError, api_error
 from web.serialize import envelope, event_json, task_json
@@ -58,7 +59,9 @@ def services() -> Services:
 
 
 def caller() -> Principal:
-    return principal_from_header(services().jwt_secret, request.headers.get("Authorization"))
+    principal = principal_from_header(services().jwt_secret, request.headers.get("Authorization"))
+    note_user(principal.user_id)  # for the access line (web/access_log.py)
+    return principal
 
 
 def ok(data: Any, message: str = "success") -> dict[str, Any]:
@@ -68,7 +71,9 @@ def ok(data: Any, message: str = "success") -> dict[str, Any]:
 async def owned_task(principal: Principal, raw_id: str) -> Task:
     """The task of a request path, if the caller may see it (``actors/core/access.py``)."""
     task_id = parse_task_id(raw_id)
-    return visible_task(principal, await services().api_store.get_task(task_id), raw_id)
+    task = visible_task(principal, await services().api_store.get_task(task_id), raw_id)
+    note_task(task.id, task.trace_id)  # the access line shows the export's trace id
+    return task
 
 
 def check_definition(principal: Principal, export_type: str) -> ExportDefinition:

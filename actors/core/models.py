@@ -171,6 +171,9 @@ class Task:
     completed_at: datetime | None
     expires_at: datetime | None
     updated_at: datetime | None = None
+    trace_id: str | None = None
+    """W3C trace id created at the API (``actors/core/tracing.py``); ``None`` for tasks
+    created before the column existed."""
 
     @property
     def parameters(self) -> dict[str, Any]:

@@ -19,10 +19,10 @@ import httpx
 import pytest
 import trio
 
+from actors.core.log_context import bind_context
 from actors.logging_setup import (
     LIBRARY_LOGGERS,
     MAX_MESSAGE_CHARS,
-    bind_context,
     configure_logging,
     resolve_format,
 )
