@@ -34,7 +34,7 @@ from actors.core.limits import (
 from actors.core.models import ExportDefinition, Principal, Task
 from actors.core.outcomes import CancelOutcome, CreateOutcome, NewTask
 from actors.core.text import content_disposition
-from web.access_log import current_trace_id, note_task, note_user
+from web.access_log import note_task, note_user
 from web.auth import principal_from_header
 from web.errors import ApiError, api_error
 from web.serialize import envelope, event_json, task_json

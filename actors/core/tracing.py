@@ -27,6 +27,8 @@ from actors.core.text import escape_control
 #: A source of random bytes: ``rand(n)`` returns ``n`` bytes.
 RandomBytes = Callable[[int], bytes]
 
+#: The W3C header that carries a trace across services.
+TRACEPARENT_HEADER = "traceparent"
 #: The ``traceparent`` version this service writes.
 TRACEPARENT_VERSION = "00"
 #: Trace flags this service writes: sampled (``01``), so a collector keeps the spans.
@@ -148,6 +150,28 @@ def request_trace_id(traceparent: str | None, rand: RandomBytes = os.urandom) ->
         rand: the source of random bytes for a new trace id.
     """
     return parse_traceparent(traceparent) or new_trace_id(rand)
+
+
+def run_trace_id(
+    task_trace_id: str | None, command_trace_id: str | None, rand: RandomBytes = os.urandom
+) -> str:
+    """The trace id a run logs and sends to the Provider.
+
+    The task row's, stored at create and kept by every retry and re-dispatch, is the
+    source of truth; a task created before the column existed has none, and then the
+    command's is used (its ``traceId`` is optional and may be malformed); failing both, a
+    new one, so the run's own lines still share one.
+
+    Args:
+        task_trace_id: ``file_export_task.trace_id``.
+        command_trace_id: the command's ``traceId`` (``None`` for a task claimed without a
+            command).
+        rand: the source of random bytes for a new trace id.
+    """
+    for candidate in (task_trace_id, command_trace_id):
+        if is_trace_id(candidate):
+            return str(candidate)
+    return new_trace_id(rand)
 
 
 def request_id(header: str | None, rand: RandomBytes = os.urandom) -> str:

@@ -19,6 +19,7 @@ from actors.core.tracing import (
     parse_traceparent,
     request_id,
     request_trace_id,
+    run_trace_id,
 )
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -167,3 +168,19 @@ def test_masked_parameters_keep_names_and_types_only() -> None:
     }
     assert masked_parameters("secret") == "***string"
     assert "13800000000" not in repr(masked_parameters(params))
+
+
+@pytest.mark.parametrize(
+    ("task_trace", "command_trace", "expected"),
+    [
+        (TRACE, "ab" * 16, TRACE),  # the task row is the source of truth
+        (None, "ab" * 16, "ab" * 16),  # a task created before the column existed
+        ("", "ab" * 16, "ab" * 16),
+        ("bad", None, "cd" * 16),  # neither: a new one for the run
+        (None, "", "cd" * 16),
+    ],
+)
+def test_run_trace_id_prefers_the_task_then_the_command(
+    task_trace: str | None, command_trace: str | None, expected: str
+) -> None:
+    assert run_trace_id(task_trace, command_trace, fixed(b"\xcd" * 16)) == expected
