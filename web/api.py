@@ -34,7 +34,8 @@ from actors.core.limits import (
 from actors.core.models import ExportDefinition, Principal, Task
 from actors.core.outcomes import CancelOutcome, CreateOutcome, NewTask
 from actors.core.text import content_disposition
-from web.access_log import note_task, note_user
+from actors.core.tracing import masked_parameters
+from web.access_log import current_trace_id, note_task, note_user
 from web.auth import principal_from_header
 from web.errors import ApiError, api_error
 from web.serialize import envelope, event_json, task_json
@@ -94,7 +95,13 @@ async def create_task() -> Any:
     svc = services()
     result = await svc.api_store.create_task(
         NewTask(
-            export_type, fields.task_name, fields.format, params, principal, definition.max_attempts
+            export_type,
+            fields.task_name,
+            fields.format,
+            params,
+            principal,
+            definition.max_attempts,
+            trace_id=current_trace_id(),  # the request's: a valid traceparent's, else new
         ),
         svc.create_limits,
     )
@@ -114,11 +121,18 @@ async def create_task() -> Any:
     if result.outcome == CreateOutcome.TYPE_RESERVED:
         raise ApiError("429", _type_reserved_message(export_type))
     assert result.task is not None
+    note_task(result.task.id, result.task.trace_id)
     if result.outcome == CreateOutcome.DUPLICATE:
         return ok(task_json(result.task), "duplicate submission: the active task is returned")
     svc.metrics.task_created.labels(export_type).inc()
     svc.wakeup.set()  # the row is committed: let the publisher send it now (§7.4)
-    log.info("task %s created: type %s by user %s", result.task.id, export_type, principal.user_id)
+    log.info(
+        "task %s created: type %s by user %s",
+        result.task.id,
+        export_type,
+        principal.user_id,
+        extra={"parameters": masked_parameters(fields.parameters)},
+    )
     return ok(task_json(result.task))
 
 
