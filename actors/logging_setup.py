@@ -13,7 +13,9 @@ processor chain:
 2. every string value is passed through :func:`actors.core.text.escape_control` (no CR/LF,
    other controls, bidi overrides or lone surrogates: a Provider message cannot start a
    line of its own) and :func:`actors.core.text.redact_credentials` (no
-   ``user:password@`` in a URL), and cut at :data:`MAX_MESSAGE_CHARS`. Tracebacks keep
+   ``user:password@`` in a URL), its credential-like query values masked
+   (:func:`actors.core.tracing.redact_query_secrets`: no ``?token=…``), and cut at
+   :data:`MAX_MESSAGE_CHARS`. Tracebacks keep
    their line breaks — they are ours — but still lose URL credentials;
 3. the line is rendered as JSON (one object per line: ``timestamp`` in UTC, ``level``,
    ``logger``, ``message``, then the context and fields) or as text
@@ -48,6 +50,7 @@ from structlog.typing import EventDict, Processor, WrappedLogger
 
 from actors.core.log_context import CONTEXT_KEYS
 from actors.core.text import escape_control, redact_credentials
+from actors.core.tracing import redact_query_secrets
 
 #: Longest message (and longest other string value), in characters; longer ones are cut
 #: and say how much was left out.
@@ -109,7 +112,7 @@ def _safe(value: object) -> object:
         return {str(_safe(str(k))): _safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [_safe(v) for v in value]
-    return _clip(escape_control(redact_credentials(str(value))))
+    return _clip(escape_control(redact_query_secrets(redact_credentials(str(value)))))
 
 
 def _render_json(_: WrappedLogger, __: str, event_dict: EventDict) -> str:

@@ -201,6 +201,35 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name.lower()))
 
 
+# name=value in a URL's query inside free text (a library's request line, an error text).
+_QUERY_PAIR = re.compile(r"(?P<lead>[?&;])(?P<name>[^=&#\s\"']{1,100})=(?P<value>[^&#\s\"']*)")
+
+
+def redact_query_secrets(text: str) -> str:
+    """Mask the value of every ``name=value`` query pair inside ``text`` whose name may
+    carry a credential (:func:`is_secret_name`), wherever a URL appears in free text.
+
+    Used on every log line, so a library's own request line (httpx at DEBUG) cannot print
+    a ``?token=…`` either.
+
+    Args:
+        text: free text that may contain URLs.
+
+    Returns:
+        ``text`` with those values replaced by :data:`MASK`.
+    """
+    if "=" not in text:
+        return text
+    return _QUERY_PAIR.sub(
+        lambda m: (
+            f"{m.group('lead')}{m.group('name')}={MASK}"
+            if is_secret_name(m.group("name"))
+            else m.group()
+        ),
+        text,
+    )
+
+
 def loggable_path(path: str, query_string: str = "") -> str:
     """A request's path and query as an access line shows it.
 

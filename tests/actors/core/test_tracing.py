@@ -17,6 +17,7 @@ from actors.core.tracing import (
     new_span_id,
     new_trace_id,
     parse_traceparent,
+    redact_query_secrets,
     request_id,
     request_trace_id,
     run_trace_id,
@@ -184,3 +185,20 @@ def test_run_trace_id_prefers_the_task_then_the_command(
     task_trace: str | None, command_trace: str | None, expected: str
 ) -> None:
     assert run_trace_id(task_trace, command_trace, fixed(b"\xcd" * 16)) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        (
+            'HTTP Request: GET http://h/p?status=A&token=t1&x=1 "HTTP/1.1 200 "',
+            f'HTTP Request: GET http://h/p?status=A&token={MASK}&x=1 "HTTP/1.1 200 "',
+        ),
+        ("see https://h/cb?code=abc#frag", f"see https://h/cb?code={MASK}#frag"),
+        ("a=b and c=d", "a=b and c=d"),  # not a query
+        ("?page=2&pageSize=20", "?page=2&pageSize=20"),
+        ("?sig=&api_key=k k", f"?sig={MASK}&api_key={MASK} k"),
+    ],
+)
+def test_redact_query_secrets_in_free_text(text: str, redacted: str) -> None:
+    assert redact_query_secrets(text) == redacted
