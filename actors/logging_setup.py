@@ -27,9 +27,10 @@ else (a file, a pipe, a container's log driver) gets JSON.
 Context variables: structlog keeps them in :mod:`contextvars`. Each trio task runs in a
 copy of the context of the task that started it, so a value bound inside a request or a
 consumer slot's run is seen by the tasks it starts (the lease watchdog) and by nothing
-outside it; ``bind_context`` restores the previous values when its block ends. Threads
-(``trio.to_thread``, the RocketMQ client's) do not inherit the context, and export worker
-processes do not log: they report to the run, which logs.
+outside it; ``bind_context`` restores the previous values when its block ends.
+``trio.to_thread.run_sync`` runs its function in a copy of the caller's context, so lines
+logged there carry it too; threads the RocketMQ client starts itself carry none. Export
+worker processes do not log: they report to the run in this process, which logs.
 
 Libraries that log a line per request or query (httpx, httpcore, hpack, asyncmy …) are
 held at WARNING unless ``FILE_EXPORT_LOG_LEVEL=DEBUG``: httpx's INFO request line would

@@ -231,3 +231,11 @@ def test_the_format_defaults_to_text_on_a_terminal_and_json_elsewhere() -> None:
     assert resolve_format("json", Terminal()) == "json"
     with pytest.raises(ValueError):
         resolve_format("xml", io.StringIO())
+
+
+async def test_context_follows_work_handed_to_a_thread(json_output: io.StringIO) -> None:
+    """trio.to_thread runs the function in a copy of the caller's context: storage IO
+    and other thread work logs with the run's identifiers."""
+    with bind_context(taskId="3"):
+        await trio.to_thread.run_sync(logging.getLogger("actors.pipeline").info, "in a thread")
+    assert records(json_output)[0]["taskId"] == "3"
