@@ -14,10 +14,10 @@ it
 - writes one line to the ``web.access`` logger when the response is over (a download or
   an event stream: when its last byte is sent): ``method``, ``path`` (secret query values
   masked, :func:`actors.core.tracing.loggable_path`), ``status``, ``durationMs``,
-  ``userId`` of an authenticated caller, and the ``taskId`` and ``traceId`` of the task the
-  request was about (:func:`note_task`: the download's line carries its export's trace
-  id). It never writes a header, token or cookie. ``/healthz`` and ``/metrics`` — probes
-  and scrapes every few seconds — are logged at DEBUG.
+  ``userId`` and ``tenantId`` of an authenticated caller, and the ``taskId`` and
+  ``traceId`` of the task the request was about (:func:`note_task`: the download's line
+  carries its export's trace id). It never writes a header, token or cookie. ``/healthz``
+  and ``/metrics`` — probes and scrapes every few seconds — are logged at DEBUG.
 
 Routes tell it what they learn through :func:`note_user` and :func:`note_task`; outside a
 request these do nothing.
@@ -58,12 +58,14 @@ class RequestRecord:
         trace_id: the request's trace id; a route about one task replaces it with the
             task's (:func:`note_task`).
         user_id: the authenticated caller, once known.
+        tenant_id: the caller's tenant, once known.
         task_id: the task the request was about, once known.
     """
 
     request_id: str
     trace_id: str
     user_id: int | None = None
+    tenant_id: int | None = None
     task_id: int | None = None
 
 
@@ -76,11 +78,14 @@ def current_trace_id() -> str | None:
     return record.trace_id if record is not None else None
 
 
-def note_user(user_id: int) -> None:
-    """Record the authenticated caller of the current request for its access line."""
+def note_user(user_id: int, tenant_id: int) -> None:
+    """Record the authenticated caller of the current request: its user id for the
+    access line, its tenant on the access line and the route's further log lines."""
     record = _current.get()
     if record is not None:
         record.user_id = user_id
+        record.tenant_id = tenant_id
+    bind_for_rest_of_task(tenantId=str(tenant_id))
 
 
 def note_task(task_id: int, trace_id: str | None) -> None:
@@ -170,6 +175,7 @@ class AccessLog:
             requestId=record.request_id,
             traceId=record.trace_id,
             taskId=None if record.task_id is None else str(record.task_id),
+            tenantId=None if record.tenant_id is None else str(record.tenant_id),
         ):
             log.log(
                 level,

@@ -61,7 +61,7 @@ def services() -> Services:
 
 def caller() -> Principal:
     principal = principal_from_header(services().jwt_secret, request.headers.get("Authorization"))
-    note_user(principal.user_id)  # for the access line (web/access_log.py)
+    note_user(principal.user_id, principal.tenant_id)  # the access line (web/access_log.py)
     return principal
 
 

@@ -91,6 +91,23 @@ def payload_schema_version(payload_json: str) -> object:
     return value
 
 
+def payload_trace_id(payload_json: str) -> str | None:
+    """The ``traceId`` a stored command body carries, for the publisher's log lines.
+
+    Args:
+        payload_json: the outbox row's body, as stored.
+
+    Returns:
+        The valid trace id (:func:`read_trace_id`), or ``None`` when the body is not a JSON
+        object or has none.
+    """
+    try:
+        value: object = json.loads(payload_json).get("traceId")
+    except (ValueError, AttributeError):
+        return None
+    return read_trace_id(value) or None
+
+
 def read_locator(properties: Mapping[str, str]) -> Locator:
     """Read the locating fields back from message properties.
 

@@ -44,6 +44,7 @@ async def test_one_trace_id_from_create_through_every_batch_to_download(service:
     assert is_trace_id(trace_id)  # created at the API (no traceparent was sent)
     assert create["requestId"] == "create-1" and create["status"] == 200
     assert create["taskId"] == task_id and create["userId"] == "1001"
+    assert create["tenantId"] == "0" and create["method"] == "POST"
 
     batches = [r for r in log if r["logger"] == "actors.pipeline.provider_client"]
     assert len(batches) == 3

@@ -14,6 +14,7 @@ from actors.core.command_message import (
     locating_properties,
     message_key,
     payload_schema_version,
+    payload_trace_id,
     read_locator,
 )
 from actors.core.models import Command, OutboxRow, OutboxStatus
@@ -144,3 +145,17 @@ def test_a_new_command_carries_the_given_trace_id_in_its_body() -> None:
     command = Command.new(7, "CUSTOMER_LIST", 3, "2026-12-02T00:00:00.000Z", trace_id=TRACE)
     assert json.loads(command.to_json())["traceId"] == TRACE
     assert Command.from_json(command.to_json()) == command
+
+
+@pytest.mark.parametrize(
+    ("payload", "trace_id"),
+    [
+        (json.dumps({"traceId": TRACE}), TRACE),
+        (json.dumps({"schemaVersion": 1}), None),
+        (json.dumps({"traceId": "bad"}), None),
+        ("not json", None),
+        ("[1]", None),
+    ],
+)
+def test_payload_trace_id_reads_a_stored_body(payload: str, trace_id: str | None) -> None:
+    assert payload_trace_id(payload) == trace_id
