@@ -8,15 +8,15 @@ processor chain:
 1. the context variables bound for the current request or run are merged in
    (:data:`CONTEXT_KEYS`: ``taskId``, ``eventId``, ``dispatchVersion``, ``exportType``,
    ``tenantId``, ``requestId``, ``traceId``; bound with
-   :func:`actors.core.log_context.bind_context`), then the
-   record's ``extra={...}`` fields;
+   :func:`actors.core.log_context.bind_context`), then the record's ``extra={...}``
+   fields;
 2. every string value is passed through :func:`actors.core.text.escape_control` (no CR/LF,
    other controls, bidi overrides or lone surrogates: a Provider message cannot start a
    line of its own) and :func:`actors.core.text.redact_credentials` (no
    ``user:password@`` in a URL), its credential-like query values masked
    (:func:`actors.core.tracing.redact_query_secrets`: no ``?token=…``), and cut at
-   :data:`MAX_MESSAGE_CHARS`. Tracebacks keep
-   their line breaks — they are ours — but still lose URL credentials;
+   :data:`MAX_MESSAGE_CHARS`. Tracebacks keep their line breaks — they are ours — but
+   still lose URL credentials;
 3. the line is rendered as JSON (one object per line: ``timestamp`` in UTC, ``level``,
    ``logger``, ``message``, then the context and fields) or as text
    (``time LEVEL logger: message key=value …``).
