@@ -217,6 +217,13 @@ class Settings(BaseSettings):
             raise ValueError(f"must be one of {', '.join(levels)}")
         return value.upper()
 
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _lower_log_format(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return value.strip().lower() or None  # empty: unset (pick by terminal)
+        return value
+
     @field_validator("jwt_secret")
     @classmethod
     def _check_secret(cls, value: str | None) -> str | None:

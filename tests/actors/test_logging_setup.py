@@ -19,6 +19,8 @@ import httpx
 import pytest
 import trio
 
+from actors.config import load_settings
+from actors.core.errors import ConfigError
 from actors.core.log_context import bind_context
 from actors.logging_setup import (
     LIBRARY_LOGGERS,
@@ -239,3 +241,16 @@ async def test_context_follows_work_handed_to_a_thread(json_output: io.StringIO)
     with bind_context(taskId="3"):
         await trio.to_thread.run_sync(logging.getLogger("actors.pipeline").info, "in a thread")
     assert records(json_output)[0]["taskId"] == "3"
+
+
+def test_the_log_format_setting_is_case_insensitive_and_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """FILE_EXPORT_LOG_FORMAT: json or text in any case; empty means unset; anything else
+    stops start-up naming the variable."""
+    for raw, parsed in [("JSON", "json"), (" text ", "text"), ("", None)]:
+        monkeypatch.setenv("FILE_EXPORT_LOG_FORMAT", raw)
+        assert load_settings().log_format == parsed
+    monkeypatch.setenv("FILE_EXPORT_LOG_FORMAT", "xml")
+    with pytest.raises(ConfigError, match="FILE_EXPORT_LOG_FORMAT"):
+        load_settings()
