@@ -41,7 +41,7 @@ def main() -> None:
 def serve() -> None:
     """Run the whole service in one process (configured by environment variables)."""
     settings = _settings_or_exit()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, fmt=settings.log_format)
     from actors.runtime import serve as run_service
 
     try:
@@ -56,7 +56,7 @@ def migrate() -> None:
 
     Prints each upgrade step applied (or that there was nothing to apply)."""
     settings = _settings_or_exit()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, fmt=settings.log_format)
     from actors.composition import open_database
     from actors.core.ids import IdGenerator
     from db.migrations import MigrationResult
@@ -128,7 +128,7 @@ def demo_provider(bind: str) -> None:
     and the same INTERNAL_SERVICE_TOKEN.
     """
     settings = _settings_or_exit()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, fmt=settings.log_format)
     if not settings.internal_service_token:
         raise click.ClickException("INTERNAL_SERVICE_TOKEN must be set (the token callers send)")
     from web.demo_provider import serve_demo_provider

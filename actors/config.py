@@ -64,6 +64,9 @@ class Settings(BaseSettings):
     )
     """FILE_EXPORT_INSTANCE_ID: ``lease_owner`` of this process; default ``host:pid``."""
     log_level: str = Field("INFO", validation_alias=AliasChoices("FILE_EXPORT_LOG_LEVEL"))
+    log_format: Literal["json", "text"] | None = _env("FILE_EXPORT_LOG_FORMAT")
+    """FILE_EXPORT_LOG_FORMAT: ``json`` (one JSON object per line, for production) or
+    ``text``; unset, text when standard error is a terminal, JSON otherwise."""
 
     # -- staged switches (ops guide) ------------------------------------------------------
     reconciler_enabled: bool | None = _env("FILE_EXPORT_RECONCILER_ENABLED")
@@ -213,6 +216,13 @@ class Settings(BaseSettings):
         if value.upper() not in levels:
             raise ValueError(f"must be one of {', '.join(levels)}")
         return value.upper()
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _lower_log_format(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return value.strip().lower() or None  # empty: unset (pick by terminal)
+        return value
 
     @field_validator("jwt_secret")
     @classmethod

@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import trio
@@ -60,6 +60,7 @@ from actors.core.errors import (
 )
 from actors.core.events import error_class
 from actors.core.lease import WatchdogStep
+from actors.core.log_context import bind_context
 from actors.core.models import Command, Task
 from actors.core.outcomes import AbortReason, ExportResult, RetryOutcome
 from actors.core.ports import CommandTransport, Delivery, ExecutionStore, ExportStorage
@@ -75,6 +76,7 @@ from actors.core.settlement import (
     settle,
     settle_lost_commit,
 )
+from actors.core.tracing import run_trace_id
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
@@ -198,6 +200,16 @@ class ConsumerSlot:
             )
             await delivery.reject()  # the only unacked path: ends in the DLQ (§6.4)
             return
+        with bind_context(
+            eventId=command.event_id,
+            taskId=str(command.task_id),
+            dispatchVersion=command.dispatch_version,
+            exportType=command.export_type,
+            traceId=command.trace_id or None,
+        ):
+            await self._handle_command(command, delivery)
+
+    async def _handle_command(self, command: Command, delivery: Delivery) -> None:
         if not self.local.take(command.task_id):
             # Another slot of this process is claiming or running this task: a duplicate.
             await delivery.ack()
@@ -245,10 +257,26 @@ class ConsumerSlot:
                 claim.no_claim.value,
             )
             return
-        await self.execute(claim.task)
+        await self.execute(claim.task, command.trace_id)
 
-    async def execute(self, task: Task) -> None:
-        """Run a claimed task under its watchdog and settle the outcome."""
+    async def execute(self, task: Task, command_trace_id: str | None = None) -> None:
+        """Run a claimed task under its watchdog and settle the outcome.
+
+        Every log line of the run carries the task's identifiers and its trace id (the
+        task's; for a task created before trace ids were stored, the command's or a new
+        one: ``actors.core.tracing.run_trace_id``).
+        """
+        task = replace(task, trace_id=run_trace_id(task.trace_id, command_trace_id))
+        with bind_context(
+            taskId=str(task.id),
+            dispatchVersion=task.dispatch_version,
+            exportType=task.export_type,
+            tenantId=str(task.tenant_id),
+            traceId=task.trace_id,
+        ):
+            await self._execute(task)
+
+    async def _execute(self, task: Task) -> None:
         ctx = RunContext(task, self.owner, lease_renewed_at=trio.current_time())
         self.current = ctx
         self.local.track_run(task.id, ctx.wake_for_cancel)

@@ -15,8 +15,9 @@ import logging
 import trio
 
 from actors.core.backoff import DLQ_RETRY_BACKOFF
-from actors.core.command_message import read_locator
+from actors.core.command_message import Locator, read_locator
 from actors.core.errors import TransientDatabaseError
+from actors.core.log_context import bind_context
 from actors.core.outcomes import QuarantineOutcome
 from actors.core.ports import CommandTransport, Delivery, QuarantineStore
 from actors.metrics import Metrics
@@ -54,6 +55,14 @@ class DlqHandler:
             )
             await delivery.ack()
             return None
+        with bind_context(
+            eventId=locator.event_id,
+            taskId=str(locator.task_id),
+            dispatchVersion=locator.dispatch_version,
+        ):
+            return await self._quarantine(delivery, locator)
+
+    async def _quarantine(self, delivery: Delivery, locator: Locator) -> QuarantineOutcome:
         event_id, task_id, version = locator.event_id, locator.task_id, locator.dispatch_version
         reason = (
             f"undecodable command after {delivery.reconsume_times + 1} deliveries "

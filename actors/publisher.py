@@ -19,8 +19,13 @@ import trio
 
 from actors.config import Settings
 from actors.core.backoff import LoopBackoff, publish_backoff
-from actors.core.command_message import locating_properties, payload_schema_version
+from actors.core.command_message import (
+    locating_properties,
+    payload_schema_version,
+    payload_trace_id,
+)
 from actors.core.errors import TransientDatabaseError
+from actors.core.log_context import bind_context
 from actors.core.models import OutboxRow
 from actors.core.ports import CommandTransport, OutboxStore, OutgoingMessage
 from actors.metrics import Metrics
@@ -104,7 +109,13 @@ class Publisher:
             self.owner, self.settings.publisher_lease_seconds, self.settings.publisher_batch_size
         )
         for row in rows:
-            await self._send_one(row)
+            with bind_context(
+                taskId=str(row.task_id),
+                eventId=row.event_id,
+                dispatchVersion=row.dispatch_version,
+                traceId=payload_trace_id(row.payload_json),
+            ):
+                await self._send_one(row)
         return len(rows)
 
     async def _send_one(self, row: OutboxRow) -> None:

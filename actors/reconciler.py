@@ -36,6 +36,8 @@ import trio
 from actors.config import Settings
 from actors.core.errors import TransientDatabaseError
 from actors.core.events import retention_seconds
+from actors.core.log_context import bind_context
+from actors.core.models import Task
 from actors.core.outcomes import RetryOutcome
 from actors.core.ports import ExportStorage, ReconcilerStore
 from actors.local_claims import LocalClaims
@@ -164,27 +166,38 @@ class Reconciler:
         for task in await self.store.expired_leases(LEASE_RECOVER_LIMIT):
             if self.local is not None and self.local.holds(task.id):
                 continue  # its slot here is still settling; it gives up at the lease margin
-            cause = self.local.take_note(task.id, task.dispatch_version) if self.local else None
-            retrying, exhausted = lease_recovery_messages(cause)
-            outcome = await self.store.recover_expired_lease(task, retrying, exhausted)
-            if outcome == RetryOutcome.LOST:
-                continue
-            recovered += 1
-            if outcome == RetryOutcome.FAILED:
-                self.metrics.task_completed.labels(task.export_type, "FAILED").inc()
-            log.warning(
-                "task %s v%d lease expired (owner %s%s): %s",
-                task.id,
-                task.dispatch_version,
-                task.lease_owner,
-                f"; {cause}" if cause else "",
-                "retrying as a new version"
-                if outcome == RetryOutcome.SCHEDULED
-                else "FAILED, max attempts reached",
-            )
-            if task.object_key:
-                await self._delete_quietly(task.object_key)
+            with bind_context(
+                taskId=str(task.id),
+                dispatchVersion=task.dispatch_version,
+                exportType=task.export_type,
+                tenantId=str(task.tenant_id),
+                traceId=task.trace_id,
+            ):
+                recovered += await self._recover_lease(task)
         return recovered
+
+    async def _recover_lease(self, task: Task) -> int:
+        """Recover one expired lease (``1``), or ``0`` when it was renewed meanwhile."""
+        cause = self.local.take_note(task.id, task.dispatch_version) if self.local else None
+        retrying, exhausted = lease_recovery_messages(cause)
+        outcome = await self.store.recover_expired_lease(task, retrying, exhausted)
+        if outcome == RetryOutcome.LOST:
+            return 0
+        if outcome == RetryOutcome.FAILED:
+            self.metrics.task_completed.labels(task.export_type, "FAILED").inc()
+        log.warning(
+            "task %s v%d lease expired (owner %s%s): %s",
+            task.id,
+            task.dispatch_version,
+            task.lease_owner,
+            f"; {cause}" if cause else "",
+            "retrying as a new version"
+            if outcome == RetryOutcome.SCHEDULED
+            else "FAILED, max attempts reached",
+        )
+        if task.object_key:
+            await self._delete_quietly(task.object_key)
+        return 1
 
     async def _expire_files(self) -> int:
         expired = 0

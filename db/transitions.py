@@ -34,7 +34,7 @@ TASK_COLUMNS = (
     "app_code, requested_by, dispatch_version, attempt_count, max_attempts, next_retry_at, "
     "lease_owner, lease_until, last_heartbeat_at, execution_deadline_at, processed_rows, "
     "total_rows, file_name, object_key, content_type, size_bytes, failure_message, "
-    "requested_at, started_at, completed_at, expires_at, updated_at"
+    "requested_at, started_at, completed_at, expires_at, updated_at, trace_id"
 )
 OUTBOX_COLUMNS = (
     "id, event_id, task_id, dispatch_version, topic, tag, message_key, payload_json, status, "
@@ -81,11 +81,11 @@ INSERT_TASK = """
 INSERT INTO file_export_task
   (id, task_no, export_type, task_name, format, status, parameters_json, parameters_hash,
    tenant_id, app_code, requested_by, dispatch_version, attempt_count, max_attempts,
-   next_retry_at, processed_rows, requested_at, created_at, updated_at)
+   next_retry_at, processed_rows, requested_at, created_at, updated_at, trace_id)
 VALUES
   (:id, :task_no, :export_type, :task_name, :format, 'PENDING', :parameters_json,
    :parameters_hash, :tenant_id, :app_code, :requested_by, 1, 0, :max_attempts,
-   {now}, 0, {now}, {now}, {now})
+   {now}, 0, {now}, {now}, {now}, :trace_id)
 """
 
 # The outbox row's next_retry_at is passed in when it must equal the task's (§9.2 step 4);
@@ -353,7 +353,7 @@ DELETE FROM file_export_task_event WHERE created_at <= {now-:retention_seconds}
 # (1) case A: the current version has no outbox row at all -> insert one, same version.
 # NOT EXISTS has no status filter on purpose: a QUARANTINED row blocks it too (§9.4).
 SELECT_TASKS_WITHOUT_OUTBOX = """
-SELECT t.id, t.export_type, t.dispatch_version FROM file_export_task t
+SELECT t.id, t.export_type, t.dispatch_version, t.trace_id FROM file_export_task t
  WHERE t.status = 'PENDING'
    AND t.next_retry_at <= {now-:grace_seconds}
    AND NOT EXISTS (SELECT 1 FROM file_export_outbox o

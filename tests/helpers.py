@@ -14,12 +14,15 @@ time has expired in the DB as well, with no wall-clock waiting.
 
 from __future__ import annotations
 
+import io
+import json
+import logging
 import os
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,7 @@ from actors.core.limits import normalise_parameters
 from actors.core.models import AppCode, ExportDefinition, Principal, Registry, Task
 from actors.core.outcomes import ExportResult, NewTask
 from actors.local_claims import LocalClaims
+from actors.logging_setup import LIBRARY_LOGGERS, configure_logging
 from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
@@ -472,3 +476,35 @@ class Broker:
 
     name_server: str
     topic_prefix: str
+
+
+# --- structured logs ------------------------------------------------------------------
+
+
+@contextmanager
+def json_log(level: str = "INFO", **debug_loggers: bool) -> Iterator[Callable[[], list[dict]]]:
+    """Capture this process's log as JSON lines (``actors.logging_setup``, as production).
+
+    Args:
+        level: the root level.
+        debug_loggers: logger names (dots as ``__``) also set to DEBUG, e.g.
+            ``actors__pipeline__provider_client=True``.
+
+    Yields:
+        A function returning the lines written so far, each parsed (every line must be
+        one JSON object). The handler and levels are restored afterwards.
+    """
+    root = logging.getLogger()
+    names = [n.replace("__", ".") for n, on in debug_loggers.items() if on]
+    saved = root.level, {n: logging.getLogger(n).level for n in (*LIBRARY_LOGGERS, *names)}
+    buffer = io.StringIO()
+    handler = configure_logging(level, stream=buffer, fmt="json")
+    for name in names:
+        logging.getLogger(name).setLevel(logging.DEBUG)
+    try:
+        yield lambda: [json.loads(line) for line in buffer.getvalue().splitlines()]
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(saved[0])
+        for name, lvl in saved[1].items():
+            logging.getLogger(name).setLevel(lvl)

@@ -34,6 +34,8 @@ from actors.core.limits import (
 from actors.core.models import ExportDefinition, Principal, Task
 from actors.core.outcomes import CancelOutcome, CreateOutcome, NewTask
 from actors.core.text import content_disposition
+from actors.core.tracing import masked_parameters
+from web.access_log import current_trace_id, note_task, note_user
 from web.auth import principal_from_header
 from web.errors import ApiError, api_error
 from web.serialize import envelope, event_json, task_json
@@ -58,7 +60,9 @@ def services() -> Services:
 
 
 def caller() -> Principal:
-    return principal_from_header(services().jwt_secret, request.headers.get("Authorization"))
+    principal = principal_from_header(services().jwt_secret, request.headers.get("Authorization"))
+    note_user(principal.user_id, principal.tenant_id)  # the access line (web/access_log.py)
+    return principal
 
 
 def ok(data: Any, message: str = "success") -> dict[str, Any]:
@@ -68,7 +72,9 @@ def ok(data: Any, message: str = "success") -> dict[str, Any]:
 async def owned_task(principal: Principal, raw_id: str) -> Task:
     """The task of a request path, if the caller may see it (``actors/core/access.py``)."""
     task_id = parse_task_id(raw_id)
-    return visible_task(principal, await services().api_store.get_task(task_id), raw_id)
+    task = visible_task(principal, await services().api_store.get_task(task_id), raw_id)
+    note_task(task.id, task.trace_id)  # the access line shows the export's trace id
+    return task
 
 
 def check_definition(principal: Principal, export_type: str) -> ExportDefinition:
@@ -89,7 +95,13 @@ async def create_task() -> Any:
     svc = services()
     result = await svc.api_store.create_task(
         NewTask(
-            export_type, fields.task_name, fields.format, params, principal, definition.max_attempts
+            export_type,
+            fields.task_name,
+            fields.format,
+            params,
+            principal,
+            definition.max_attempts,
+            trace_id=current_trace_id(),  # the request's: a valid traceparent's, else new
         ),
         svc.create_limits,
     )
@@ -109,11 +121,18 @@ async def create_task() -> Any:
     if result.outcome == CreateOutcome.TYPE_RESERVED:
         raise ApiError("429", _type_reserved_message(export_type))
     assert result.task is not None
+    note_task(result.task.id, result.task.trace_id)
     if result.outcome == CreateOutcome.DUPLICATE:
         return ok(task_json(result.task), "duplicate submission: the active task is returned")
     svc.metrics.task_created.labels(export_type).inc()
     svc.wakeup.set()  # the row is committed: let the publisher send it now (§7.4)
-    log.info("task %s created: type %s by user %s", result.task.id, export_type, principal.user_id)
+    log.info(
+        "task %s created: type %s by user %s",
+        result.task.id,
+        export_type,
+        principal.user_id,
+        extra={"parameters": masked_parameters(fields.parameters)},
+    )
     return ok(task_json(result.task))
 
 

@@ -20,6 +20,7 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from actors.core.errors import TransientDatabaseError
+from web.access_log import AccessLog
 from web.api import api
 from web.errors import ApiError
 from web.page import page
@@ -42,6 +43,7 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     """
     app = QuartTrio("export-center")
     app.config["SERVICES"] = services
+    app.asgi_app = AccessLog(app.asgi_app)  # type: ignore[method-assign,assignment]  # access log
     app.config["MAX_CONTENT_LENGTH"] = 64 * 1024  # create bodies are tiny (§12: params ≤ 4 KB)
     # No routing redirects: werkzeug answers a redirect (HTML, not the envelope) for "//"
     # in a path or a missing trailing slash, before any error handler can run.

@@ -7,6 +7,10 @@ may be what is broken in a poison message, so the four fields that locate the co
 properties, equal to the body's. The publisher builds them from the outbox columns
 (:func:`locating_properties`); the DLQ handler reads them back (:func:`read_locator`)
 without touching the body. Every 64-bit id is a decimal string on the wire.
+
+The body's ``traceId`` (W3C trace id of the export, ``actors/core/tracing.py``) is
+optional: commands written before trace ids existed have none or another shape, and are
+still accepted (:func:`read_trace_id`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from actors.core.tracing import is_trace_id
 
 #: The body's ``schemaVersion`` this build writes and accepts.
 COMMAND_SCHEMA_VERSION = 1
@@ -85,6 +91,23 @@ def payload_schema_version(payload_json: str) -> object:
     return value
 
 
+def payload_trace_id(payload_json: str) -> str | None:
+    """The ``traceId`` a stored command body carries, for the publisher's log lines.
+
+    Args:
+        payload_json: the outbox row's body, as stored.
+
+    Returns:
+        The valid trace id (:func:`read_trace_id`), or ``None`` when the body is not a JSON
+        object or has none.
+    """
+    try:
+        value: object = json.loads(payload_json).get("traceId")
+    except (ValueError, AttributeError):
+        return None
+    return read_trace_id(value) or None
+
+
 def read_locator(properties: Mapping[str, str]) -> Locator:
     """Read the locating fields back from message properties.
 
@@ -105,3 +128,17 @@ def read_locator(properties: Mapping[str, str]) -> Locator:
     if not event_id:
         raise ValueError("empty eventId")
     return Locator(event_id, task_id, version)
+
+
+def read_trace_id(value: object) -> str:
+    """The ``traceId`` of a command body, as the consumer uses it.
+
+    Args:
+        value: the body's ``traceId`` field (missing: ``None``).
+
+    Returns:
+        ``value`` when it is a valid trace id (32 lowercase hex digits, not all zero),
+        else ``""``: an old or foreign command without one is not poison; the run takes
+        the task's trace id (``actors.core.tracing.run_trace_id``).
+    """
+    return str(value) if is_trace_id(value) else ""

@@ -15,7 +15,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from actors.core.command_message import COMMAND_SCHEMA_VERSION, locating_properties
+from actors.core.command_message import COMMAND_SCHEMA_VERSION, locating_properties, read_trace_id
 from actors.core.errors import CommandDecodeError
 
 
@@ -171,6 +171,9 @@ class Task:
     completed_at: datetime | None
     expires_at: datetime | None
     updated_at: datetime | None = None
+    trace_id: str | None = None
+    """W3C trace id created at the API (``actors/core/tracing.py``); ``None`` for tasks
+    created before the column existed."""
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -290,7 +293,7 @@ class Command:
             export_type=export_type,
             dispatch_version=dispatch_version,
             occurred_at=str(data.get("occurredAt", "")),
-            trace_id=str(data.get("traceId", "")),
+            trace_id=read_trace_id(data.get("traceId")),
             schema_version=version,
         )
 

@@ -39,6 +39,8 @@ class NewTask:
         parameters: the normalised parameters and their hash (the duplicate key).
         principal: the requester.
         max_attempts: the definition's attempt ceiling.
+        trace_id: the create request's trace id (``actors/core/tracing.py``), stored on
+            the task and carried by its every command; ``None`` stores none.
     """
 
     export_type: str
@@ -47,6 +49,7 @@ class NewTask:
     parameters: NormalisedParameters
     principal: Principal
     max_attempts: int
+    trace_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Protocol, cast
 
@@ -62,7 +63,10 @@ from actors.core.provider_contract import (
     clip,
 )
 from actors.core.text import quote_outside
+from actors.core.tracing import TRACEPARENT_HEADER, format_traceparent, is_trace_id, new_span_id
 from actors.pipeline.provider_decode import parse_batch_response
+
+log = logging.getLogger("actors.pipeline.provider_client")
 
 __all__ = [
     "DEFAULT_REQUEST_TIMEOUT",
@@ -191,6 +195,7 @@ class ProviderClient:
         request: BatchRequest,
         *,
         decode: BatchDecoder | None = None,
+        trace_id: str | None = None,
     ) -> Any:
         """POST one §10.1 request and return the validated batch.
 
@@ -208,6 +213,8 @@ class ProviderClient:
                 worker process's (:class:`actors.pipeline.export_worker.ExportWorker`), which
                 answers a :class:`BatchSummary` and keeps the rows. ``None``: decode here
                 with :func:`parse_batch_response`.
+            trace_id: the export's trace id (``actors/core/tracing.py``); when valid, the
+                request carries ``traceparent: 00-<trace_id>-<new span id>-01``.
 
         Returns:
             The batch (:class:`ProviderBatch`), or what ``decode`` returns. ``columns`` is
@@ -232,7 +239,7 @@ class ProviderClient:
         started = trio.current_time()
         seconds: float | None = None
         try:
-            raw = await self._post_within_limit(definition, body)
+            raw = await self._post_within_limit(definition, body, trace_id)
             seconds = trio.current_time() - started
             batch: ProviderBatch | BatchSummary
             if decode is None:
@@ -251,6 +258,15 @@ class ProviderClient:
         # Cancellation and programming errors are not observed: they say nothing about
         # the Provider's health.
         self._observe(definition, started, seconds, ok=True)
+        ms = round(seconds * 1000, 1)
+        log.debug(
+            "provider %s batch: %d rows, %d bytes in %.1f ms",
+            service,
+            batch.row_count,
+            len(raw),
+            ms,
+            extra={"service": service, "rows": batch.row_count, "bytes": len(raw), "ms": ms},
+        )
         return batch
 
     def _observe(
@@ -264,10 +280,12 @@ class ProviderClient:
                 ok,
             )
 
-    async def _post_within_limit(self, definition: ExportDefinition, body: bytes) -> bytes:
+    async def _post_within_limit(
+        self, definition: ExportDefinition, body: bytes, trace_id: str | None
+    ) -> bytes:
         """:meth:`_post` under the total time limit of one batch request."""
         with trio.move_on_after(self._request_timeout):
-            return await self._post(definition, body)
+            return await self._post(definition, body, trace_id)
         # Cancelling the stream closes its connection; nothing of the answer is kept.
         raise ProviderUnavailableError(
             f"provider {definition.provider_service} did not finish answering a batch request "
@@ -275,7 +293,7 @@ class ProviderClient:
             "(FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS)"
         )
 
-    async def _post(self, definition: ExportDefinition, body: bytes) -> bytes:
+    async def _post(self, definition: ExportDefinition, body: bytes, trace_id: str | None) -> bytes:
         """Send the request and return the body bytes of an HTTP 200 answer."""
         service = definition.provider_service
         base_url = self._base_urls.get(service)
@@ -289,6 +307,8 @@ class ProviderClient:
             "Content-Type": "application/json",
             "Accept": "application/json",
         }
+        if trace_id is not None and is_trace_id(trace_id):
+            headers[TRACEPARENT_HEADER] = format_traceparent(trace_id, new_span_id())
         try:
             async with self._http.stream(
                 "POST", url, content=body, headers=headers, timeout=self._timeout
@@ -371,6 +391,7 @@ async def iterate_batches(
     dispatch_version: int,
     parameters: Mapping[str, Any],
     decode: BatchDecoder | None = None,
+    trace_id: str | None = None,
 ) -> AsyncGenerator[Any, None]:
     """Yield every batch of one export, enforcing the cross-batch rules of §10.1/§10.2.
 
@@ -392,6 +413,8 @@ async def iterate_batches(
         decode: how each raw body is decoded (see :meth:`ProviderClient.fetch_batch`);
             an export run passes its worker's, and then receives :class:`BatchSummary`
             values: the rules below need no rows.
+        trace_id: the export's trace id, sent on every request as ``traceparent``
+            (see :meth:`ProviderClient.fetch_batch`).
 
     Yields:
         Each validated batch (:class:`ProviderBatch`, or what ``decode`` returns); only
@@ -430,7 +453,7 @@ async def iterate_batches(
             snapshot_token=pin.token,
             limit=limit,
         )
-        batch = await client.fetch_batch(definition, request, decode=decode)
+        batch = await client.fetch_batch(definition, request, decode=decode, trace_id=trace_id)
         # The rules across batches (actors/core/batch_rules.py).
         pin.check(
             columns=batch.columns,

@@ -14,7 +14,9 @@ Definition values that protect downstream services (``provider-*``, ``batch-size
 
 Warnings about the Provider's data (truncated cells, invalid values, undeclared fields,
 fewer rows than announced) are logged once per run, as one summary line, whether the run
-succeeds or fails.
+succeeds or fails. Every run ends with one INFO summary line (``outcome``, ``rows``,
+``bytes``, ``seconds``, ``batches``, ``warnings``); every Provider request carries the
+task's trace id (``traceparent``).
 
 The progress write after each batch is for display only: a database error there is
 logged (at most once per ``PROGRESS_WARNING_INTERVAL_SECONDS``) and the write skipped, so
@@ -88,6 +90,8 @@ class ExportRunner:
         batches = 0
         progress = _Progress(self.store, ctx)
         worker: ExportWorker | None = None
+        started = trio.current_time()
+        size: int | None = None
         try:
             async with open_export_worker(
                 out,
@@ -107,6 +111,7 @@ class ExportRunner:
                         dispatch_version=task.dispatch_version,
                         parameters=task.parameters,
                         decode=worker.decode,
+                        trace_id=task.trace_id,
                     )
                 ) as stream:
                     async for summary in stream:
@@ -137,6 +142,7 @@ class ExportRunner:
                     batches,
                     worker.warnings,
                 )
+            _log_summary(task.id, worker, size, batches, trio.current_time() - started)
         out.close()  # the worker has flushed and fsynced the file through its descriptor
         return ExportResult(
             object_key=key,
@@ -146,6 +152,35 @@ class ExportRunner:
             rows=rows,
             total_rows=total_rows,
         )
+
+
+def _log_summary(
+    task_id: int, worker: ExportWorker | None, size: int | None, batches: int, seconds: float
+) -> None:
+    """The run's one INFO summary line; ``size`` is ``None`` when the file was not
+    finished (the run failed or was aborted: the consumer logs why)."""
+    rows = worker.rows_written if worker is not None else 0
+    summary = worker.warnings if worker is not None else ""
+    warnings = len(summary.split("; ")) if summary else 0  # kinds of data warning
+    outcome = "written" if size is not None else "stopped"
+    log.info(
+        "task %s run %s: %d rows, %s bytes in %.2f s, %d batches, %d warnings",
+        task_id,
+        outcome,
+        rows,
+        "-" if size is None else size,
+        seconds,
+        batches,
+        warnings,
+        extra={
+            "outcome": outcome,
+            "rows": rows,
+            "bytes": size,
+            "seconds": round(seconds, 3),
+            "batches": batches,
+            "warnings": warnings,
+        },
+    )
 
 
 class _Progress:

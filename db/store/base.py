@@ -120,8 +120,9 @@ class StoreBase:
     def _new_command(self, task: Task, version: int) -> tuple[Command, int]:
         """A command and an outbox id for ``task`` at ``version``, drawn before a
         transition's first attempt so that a re-run after a lost COMMIT can look for its
-        own row (``_outbox_landed``)."""
-        return Command.new(task.id, task.export_type, version, self._label()), self.ids.next_id()
+        own row (``_outbox_landed``). The command carries the task's trace id."""
+        cmd = Command.new(task.id, task.export_type, version, self._label(), task.trace_id)
+        return cmd, self.ids.next_id()
 
     async def _outbox_landed(self, tx: Tx, cmd: Command) -> bool:
         """Is the outbox row of ``cmd`` (its unique event id) written?"""
@@ -138,16 +139,18 @@ class StoreBase:
         next_retry_at: Any,
         *,
         drawn: tuple[Command, int] | None = None,
+        trace_id: str | None = None,
     ) -> Command:
         """Insert the outbox row for (task, version); ``next_retry_at`` is a raw DB value
         to copy (§9.2 step 4) or ``None`` for "now"; ``drawn`` is a command and id drawn by
-        ``_new_command`` (else new ones). Raises DuplicateKeyError if a row for this
-        version exists (the unique key, §7.2)."""
+        ``_new_command`` (else new ones, carrying ``trace_id``, the task's). Raises
+        DuplicateKeyError if a row for this version exists (the unique key, §7.2)."""
         if drawn is not None:
             cmd, outbox_id = drawn
             assert (cmd.task_id, cmd.dispatch_version) == (task_id, version)
         else:
-            cmd, outbox_id = Command.new(task_id, export_type, version, self._label()), None
+            cmd = Command.new(task_id, export_type, version, self._label(), trace_id)
+            outbox_id = None
         params = {
             "id": outbox_id or self.ids.next_id(),
             "event_id": cmd.event_id,

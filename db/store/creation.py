@@ -129,9 +129,12 @@ class CreationTransitions(StoreBase):
                     "parameters_json": new.parameters.json,
                     "parameters_hash": new.parameters.sha256,
                     "max_attempts": new.max_attempts,
+                    "trace_id": new.trace_id,
                 },
             )
-            await self._insert_outbox(tx, task_id, new.export_type, 1, next_retry_at=None)
+            await self._insert_outbox(
+                tx, task_id, new.export_type, 1, next_retry_at=None, trace_id=new.trace_id
+            )
             await self._record(
                 tx, task_id, TaskEventKind.CREATED, by=p.user_id, exportType=new.export_type
             )

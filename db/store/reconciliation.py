@@ -28,9 +28,9 @@ class ReconciliationTransitions(StoreBase):
         A row that keeps deadlocking is left for the next pass."""
         rows = await self._tasks_without_outbox(grace_seconds, limit)
         inserted = 0
-        for task_id, export_type, version in rows:
+        for task_id, export_type, version, trace_id in rows:
             try:
-                inserted += await self._redispatch_one(task_id, export_type, version)
+                inserted += await self._redispatch_one(task_id, export_type, version, trace_id)
             except RetryableDatabaseError:
                 pass  # rolled back: the next pass sees it again
         return inserted
@@ -38,19 +38,26 @@ class ReconciliationTransitions(StoreBase):
     @retrying
     async def _tasks_without_outbox(
         self, grace_seconds: float, limit: int
-    ) -> list[tuple[int, str, int]]:
+    ) -> list[tuple[int, str, int, str | None]]:
         async with self.db.transaction() as tx:
             rows = await tx.fetchall(
                 self._sql.SELECT_TASKS_WITHOUT_OUTBOX,
                 {"grace_seconds": grace_seconds, "limit": limit},
             )
-        return [(int(r["id"]), r["export_type"], int(r["dispatch_version"])) for r in rows]
+        return [
+            (int(r["id"]), r["export_type"], int(r["dispatch_version"]), r["trace_id"])
+            for r in rows
+        ]
 
     @retrying
-    async def _redispatch_one(self, task_id: int, export_type: str, version: int) -> int:
+    async def _redispatch_one(
+        self, task_id: int, export_type: str, version: int, trace_id: str | None
+    ) -> int:
         try:
             async with self.db.transaction() as tx:
-                await self._insert_outbox(tx, task_id, export_type, version, next_retry_at=None)
+                await self._insert_outbox(
+                    tx, task_id, export_type, version, next_retry_at=None, trace_id=trace_id
+                )
         except DuplicateKeyError:
             return 0  # already there
         return 1

@@ -5,6 +5,8 @@ Docstrings name the §19.1 bullet each test covers.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from actors.reconciler import LEASE_EXHAUSTED_MESSAGE, Reconciler
 from actors.transport.embedded import EmbeddedBus
 from actors.wakeup import Wakeup
 from db.store import ExportStore
-from tests.helpers import claim, create, exec_sql, make_settings
+from tests.helpers import claim, create, exec_sql, json_log, make_settings, new_task
 
 Clock = trio.testing.MockClock
 
@@ -447,3 +449,28 @@ async def test_duplicate_commands_run_once(
     assert runs == [task.id]
     assert len(await storage.list_objects()) == 1
     assert metrics.consumer_no_claim.labels("running_elsewhere")._value.get() == 1
+
+
+async def test_a_lease_recovery_line_carries_the_tasks_trace_id(
+    autojump_clock: Clock,
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
+    metrics: Metrics,
+) -> None:
+    """Issue 12: the task's identifiers and trace id are bound to the reconciler's lines
+    about it; its new command carries the same trace id."""
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    created = await store.create_task(dataclasses.replace(new_task(), trace_id=trace))
+    assert created.task is not None
+    await claim(store, created.task, lease=10)
+    await trio.sleep(10)
+    with json_log("INFO") as lines:
+        assert (await reconciler_for(store, storage, settings, metrics).reconcile_once())[
+            "lease_recover"
+        ] == 1
+    [line] = [r for r in lines() if "lease expired" in r["message"]]
+    assert line["traceId"] == trace and line["taskId"] == str(created.task.id)
+    assert line["dispatchVersion"] == 1 and line["tenantId"] == "0"
+    payloads = [r.payload_json for r in await store.list_outbox(created.task.id)]
+    assert all(json.loads(p)["traceId"] == trace for p in payloads) and len(payloads) == 2

@@ -380,12 +380,14 @@ async def test_integers_over_python_digit_limit_are_exported_exactly(
 LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
 
 
+@pytest.mark.parametrize("log_format", ["text", "json"])
 async def test_served_process_logs_cannot_be_forged_and_hide_provider_credentials(
-    tmp_path: Path, hostile: HostileProvider
+    tmp_path: Path, hostile: HostileProvider, log_format: str
 ) -> None:
     """Issue 8 items 3(d) and 4 in the real process at the default level: a Provider
     message with CR/LF stays inside one line, and a base URL with ``user:password@`` is
-    neither printed by httpx's request line nor anywhere else."""
+    neither printed by httpx's request line nor anywhere else — in both log formats
+    (issue 12: ``FILE_EXPORT_LOG_FORMAT``)."""
     registry = tmp_path / "registry.yaml"
     registry.write_text(registry_yaml())
     url = hostile.url.replace("http://", "http://exporter:s3cret-pw@")
@@ -397,14 +399,15 @@ async def test_served_process_logs_cannot_be_forged_and_hide_provider_credential
         FILE_EXPORT_PROVIDER_URLS=json.dumps({"hostile-service": url}),
         INTERNAL_SERVICE_TOKEN=TOKEN,
         FILE_EXPORT_PUBLISHER_POLL_MS="100",
+        FILE_EXPORT_LOG_FORMAT=log_format,
     )
     try:
-        await _forge_and_check(proc, hostile)
+        await _forge_and_check(proc, hostile, log_format)
     finally:
         proc.close()
 
 
-async def _forge_and_check(proc: ServeProcess, hostile: HostileProvider) -> None:
+async def _forge_and_check(proc: ServeProcess, hostile: HostileProvider, log_format: str) -> None:
     base = await proc.ready()
     ids = []
     async with process_client(base) as c:
@@ -417,9 +420,15 @@ async def _forge_and_check(proc: ServeProcess, hostile: HostileProvider) -> None
 
     log = proc.log.read_text()
     assert "FORGED" in log  # the failure is logged …
+    if log_format == "json":  # … every line is one of our objects …
+        records = [json.loads(line) for line in log.splitlines()]
+        assert all(r["level"] in ("debug", "info", "warning", "error", "critical") for r in records)
+        log = "\n".join(r["message"] for r in records)  # … whose messages are checked below
     for line in log.splitlines():
-        assert LOG_LINE.match(line), line  # … and every line is one of ours
+        if log_format == "text":
+            assert LOG_LINE.match(line), line  # … and every line is one of ours
         assert not line.startswith("2026-12-01 00:00:00,000 CRITICAL"), line
     assert "answered code E500: boom\\n2026-12-01 00:00:00,000 CRITICAL" in log
-    assert "s3cret-pw" not in log
-    assert "HTTP Request" not in log
+    raw = proc.log.read_text()
+    assert "s3cret-pw" not in raw
+    assert "HTTP Request" not in raw

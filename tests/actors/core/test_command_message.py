@@ -14,6 +14,7 @@ from actors.core.command_message import (
     locating_properties,
     message_key,
     payload_schema_version,
+    payload_trace_id,
     read_locator,
 )
 from actors.core.models import Command, OutboxRow, OutboxStatus
@@ -105,3 +106,56 @@ def test_read_locator_refuses_unusable_properties(
 ) -> None:
     with pytest.raises(error):
         read_locator(properties)
+
+
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+@pytest.mark.parametrize(
+    ("trace_field", "trace_id"),
+    [
+        ({"traceId": TRACE}, TRACE),
+        ({}, ""),  # a command written before trace ids: still accepted
+        ({"traceId": None}, ""),
+        ({"traceId": TRACE.upper()}, ""),
+        ({"traceId": "0" * 32}, ""),
+        ({"traceId": "not-a-trace\n"}, ""),
+        ({"traceId": 12}, ""),
+    ],
+)
+def test_trace_id_is_optional_and_only_a_valid_one_is_kept(
+    trace_field: dict[str, object], trace_id: str
+) -> None:
+    """Issue 12: the trace id travels in the command; an old or malformed one is not
+    poison (the run falls back to the task's)."""
+    body = {
+        "schemaVersion": COMMAND_SCHEMA_VERSION,
+        "eventId": "e-1",
+        "taskId": "7",
+        "exportType": "CUSTOMER_LIST",
+        "dispatchVersion": 2,
+        "occurredAt": "2026-12-02T00:00:00.000Z",
+        **trace_field,
+    }
+    command = Command.from_json(json.dumps(body))
+    assert command.trace_id == trace_id and command.task_id == 7
+
+
+def test_a_new_command_carries_the_given_trace_id_in_its_body() -> None:
+    command = Command.new(7, "CUSTOMER_LIST", 3, "2026-12-02T00:00:00.000Z", trace_id=TRACE)
+    assert json.loads(command.to_json())["traceId"] == TRACE
+    assert Command.from_json(command.to_json()) == command
+
+
+@pytest.mark.parametrize(
+    ("payload", "trace_id"),
+    [
+        (json.dumps({"traceId": TRACE}), TRACE),
+        (json.dumps({"schemaVersion": 1}), None),
+        (json.dumps({"traceId": "bad"}), None),
+        ("not json", None),
+        ("[1]", None),
+    ],
+)
+def test_payload_trace_id_reads_a_stored_body(payload: str, trace_id: str | None) -> None:
+    assert payload_trace_id(payload) == trace_id

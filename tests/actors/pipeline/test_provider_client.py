@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import functools
 import json
+import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -30,6 +31,7 @@ from actors.core.errors import (
 )
 from actors.core.models import AppCode, ColumnType, ExportDefinition, ProviderBatch
 from actors.core.provider_contract import BatchRequest
+from actors.core.tracing import parse_traceparent
 from actors.pipeline.provider_client import (
     ProviderClient,
     iterate_batches,
@@ -490,6 +492,40 @@ async def test_iterate_echoes_cursor_and_snapshot_token_with_tenant_fields() -> 
             "PLATFORM",
             "1900000000000000009",
         )
+
+
+async def test_every_batch_request_carries_the_trace_id_as_traceparent(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 12: the trace id is sent to the Provider on every batch request as a W3C
+    ``traceparent`` (a new span id each time), and each batch is one DEBUG line with its
+    rows, bytes and milliseconds."""
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    provider = ScriptedProvider(page([1, 2], "2", True), page([3], "3", False, columns=None))
+    client = make_client(provider)
+    with caplog.at_level(logging.DEBUG, logger="actors.pipeline.provider_client"):
+        async with contextlib.aclosing(
+            iterate_batches(client, DEFINITION, **TASK, trace_id=trace)
+        ) as stream:
+            assert [b.row_count async for b in stream] == [2, 1]
+    headers = [r.headers["traceparent"] for r in provider.requests]
+    assert [parse_traceparent(h) for h in headers] == [trace, trace]
+    assert len({h.split("-")[2] for h in headers}) == 2  # one span per request
+    lines = [r for r in caplog.records if r.name == "actors.pipeline.provider_client"]
+    assert [(r.levelno, r.rows) for r in lines] == [(logging.DEBUG, 2), (logging.DEBUG, 1)]  # type: ignore[attr-defined]
+    assert all(r.bytes > 0 and r.ms >= 0 for r in lines)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("trace_id", [None, "", "NOT-A-TRACE", "0" * 32])
+async def test_no_traceparent_without_a_valid_trace_id(trace_id: str | None) -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json=envelope(batch_data()))
+
+    await make_client(handler).fetch_batch(DEFINITION, make_request(), trace_id=trace_id)
+    assert "traceparent" not in seen[0].headers
 
 
 async def test_iterate_accepts_later_batches_that_omit_token() -> None:
