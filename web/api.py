@@ -34,7 +34,7 @@ from actors.core.limits import (
 from actors.core.models import ExportDefinition, Principal, Task
 from actors.core.outcomes import CancelOutcome, CreateOutcome, NewTask
 from actors.core.text import content_disposition
-from web.auth import principal_from_header
+from web.auth import request_principal
 from web.errors import ApiError, api_error
 from web.serialize import envelope, event_json, task_json
 from web.services import Services
@@ -58,7 +58,7 @@ def services() -> Services:
 
 
 def caller() -> Principal:
-    return principal_from_header(services().jwt_secret, request.headers.get("Authorization"))
+    return request_principal(services().jwt_secret)  # bearer header or session cookie
 
 
 def ok(data: Any, message: str = "success") -> dict[str, Any]:

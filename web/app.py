@@ -25,6 +25,7 @@ from web.errors import ApiError
 from web.page import page
 from web.serialize import envelope
 from web.services import Services
+from web.session import session
 
 log = logging.getLogger("web.app")
 
@@ -49,6 +50,7 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     app.url_map.strict_slashes = False
     app.register_blueprint(api)
     app.register_blueprint(page)
+    app.register_blueprint(session)
     for bp in extra_blueprints or []:
         app.register_blueprint(bp)
 
