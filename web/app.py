@@ -22,6 +22,7 @@ from werkzeug.exceptions import HTTPException
 from actors.core.errors import TransientDatabaseError
 from web.api import api
 from web.errors import ApiError
+from web.export_types import export_types
 from web.page import page
 from web.serialize import envelope
 from web.services import Services
@@ -51,6 +52,7 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     app.register_blueprint(api)
     app.register_blueprint(page)
     app.register_blueprint(session)
+    app.register_blueprint(export_types)
     for bp in extra_blueprints or []:
         app.register_blueprint(bp)
 
