@@ -24,6 +24,7 @@ from web.api import api
 from web.errors import ApiError
 from web.export_types import export_types
 from web.page import page
+from web.progress import progress
 from web.serialize import envelope
 from web.services import Services
 from web.session import session
@@ -53,6 +54,7 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     app.register_blueprint(page)
     app.register_blueprint(session)
     app.register_blueprint(export_types)
+    app.register_blueprint(progress)
     for bp in extra_blueprints or []:
         app.register_blueprint(bp)
 
