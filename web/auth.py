@@ -132,6 +132,11 @@ def principal_from_token(secret: str, token: str) -> tuple[Principal, int]:
 
 
 def request_principal(secret: str) -> Principal:
+    """The caller of the current request (:func:`request_credentials` without the expiry)."""
+    return request_credentials(secret)[0]
+
+
+def request_credentials(secret: str) -> tuple[Principal, int]:
     """The caller of the current request: the bearer header, else the session cookie.
 
     The choice and the CSRF rule are ``decide_credential`` (``actors/core/session.py``);
@@ -142,7 +147,7 @@ def request_principal(secret: str) -> Principal:
         secret: the HS256 key.
 
     Returns:
-        The authenticated principal.
+        The authenticated principal and its token's expiry (epoch seconds).
 
     Raises:
         ApiError: 401 without a credential or with an invalid one; 403 ("CSRF token
@@ -161,10 +166,10 @@ def request_principal(secret: str) -> Principal:
         now=time.time(),
     )
     if decision.credential == Credential.BEARER:
-        return principal_from_header(secret, authorization)
+        return principal_from_token(secret, bearer_token(authorization))
     if decision.credential == Credential.NONE or session is None:
         raise ApiError("401", "missing bearer token", http_status=401)
-    principal, _ = principal_from_token(secret, session)
+    credentials = principal_from_token(secret, session)
     if not decision.csrf_ok:
         raise ApiError("403", CSRF_MESSAGE, http_status=403)
-    return principal
+    return credentials

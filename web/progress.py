@@ -12,8 +12,9 @@ default 1 s): the caller's live tasks and its 20 newest, two index ranges in one
 transaction (``db/store/progress.py``; their plans are checked in
 ``tests/db/test_query_plans.py``). Only changes are sent (``actors/core/progress.py``).
 
-The stream ends when the client disconnects (Quart cancels the response) and within
-0.1 s of the service starting to drain, so it never holds a SIGTERM drain open. A database
+The stream ends when the client disconnects (Quart cancels the response), when the
+caller's token expires (the client must sign in again), and within 0.1 s of the service
+starting to drain, so it never holds a SIGTERM drain open. A database
 fault during a poll is logged and the next poll tries again; the stream stays open.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Mapping
 
 import trio
@@ -36,7 +38,7 @@ from actors.core.progress import (
     next_step,
     settle_missing,
 )
-from web.auth import request_principal
+from web.auth import request_credentials
 from web.serialize import task_json
 from web.services import Services
 
@@ -111,7 +113,7 @@ async def progress_stream() -> Response:
         first read finds the database unavailable.
     """
     services: Services = current_app.config["SERVICES"]
-    principal = request_principal(services.jwt_secret)
+    principal, expires_at = request_credentials(services.jwt_secret)
     poll_seconds = float(current_app.config.get(POLL_SECONDS_KEY, DEFAULT_POLL_SECONDS))
     keepalive_seconds = float(
         current_app.config.get(KEEPALIVE_SECONDS_KEY, DEFAULT_KEEPALIVE_SECONDS)
@@ -132,6 +134,9 @@ async def progress_stream() -> Response:
             while not services.stopping:
                 if not await _wait_unless_stopping(services, poll_seconds):
                     break
+                if time.time() >= expires_at:  # the token's end is the stream's end
+                    ended = "the token expired"
+                    return
                 try:
                     step = await poller.step(seen)
                 except TransientDatabaseError as exc:

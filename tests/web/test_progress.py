@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,10 +18,12 @@ import pytest
 import trio
 
 from actors.composition import WEB_GRACEFUL_TIMEOUT_SECONDS
+from actors.core.models import AppCode
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from db.store import ExportStore
 from tests.helpers import (
     API,
+    API_SECRET,
     api_app,
     claim,
     client_for,
@@ -30,6 +33,7 @@ from tests.helpers import (
     running_service,
     served,
 )
+from web.auth import issue_token
 from web.progress import KEEPALIVE_SECONDS_KEY, POLL_SECONDS_KEY
 
 PROGRESS = "/api/platform/v1/files/progress"
@@ -258,3 +262,25 @@ async def test_a_connected_stream_does_not_hold_the_service_drain(tmp_path: Path
     )
     # Held open, the stream would make hypercorn wait its whole graceful timeout.
     assert stopped < WEB_GRACEFUL_TIMEOUT_SECONDS
+
+
+async def test_the_stream_ends_when_the_token_expires(
+    served_app, caplog: pytest.LogCaptureFixture
+) -> None:  # type: ignore[no-untyped-def]
+    caplog.set_level(logging.DEBUG, logger="web.progress")
+    url, _, _ = served_app
+    # Expires 1 to 2 s from now (JWT expiries are whole seconds of the wall clock).
+    token = issue_token(
+        API_SECRET,
+        user_id=7,
+        tenant_id=0,
+        app_code=AppCode.PLATFORM,
+        perms=("platform:customer:export",),
+        ttl_seconds=60,
+        now=time.time() - 58,
+    )
+    auth = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=url, timeout=10, headers=auth) as c:
+        async with stream(c) as events:
+            assert await events.next() is None  # ended by the server, cleanly
+    assert any(r.getMessage().endswith("ended: the token expired") for r in caplog.records)
