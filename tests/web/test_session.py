@@ -246,3 +246,13 @@ async def test_the_token_never_reaches_the_log(url: str, caplog: pytest.LogCaptu
     assert server_side  # the service did log
     text = "\n".join(server_side)
     assert token not in text and token.split(".")[2] not in text
+
+
+async def test_over_https_both_cookies_are_secure(
+    store: ExportStore, storage: LocalDirectoryStorage
+) -> None:
+    # A TLS server is not part of the test setup: the app is called as if over https.
+    app, _ = api_app(store, storage)
+    response = await app.test_client().post(SESSION, json={"token": token_of()}, scheme="https")
+    cookies = response.headers.getlist("Set-Cookie")
+    assert len(cookies) == 2 and all("Secure" in c for c in cookies)
