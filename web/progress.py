@@ -26,7 +26,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 
 import trio
-from quart import Blueprint, Response, current_app
+from quart import Blueprint, Response, current_app, request
 
 from actors.core.access import sees_all_requesters
 from actors.core.errors import TransientDatabaseError
@@ -118,6 +118,8 @@ async def progress_stream() -> Response:
     keepalive_seconds = float(
         current_app.config.get(KEEPALIVE_SECONDS_KEY, DEFAULT_KEEPALIVE_SECONDS)
     )
+    if request.method == "HEAD":  # Quart would run the stream for a body nobody reads
+        return Response(b"", status=200, content_type="text/event-stream; charset=utf-8")
     poller = _Poller(services, principal)
     # Read once before answering: a database fault now is still an envelope (503).
     first = first_step(await poller.read())

@@ -196,7 +196,10 @@ async def test_without_a_credential_the_answer_is_a_401_envelope(served_app) -> 
     url, _, _ = served_app
     async with httpx.AsyncClient(base_url=url, timeout=10) as c:
         response = await c.get(PROGRESS)
-    assert response.status_code == 401 and response.json()["code"] == "401"
+        assert response.status_code == 401 and response.json()["code"] == "401"
+        head = await c.head(PROGRESS, headers=headers())  # answers at once: no stream
+        assert head.status_code == 200
+        assert head.headers["content-type"].startswith("text/event-stream")
 
 
 async def test_keep_alive_comments_flow_while_nothing_changes(served_app) -> None:  # type: ignore[no-untyped-def]
