@@ -1,4 +1,4 @@
-"""Authentication (§12): HS256 JWTs via PyJWT, sent as a bearer header or a session cookie.
+"""Authentication: HS256 JWTs via PyJWT, sent as a bearer header or a session cookie.
 
 Claims: ``sub`` (user id), ``tenant_id``, ``app_code`` (PLATFORM | MERCHANT), ``perms``
 (list of permission codes), ``exp``. Ids are carried as strings (64-bit).

@@ -117,6 +117,16 @@ async def test_no_session_is_401(url: str) -> None:
             assert response.status_code == 401 and response.json()["code"] == "401"
 
 
+async def test_a_token_in_the_url_is_never_taken(url: str) -> None:
+    token = token_of()
+    async with client(url) as c:
+        signed = await c.post(SESSION, params={"token": token}, json={})
+        assert signed.json()["code"] == "400" and not c.cookies
+        for path in (SESSION, API, "/api/platform/v1/files/export-types"):
+            response = await c.get(path, params={"token": token, "access_token": token})
+            assert response.status_code == 401, path
+
+
 async def test_the_cookie_reads_but_writes_only_with_the_csrf_token(
     url: str, store: ExportStore
 ) -> None:
