@@ -7,8 +7,7 @@ schema, bulk-loads the history, and times with the real store and reconciler:
 * one reconciler pass (``Reconciler.reconcile_once``) and each of its duties;
 * a create (``ExportStore.create_task``);
 * list pages: a user's first page, the same filtered by status, a page deep in a
-  user's history, and an administrator's first page (all users of the tenant);
-* one poll of a progress stream, for the user and for the administrator.
+  user's history, and an administrator's first page (all users of the tenant).
 
 The history is what a service in steady state holds: finished tasks (60 % SUCCEEDED
 with files still kept, 30 % EXPIRED, 10 % FAILED) requested over the last 6 days by
@@ -198,7 +197,8 @@ async def measure(db: Database, tmp: Path, total: int, repeat: int) -> Figures:
     }
     for name, fn in lists.items():
         figures[name] = await timed(fn, repeat)
-    # One poll of a progress stream (web/progress.py): live tasks and the 20 newest.
+    # One poll of a progress stream (web/progress.py) for the user and the administrator:
+    # their live tasks and their 20 newest.
     polls: dict[str, Callable[[], Awaitable[Any]]] = {
         "progress poll: user": lambda: store.tasks_for_progress(
             user, all_users=False, newest=20, limit=500

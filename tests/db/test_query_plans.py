@@ -285,8 +285,7 @@ def mariadb_plan(rows: list[dict[str, Any]]) -> tuple[list[Access], list[str]]:
         if row.get("table") not in TABLES or row.get("select_type") == "INSERT":
             continue
         full = row["type"] == "ALL" or not row.get("key")
-        # "25 (4%)" when a rowid filter narrows the range read: the range's rows come first.
-        rows_estimate = int(str(row["rows"]).split()[0]) if row.get("rows") is not None else None
+        rows_estimate = int(row["rows"]) if row.get("rows") is not None else None
         accesses.append(
             Access(
                 TABLES[row["table"]],
