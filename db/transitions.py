@@ -331,6 +331,26 @@ SELECT id, task_id, kind, detail_json, created_at FROM file_export_task_event
  WHERE task_id = :task_id ORDER BY id DESC LIMIT :limit
 """
 
+# The progress stream (web/progress.py), one poll: the caller's live tasks and its newest
+# ones. The live ones are one equality range of idx_file_export_requester_status (or
+# _scope_status for DOWNLOAD_ALL) per live status, unsorted (the stream orders them): with
+# "status IN (...)" MariaDB preferred the requester's whole history filtered by status.
+# The newest walk idx_file_export_requester (or _scope) from its end and stop at the LIMIT.
+_NEWEST = " ORDER BY id DESC LIMIT :limit"
+
+
+def _live(of: str) -> str:
+    return (
+        f"{_LIST}{of} AND status = 'PENDING' UNION ALL {_LIST}{of} AND status = 'RUNNING'"
+        " LIMIT :limit"
+    )
+
+
+LIVE_TASKS_OF_REQUESTER = _live(_OF_REQUESTER)
+LIVE_TASKS_OF_SCOPE = _live(_OF_SCOPE)
+NEWEST_TASKS_OF_REQUESTER = _LIST + _OF_REQUESTER + _NEWEST
+NEWEST_TASKS_OF_SCOPE = _LIST + _OF_SCOPE + _NEWEST
+
 # idx_file_export_task_event_age: the range of events older than the retention.
 # Chunked like the SENT outbox pruning: the chunk-th candidate in (created_at, id) order
 # bounds the delete, so one pass never deletes months of history in one statement.
@@ -575,6 +595,10 @@ class Statements:
     CLOSE_UNSENT_OUTBOX_OF_TASK: str
     INSERT_TASK_EVENT: str
     LIST_TASK_EVENTS: str
+    LIVE_TASKS_OF_REQUESTER: str
+    LIVE_TASKS_OF_SCOPE: str
+    NEWEST_TASKS_OF_REQUESTER: str
+    NEWEST_TASKS_OF_SCOPE: str
     SELECT_EVENT_PRUNE_BOUND: str
     PRUNE_TASK_EVENTS: str
     PRUNE_ALL_TASK_EVENTS: str
@@ -642,6 +666,10 @@ TEMPLATES = Statements(
     CLOSE_UNSENT_OUTBOX_OF_TASK=CLOSE_UNSENT_OUTBOX_OF_TASK,
     INSERT_TASK_EVENT=INSERT_TASK_EVENT,
     LIST_TASK_EVENTS=LIST_TASK_EVENTS,
+    LIVE_TASKS_OF_REQUESTER=LIVE_TASKS_OF_REQUESTER,
+    LIVE_TASKS_OF_SCOPE=LIVE_TASKS_OF_SCOPE,
+    NEWEST_TASKS_OF_REQUESTER=NEWEST_TASKS_OF_REQUESTER,
+    NEWEST_TASKS_OF_SCOPE=NEWEST_TASKS_OF_SCOPE,
     SELECT_EVENT_PRUNE_BOUND=SELECT_EVENT_PRUNE_BOUND,
     PRUNE_TASK_EVENTS=PRUNE_TASK_EVENTS,
     PRUNE_ALL_TASK_EVENTS=PRUNE_ALL_TASK_EVENTS,

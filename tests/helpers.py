@@ -24,12 +24,14 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import trio
+from hypercorn.config import Config as HypercornConfig
 from quart_trio import QuartTrio
 
 from actors.config import Settings, load_settings
@@ -50,6 +52,7 @@ from db.mysql import MysqlDatabase
 from db.store import ExportStore
 from web.app import create_app
 from web.auth import issue_token
+from web.server import WebServer
 from web.services import Services
 
 REPO = Path(__file__).resolve().parents[1]
@@ -440,6 +443,28 @@ def api_app(
         services.runs = runs
     services.ready.set()
     return create_app(services), services
+
+
+@asynccontextmanager
+async def served(app: QuartTrio, graceful_timeout: float = 1.0) -> AsyncIterator[str]:
+    """Serve ``app`` over real HTTP (``web.server.WebServer`` on a free port of
+    127.0.0.1) until the block ends; yields the base URL."""
+    config = HypercornConfig()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    config.graceful_timeout = graceful_timeout
+    server = WebServer(app, config)
+    urls = server.bind()
+    stop = trio.Event()
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(partial(server.serve, stop.wait))
+            try:
+                yield urls[0]
+            finally:
+                stop.set()
+    finally:
+        server.close()
 
 
 # --- transports -----------------------------------------------------------------------

@@ -35,8 +35,8 @@ from actors.core.models import ExportDefinition, Principal, Task
 from actors.core.outcomes import CancelOutcome, CreateOutcome, NewTask
 from actors.core.text import content_disposition
 from actors.core.tracing import masked_parameters
-from web.access_log import current_trace_id, note_task, note_user
-from web.auth import principal_from_header
+from web.access_log import current_trace_id, note_task
+from web.auth import request_principal
 from web.errors import ApiError, api_error
 from web.serialize import envelope, event_json, task_json
 from web.services import Services
@@ -60,9 +60,7 @@ def services() -> Services:
 
 
 def caller() -> Principal:
-    principal = principal_from_header(services().jwt_secret, request.headers.get("Authorization"))
-    note_user(principal.user_id, principal.tenant_id)  # the access line (web/access_log.py)
-    return principal
+    return request_principal(services().jwt_secret)  # bearer header or session cookie
 
 
 def ok(data: Any, message: str = "success") -> dict[str, Any]:

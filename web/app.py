@@ -23,9 +23,12 @@ from actors.core.errors import TransientDatabaseError
 from web.access_log import AccessLog
 from web.api import api
 from web.errors import ApiError
+from web.export_types import export_types
 from web.page import page
+from web.progress import progress
 from web.serialize import envelope
 from web.services import Services
+from web.session import session
 
 log = logging.getLogger("web.app")
 
@@ -51,6 +54,9 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     app.url_map.strict_slashes = False
     app.register_blueprint(api)
     app.register_blueprint(page)
+    app.register_blueprint(session)
+    app.register_blueprint(export_types)
+    app.register_blueprint(progress)
     for bp in extra_blueprints or []:
         app.register_blueprint(bp)
 

@@ -1,7 +1,12 @@
-"""Bearer-token authentication (§12): HS256 JWTs via PyJWT.
+"""Authentication: HS256 JWTs via PyJWT, sent as a bearer header or a session cookie.
 
 Claims: ``sub`` (user id), ``tenant_id``, ``app_code`` (PLATFORM | MERCHANT), ``perms``
 (list of permission codes), ``exp``. Ids are carried as strings (64-bit).
+
+Every API route takes its caller from :func:`request_principal`: the ``Authorization:
+Bearer`` header when present, else the session cookie that ``POST /api/platform/v1/session``
+sets (``web/session.py``), with the CSRF check of ``actors/core/session.py`` for
+state-changing requests. The token is never read from a URL and never logged.
 """
 
 from __future__ import annotations
@@ -10,12 +15,22 @@ import time
 from collections.abc import Iterable
 
 import jwt
+from quart import request
 
 from actors.core.models import AppCode, Principal
+from actors.core.session import Credential, csrf_key, decide_credential
+from web.access_log import note_user
 from web.errors import ApiError
 
 ALGORITHM = "HS256"
 DEFAULT_TTL_SECONDS = 12 * 3600
+#: The HttpOnly cookie holding the session's JWT.
+SESSION_COOKIE = "export_center_session"
+#: The cookie (readable by the page's script) holding the session's CSRF token.
+CSRF_COOKIE = "export_center_csrf"
+#: The header a cookie-authenticated state-changing request repeats the CSRF token in.
+CSRF_HEADER = "X-CSRF-Token"
+CSRF_MESSAGE = "CSRF token missing or invalid"
 
 
 def issue_token(
@@ -55,10 +70,35 @@ def principal_from_header(secret: str, authorization: str | None) -> Principal:
         ApiError: code "401" with HTTP 401 when the header is missing, the token is
             invalid or expired, or a claim is malformed.
     """
+    return principal_from_token(secret, bearer_token(authorization))[0]
+
+
+def bearer_token(authorization: str | None) -> str:
+    """The token of an ``Authorization: Bearer …`` header (the scheme is case-insensitive).
+
+    Raises:
+        ApiError: code "401" with HTTP 401 when the header is missing or not a bearer token.
+    """
     scheme, _, token = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():  # the scheme is case-insensitive
+    if scheme.lower() != "bearer" or not token.strip():
         raise ApiError("401", "missing bearer token", http_status=401)
-    token = token.strip()
+    return token.strip()
+
+
+def principal_from_token(secret: str, token: str) -> tuple[Principal, int]:
+    """Authenticate a JWT, from the header or the session cookie alike.
+
+    Args:
+        secret: the HS256 key.
+        token: the encoded JWT.
+
+    Returns:
+        The principal and the token's ``exp`` (epoch seconds).
+
+    Raises:
+        ApiError: code "401" with HTTP 401 when the token is invalid or expired, or a
+            claim is malformed.
+    """
     try:
         claims = jwt.decode(
             token,
@@ -77,11 +117,63 @@ def principal_from_header(secret: str, authorization: str | None) -> Principal:
         user_id, tenant_id = int(claims["sub"]), int(claims["tenant_id"])
         if not (0 <= user_id < 2**63 and 0 <= tenant_id < 2**63):
             raise ValueError("sub and tenant_id must be 64-bit ids")
-        return Principal(
+        exp = claims["exp"]  # PyJWT has checked it is a number in the future
+        if isinstance(exp, bool) or not isinstance(exp, int | float):
+            raise ValueError("exp must be a number")
+        expires_at = int(exp)
+        principal = Principal(
             user_id=user_id,
             tenant_id=tenant_id,
             app_code=AppCode(str(claims["app_code"])),
             perms=frozenset(perms),
         )
+        return principal, expires_at
     except (KeyError, TypeError, ValueError) as exc:
         raise ApiError("401", f"invalid token claims: {exc}", http_status=401) from None
+
+
+def request_principal(secret: str) -> Principal:
+    """The caller of the current request (:func:`request_credentials` without the expiry)."""
+    return request_credentials(secret)[0]
+
+
+def request_credentials(secret: str) -> tuple[Principal, int]:
+    """The caller of the current request: the bearer header, else the session cookie.
+
+    The choice and the CSRF rule are ``decide_credential`` (``actors/core/session.py``);
+    the session itself is checked first, so an expired session answers 401 (sign in
+    again) rather than a CSRF refusal.
+
+    Args:
+        secret: the HS256 key.
+
+    Returns:
+        The authenticated principal and its token's expiry (epoch seconds).
+
+    Raises:
+        ApiError: 401 without a credential or with an invalid one; 403 ("CSRF token
+            missing or invalid") for a cookie-authenticated request other than GET or HEAD
+            whose ``X-CSRF-Token`` is missing or not valid for the session.
+    """
+    authorization = request.headers.get("Authorization")
+    session = request.cookies.get(SESSION_COOKIE)
+    decision = decide_credential(
+        method=request.method,
+        authorization=authorization,
+        session_cookie=session,
+        csrf_cookie=request.cookies.get(CSRF_COOKIE),
+        csrf_header=request.headers.get(CSRF_HEADER),
+        key=csrf_key(secret),
+        now=time.time(),
+    )
+    if decision.credential == Credential.BEARER:
+        credentials = principal_from_token(secret, bearer_token(authorization))
+    elif decision.credential == Credential.NONE or session is None:
+        raise ApiError("401", "missing bearer token", http_status=401)
+    else:
+        credentials = principal_from_token(secret, session)
+        if not decision.csrf_ok:
+            raise ApiError("403", CSRF_MESSAGE, http_status=403)
+    principal = credentials[0]
+    note_user(principal.user_id, principal.tenant_id)  # the access line (web/access_log.py)
+    return credentials

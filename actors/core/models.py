@@ -87,6 +87,24 @@ class ColumnDef:
 
 
 @dataclass(frozen=True, slots=True)
+class ParameterHint:
+    """One parameter an export type takes, as the registry describes it for clients
+    (``parameters`` of a definition): a hint for forms, not a check of create requests.
+
+    Attributes:
+        name: the key in the create request's ``parameters`` object.
+        type: one of ``actors.core.registry.PARAMETER_TYPES`` (``string``, ``date`` …).
+        required: whether the Provider needs it.
+        description: one line for the person filling the form ("" when none).
+    """
+
+    name: str
+    type: str
+    required: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ExportDefinition:
     """One registry entry (§10.3), already validated.
 
@@ -103,6 +121,11 @@ class ExportDefinition:
     max_rows: int = 200_000
     max_attempts: int = 3
     batch_size: int = 500
+    #: What people see: ``display-name`` (``None``: show the export type),
+    #: ``description`` and the ``parameters`` hints, all optional in the registry.
+    display_name: str | None = None
+    description: str = ""
+    parameters: tuple[ParameterHint, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -359,6 +359,13 @@ class CreationStore(Protocol):
         """A ``downloaded`` event for the task."""
         ...
 
+    async def tasks_for_progress(
+        self, principal: Principal, *, all_users: bool, newest: int, limit: int
+    ) -> list[Task]:
+        """The caller's live tasks (at most ``limit``) and its ``newest`` newest, each once
+        (one poll of the progress stream)."""
+        ...
+
 
 class ClaimStore(Protocol):
     """What the claim gate uses (``db.store.execution``)."""

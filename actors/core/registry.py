@@ -12,6 +12,10 @@ The registry document, already loaded from YAML, looks like::
         max-rows: 200000
         max-attempts: 3
         batch-size: 500
+        display-name: Customer list          # optional, shown to people
+        description: Every customer of the tenant.
+        parameters:                          # optional hints for a "new export" form
+          - {name: status, type: string, required: false, description: ACTIVE or INACTIVE}
 
 Every rule of §10.3 is checked on start-up *and* on every hot reload; the first rule broken
 raises :class:`~actors.core.errors.RegistryError` naming the YAML key path and the rule, so
@@ -36,13 +40,14 @@ from types import MappingProxyType
 from typing import Any
 
 from actors.core.errors import RegistryError
-from actors.core.models import AppCode, ExportDefinition, Registry
+from actors.core.models import AppCode, ExportDefinition, ParameterHint, Registry
 
 __all__ = [
     "ALLOWED_KEYS",
     "BATCH_SIZE_RANGE",
     "MAX_ATTEMPTS_RANGE",
     "MAX_ROWS_RANGE",
+    "PARAMETER_TYPES",
     "parse_registry",
     "registry_fingerprint",
 ]
@@ -52,6 +57,18 @@ __all__ = [
 _EXPORT_TYPE_RE = re.compile(r"[A-Z0-9_]+")
 _PROVIDER_PATH_RE = re.compile(r"/internal/exports/v1/([A-Z0-9_]+)/batches")
 _PERMISSION_RE = re.compile(r"[a-z]+:[a-z-]+:[a-z-]+")
+# A parameter name is a JSON key a form and a Provider can both spell plainly.
+_PARAMETER_NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+
+#: The ``type`` a parameter hint may name: JSON's scalar types plus ISO-8601 dates and
+#: times (sent as strings), so a form can pick a fitting input.
+PARAMETER_TYPES: tuple[str, ...] = ("string", "integer", "number", "boolean", "date", "datetime")
+#: Longest ``display-name``, ``description`` and parameter ``description``, characters.
+MAX_DISPLAY_NAME_CHARS = 100
+MAX_DESCRIPTION_CHARS = 500
+#: Most parameter hints of one definition.
+MAX_PARAMETERS = 30
+_PARAMETER_KEYS = frozenset({"name", "type", "required", "description"})
 
 #: Inclusive bounds of the integer keys (§10.3).
 MAX_ROWS_RANGE = (1, 500_000)
@@ -70,6 +87,9 @@ ALLOWED_KEYS: frozenset[str] = frozenset(
         "max-rows",
         "max-attempts",
         "batch-size",
+        "display-name",
+        "description",
+        "parameters",
     }
 )
 
@@ -141,6 +161,9 @@ def registry_fingerprint(registry: Registry) -> str:
             "max-rows": d.max_rows,
             "max-attempts": d.max_attempts,
             "batch-size": d.batch_size,
+            "display-name": d.display_name,
+            "description": d.description,
+            "parameters": [[p.name, p.type, p.required, p.description] for p in d.parameters],
         }
         for export_type, d in registry.definitions.items()
     }
@@ -229,7 +252,70 @@ def _parse_definition(
         max_rows=_bounded_int(raw, base, "max-rows", 200_000, MAX_ROWS_RANGE),
         max_attempts=_bounded_int(raw, base, "max-attempts", 3, MAX_ATTEMPTS_RANGE),
         batch_size=_bounded_int(raw, base, "batch-size", 500, BATCH_SIZE_RANGE),
+        display_name=_optional_text(raw, base, "display-name", MAX_DISPLAY_NAME_CHARS),
+        description=_optional_text(raw, base, "description", MAX_DESCRIPTION_CHARS) or "",
+        parameters=_parameters(raw.get("parameters"), f"{base}.parameters"),
     )
+
+
+def _optional_text(raw: Mapping[Any, Any], base: str, key: str, max_chars: int) -> str | None:
+    """``raw[key]`` as a non-blank single-line string of at most ``max_chars``, or
+    ``None`` when the key is absent or null."""
+    value = raw.get(key)
+    if value is None:
+        return None
+    path = f"{base}.{key}"
+    if not isinstance(value, str):
+        raise RegistryError(path, f"must be a string, got {_type_name(value)} {value!r}")
+    if not value.strip():
+        raise RegistryError(path, "must not be empty")
+    if len(value) > max_chars:
+        raise RegistryError(path, f"must be at most {max_chars} characters, got {len(value)}")
+    if any(c in value for c in "\r\n"):  # one line: a form shows it as a label
+        raise RegistryError(path, "must be a single line")
+    return value.strip()
+
+
+def _parameters(raw: Any, path: str) -> tuple[ParameterHint, ...]:
+    """The ``parameters`` hints: a list of ``{name, type, required, description}``
+    mappings with distinct names; absent or null is no hints."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise RegistryError(path, f"must be a list, got {_type_name(raw)}")
+    if len(raw) > MAX_PARAMETERS:
+        raise RegistryError(path, f"must have at most {MAX_PARAMETERS} entries, got {len(raw)}")
+    hints: list[ParameterHint] = []
+    for index, entry in enumerate(raw):
+        at = f"{path}[{index}]"
+        if not isinstance(entry, Mapping):
+            raise RegistryError(at, f"must be a mapping, got {_type_name(entry)}")
+        for key in entry:
+            if key not in _PARAMETER_KEYS:
+                raise RegistryError(
+                    f"{at}.{key}",
+                    f"unknown key {key!r}; allowed keys are {', '.join(sorted(_PARAMETER_KEYS))}",
+                )
+        name = _required_str(entry, at, "name")
+        if not _PARAMETER_NAME_RE.fullmatch(name):
+            raise RegistryError(
+                f"{at}.name", f"name {name!r} must match ^[A-Za-z][A-Za-z0-9_]{{0,63}}$"
+            )
+        if any(h.name == name for h in hints):
+            raise RegistryError(f"{at}.name", f"name {name!r} is listed twice")
+        type_ = _required_str(entry, at, "type")
+        if type_ not in PARAMETER_TYPES:
+            raise RegistryError(
+                f"{at}.type", f"type {type_!r} must be one of {', '.join(PARAMETER_TYPES)}"
+            )
+        required = entry.get("required", False)
+        if not isinstance(required, bool):
+            raise RegistryError(
+                f"{at}.required", f"must be a boolean (true/false), got {required!r}"
+            )
+        description = _optional_text(entry, at, "description", MAX_DESCRIPTION_CHARS) or ""
+        hints.append(ParameterHint(name, type_, required, description))
+    return tuple(hints)
 
 
 def _required_str(raw: Mapping[Any, Any], base: str, key: str) -> str:

@@ -14,6 +14,7 @@ over one database:
 * ``outbox`` — the publisher's claims and send results, DLQ quarantine, the embedded
   bus's start-up requeue;
 * ``reconciliation`` — re-dispatch, lease recovery, expiry, pruning, gauges;
+* ``progress`` — the progress stream's read of a caller's live and newest tasks;
 * ``base`` (what they share: rendered SQL, the fenced one-row write, outbox inserts),
   ``rows`` (row ↔ ``Task`` / ``OutboxRow``), ``retry`` (the ``retrying`` wrapper and
   ``DbHealth``).
@@ -28,13 +29,18 @@ from typing import TYPE_CHECKING
 from db.store.creation import CreationTransitions
 from db.store.execution import ExecutionTransitions
 from db.store.outbox import OutboxTransitions
+from db.store.progress import ProgressReads
 from db.store.reconciliation import ReconciliationTransitions
 
 __all__ = ["ExportStore"]
 
 
 class ExportStore(
-    CreationTransitions, ExecutionTransitions, OutboxTransitions, ReconciliationTransitions
+    CreationTransitions,
+    ExecutionTransitions,
+    OutboxTransitions,
+    ReconciliationTransitions,
+    ProgressReads,
 ):
     """Every transition over one ``Database`` (see the module docstring for the groups).
 

@@ -197,6 +197,18 @@ async def measure(db: Database, tmp: Path, total: int, repeat: int) -> Figures:
     }
     for name, fn in lists.items():
         figures[name] = await timed(fn, repeat)
+    # One poll of a progress stream (web/progress.py) for the user and the administrator:
+    # their live tasks and their 20 newest.
+    polls: dict[str, Callable[[], Awaitable[Any]]] = {
+        "progress poll: user": lambda: store.tasks_for_progress(
+            user, all_users=False, newest=20, limit=500
+        ),
+        "progress poll: admin": lambda: store.tasks_for_progress(
+            admin, all_users=True, newest=20, limit=500
+        ),
+    }
+    for name, fn in polls.items():
+        figures[name] = await timed(fn, repeat)
     counter = iter(range(10**6))
 
     async def create() -> None:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from actors.core.errors import RegistryError
-from actors.core.models import AppCode, ExportDefinition, Registry
+from actors.core.models import AppCode, ExportDefinition, ParameterHint, Registry
 from actors.core.registry import parse_registry, registry_fingerprint
 from actors.registry_source import default_registry_path
 
@@ -131,6 +131,17 @@ def test_shipped_default_registry_parses_with_demo_service() -> None:
         max_rows=200000,
         max_attempts=3,
         batch_size=1000,
+        display_name="Customer list",
+        description=("The tenant's customers (demo data), optionally filtered by status or name."),
+        parameters=(
+            ParameterHint("status", "string", False, "ACTIVE or INACTIVE; empty for both"),
+            ParameterHint(
+                "keyword", "string", False, "Part of the customer name, at most 256 characters"
+            ),
+            ParameterHint(
+                "rowCount", "integer", False, "Size of the demo table, 1 to 1,000,000 rows"
+            ),
+        ),
     )
 
 
@@ -431,3 +442,101 @@ def test_fingerprint_changes_with_any_value() -> None:
     assert registry_fingerprint(parse_registry(doc(batch_size=501), ALLOWED)) != base
     assert registry_fingerprint(parse_registry(doc(enabled=False), ALLOWED)) != base
     assert registry_fingerprint(Registry()) != base
+
+
+# --- display name, description and parameter hints ---------------------------------------
+
+
+def test_display_keys_are_optional_and_default_to_nothing() -> None:
+    definition = parse_registry(doc(), ALLOWED).definitions["CUSTOMER_LIST"]
+
+    assert (definition.display_name, definition.description, definition.parameters) == (
+        None,
+        "",
+        (),
+    )
+
+
+def test_display_keys_build_hints() -> None:
+    data = doc(
+        display_name="  Customers  ",
+        description="All of them.",
+        parameters=[
+            {"name": "from", "type": "date", "required": True, "description": "first day"},
+            {"name": "flag", "type": "boolean"},
+        ],
+    )
+    definition = parse_registry(data, ALLOWED).definitions["CUSTOMER_LIST"]
+
+    assert definition.display_name == "Customers"
+    assert definition.description == "All of them."
+    assert definition.parameters == (
+        ParameterHint("from", "date", True, "first day"),
+        ParameterHint("flag", "boolean", False, ""),
+    )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key", "rule"),
+    [
+        ({"display_name": 5}, "display-name", "must be a string"),
+        ({"display_name": "   "}, "display-name", "must not be empty"),
+        ({"display_name": "x" * 101}, "display-name", "at most 100 characters"),
+        ({"display_name": "two\nlines"}, "display-name", "single line"),
+        ({"description": ["a"]}, "description", "must be a string"),
+        ({"description": "x" * 501}, "description", "at most 500 characters"),
+        ({"parameters": {"name": "a"}}, "parameters", "must be a list"),
+        ({"parameters": "status"}, "parameters", "must be a list"),
+        ({"parameters": [{"name": "a", "type": "string"}] * 31}, "parameters", "at most 30"),
+        ({"parameters": ["status"]}, "parameters[0]", "must be a mapping"),
+        ({"parameters": [{"type": "string"}]}, "parameters[0].name", "is required"),
+        ({"parameters": [{"name": "a"}]}, "parameters[0].type", "is required"),
+        ({"parameters": [{"name": 1, "type": "string"}]}, "parameters[0].name", "a string"),
+        ({"parameters": [{"name": "1a", "type": "string"}]}, "parameters[0].name", "must match"),
+        ({"parameters": [{"name": "a b", "type": "string"}]}, "parameters[0].name", "match"),
+        ({"parameters": [{"name": "a", "type": "text"}]}, "parameters[0].type", "one of"),
+        (
+            {"parameters": [{"name": "a", "type": "string", "required": "yes"}]},
+            "parameters[0].required",
+            "boolean",
+        ),
+        (
+            {"parameters": [{"name": "a", "type": "string", "default": 1}]},
+            "parameters[0].default",
+            "unknown key",
+        ),
+        (
+            {"parameters": [{"name": "a", "type": "string", "description": 3}]},
+            "parameters[0].description",
+            "must be a string",
+        ),
+        (
+            {"parameters": [{"name": "a", "type": "string"}, {"name": "a", "type": "date"}]},
+            "parameters[1].name",
+            "listed twice",
+        ),
+    ],
+)
+def test_display_keys_are_validated(overrides: dict[str, Any], key: str, rule: str) -> None:
+    err = parse_error(doc(**overrides))
+
+    assert err.key == f"{KEY}.{key}"
+    assert rule in err.rule
+
+
+@pytest.mark.parametrize("typo", ["displayName", "display_name_", "params"])
+def test_camel_case_display_keys_are_typos(typo: str) -> None:
+    definition = {**FULL_DEFINITION, typo: "x"}
+    err = parse_error({"definitions": {"CUSTOMER_LIST": definition}})
+
+    assert err.key == f"{KEY}.{typo}"
+    assert "unknown key" in err.rule
+
+
+def test_fingerprint_changes_with_the_display_keys() -> None:
+    base = registry_fingerprint(parse_registry(doc(), ALLOWED))
+    hint = [{"name": "a", "type": "string"}]
+
+    assert registry_fingerprint(parse_registry(doc(display_name="X"), ALLOWED)) != base
+    assert registry_fingerprint(parse_registry(doc(description="X"), ALLOWED)) != base
+    assert registry_fingerprint(parse_registry(doc(parameters=hint), ALLOWED)) != base

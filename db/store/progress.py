@@ -1,0 +1,50 @@
+"""The read behind the progress stream (``web/progress.py``): one statement pair per poll."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors.core.models import Principal, Task
+from db.store.base import StoreBase
+from db.store.retry import retrying
+
+
+class ProgressReads(StoreBase):
+    """The caller's live tasks and its newest ones, for the progress stream."""
+
+    @retrying
+    async def tasks_for_progress(
+        self, principal: Principal, *, all_users: bool, newest: int, limit: int
+    ) -> list[Task]:
+        """The tasks one poll of the progress stream compares (``actors/core/progress.py``).
+
+        Args:
+            principal: the caller; its tenant and app bound the read.
+            all_users: every requester of the tenant and app (``platform:download:all``),
+                not only the caller's own tasks.
+            newest: how many of the newest tasks to read besides the live ones, so a task
+                that started and finished between two polls is still seen.
+            limit: the most live tasks to read (a bound, not a page).
+
+        Returns:
+            The live (PENDING, RUNNING) tasks and the ``newest`` newest, each once, in no
+            particular order. Both reads are index ranges (``tests/db/test_query_plans.py``)
+            in one transaction, so they agree with each other.
+        """
+        params: dict[str, Any] = {
+            "tenant_id": principal.tenant_id,
+            "app_code": principal.app_code.value,
+        }
+        if not all_users:
+            params["requested_by"] = principal.user_id
+        sql = self._sql
+        live_sql, newest_sql = (
+            (sql.LIVE_TASKS_OF_SCOPE, sql.NEWEST_TASKS_OF_SCOPE)
+            if all_users
+            else (sql.LIVE_TASKS_OF_REQUESTER, sql.NEWEST_TASKS_OF_REQUESTER)
+        )
+        async with self.db.transaction() as tx:
+            live = await tx.fetchall(live_sql, {**params, "limit": limit})
+            recent = await tx.fetchall(newest_sql, {**params, "limit": newest})
+        by_id = {int(row["id"]): row for row in [*recent, *live]}
+        return [self.task_from_row(row) for row in by_id.values()]
