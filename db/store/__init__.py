@@ -14,6 +14,7 @@ over one database:
 * ``outbox`` — the publisher's claims and send results, DLQ quarantine, the embedded
   bus's start-up requeue;
 * ``reconciliation`` — re-dispatch, lease recovery, expiry, pruning, gauges;
+* ``inspection`` — the operator's read-only queries (``export-center tasks``, ``inspect``);
 * ``base`` (what they share: rendered SQL, the fenced one-row write, outbox inserts),
   ``rows`` (row ↔ ``Task`` / ``OutboxRow``), ``retry`` (the ``retrying`` wrapper and
   ``DbHealth``).
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from db.store.creation import CreationTransitions
 from db.store.execution import ExecutionTransitions
+from db.store.inspection import InspectionQueries
 from db.store.outbox import OutboxTransitions
 from db.store.reconciliation import ReconciliationTransitions
 
@@ -34,7 +36,11 @@ __all__ = ["ExportStore"]
 
 
 class ExportStore(
-    CreationTransitions, ExecutionTransitions, OutboxTransitions, ReconciliationTransitions
+    CreationTransitions,
+    ExecutionTransitions,
+    OutboxTransitions,
+    ReconciliationTransitions,
+    InspectionQueries,
 ):
     """Every transition over one ``Database`` (see the module docstring for the groups).
 
@@ -66,6 +72,7 @@ if TYPE_CHECKING:
         ports.QuarantineStore,
         ports.ReconcilerStore,
         ports.SamplerStore,
+        ports.InspectionStore,
     ]:
         """Never called: mypy checks here that the store is every port an actor is given."""
-        return store, store, store, store, store, store, store, store
+        return store, store, store, store, store, store, store, store, store
