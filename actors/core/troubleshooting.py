@@ -245,10 +245,6 @@ def _retry_reason(task: Task, now: datetime) -> str | None:
             f"attempt {task.attempt_count} of {task.max_attempts} failed{last}; "
             f"next attempt {'due ' + when if task.next_retry_at <= now else when}"
         )
-    if (
-        task.status == TaskStatus.FAILED
-        and task.attempt_count >= task.max_attempts
-        and task.attempt_count > 1
-    ):
+    if task.status == TaskStatus.FAILED and task.attempt_count >= task.max_attempts:
         return f"FAILED after all {task.attempt_count} attempts{last}"
     return None
