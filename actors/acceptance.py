@@ -81,7 +81,8 @@ def column_kinds(header: list[Any], rows: list[list[Any]]) -> tuple[str, ...]:
         rows: the data rows.
 
     Returns:
-        One kind per column (``"empty"`` for a column with no value).
+        One kind per column (``"empty"`` for a column with no value); dates among
+        date-times make a ``"datetime"`` column.
 
     Raises:
         AcceptanceError: a column holds values of two kinds (a value lost its type).
@@ -89,6 +90,9 @@ def column_kinds(header: list[Any], rows: list[list[Any]]) -> tuple[str, ...]:
     kinds = []
     for i, title in enumerate(header):
         seen = Counter(k for r in rows if (k := cell_kind(r[i] if i < len(r) else None)))
+        if seen.keys() == {"date", "datetime"}:
+            # A date-time at midnight reads back as a date (calamine drops a zero time).
+            seen = Counter(datetime=seen.total())
         if len(seen) > 1:
             mix = ", ".join(f"{n} {k}" for k, n in seen.most_common())
             raise AcceptanceError(f"column {i + 1} ({title}) mixes kinds: {mix}")

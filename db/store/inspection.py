@@ -5,14 +5,14 @@ the API's (``db.store.creation``). The reads see every tenant and app, because t
 operator works on the database, not as a user.
 
 The SQL texts live here rather than in ``db.transitions`` (which holds the service's
-transitions) and are rendered for the dialect like them. Each reads through an index
-(``db/schema``): a task by its primary key, its outbox rows by
-``uk_file_export_outbox_task_version``, its events by ``idx_file_export_task_event_task``;
-a list in one status of one type walks ``idx_file_export_type_status``, whose entries end
-in the primary key, so newest first needs no sort. A list in one status of every type reads
-the primary key backwards and filters; for a live status that stops after the page, for a
-finished one it may read more of the history (an operator's occasional look, not a hot
-path).
+transitions) and are rendered for the dialect like them. A task is read by its primary
+key, its outbox rows by ``uk_file_export_outbox_task_version``, its events by
+``idx_file_export_task_event_task``. A list in one status of one type walks
+``idx_file_export_type_status``, whose entries end in the primary key, so newest first
+needs no sort; every task reads the primary key backwards up to the page. A list in one
+status of every type, or of one type in every status, reads that index range and sorts
+it: cheap for the live statuses (PENDING, RUNNING), growing with the history for a
+finished one — an operator's occasional look, not a hot path.
 """
 
 from __future__ import annotations
