@@ -63,7 +63,8 @@ def test_every_row_has_its_anchor_query_and_both_dialects() -> None:
         assert len(cells) == 4 and all(cells), line  # symptom, query, cause, action
         anchor = re.search(r"\(#(query-[a-z-]+)\)", cells[1])
         assert anchor and f'<a id="{anchor.group(1)}"></a>' in section, line
-    assert "`export-center inspect ID`" in section and "(#operators-commands)" in section
+    assert "[`export-center inspect ID`](#operators-commands)" in section
+    assert "\n## Operator's commands\n" in DOC.read_text()  # the anchor it links to
     by_symptom: dict[Symptom, set[str | None]] = {}
     for q in doc_queries():
         by_symptom.setdefault(q.symptom, set()).add(q.dialect)
