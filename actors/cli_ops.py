@@ -262,6 +262,24 @@ def cancel_task(task_id: str) -> None:
     click.echo(f"task {tid} {outcome.value.replace('_', ' ')}")
 
 
+async def _delete_leftover(settings: Settings, object_key: str) -> None:
+    """Delete a retried task's leftover file where this command can reach the storage.
+
+    Where it cannot (the command runs on a host without the storage directory), the file
+    is left to the reconciler's orphan scan, which deletes files no task references."""
+    from actors.core.errors import StorageUnavailableError
+    from actors.pipeline.storage import LocalDirectoryStorage
+
+    root = settings.resolved_storage_dir
+    if not root.is_dir():  # never create a storage directory on the operator's host
+        click.echo(f"leftover {object_key} not deleted: no {root} here", err=True)
+        return
+    try:
+        await LocalDirectoryStorage(root).delete(object_key)
+    except (OSError, ValueError, StorageUnavailableError) as exc:
+        click.echo(f"leftover {object_key} not deleted: {exc}", err=True)
+
+
 @tasks.command("retry")
 @click.argument("task_id")
 def retry_task(task_id: str) -> None:
@@ -279,9 +297,7 @@ def retry_task(task_id: str) -> None:
         except Refused as exc:
             raise click.ClickException(f"task {tid}: {exc}") from None
         if task.object_key:  # leftover of the failed attempt, as the API deletes it
-            from actors.pipeline.storage import LocalDirectoryStorage
-
-            await LocalDirectoryStorage(settings.resolved_storage_dir).delete(task.object_key)
+            await _delete_leftover(settings, task.object_key)
         limits = CreateLimits(
             max_active_per_user=settings.max_active_per_user,
             max_active_per_type=settings.max_active_per_type,

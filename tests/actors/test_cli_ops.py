@@ -18,6 +18,7 @@ from actors.composition import open_database
 from actors.config import Settings
 from actors.core.ids import IdGenerator
 from actors.core.models import Task, TaskStatus
+from actors.pipeline.storage import new_object_key
 from db.sqlite import wall_clock_ms
 from db.store import ExportStore
 from tests.helpers import MYSQL_TEST_URL, TOPIC, claim, create, exec_sql, make_settings
@@ -175,3 +176,25 @@ def test_a_missing_sqlite_file_is_not_created(tmp_path: Path) -> None:
     result = cli(url, tmp_path, "tasks", "list")
     assert result.exit_code == 1 and "no SQLite database at" in result.output
     assert not (tmp_path / "typo.db").exists()
+
+
+def test_retry_deletes_the_leftover_file_like_the_api(database_url: str, tmp_path: Path) -> None:
+    """A RUNNING task cancelled keeps its attempt's file key; the retry deletes the file
+    (when the command can reach the storage directory) before the new version runs."""
+    key_holder: dict[str, str] = {}
+
+    async def seed(store: ExportStore) -> Task:
+        running = await claim(store, await create(store))
+        key = new_object_key(running.id)
+        assert await store.record_object_key(running, "owner-a", key)
+        key_holder["key"] = key
+        return running
+
+    task = run_store(database_url, tmp_path, seed)
+    leftover = tmp_path / "files" / key_holder["key"]
+    leftover.parent.mkdir(parents=True)
+    leftover.write_bytes(b"partial")
+    assert cli(database_url, tmp_path, "tasks", "cancel", str(task.id)).exit_code == 0
+    retried = cli(database_url, tmp_path, "tasks", "retry", str(task.id))
+    assert retried.exit_code == 0, retried.output
+    assert not leftover.exists()
