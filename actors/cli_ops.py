@@ -12,6 +12,7 @@ See ``docs/operations.md`` ("Operator's commands" and "Troubleshooting").
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -149,8 +150,17 @@ def _outbox_line(row: OutboxRow, now: Any) -> str:
     error = f"  last error: {_one_line(row.last_error)}" if row.last_error else ""
     return (
         f"  v{row.dispatch_version:<3} {row.status.value:<11} attempts {row.attempt_count:<3} "
-        f"{when}  event {row.event_id}{error}"
+        f"{when}  event {row.event_id}{_trace(row.payload_json)}{error}"
     )
+
+
+def _trace(payload_json: str) -> str:
+    """The command's ``traceId`` (to find the run in the logs), if it carries one."""
+    try:
+        trace = json.loads(payload_json).get("traceId")
+    except (ValueError, AttributeError):
+        return ""
+    return f"  trace {_one_line(trace, 40)}" if isinstance(trace, str) and trace else ""
 
 
 def _event_line(event: TaskEvent) -> str:
