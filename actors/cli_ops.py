@@ -27,6 +27,7 @@ from actors.core.errors import ConfigError, Refused
 from actors.core.events import TaskEvent
 from actors.core.models import OutboxRow, Task, TaskStatus
 from actors.core.outcomes import CancelOutcome, CreateOutcome
+from actors.core.text import quote_outside
 from actors.core.troubleshooting import (
     TaskInspection,
     Thresholds,
@@ -96,11 +97,9 @@ def _when(at: Any, now: Any) -> str:
 
 
 def _one_line(text: str | None, width: int = 80) -> str:
-    """Text from outside (messages, errors) on one line, control characters escaped."""
-    if not text:
-        return ""
-    flat = text.encode("unicode_escape").decode("ascii", "replace")
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    """Text from outside (names, messages, errors) on one line: control characters
+    escaped, credentials in URLs redacted, cut to ``width`` characters."""
+    return quote_outside(text, width) if text else ""
 
 
 def _task_lines(task: Task, now: Any) -> list[str]:

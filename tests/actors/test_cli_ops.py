@@ -87,6 +87,17 @@ def test_list_and_show_every_tenant_by_db_time(database_url: str, tmp_path: Path
     assert "lease       host-b:7, ends in 4 min 5" in shown.output
     assert "deadline    in 29 min 5" in shown.output
 
+    async def rename(store: ExportStore) -> None:
+        await exec_sql(
+            store,
+            "UPDATE file_export_task SET task_name = :name WHERE id = :id",
+            {"name": "客户名单\ntask 1 SUCCEEDED", "id": queued.id},
+        )
+
+    run_store(database_url, tmp_path, rename)
+    named = cli(database_url, tmp_path, "tasks", "show", str(queued.id))
+    assert "  name        客户名单\\ntask 1 SUCCEEDED\n" in named.output  # no forged line
+
     missing = cli(database_url, tmp_path, "tasks", "show", "123")
     assert missing.exit_code == 1 and "no task 123" in missing.output
     bad = cli(database_url, tmp_path, "tasks", "show", "12a")
