@@ -290,5 +290,10 @@ async def _demo_export(
     return True
 
 
+# The operator's commands (tasks, inspect, accept) live in their own module.
+from actors import cli_ops  # noqa: E402
+
+cli_ops.attach(main)
+
 if __name__ == "__main__":
     main()

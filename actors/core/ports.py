@@ -26,7 +26,7 @@ from typing import BinaryIO, Protocol, Self
 from actors.core.admission import CreateLimits
 from actors.core.events import TaskEvent
 from actors.core.fairness import SlotLoad
-from actors.core.models import OutboxRow, Principal, Registry, Task
+from actors.core.models import OutboxRow, Principal, Registry, Task, TaskStatus
 from actors.core.outcomes import (
     CancelResult,
     ClaimResult,
@@ -37,6 +37,7 @@ from actors.core.outcomes import (
     QueueSample,
     RetryOutcome,
 )
+from actors.core.troubleshooting import TaskInspection
 
 __all__ = [
     "ApiMetrics",
@@ -47,6 +48,7 @@ __all__ = [
     "Delivery",
     "ExecutionStore",
     "ExportStorage",
+    "InspectionStore",
     "LabelledCounter",
     "OutboxStore",
     "OutgoingMessage",
@@ -539,4 +541,23 @@ class SamplerStore(Protocol):
 
     async def sample_queues(self) -> QueueSample:
         """The queue and outbox gauges, by DB time (see ``QueueSample``)."""
+        ...
+
+
+class InspectionStore(Protocol):
+    """What the operator's tools read (``db.store.inspection``): every tenant's tasks,
+    read-only. Their cancel and retry use the API's transitions (``CreationStore``)."""
+
+    async def operator_list(
+        self,
+        statuses: tuple[TaskStatus, ...] = (),
+        export_type: str | None = None,
+        limit: int = 50,
+    ) -> list[Task]:
+        """Tasks of every tenant, newest first, in these statuses (all when empty)."""
+        ...
+
+    async def inspect_task(self, task_id: int, event_limit: int = 50) -> TaskInspection | None:
+        """The task, its outbox rows, its newest events and the DB clock, read together;
+        ``None`` if there is no such task."""
         ...

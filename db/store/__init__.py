@@ -15,6 +15,7 @@ over one database:
   bus's start-up requeue;
 * ``reconciliation`` — re-dispatch, lease recovery, expiry, pruning, gauges;
 * ``progress`` — the progress stream's read of a caller's live and newest tasks;
+* ``inspection`` — the operator's read-only queries (``export-center tasks``, ``inspect``);
 * ``base`` (what they share: rendered SQL, the fenced one-row write, outbox inserts),
   ``rows`` (row ↔ ``Task`` / ``OutboxRow``), ``retry`` (the ``retrying`` wrapper and
   ``DbHealth``).
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from db.store.creation import CreationTransitions
 from db.store.execution import ExecutionTransitions
+from db.store.inspection import InspectionQueries
 from db.store.outbox import OutboxTransitions
 from db.store.progress import ProgressReads
 from db.store.reconciliation import ReconciliationTransitions
@@ -41,6 +43,7 @@ class ExportStore(
     OutboxTransitions,
     ReconciliationTransitions,
     ProgressReads,
+    InspectionQueries,
 ):
     """Every transition over one ``Database`` (see the module docstring for the groups).
 
@@ -72,6 +75,7 @@ if TYPE_CHECKING:
         ports.QuarantineStore,
         ports.ReconcilerStore,
         ports.SamplerStore,
+        ports.InspectionStore,
     ]:
         """Never called: mypy checks here that the store is every port an actor is given."""
-        return store, store, store, store, store, store, store, store
+        return store, store, store, store, store, store, store, store, store

@@ -1,0 +1,213 @@
+"""``export-center tasks list|show|cancel|retry`` and ``inspect`` on SQLite and MariaDB:
+the commands read the database named by the environment (as ``migrate`` does), tell
+leases and deadlines by DB time, name the troubleshooting row that applies, and cancel and
+retry through the API's own transitions."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from click.testing import CliRunner, Result
+
+from actors.cli import main
+from actors.composition import open_database
+from actors.config import Settings
+from actors.core.ids import IdGenerator
+from actors.core.models import Task, TaskStatus
+from actors.pipeline.storage import new_object_key
+from db.sqlite import wall_clock_ms
+from db.store import ExportStore
+from tests.helpers import MYSQL_TEST_URL, TOPIC, claim, create, exec_sql, make_settings
+
+
+@pytest.fixture(params=["sqlite", "mariadb"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty database with the schema, on each dialect; its URL for the commands."""
+    url = f"sqlite:///{tmp_path}/ops.db" if request.param == "sqlite" else MYSQL_TEST_URL
+
+    async def reset(store: ExportStore) -> None:
+        async with store.db.transaction() as tx:
+            for table in ("file_export_task_event", "file_export_outbox", "file_export_task"):
+                await tx.execute(f"DELETE FROM {table}")
+
+    run_store(url, tmp_path, reset, migrate=True)
+    yield url
+
+
+def run_store(
+    url: str,
+    tmp_path: Path,
+    fn: Callable[[ExportStore], Awaitable[Any]],
+    *,
+    migrate: bool = False,
+) -> Any:
+    """Run ``fn`` with a store over ``url`` (real clocks), in a trio run of its own."""
+    settings: Settings = make_settings(tmp_path, database_url=url)
+
+    async def go() -> Any:
+        async with open_database(settings, migrate=migrate) as db:
+            return await fn(ExportStore(db, IdGenerator(wall_clock_ms), topic=TOPIC))
+
+    return trio.run(go)
+
+
+def cli(url: str, tmp_path: Path, *args: str) -> Result:
+    env = {"FILE_EXPORT_DATABASE_URL": url, "FILE_EXPORT_DATA_DIR": str(tmp_path)}
+    return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
+
+
+def test_list_and_show_every_tenant_by_db_time(database_url: str, tmp_path: Path) -> None:
+    async def seed(store: ExportStore) -> tuple[Task, Task]:
+        queued = await create(store, user_id=1)
+        other = await create(store, user_id=2, tenant_id=9)
+        return queued, await claim(store, other, "host-b:7", lease=300, max_duration=1800)
+
+    queued, running = run_store(database_url, tmp_path, seed)
+    listed = cli(database_url, tmp_path, "tasks", "list")
+    assert listed.exit_code == 0, listed.output
+    first, second = listed.output.splitlines()
+    assert first.startswith(f"{running.id} ") and "RUNNING" in first and "t9/PLATFORM/u2" in first
+    assert "lease ends in 4 min 5" in first  # 300 s lease, a moment of DB time gone
+    assert second.startswith(f"{queued.id} ") and "PENDING" in second and "next try " in second
+
+    only = cli(database_url, tmp_path, "tasks", "list", "--status", "PENDING", "--limit", "5")
+    assert [line.split()[0] for line in only.output.splitlines()] == [str(queued.id)]
+    none = cli(database_url, tmp_path, "tasks", "list", "--type", "ORDER_LIST")
+    assert none.exit_code == 0 and none.output == "no tasks\n"
+
+    shown = cli(database_url, tmp_path, "tasks", "show", str(running.id))
+    assert shown.exit_code == 0, shown.output
+    assert f"task {running.id} (EXP{running.id}) CUSTOMER_LIST RUNNING" in shown.output
+    assert "requester   tenant 9, app PLATFORM, user 2" in shown.output
+    assert "lease       host-b:7, ends in 4 min 5" in shown.output
+    assert "deadline    in 29 min 5" in shown.output
+
+    async def rename(store: ExportStore) -> None:
+        await exec_sql(
+            store,
+            "UPDATE file_export_task SET task_name = :name WHERE id = :id",
+            {"name": "客户名单\ntask 1 SUCCEEDED", "id": queued.id},
+        )
+
+    run_store(database_url, tmp_path, rename)
+    named = cli(database_url, tmp_path, "tasks", "show", str(queued.id))
+    assert "  name        客户名单\\ntask 1 SUCCEEDED\n" in named.output  # no forged line
+
+    missing = cli(database_url, tmp_path, "tasks", "show", "123")
+    assert missing.exit_code == 1 and "no task 123" in missing.output
+    bad = cli(database_url, tmp_path, "tasks", "show", "12a")
+    assert bad.exit_code == 2 and "not a task id" in bad.output
+
+
+def test_inspect_names_the_troubleshooting_row(database_url: str, tmp_path: Path) -> None:
+    async def seed(store: ExportStore) -> Task:
+        task = await claim(store, await create(store), "host-a:1", lease=300, max_duration=1800)
+        # The instance died long ago: its lease ended 40 s and its deadline 4 s ago.
+        await exec_sql(
+            store,
+            "UPDATE file_export_task SET lease_until = {now-:lease}, "
+            "execution_deadline_at = {now-:deadline} WHERE id = :id",
+            {"lease": 40, "deadline": 4, "id": task.id},
+        )
+        return task
+
+    task = run_store(database_url, tmp_path, seed)
+    seen = cli(database_url, tmp_path, "inspect", str(task.id))
+    assert seen.exit_code == 0, seen.output
+    out = seen.output
+    assert "lease       host-a:1, ended 40." in out and "s ago" in out
+    assert "deadline    passed 4." in out
+    assert "outbox (1 rows)\n  v1   PENDING" in out
+    assert re.search(r"event [0-9a-f-]{36}  trace [0-9a-f]{32}\n", out)  # to find its logs
+    assert "events (newest 2, oldest first)" in out and " claimed " in out
+    assert "troubleshooting\n  lease-recovery: RUNNING on host-a:1 whose lease ended 40." in out
+    assert "see docs/operations.md#lease-recovery" in out
+    assert "  past-deadline: still RUNNING; its deadline passed 4." in out
+    assert "see docs/operations.md#past-deadline" in out
+
+    healthy = run_store(database_url, tmp_path, lambda store: create(store, user_id=3))
+    fine = cli(database_url, tmp_path, "inspect", str(healthy.id), "--events", "1")
+    assert "troubleshooting\n  no troubleshooting row applies" in fine.output
+    assert "events (newest 1, oldest first)" in fine.output
+
+
+def test_cancel_and_retry_use_the_api_transitions(database_url: str, tmp_path: Path) -> None:
+    task = run_store(database_url, tmp_path, create)
+
+    cancelled = cli(database_url, tmp_path, "tasks", "cancel", str(task.id))
+    assert cancelled.exit_code == 0 and cancelled.output == f"task {task.id} cancelled\n"
+    again = cli(database_url, tmp_path, "tasks", "cancel", str(task.id))
+    assert again.exit_code == 0 and again.output == f"task {task.id} already cancelled\n"
+
+    async def history(store: ExportStore) -> tuple[Task | None, list[str]]:
+        return await store.get_task(task.id), [
+            e.kind.value for e in await store.list_task_events(task.id)
+        ]
+
+    now, kinds = run_store(database_url, tmp_path, history)
+    assert now is not None and now.status == TaskStatus.CANCELLED
+    assert now.failure_message == "cancelled by an operator"
+    assert kinds == ["created", "cancelled"]
+
+    retried = cli(database_url, tmp_path, "tasks", "retry", str(task.id))
+    assert retried.exit_code == 0, retried.output
+    assert retried.output == f"task {task.id} retried as version 2, PENDING\n"
+    now, kinds = run_store(database_url, tmp_path, history)
+    assert now is not None and now.status == TaskStatus.PENDING and now.dispatch_version == 2
+    assert kinds == ["created", "cancelled", "retry_scheduled"]
+
+    refused = cli(database_url, tmp_path, "tasks", "retry", str(task.id))
+    assert refused.exit_code == 1
+    assert "only FAILED or CANCELLED tasks can be retried; the task is PENDING" in refused.output
+
+    async def finish(store: ExportStore) -> None:
+        running = await claim(store, now)
+        assert await store.complete_task(
+            running,
+            "owner-a",
+            file_name="f.xlsx",
+            object_key=f"exports/{task.id}/f.xlsx",
+            content_type="x",
+            size_bytes=1,
+            rows=1,
+            retention_seconds=3600,
+        )
+
+    run_store(database_url, tmp_path, finish)
+    late = cli(database_url, tmp_path, "tasks", "cancel", str(task.id))
+    assert late.exit_code == 1
+    assert f"task {task.id} is SUCCEEDED: only PENDING or RUNNING" in late.output
+
+
+def test_a_missing_sqlite_file_is_not_created(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/typo.db"
+    result = cli(url, tmp_path, "tasks", "list")
+    assert result.exit_code == 1 and "no SQLite database at" in result.output
+    assert not (tmp_path / "typo.db").exists()
+
+
+def test_retry_deletes_the_leftover_file_like_the_api(database_url: str, tmp_path: Path) -> None:
+    """A RUNNING task cancelled keeps its attempt's file key; the retry deletes the file
+    (when the command can reach the storage directory) before the new version runs."""
+    key_holder: dict[str, str] = {}
+
+    async def seed(store: ExportStore) -> Task:
+        running = await claim(store, await create(store))
+        key = new_object_key(running.id)
+        assert await store.record_object_key(running, "owner-a", key)
+        key_holder["key"] = key
+        return running
+
+    task = run_store(database_url, tmp_path, seed)
+    leftover = tmp_path / "files" / key_holder["key"]
+    leftover.parent.mkdir(parents=True)
+    leftover.write_bytes(b"partial")
+    assert cli(database_url, tmp_path, "tasks", "cancel", str(task.id)).exit_code == 0
+    retried = cli(database_url, tmp_path, "tasks", "retry", str(task.id))
+    assert retried.exit_code == 0, retried.output
+    assert not leftover.exists()

@@ -1,0 +1,99 @@
+"""``export-center accept`` against a live instance: the real ``serve`` process on SQLite
+with the demo Provider, and the command in a process of its own, as an operator runs it
+(issue 12 item 4): one export end to end, the create-only / task-ids pair of a fault
+drill, and a task that FAILED giving a failing verdict."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from actors.core.models import AppCode
+from tests.helpers import PROCESS_SECRET, ServeProcess
+from web.auth import issue_token
+
+pytestmark = pytest.mark.slow
+
+
+async def accept(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``export-center accept`` against ``url`` with a user's token (in the
+    environment, as the help text suggests), answering its completed process."""
+    token = issue_token(
+        PROCESS_SECRET,
+        user_id=5,
+        tenant_id=0,
+        app_code=AppCode.PLATFORM,
+        perms=["platform:customer:export"],
+    )
+    with trio.fail_after(120):
+        done = await trio.run_process(
+            [sys.executable, "-c", "from actors.cli import main; main()", "accept"]
+            + ["--base-url", url, "--timeout", "60", *args],
+            env={**os.environ, "EXPORT_CENTER_TOKEN": token},
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
+    )
+
+
+async def test_accept_passes_fails_and_checks_earlier_ids(
+    tmp_path: Path, processes: list[ServeProcess]
+) -> None:
+    server = ServeProcess(tmp_path / "data", tmp_path / "serve.log")
+    processes.append(server)
+    url = await server.ready()
+
+    one = await accept(url, "--parameters", '{"rowCount": 1500}')
+    assert one.returncode == 0, one.stdout + one.stderr
+    [verdict] = one.stdout.splitlines()
+    assert verdict.startswith("accept: PASS 1/1 exports succeeded and read back")
+    # The demo table's eight typed columns, read back from the downloaded file.
+    assert "1500 rows, 8 columns (number, text, text, number, boolean, date, datetime, text)" in (
+        verdict
+    )
+
+    created = await accept(url, "--create-only", "--parameters", '{"rowCount": 700}')
+    assert created.returncode == 0, created.stderr
+    [task_id] = created.stdout.split()
+    assert task_id.isdigit()
+    later = await accept(url, "--task-ids", task_id)
+    assert later.returncode == 0, later.stdout + later.stderr
+    assert later.stdout.startswith("accept: PASS 1/1") and f"task {task_id}: 700 rows" in (
+        later.stdout
+    )
+
+    failing = await accept(url, "--parameters", '{"rowCount": 0}')
+    assert failing.returncode == 1
+    [verdict] = failing.stdout.splitlines()
+    assert verdict.startswith("accept: FAIL 0/1 exports passed; task ")
+    assert "FAILED: provider demo-service answered code 400: rowCount must be" in verdict
+
+    both = await accept(url, "--task-ids", task_id, verdict.split()[6])
+    assert both.returncode == 1 and both.stdout.startswith("accept: FAIL 1/2 exports passed")
+    assert "Traceback" not in server.log.read_text()
+
+
+async def test_accept_fails_cleanly_when_the_service_refuses_or_is_gone(
+    tmp_path: Path, processes: list[ServeProcess]
+) -> None:
+    server = ServeProcess(tmp_path / "data", tmp_path / "serve.log")
+    processes.append(server)
+    url = await server.ready()
+    unknown = await accept(url, "--export-type", "NO_SUCH_TYPE")
+    assert unknown.returncode == 1
+    assert unknown.stdout.startswith("accept: FAIL cannot create an export: ")
+
+    server.close()
+    gone = await accept(url, "--task-ids", "123")
+    assert gone.returncode == 1 and gone.stdout.startswith("accept: FAIL 0/1 exports passed; ")
+
+    usage = await accept(url, "123")
+    assert usage.returncode == 2 and "task ids are given after --task-ids" in usage.stderr
