@@ -119,11 +119,11 @@ class BatchRequest:
                 sent without them.
         """
         if not is_int(self.tenant_id) or self.tenant_id < 0:
-            raise ValueError(f"tenantId is required (§10.1), got {self.tenant_id!r}")
+            raise ValueError(f"tenantId is required, got {self.tenant_id!r}")
         if not isinstance(self.app_code, str) or not self.app_code:
-            raise ValueError(f"appCode is required (§10.1), got {self.app_code!r}")
+            raise ValueError(f"appCode is required, got {self.app_code!r}")
         if not is_int(self.requested_by) or self.requested_by < 0:
-            raise ValueError(f"requestedBy is required (§10.1), got {self.requested_by!r}")
+            raise ValueError(f"requestedBy is required, got {self.requested_by!r}")
         if not is_int(self.task_id):
             raise ValueError(f"taskId must be an integer, got {self.task_id!r}")
         if not is_int(self.dispatch_version):
@@ -366,8 +366,7 @@ def parse_batch_data(data: Mapping[str, Any], *, limit: int, max_columns: int) -
         raise ProviderContractError("snapshotToken is not a string")
     if token is not None and len(token) > MAX_SNAPSHOT_TOKEN_CHARS:
         raise ProviderContractError(
-            f"snapshotToken has {len(token)} characters; the limit is "
-            f"{MAX_SNAPSHOT_TOKEN_CHARS} (§10.2)"
+            f"snapshotToken has {len(token)} characters; the limit is {MAX_SNAPSHOT_TOKEN_CHARS}"
         )
     if token is not None and not has_utf8_form(token):
         raise ProviderContractError("snapshotToken is not valid Unicode (lone surrogate)")
@@ -378,7 +377,7 @@ def parse_batch_data(data: Mapping[str, Any], *, limit: int, max_columns: int) -
         raise ProviderContractError("rows is not a list of objects")
     if len(rows) > limit:
         raise ProviderContractError(
-            f"batch has {len(rows)} rows; the batch-size limit is {limit} rows (§12)"
+            f"batch has {len(rows)} rows; the batch-size limit is {limit} rows"
         )
     next_cursor = data.get("nextCursor")
     if next_cursor is not None and not isinstance(next_cursor, str):

@@ -231,7 +231,7 @@ def test_later_batches_may_omit_columns() -> None:
         (
             _answer(rows=[{"id": 1}] * 3),
             ProviderContractError,
-            "provider svc: batch has 3 rows; the batch-size limit is 2 rows (§12)",
+            "provider svc: batch has 3 rows; the batch-size limit is 2 rows",
         ),
         (
             _answer(columns=[column_json(COLUMNS[0])] * 2),
@@ -253,7 +253,7 @@ def test_later_batches_may_omit_columns() -> None:
         (
             _answer(snapshot_token="x" * 513),
             ProviderContractError,
-            "provider svc: snapshotToken has 513 characters; the limit is 512 (§10.2)",
+            "provider svc: snapshotToken has 513 characters; the limit is 512",
         ),
     ],
 )
