@@ -283,5 +283,9 @@ async def _demo_export(
     return True
 
 
+from actors.cli_provider import provider_check  # noqa: E402 - its own module, attached here
+
+main.add_command(provider_check)
+
 if __name__ == "__main__":
     main()
