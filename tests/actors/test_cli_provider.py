@@ -104,7 +104,7 @@ def test_a_stopped_run_skips_what_it_did_not_reach(demo_provider_url: str) -> No
     code, findings = provider_check(
         demo_provider_url, "CUSTOMER_LIST", "--rows", "150", "--batch-size", "100"
     )
-    assert code == 0  # a skip is no failure
+    assert code == 0, findings  # a skip is no failure
     end = next(f for f in findings if f["rule"] == "end")
     assert end["verdict"] == "SKIP"
     assert end["detail"].startswith("stopped after 200 rows in 2 batches, as asked (--rows 150)")
@@ -318,6 +318,12 @@ BROKEN: list[tuple[str, Callable[[], App], str, str]] = [
         "ORDER_LIST allows at most max-rows 200000",
     ),
     (
+        "a body over 4 MB",
+        lambda: data_change(_first_row("amount", "9" * (5 * 1024 * 1024))),
+        "limits",
+        "batch 1: provider response body exceeds the limit of 4 MB (4194304 bytes;",
+    ),
+    (
         "101 columns",
         lambda: data_change(_many_columns),
         "limits",
@@ -410,6 +416,18 @@ def test_a_provider_that_is_down_fails_the_answer_rule_and_skips_the_rest() -> N
     )
     for key in ("fields", "cells", "limits", "cursor", "end", "snapshot-token"):
         assert found[key] == "SKIP", key
+    assert code == 1
+
+
+def test_a_wrong_export_type_is_the_providers_404(tmp_path: Path) -> None:
+    with example_provider_process(TOKEN, tmp_path / "provider.log") as url:
+        code, findings = provider_check(url, "CUSTOMER_LIST")
+    assert findings[0] == {
+        "rule": "answer",
+        "verdict": "FAIL",
+        "detail": f"batch 1: provider {url} answered HTTP 404: code 404: no route "
+        "/internal/exports/v1/CUSTOMER_LIST/batches (permanent by the service)",
+    }
     assert code == 1
 
 
