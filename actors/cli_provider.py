@@ -5,7 +5,7 @@ The requests go through the service's own Provider client
 (:class:`actors.pipeline.provider_client.ProviderClient`: the same headers, timeouts,
 4 MB streaming limit, status mapping and decoder), and every outcome is judged by
 :class:`actors.core.provider_check.ProviderCheck`, which applies the service's own checks.
-The requests a Provider must refuse (:data:`actors.core.provider_check.PROBES`) are the
+The requests a Provider must refuse (:data:`actors.core.provider_rules.PROBES`) are the
 well-formed request changed on the wire by a transport wrapped around the client's, so even
 they take the service's code path.
 
@@ -29,23 +29,23 @@ import trio
 
 from actors.core.errors import ExportError, ProviderContractError
 from actors.core.models import AppCode, ExportDefinition, ProviderBatch
-from actors.core.provider_check import (
-    PROBES,
-    WRONG_SERVICE_TOKEN,
-    Finding,
-    Probe,
-    ProviderCheck,
-    Stage,
-    Verdict,
-    is_refusal,
-    passed,
-)
+from actors.core.provider_check import ProviderCheck
 from actors.core.provider_contract import (
     MAX_COLUMNS,
     MAX_ID,
     SERVICE_TOKEN_HEADER,
     BatchRequest,
     batches_path,
+)
+from actors.core.provider_rules import (
+    PROBES,
+    WRONG_SERVICE_TOKEN,
+    Finding,
+    Probe,
+    Stage,
+    Verdict,
+    is_refusal,
+    passed,
 )
 from actors.core.registry import BATCH_SIZE_RANGE, MAX_ROWS_RANGE
 from actors.pipeline.provider_client import ProviderClient

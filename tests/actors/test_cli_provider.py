@@ -25,7 +25,7 @@ import pytest
 from click.testing import CliRunner
 
 from actors.cli import main
-from actors.core.provider_check import RULES, WRONG_SERVICE_TOKEN
+from actors.core.provider_rules import RULES, WRONG_SERVICE_TOKEN
 from tests.helpers import example_provider_process, load_example_provider
 
 TOKEN = "provider-check-token"
