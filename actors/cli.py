@@ -295,5 +295,9 @@ from actors import cli_ops  # noqa: E402
 
 cli_ops.attach(main)
 
+from actors.cli_provider import provider_check  # noqa: E402 - its own module, attached here
+
+main.add_command(provider_check)
+
 if __name__ == "__main__":
     main()

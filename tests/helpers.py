@@ -14,6 +14,7 @@ time has expired in the DB as well, with no wall-clock waiting.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import logging
@@ -26,6 +27,7 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import httpx
@@ -382,6 +384,46 @@ async def poll_task(url: str, task_id: str, until: set[str], timeout: float = 60
                 if task["status"] in until:
                     return task
                 await trio.sleep(0.05)
+
+
+# --- the example Provider of docs/provider-guide.md ---------------------------------------
+
+EXAMPLE_PROVIDER = Path(__file__).resolve().parents[1] / "examples/provider/minimal_provider.py"
+
+
+def load_example_provider() -> ModuleType:
+    """``examples/provider/minimal_provider.py`` imported as a module (it is no package)."""
+    spec = importlib.util.spec_from_file_location("minimal_provider", EXAMPLE_PROVIDER)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@contextmanager
+def example_provider_process(token: str, log: Path) -> Iterator[str]:
+    """The example Provider run as its README says, in a process of its own; yields its
+    base URL. Its request log goes to ``log``."""
+    with open(log, "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, str(EXAMPLE_PROVIDER), "0"],
+            env={**os.environ, "INTERNAL_SERVICE_TOKEN": token},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()  # the bound URL, or "" when it exited
+            match = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
+            assert match, line + log.read_text()
+            yield match.group(1)
+        finally:
+            proc.kill()
+            proc.wait(30)
+            assert proc.stdout is not None
+            proc.stdout.close()
 
 
 # --- the API app over a store (no server) ---------------------------------------------

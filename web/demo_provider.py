@@ -29,6 +29,7 @@ import msgspec
 import quart
 import trio
 from quart import Blueprint, Response, request
+from werkzeug.exceptions import HTTPException
 
 from actors.core.errors import ParameterError
 from actors.core.limits import parse_json_body
@@ -46,6 +47,7 @@ from actors.core.provider_contract import (
     request_snapshot_token,
     response_envelope,
 )
+from actors.core.text import quote_outside
 from web.errors import envelope_code
 
 EXPORT_TYPE = "CUSTOMER_LIST"
@@ -342,8 +344,7 @@ def _answer(body: Any, secret: bytes, default_rows: int) -> dict[str, Any]:
         raise _BadRequest("400", f"keyword must be a string of at most {MAX_KEYWORD_CHARS} chars")
 
     raw_cursor = body.get("cursor")
-    if raw_cursor is not None and not (isinstance(raw_cursor, str) and _is_digits(raw_cursor)):
-        raise _BadRequest("400", "cursor must be null or a string of digits")
+    _check_cursor(raw_cursor)
     token = request_snapshot_token(body)
 
     first = raw_cursor is None
@@ -397,6 +398,31 @@ def _page(
     return rows, last_seen
 
 
+def _check_cursor(raw: Any) -> None:
+    """The demo's cursor is the last customer id examined: null or a string of digits.
+
+    Raises:
+        _BadRequest: "400" saying what is wrong: not a string, not digits, or longer than
+            any id this Provider hands out.
+    """
+    if raw is None:
+        return
+    if not isinstance(raw, str):
+        raise _BadRequest(
+            "400", f"cursor must be null or a string of digits, got {type(raw).__name__}"
+        )
+    if not (raw.isascii() and raw.isdigit()):
+        raise _BadRequest(
+            "400", f"cursor must be null or a string of digits, got '{quote_outside(raw, 40)}'"
+        )
+    if len(raw) > _MAX_CURSOR_DIGITS:
+        raise _BadRequest(
+            "400",
+            f"cursor is out of range: {len(raw)} digits; this Provider's cursors are customer "
+            f"ids of at most {_MAX_CURSOR_DIGITS} digits (send back the nextCursor it answered)",
+        )
+
+
 def _estimate_total(upper: int, status: str | None) -> int:
     inactive = upper // _INACTIVE_EVERY
     if status == "ACTIVE":
@@ -432,8 +458,30 @@ def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+#: A cursor is a customer id: at most 19 digits, the length of a 64-bit id.
+_MAX_CURSOR_DIGITS = 19
+
+
 def _is_digits(text: str) -> bool:
-    return text.isascii() and text.isdigit() and len(text) <= 19
+    return text.isascii() and text.isdigit() and len(text) <= _MAX_CURSOR_DIGITS
+
+
+def _json_http_errors(app: quart.Quart) -> None:
+    """Answer unknown paths (404) and wrong methods (405) with the envelope, as a Provider
+    does for every answer: the standalone app has no API error handlers, and Quart's
+    default is an HTML page that a JSON client can only report as "not JSON"."""
+
+    @app.errorhandler(HTTPException)
+    async def _http_error(exc: HTTPException) -> Response:
+        code = exc.code or 500
+        if code == 404:
+            message = (
+                f"no route {quote_outside(request.path, 120)}: this Provider serves "
+                f"POST {PROVIDER_PATH}"
+            )
+        else:
+            message = exc.description or exc.name
+        return _envelope(str(code), message, None, http_status=code)
 
 
 async def serve_demo_provider(
@@ -469,6 +517,7 @@ async def serve_demo_provider(
     from web.server import WebServer
 
     app = QuartTrio("export-center-demo-provider")
+    _json_http_errors(app)
     app.register_blueprint(
         create_demo_provider_blueprint(
             service_token=service_token,

@@ -218,7 +218,7 @@ class SnapshotPin:
         """
         if self.schema_hash is None:
             if not columns:
-                raise ProviderContractError("the first batch carries no columns (§10.1)")
+                raise ProviderContractError("the first batch carries no columns")
             self.schema_hash = schema_hash
             self.token = snapshot_token
             return
@@ -226,10 +226,10 @@ class SnapshotPin:
             raise ProviderContractError(
                 f"schemaHash changed between batches ({clip(self.schema_hash)} -> "
                 f"{clip(schema_hash)}): the Provider changed its columns during "
-                "the export (§10.1)"
+                "the export"
             )
         if snapshot_token is not None and snapshot_token != self.token:
-            raise ProviderContractError("snapshotToken changed between batches (§10.2)")
+            raise ProviderContractError("snapshotToken changed between batches")
 
 
 def check_batch_rows(row_count: int, limit: int) -> None:

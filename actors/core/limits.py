@@ -134,8 +134,16 @@ def parse_json_body(raw: bytes) -> dict[str, Any]:
         raise ParameterError(
             "body", f"request body is not valid UTF-8 (byte {exc.start})"
         ) from None
-    if not text.strip():
+    if not text:
         raise ParameterError("body", "request body is empty; a JSON object is required")
+    if not text.strip():
+        # Not "empty": bytes did arrive, and a client looking for why needs to hear that
+        # they are not JSON.
+        raise ParameterError(
+            "body",
+            f"request body is not valid JSON: it holds only whitespace ({len(raw)} bytes); "
+            "a JSON object is required",
+        )
     if json_nesting_depth(text) > MAX_BODY_DEPTH:
         raise ParameterError("body", f"request body is nested deeper than {MAX_BODY_DEPTH} levels")
     try:

@@ -119,11 +119,11 @@ class BatchRequest:
                 sent without them.
         """
         if not is_int(self.tenant_id) or self.tenant_id < 0:
-            raise ValueError(f"tenantId is required (§10.1), got {self.tenant_id!r}")
+            raise ValueError(f"tenantId is required, got {self.tenant_id!r}")
         if not isinstance(self.app_code, str) or not self.app_code:
-            raise ValueError(f"appCode is required (§10.1), got {self.app_code!r}")
+            raise ValueError(f"appCode is required, got {self.app_code!r}")
         if not is_int(self.requested_by) or self.requested_by < 0:
-            raise ValueError(f"requestedBy is required (§10.1), got {self.requested_by!r}")
+            raise ValueError(f"requestedBy is required, got {self.requested_by!r}")
         if not is_int(self.task_id):
             raise ValueError(f"taskId must be an integer, got {self.task_id!r}")
         if not is_int(self.dispatch_version):
@@ -145,23 +145,47 @@ class BatchRequest:
         }
 
 
-def _is_id_digits(text: str) -> bool:
-    return text.isascii() and text.isdigit() and len(text) <= 19
+#: Largest 64-bit id: ids are signed BIGINT columns.
+MAX_ID = 2**63 - 1
+_MAX_ID_DIGITS = len(str(MAX_ID))
 
 
 def request_id(body: Mapping[str, Any], name: str) -> int:
     """A required 64-bit id of a request (``tenantId``, ``requestedBy``): a string of
-    digits, as ids travel, or a bare non-negative number.
+    ASCII digits, as ids travel, or a bare non-negative number, at most :data:`MAX_ID`.
 
     Raises:
-        ParameterError: the field is missing or not such an id ("tenantId is required").
+        ParameterError: the field is missing ("tenantId is required"), negative ("must be
+            0 or a positive id"), longer or larger than a 64-bit id ("out of range"), or
+            not digits at all; the message quotes the value, clipped.
     """
     value = body.get(name)
-    if isinstance(value, str) and _is_id_digits(value):
-        return int(value)
-    if is_int(value) and value >= 0:
-        return int(value)
-    raise ParameterError(name, f"{name} is required")
+    if value is None:
+        raise ParameterError(name, f"{name} is required")
+    if is_int(value):
+        text = str(value)
+    elif isinstance(value, str):
+        text = value
+    else:
+        kind = type(value).__name__
+        raise ParameterError(
+            name, f"{name} must be a string of digits, got {kind} {clip(repr(value))}"
+        )
+    digits = text.removeprefix("-")
+    if not (digits.isascii() and digits.isdigit()):
+        raise ParameterError(name, f"{name} must be a string of digits, got {clip(repr(text))}")
+    if text.startswith("-"):
+        if digits.strip("0"):
+            raise ParameterError(name, f"{name} must be 0 or a positive id, got {clip(repr(text))}")
+        raise ParameterError(name, f"{name} must be a string of digits, got {clip(repr(text))}")
+    significant = digits.lstrip("0")
+    # Compared as text first: a 5,000-digit value is never given to int().
+    if len(significant) > _MAX_ID_DIGITS or int(significant or "0") > MAX_ID:
+        raise ParameterError(
+            name,
+            f"{name} is out of range: {len(significant)} digits, the largest 64-bit id is {MAX_ID}",
+        )
+    return int(digits)
 
 
 def request_app_code(body: Mapping[str, Any]) -> AppCode:
@@ -342,8 +366,7 @@ def parse_batch_data(data: Mapping[str, Any], *, limit: int, max_columns: int) -
         raise ProviderContractError("snapshotToken is not a string")
     if token is not None and len(token) > MAX_SNAPSHOT_TOKEN_CHARS:
         raise ProviderContractError(
-            f"snapshotToken has {len(token)} characters; the limit is "
-            f"{MAX_SNAPSHOT_TOKEN_CHARS} (§10.2)"
+            f"snapshotToken has {len(token)} characters; the limit is {MAX_SNAPSHOT_TOKEN_CHARS}"
         )
     if token is not None and not has_utf8_form(token):
         raise ProviderContractError("snapshotToken is not valid Unicode (lone surrogate)")
@@ -354,7 +377,7 @@ def parse_batch_data(data: Mapping[str, Any], *, limit: int, max_columns: int) -
         raise ProviderContractError("rows is not a list of objects")
     if len(rows) > limit:
         raise ProviderContractError(
-            f"batch has {len(rows)} rows; the batch-size limit is {limit} rows (§12)"
+            f"batch has {len(rows)} rows; the batch-size limit is {limit} rows"
         )
     next_cursor = data.get("nextCursor")
     if next_cursor is not None and not isinstance(next_cursor, str):

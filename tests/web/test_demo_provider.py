@@ -203,6 +203,44 @@ async def test_tenant_fields_are_required(field: str, value: Any) -> None:
     assert field in envelope["message"]
 
 
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        # Found by a newcomer: each of these used to answer a message that sent them
+        # looking for the wrong problem ("required", "not digits").
+        ({"tenantId": "-1"}, "tenantId must be 0 or a positive id, got '-1'"),
+        ({"requestedBy": "-7"}, "requestedBy must be 0 or a positive id, got '-7'"),
+        (
+            {"tenantId": "1" * 30},
+            "tenantId is out of range: 30 digits, the largest 64-bit id is 9223372036854775807",
+        ),
+        (
+            {"cursor": "1" * 30, "snapshotToken": "any"},
+            "cursor is out of range: 30 digits; this Provider's cursors are customer ids of at "
+            "most 19 digits",
+        ),
+        ({"cursor": "abc"}, "cursor must be null or a string of digits, got 'abc'"),
+        ({"cursor": 5}, "cursor must be null or a string of digits, got int"),
+    ],
+)
+async def test_refusals_say_what_is_wrong_with_the_value(
+    overrides: dict[str, Any], message: str
+) -> None:
+    status, envelope = await post(make_app(), body(**overrides))
+    assert (status, envelope["code"]) == (200, "400")
+    assert envelope["message"].startswith(message), envelope["message"]
+
+
+async def test_a_body_of_spaces_is_not_json_rather_than_empty() -> None:
+    client = make_app().test_client()
+    response = await client.post(PROVIDER_PATH, data=b"    ", headers=HEADERS)
+    envelope = json.loads(await response.get_data())
+    assert envelope["code"] == "400"
+    assert envelope["message"].startswith(
+        "request body is not valid JSON: it holds only whitespace"
+    )
+
+
 async def test_merchant_app_code_is_refused_for_platform_export() -> None:
     status, envelope = await post(make_app(), body(appCode="MERCHANT"))
     assert (status, envelope["code"]) == (200, "403")

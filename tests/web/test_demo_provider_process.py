@@ -70,6 +70,26 @@ def test_serves_the_contract_and_stops_on_sigterm(
     assert proc.wait(30) == 0
 
 
+def test_unknown_paths_and_methods_answer_the_json_envelope(
+    provider: tuple[subprocess.Popen[str], str],
+) -> None:
+    """A Provider team probing the demo gets the envelope, never an HTML error page."""
+    _, url = provider
+    with httpx.Client(base_url=url, timeout=30) as client:
+        missing = client.post("/internal/exports/v1/ORDERS/batches", json=BODY)
+        wrong_method = client.get(PROVIDER_PATH)
+    assert missing.status_code == 404
+    assert missing.headers["content-type"].startswith("application/json")
+    assert missing.json() == {
+        "code": "404",
+        "message": "no route /internal/exports/v1/ORDERS/batches: this Provider serves "
+        f"POST {PROVIDER_PATH}",
+        "data": None,
+    }
+    assert wrong_method.status_code == 405
+    assert wrong_method.json()["code"] == "405" and wrong_method.json()["data"] is None
+
+
 def test_refuses_to_start_without_a_service_token() -> None:
     env = {k: v for k, v in os.environ.items() if k != "INTERNAL_SERVICE_TOKEN"}
     done = subprocess.run(

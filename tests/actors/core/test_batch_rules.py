@@ -184,23 +184,23 @@ _COLS = (ColumnDef("id", "ID", ColumnType.INTEGER, 12),)
         ([(_COLS, "h", "t")], "t", None),
         ([(_COLS, "h", "t"), (None, "h", "t"), (None, "h", None)], "t", None),  # may omit
         ([(_COLS, "h", None), (None, "h", None)], None, None),  # no snapshot at all
-        ([(None, "h", "t")], None, "the first batch carries no columns (§10.1)"),
-        ([((), "h", "t")], None, "the first batch carries no columns (§10.1)"),
+        ([(None, "h", "t")], None, "the first batch carries no columns"),
+        ([((), "h", "t")], None, "the first batch carries no columns"),
         (
             [(_COLS, "h1", "t"), (None, "h2", "t")],
             "t",
             "schemaHash changed between batches (h1 -> h2): the Provider changed its columns "
-            "during the export (§10.1)",
+            "during the export",
         ),
         (
             [(_COLS, "h", "t1"), (None, "h", "t2")],
             "t1",
-            "snapshotToken changed between batches (§10.2)",
+            "snapshotToken changed between batches",
         ),
         (
             [(_COLS, "h", None), (None, "h", "t")],  # a token appearing later is a swap
             None,
-            "snapshotToken changed between batches (§10.2)",
+            "snapshotToken changed between batches",
         ),
     ],
 )

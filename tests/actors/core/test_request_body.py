@@ -31,6 +31,7 @@ def test_json_nesting_depth(text: str, depth: int) -> None:
     ("raw", "message"),
     [
         (b"", "request body is empty"),
+        (b"   \n", "not valid JSON: it holds only whitespace (4 bytes)"),
         (b"\xff{}", "not valid UTF-8 (byte 0)"),
         (b"[" * 1000 + b"]" * 1000, f"nested deeper than {MAX_BODY_DEPTH} levels"),
         (b'{"a":' * 5000 + b"1" + b"}" * 5000, f"nested deeper than {MAX_BODY_DEPTH} levels"),
