@@ -462,6 +462,7 @@ class ConsumerSlot:
                 size_bytes=result.size_bytes,
                 rows=result.rows,
                 total_rows=result.total_rows,
+                warnings=result.warnings,
                 retention_seconds=self.settings.retention_days * 86400,
             ),
             margin=margin,

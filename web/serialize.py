@@ -17,9 +17,24 @@ def _str(value: int | None) -> str | None:
     return str(value) if value is not None else None
 
 
+def last_error(task: Task) -> str | None:
+    """The failure of the last attempt while an automatic retry waits, else ``None``.
+
+    A retry keeps the failure's message on the PENDING task (``SCHEDULE_RETRY`` in
+    ``db/transitions.py``) and a manual retry clears it, so a PENDING task with an
+    attempt behind it and a message is waiting to retry after that failure.
+    """
+    if task.status == TaskStatus.PENDING and task.attempt_count > 0:
+        return task.failure_message
+    return None
+
+
 def task_json(task: Task) -> dict[str, Any]:
-    """The task as the API returns it. ``id``, ``processedRows``, ``totalRows`` and
-    ``sizeBytes`` are 64-bit and therefore strings; small counters stay numbers."""
+    """The task as the API returns it. ``id``, ``processedRows``, ``totalRows``,
+    ``sizeBytes``, ``tenantId`` and ``requestedBy`` are 64-bit and therefore strings;
+    small counters stay numbers. ``parameters`` are the normalised object stored at
+    create; ``warnings`` the data warnings of the last successful run (``[]`` when
+    none); ``lastError`` is :func:`last_error`."""
     return {
         "id": str(task.id),
         "taskNo": task.task_no,
@@ -41,6 +56,12 @@ def task_json(task: Task) -> dict[str, Any]:
         "expiresAt": _iso(task.expires_at),
         # Only meaningful while the task waits: the column is NOT NULL in the schema.
         "nextRetryAt": _iso(task.next_retry_at) if task.status == TaskStatus.PENDING else None,
+        "requestedBy": str(task.requested_by),
+        "tenantId": str(task.tenant_id),
+        "appCode": task.app_code,
+        "parameters": task.parameters,
+        "warnings": task.warnings,
+        "lastError": last_error(task),
     }
 
 

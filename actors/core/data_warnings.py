@@ -114,7 +114,17 @@ class DataWarnings:
         Returns:
             e.g. ``"2 cells truncated to 32767 characters (batch 1 row 7 column 'remark',
             …); 250000 values of 2000 undeclared fields ignored in 125 rows (fields 'k0',
-            'k1', 'k2', …)"``.
+            'k1', 'k2', …)"``: the :meth:`lines` joined by ``"; "``.
+        """
+        return "; ".join(self.lines())
+
+    def lines(self) -> list[str]:
+        """The warnings, one sentence per kind and per note, as the task keeps them for
+        its API (``warnings`` of the task JSON); bounded like :meth:`summary`.
+
+        Returns:
+            At most three kinds plus a few notes (and their count beyond); ``[]`` when
+            there is nothing to report.
         """
         parts: list[str] = []
         if self.truncated:
@@ -138,7 +148,7 @@ class DataWarnings:
         parts.extend(self._notes)
         if self._more_notes:
             parts.append(f"{self._more_notes} more notes")
-        return "; ".join(parts)
+        return parts
 
 
 def _examples(examples: list[str], count: int, *, label: str = "") -> str:

@@ -197,12 +197,28 @@ class Task:
     trace_id: str | None = None
     """W3C trace id created at the API (``actors/core/tracing.py``); ``None`` for tasks
     created before the column existed."""
+    warnings_json: str | None = None
 
     @property
     def parameters(self) -> dict[str, Any]:
         """The normalised parameter object stored at create (§12 limits applied)."""
         value: dict[str, Any] = json.loads(self.parameters_json)
         return value
+
+    @property
+    def warnings(self) -> list[str]:
+        """The data warnings of the last successful run (cells truncated, values written
+        as text, …), one sentence each; ``[]`` when there were none or the task has not
+        succeeded. A value that is not a JSON list of strings reads as ``[]``."""
+        if not self.warnings_json:
+            return []
+        try:
+            value = json.loads(self.warnings_json)
+        except ValueError:
+            return []
+        if not isinstance(value, list):
+            return []
+        return [w for w in value if isinstance(w, str)]
 
 
 @dataclass(frozen=True, slots=True)

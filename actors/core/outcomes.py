@@ -115,7 +115,8 @@ class ExportResult:
     ``rows`` is what the file holds; ``total_rows`` is what the task keeps as its total:
     the Provider's announced ``totalRows`` when more were announced than came (§10.2:
     deletions during the export), else ``rows``. ``None`` means "same as ``rows``".
-    ``size_bytes`` is the file's size in bytes.
+    ``size_bytes`` is the file's size in bytes. ``warnings`` are the run's data warnings
+    (cells truncated, values written as text, …), one sentence each; the task keeps them.
     """
 
     object_key: str
@@ -124,6 +125,7 @@ class ExportResult:
     size_bytes: int
     rows: int
     total_rows: int | None = None
+    warnings: tuple[str, ...] = ()
 
 
 # -- dead letters and operations ------------------------------------------------------------

@@ -18,7 +18,7 @@ reach the broker raises :class:`~actors.core.errors.TransportSendError`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import BinaryIO, Protocol, Self
@@ -422,8 +422,10 @@ class ExecutionStore(ClaimStore, Protocol):
         rows: int,
         retention_seconds: float,
         total_rows: int | None = None,
+        warnings: Sequence[str] = (),
     ) -> bool:
-        """The final commit; ``False``: the caller must delete its file."""
+        """The final commit, with the run's data ``warnings`` (one sentence each);
+        ``False``: the caller must delete its file."""
         ...
 
     async def fail_task(

@@ -84,14 +84,15 @@ class ExportWorker:
     Attributes:
         pid: the worker's process id.
         rows_written: data rows the worker has confirmed written.
-        warnings: the run's data-warning summary as last reported, or ``""``.
+        warnings: the run's data warnings as last reported, one sentence each (empty
+            when none).
     """
 
     def __init__(self, process: trio.Process) -> None:
         self._process = process
         self.pid: int = process.pid
         self.rows_written = 0
-        self.warnings = ""
+        self.warnings: tuple[str, ...] = ()
         self._waiting: deque[str] = deque()  # what each unanswered request asks for
         self._batches_sent = 0
         self._buffer = bytearray()

@@ -140,7 +140,7 @@ class ExportRunner:
                     task.dispatch_version,
                     worker.rows_written,
                     batches,
-                    worker.warnings,
+                    "; ".join(worker.warnings),
                 )
             _log_summary(task.id, worker, size, batches, trio.current_time() - started)
         out.close()  # the worker has flushed and fsynced the file through its descriptor
@@ -151,6 +151,7 @@ class ExportRunner:
             size_bytes=size,
             rows=rows,
             total_rows=total_rows,
+            warnings=worker.warnings,
         )
 
 

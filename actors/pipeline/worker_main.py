@@ -108,7 +108,7 @@ class WorkerSession:
             self._pending = None
             writer = self._writer or self._open_writer(batch)
             writer.write_rows(batch.rows, request.batch)
-            return Written(writer.rows_written, writer.warnings.summary())
+            return Written(writer.rows_written, tuple(writer.warnings.lines()))
         if isinstance(request, Close):
             open_writer = self._writer
             if open_writer is None or self._out is None:
@@ -119,7 +119,7 @@ class WorkerSession:
             os.fsync(self._out.fileno())  # before the parent's commit says the file exists
             if request.note:
                 writer.warnings.note(request.note)
-            return Closed(size, writer.rows_written, writer.warnings.summary())
+            return Closed(size, writer.rows_written, tuple(writer.warnings.lines()))
         raise RuntimeError(f"unknown request {type(request).__name__}")
 
     def _open_writer(self, first: ProviderBatch) -> XlsxStreamWriter:
@@ -144,7 +144,7 @@ class WorkerSession:
             message=message,
             internal=internal,
             rows_written=writer.rows_written if writer else 0,
-            warnings=writer.warnings.summary() if writer else "",
+            warnings=tuple(writer.warnings.lines()) if writer else (),
         )
 
     def discard(self) -> None:

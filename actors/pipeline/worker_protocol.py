@@ -123,11 +123,12 @@ class Decoded:
 
 @dataclass(frozen=True, slots=True)
 class Written:
-    """The batch is written. ``warnings`` is the run's data-warning summary so far, or
-    ``""``; ``rows_written`` counts data rows in the file so far."""
+    """The batch is written. ``warnings`` are the run's data warnings so far
+    (:meth:`~actors.core.data_warnings.DataWarnings.lines`, empty when none);
+    ``rows_written`` counts data rows in the file so far."""
 
     rows_written: int
-    warnings: str
+    warnings: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +137,7 @@ class Closed:
 
     size: int
     rows_written: int
-    warnings: str
+    warnings: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,14 +150,14 @@ class Failed:
         message: its message (already escaped by :class:`ExportError`).
         internal: a bug in the worker rather than a verdict on the export.
         rows_written: data rows written before the failure.
-        warnings: data-warning summary before the failure, or ``""``.
+        warnings: data warnings before the failure, empty when none.
     """
 
     error: str
     message: str
     internal: bool
     rows_written: int
-    warnings: str
+    warnings: tuple[str, ...]
 
 
 Request = Start | Decode | Write | Close

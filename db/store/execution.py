@@ -6,7 +6,7 @@ runner call them; every write after the claim is fenced by id, version, owner an
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from actors.core import dispatch, fairness
@@ -174,9 +174,13 @@ class ExecutionTransitions(StoreBase):
         rows: int,
         retention_seconds: float,
         total_rows: int | None = None,
+        warnings: Sequence[str] = (),
     ) -> bool:
         """§8.4 final commit, fenced by version, owner, status and deadline. False means
         the caller must delete its file.
+
+        ``warnings`` (the run's data warnings, one sentence each) are stored with the
+        SUCCEEDED status in the same fenced statement, as JSON (``NULL`` when none).
 
         ``rows`` becomes ``processed_rows``; ``total_rows`` (default: ``rows``) keeps a
         Provider's announced figure when fewer rows came than it announced (§10.2).

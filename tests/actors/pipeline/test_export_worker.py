@@ -86,7 +86,7 @@ async def test_a_run_decodes_writes_and_closes_a_file_openpyxl_reads(tmp_path: P
         assert await worker.finish_writes() == 800
         size = await worker.close("provider announced 900 rows")
     assert size == (tmp_path / "out.xlsx").stat().st_size > 0
-    assert "provider announced 900 rows" in worker.warnings
+    assert "provider announced 900 rows" in "; ".join(worker.warnings)
     assert not alive(pid)
     book = openpyxl.load_workbook(tmp_path / "out.xlsx", read_only=True)
     values = [tuple(c.value for c in r) for r in book.active.iter_rows()]

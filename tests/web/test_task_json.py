@@ -1,0 +1,65 @@
+"""The task JSON (issue 10 item 3): who asked, in which tenant and app, with which
+parameters, the data warnings of the last successful run, and the failure a waiting retry
+follows (``lastError``); every earlier field kept."""
+
+from __future__ import annotations
+
+from actors.core.models import TaskStatus
+from actors.pipeline.storage import LocalDirectoryStorage
+from db.store import ExportStore
+from tests.helpers import API, api_app, claim, create, headers, task_value
+from web.serialize import last_error, task_json
+
+
+async def test_a_created_task_shows_requester_scope_and_parameters(
+    store: ExportStore, storage: LocalDirectoryStorage
+) -> None:
+    client = api_app(store, storage)[0].test_client()
+    response = await client.post(
+        API,
+        headers=headers(42),
+        json={"exportType": "CUSTOMER_LIST", "parameters": {"status": "ACTIVE", "rowCount": 5}},
+    )
+    body = await response.get_json()
+    assert body["code"] == "200", body
+    data = body["data"]
+    assert data["requestedBy"] == "42" and data["tenantId"] == "0"
+    assert data["appCode"] == "PLATFORM"
+    assert data["parameters"] == {"rowCount": 5, "status": "ACTIVE"}
+    assert data["warnings"] == [] and data["lastError"] is None
+    again = await (await client.get(f"{API}/{data['id']}", headers=headers(42))).get_json()
+    assert again["data"] == data
+
+
+async def test_last_error_is_the_failure_a_waiting_retry_follows(
+    store: ExportStore, storage: LocalDirectoryStorage
+) -> None:
+    client = api_app(store, storage)[0].test_client()
+    task = await create(store)
+    running = await claim(store, task)
+    await store.schedule_retry(running, "owner-a", "provider timed out", backoff_seconds=60)
+    data = (await (await client.get(f"{API}/{task.id}", headers=headers())).get_json())["data"]
+    assert data["status"] == "PENDING"
+    assert data["lastError"] == "provider timed out" == data["failureMessage"]
+    assert data["nextRetryAt"] is not None
+
+
+def test_last_error_only_while_a_retry_waits() -> None:
+    cases = [
+        (TaskStatus.PENDING, 0, None, None),  # never ran
+        (TaskStatus.PENDING, 1, "timeout", "timeout"),  # retry waits
+        (TaskStatus.RUNNING, 1, "timeout", None),  # the retry runs
+        (TaskStatus.FAILED, 3, "timeout", None),  # failureMessage says it
+        (TaskStatus.CANCELLED, 1, "timeout", None),
+    ]
+    for status, attempts, message, expected in cases:
+        task = task_value(status=status, attempt_count=attempts, failure_message=message)
+        assert last_error(task) == expected, (status, attempts)
+
+
+def test_warnings_read_from_the_stored_json() -> None:
+    assert task_json(task_value())["warnings"] == []
+    stored = task_value(warnings_json='["1 cells truncated to 32767 characters"]')
+    assert task_json(stored)["warnings"] == ["1 cells truncated to 32767 characters"]
+    assert task_json(task_value(warnings_json="not json"))["warnings"] == []
+    assert task_json(task_value(warnings_json='{"a": 1}'))["warnings"] == []
