@@ -16,6 +16,10 @@ rendered per dialect at store start-up:
   rows a status holds on average (no per-value statistics in the stock build), so it may
   scan the table for a live status; the hint keeps it on the index. MySQL estimates each
   value from the index itself.
+* ``{index:name}`` — after a table name: read it through index ``name``. ``FORCE INDEX
+  (name)`` in MySQL, ``INDEXED BY name`` in SQLite. For the list pages, whose index gives
+  the order a LIMIT cuts: MariaDB's cost model ignores the LIMIT of a range and may read a
+  status's whole history through another status-led index, then sort it.
 * ``:name`` — a named parameter; becomes ``%(name)s`` for asyncmy.
 
 Time values cross this boundary as aware UTC ``datetime`` objects (``to_datetime`` and
@@ -32,6 +36,7 @@ from typing import Any
 _NOW_OFFSET = re.compile(r"\{now([+-]):(\w+)\}")
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
 _LIVE = re.compile(r"\{live:([^{}]*)\}")
+_INDEX = re.compile(r"\{index:(\w+)\}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +58,11 @@ class Dialect:
                 return f"(db_now_ms() {m.group(1)} CAST(ROUND(:{m.group(2)} * 1000) AS INTEGER))"
 
             out = _LIVE.sub(lambda m: f"unlikely({m.group(1)})", sql)
+            out = _INDEX.sub(lambda m: f"INDEXED BY {m.group(1)}", out)
             out = _NOW_OFFSET.sub(offset, out)
             return out.replace("{now}", now).replace("{for_update}", "")
         out = _LIVE.sub(lambda m: m.group(1), sql)
+        out = _INDEX.sub(lambda m: f"FORCE INDEX ({m.group(1)})", out)
         # MySQL: microsecond intervals keep fractional-second timings exact.
         out = _NOW_OFFSET.sub(
             lambda m: (

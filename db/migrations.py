@@ -304,6 +304,37 @@ STEPS: tuple[Step, ...] = (
             ),
         ),
     ),
+    Step(
+        4,
+        "list indexes ordered by requested_at: the list's requested-at range and order",
+        (
+            CreateIndex(
+                "file_export_task",
+                "idx_file_export_requester_time",
+                "(tenant_id, app_code, requested_by, requested_at, id)",
+            ),
+            CreateIndex(
+                "file_export_task",
+                "idx_file_export_requester_status_time",
+                "(tenant_id, app_code, requested_by, status, requested_at, id)",
+            ),
+            CreateIndex(
+                "file_export_task",
+                "idx_file_export_scope_time",
+                "(tenant_id, app_code, requested_at, id)",
+            ),
+            CreateIndex(
+                "file_export_task",
+                "idx_file_export_scope_status_time",
+                "(tenant_id, app_code, status, requested_at, id)",
+            ),
+            # replaced by the four above (the list orders by requested_at, then id)
+            DropIndex("file_export_task", "idx_file_export_requester"),
+            DropIndex("file_export_task", "idx_file_export_requester_status"),
+            DropIndex("file_export_task", "idx_file_export_scope"),
+            DropIndex("file_export_task", "idx_file_export_scope_status"),
+        ),
+    ),
 )
 
 #: The version this code reads and writes.

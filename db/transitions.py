@@ -50,12 +50,14 @@ LOCK_CREATE_GUARD = (
     "SELECT guard_key FROM file_export_task_guard WHERE guard_key = 'GLOBAL_CREATE' {for_update}"
 )
 
-# idx_file_export_requester_status: the requester's PENDING and RUNNING rows (a handful,
-# bounded by the per-user limit); the hash and time are filters. No ORDER BY: the caller
-# takes the newest, because an ORDER BY id would tempt a planner to walk the requester's
-# whole history backwards on idx_file_export_requester when there is no duplicate.
+# idx_file_export_requester_status_time: the requester's PENDING and RUNNING rows (a
+# handful, bounded by the per-user limit); the hash and time are filters. No ORDER BY: the
+# caller takes the newest, because an ORDER BY would tempt a planner to walk the
+# requester's whole history backwards on idx_file_export_requester_time when there is no
+# duplicate. The index is named: with it MariaDB otherwise may intersect the requester's
+# history with the status-led lease index.
 FIND_DUPLICATE_ACTIVE = f"""
-SELECT {TASK_COLUMNS} FROM file_export_task
+SELECT {TASK_COLUMNS} FROM file_export_task {{index:idx_file_export_requester_status_time}}
  WHERE tenant_id = :tenant_id AND app_code = :app_code AND requested_by = :requested_by
    AND export_type = :export_type AND parameters_hash = :parameters_hash
    AND status IN ('PENDING', 'RUNNING')
@@ -63,7 +65,7 @@ SELECT {TASK_COLUMNS} FROM file_export_task
 """
 
 # The three counts admission needs (actors.core.admission), read under the guard lock.
-# by_user and by_user_in_type use idx_file_export_requester_status, by_type
+# by_user and by_user_in_type use idx_file_export_requester_status_time, by_type
 # idx_file_export_type_status: each is an index range over active rows only.
 COUNT_ACTIVE_FOR_ADMISSION = """
 SELECT
@@ -112,29 +114,95 @@ VALUES
 
 GET_TASK = f"SELECT {TASK_COLUMNS}, {{now}} AS db_now FROM file_export_task WHERE id = :id"
 
-# A list page, newest first, and its total (the list API): one statement per filter, each on the
-# index whose equality prefix is the filter and whose last column is id, so a page reads
-# its own rows and nothing else. The totals count index entries of the filter only, and at
-# most LIST_TOTAL_CAP + 1 of them.
-# idx_file_export_requester: one requester's tasks.
-# idx_file_export_requester_status: one requester's tasks in one status.
-# idx_file_export_scope: every task of the tenant and app (DOWNLOAD_ALL permission).
-# idx_file_export_scope_status: those in one status.
+# A list page, newest first by (requested_at, id), and its total (the list API). The filters
+# combine freely, so the text is put together from fixed fragments by list_tasks_templates
+# (only bound parameters vary, never values). Each page reads through an index whose
+# equality prefix is the scope (and status) and whose next columns are requested_at, id:
+# the requestedFrom/requestedTo range and the order both come from the index, and a page
+# stops at its last row.
+# idx_file_export_requester_time: one requester's tasks.
+# idx_file_export_requester_status_time: one requester's tasks in one status.
+# idx_file_export_scope_time: every task of the tenant and app (DOWNLOAD_ALL permission).
+# idx_file_export_scope_status_time: those in one status.
+# Several statuses: one branch per status, each an index range in order cut at the page's
+# end (:window = offset + limit), merged and cut again, so the sort holds at most
+# statuses x window rows whatever the history. The totals count the newest index entries of
+# the filter, at most LIST_TOTAL_CAP + 1 of them (per status: their sum is exact below the
+# cap and over it when a status is); the order makes the planner read the same index as
+# the page, not a whole table whose statistics say every row matches. exportType is
+# checked on the rows the index gives (one export type per tenant and app is common).
 _OF_REQUESTER = "tenant_id = :tenant_id AND app_code = :app_code AND requested_by = :requested_by"
 _OF_SCOPE = "tenant_id = :tenant_id AND app_code = :app_code"
-_PAGE = " ORDER BY id DESC LIMIT :limit OFFSET :offset"
+_NEWEST_FIRST = " ORDER BY requested_at DESC, id DESC"
+_PAGE = _NEWEST_FIRST + " LIMIT :limit OFFSET :offset"
+_TASKS = "file_export_task {index:%s} WHERE "
 _LIST = f"SELECT {TASK_COLUMNS} FROM file_export_task WHERE "
-_COUNT = "SELECT COUNT(*) AS n FROM (SELECT 1 FROM file_export_task WHERE "
 _CAPPED = f" LIMIT {LIST_TOTAL_CAP + 1}) AS capped"
 
-LIST_TASKS_OF_REQUESTER = _LIST + _OF_REQUESTER + _PAGE
-LIST_TASKS_OF_REQUESTER_IN_STATUS = _LIST + _OF_REQUESTER + " AND status = :status" + _PAGE
-LIST_TASKS_OF_SCOPE = _LIST + _OF_SCOPE + _PAGE
-LIST_TASKS_OF_SCOPE_IN_STATUS = _LIST + _OF_SCOPE + " AND status = :status" + _PAGE
-COUNT_TASKS_OF_REQUESTER = _COUNT + _OF_REQUESTER + _CAPPED
-COUNT_TASKS_OF_REQUESTER_IN_STATUS = _COUNT + _OF_REQUESTER + " AND status = :status" + _CAPPED
-COUNT_TASKS_OF_SCOPE = _COUNT + _OF_SCOPE + _CAPPED
-COUNT_TASKS_OF_SCOPE_IN_STATUS = _COUNT + _OF_SCOPE + " AND status = :status" + _CAPPED
+
+@dataclass(frozen=True, slots=True)
+class ListShape:
+    """Which filters a list statement has (their values are bound parameters).
+
+    Attributes:
+        of_requester: one requester's tasks (``:requested_by``), else the whole tenant
+            and app.
+        statuses: how many statuses the page is limited to (``:status`` for one,
+            ``:status_0`` … for several); 0 for all.
+        export_type: ``:export_type``.
+        requested_from: ``requested_at >= :requested_from``.
+        requested_to: ``requested_at < :requested_to``.
+    """
+
+    of_requester: bool
+    statuses: int = 0
+    export_type: bool = False
+    requested_from: bool = False
+    requested_to: bool = False
+
+
+def list_tasks_templates(shape: ListShape) -> tuple[str, str]:
+    """The list page and its capped total for ``shape``, as templates (render them with
+    the dialect).
+
+    Args:
+        shape: the filters present.
+
+    Returns:
+        ``(page, count)``. Parameters: ``tenant_id``, ``app_code``, those of ``shape``,
+        and for the page ``limit`` and ``offset`` (and ``window`` = offset + limit when
+        ``shape.statuses > 1``).
+    """
+    where = _OF_REQUESTER if shape.of_requester else _OF_SCOPE
+    if shape.export_type:
+        where += " AND export_type = :export_type"
+    if shape.requested_from:
+        where += " AND requested_at >= :requested_from"
+    if shape.requested_to:
+        where += " AND requested_at < :requested_to"
+    scope = "requester" if shape.of_requester else "scope"
+    index = f"idx_file_export_{scope}_{'status_' if shape.statuses else ''}time"
+    tasks = _TASKS % index
+    if shape.statuses <= 1:
+        if shape.statuses:
+            where += " AND status = :status"
+        return (
+            f"SELECT {TASK_COLUMNS} FROM {tasks}{where}{_PAGE}",
+            f"SELECT COUNT(*) AS n FROM (SELECT 1 FROM {tasks}{where}{_NEWEST_FIRST}{_CAPPED}",
+        )
+    names = [f":status_{i}" for i in range(shape.statuses)]
+    branches = " UNION ALL ".join(
+        f"SELECT {TASK_COLUMNS} FROM (SELECT {TASK_COLUMNS} FROM {tasks}{where}"
+        f" AND status = {name}{_NEWEST_FIRST} LIMIT :window) AS s{i}"
+        for i, name in enumerate(names)
+    )
+    counts = " + ".join(
+        f"(SELECT COUNT(*) FROM (SELECT 1 FROM {tasks}{where}"
+        f" AND status = {name}{_NEWEST_FIRST}{_CAPPED.replace('capped', f'c{i}')})"
+        for i, name in enumerate(names)
+    )
+    return branches + _PAGE, f"SELECT {counts} AS n"
+
 
 GET_OUTBOX = f"SELECT {OUTBOX_COLUMNS} FROM file_export_outbox WHERE id = :id"
 
@@ -332,11 +400,12 @@ SELECT id, task_id, kind, detail_json, created_at FROM file_export_task_event
 """
 
 # The progress stream (web/progress.py), one poll: the caller's live tasks and its newest
-# ones. The live ones are one equality range of idx_file_export_requester_status (or
-# _scope_status for DOWNLOAD_ALL) per live status, unsorted (the stream orders them): with
-# "status IN (...)" MariaDB preferred the requester's whole history filtered by status.
-# The newest walk idx_file_export_requester (or _scope) from its end and stop at the LIMIT.
-_NEWEST = " ORDER BY id DESC LIMIT :limit"
+# ones. The live ones are one equality range of idx_file_export_requester_status_time (or
+# _scope_status_time for DOWNLOAD_ALL) per live status, unsorted (the stream orders them):
+# with "status IN (...)" MariaDB preferred the requester's whole history filtered by status.
+# The newest walk idx_file_export_requester_time (or _scope_time) from its end, in the list's
+# order, and stop at the LIMIT (the index is named, as for the list: db/dialect.py).
+_NEWEST = _NEWEST_FIRST + " LIMIT :limit"
 
 
 def _live(of: str) -> str:
@@ -348,8 +417,13 @@ def _live(of: str) -> str:
 
 LIVE_TASKS_OF_REQUESTER = _live(_OF_REQUESTER)
 LIVE_TASKS_OF_SCOPE = _live(_OF_SCOPE)
-NEWEST_TASKS_OF_REQUESTER = _LIST + _OF_REQUESTER + _NEWEST
-NEWEST_TASKS_OF_SCOPE = _LIST + _OF_SCOPE + _NEWEST
+NEWEST_TASKS_OF_REQUESTER = (
+    f"SELECT {TASK_COLUMNS} FROM {_TASKS % 'idx_file_export_requester_time'}"
+    f"{_OF_REQUESTER}{_NEWEST}"
+)
+NEWEST_TASKS_OF_SCOPE = (
+    f"SELECT {TASK_COLUMNS} FROM {_TASKS % 'idx_file_export_scope_time'}{_OF_SCOPE}{_NEWEST}"
+)
 
 # idx_file_export_task_event_age: the range of events older than the retention.
 # Chunked like the SENT outbox pruning: the chunk-th candidate in (created_at, id) order
@@ -566,14 +640,6 @@ class Statements:
     INSERT_OUTBOX_NOW: str
     INSERT_OUTBOX_AT: str
     GET_TASK: str
-    LIST_TASKS_OF_REQUESTER: str
-    LIST_TASKS_OF_REQUESTER_IN_STATUS: str
-    LIST_TASKS_OF_SCOPE: str
-    LIST_TASKS_OF_SCOPE_IN_STATUS: str
-    COUNT_TASKS_OF_REQUESTER: str
-    COUNT_TASKS_OF_REQUESTER_IN_STATUS: str
-    COUNT_TASKS_OF_SCOPE: str
-    COUNT_TASKS_OF_SCOPE_IN_STATUS: str
     GET_OUTBOX: str
     GET_OUTBOX_BY_EVENT: str
     LIST_OUTBOX_FOR_TASK: str
@@ -637,14 +703,6 @@ TEMPLATES = Statements(
     INSERT_OUTBOX_NOW=INSERT_OUTBOX_NOW,
     INSERT_OUTBOX_AT=INSERT_OUTBOX_AT,
     GET_TASK=GET_TASK,
-    LIST_TASKS_OF_REQUESTER=LIST_TASKS_OF_REQUESTER,
-    LIST_TASKS_OF_REQUESTER_IN_STATUS=LIST_TASKS_OF_REQUESTER_IN_STATUS,
-    LIST_TASKS_OF_SCOPE=LIST_TASKS_OF_SCOPE,
-    LIST_TASKS_OF_SCOPE_IN_STATUS=LIST_TASKS_OF_SCOPE_IN_STATUS,
-    COUNT_TASKS_OF_REQUESTER=COUNT_TASKS_OF_REQUESTER,
-    COUNT_TASKS_OF_REQUESTER_IN_STATUS=COUNT_TASKS_OF_REQUESTER_IN_STATUS,
-    COUNT_TASKS_OF_SCOPE=COUNT_TASKS_OF_SCOPE,
-    COUNT_TASKS_OF_SCOPE_IN_STATUS=COUNT_TASKS_OF_SCOPE_IN_STATUS,
     GET_OUTBOX=GET_OUTBOX,
     GET_OUTBOX_BY_EVENT=GET_OUTBOX_BY_EVENT,
     LIST_OUTBOX_FOR_TASK=LIST_OUTBOX_FOR_TASK,

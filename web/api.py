@@ -26,13 +26,13 @@ from actors.core.errors import Refusal, Refused, RequestError
 from actors.core.events import MAX_TASK_EVENTS
 from actors.core.limits import (
     create_request,
-    list_query,
     list_total,
     normalise_parameters,
     parse_json_body,
 )
 from actors.core.models import ExportDefinition, Principal, Task
 from actors.core.outcomes import CancelOutcome, CreateOutcome, NewTask
+from actors.core.task_list import parse_list_query
 from actors.core.text import content_disposition
 from actors.core.tracing import masked_parameters
 from web.access_log import current_trace_id, note_task
@@ -143,16 +143,16 @@ def _type_reserved_message(export_type: str) -> str:
 
 @api.get(PREFIX)
 async def list_tasks() -> Any:
+    """A page of the caller's tasks (or, with ``platform:download:all``, of its tenant
+    and app), newest first by (requestedAt, id), filtered as ``actors/core/task_list.py``
+    says; ``total`` counts at most ``LIST_TOTAL_CAP`` (``actors/core/limits.py``)."""
     principal = caller()
-    query = list_query(
-        request.args.get("status"),
-        request.args.get("page", "1"),
-        request.args.get("pageSize", "20"),
-    )
+    sees_all = sees_all_requesters(principal)
+    query = parse_list_query(request.args.to_dict(flat=False), sees_all=sees_all)
     tasks, total = await services().api_store.list_tasks(
         principal,
-        all_users=sees_all_requesters(principal),
-        status=query.status,
+        all_users=sees_all,
+        filters=query.filter,
         limit=query.page_size,
         offset=query.offset,
     )

@@ -3,9 +3,9 @@
 ``parameters`` of a create request: at most 20 keys, serialised JSON at most 4 KB,
 strings at most 256 characters, nesting depth at most 2 (the top-level object is depth 1,
 so a value may be an object or list of scalars but no deeper). The other fields of a create
-request (:func:`create_request`) and the query of the task list (:func:`list_query`) are
-checked here too. Every refusal is a :class:`ParameterError` naming the field; the web layer
-turns it into the envelope (``web/errors.py``).
+request (:func:`create_request`) are checked here too; the task list's query is checked in
+``actors/core/task_list.py``. Every refusal is a :class:`ParameterError` naming the field;
+the web layer turns it into the envelope (``web/errors.py``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.core.errors import ParameterError
-from actors.core.models import TaskStatus
 from actors.core.text import has_utf8_form
 
 MAX_KEYS = 20
@@ -253,51 +252,3 @@ def create_request(body: dict[str, Any]) -> CreateRequest:
             "taskName", f"taskName must be a string of at most {MAX_TASK_NAME} characters"
         )
     return CreateRequest(export_type, fmt, task_name, body.get("parameters"))
-
-
-@dataclass(frozen=True, slots=True)
-class ListQuery:
-    """The query of the task list, checked (:func:`list_query`).
-
-    Attributes:
-        status: the status filter (a :class:`TaskStatus` name, as a plain string for the
-            store's query), or ``None`` for every status.
-        page: 1-based page number.
-        page_size: tasks per page.
-    """
-
-    status: str | None
-    page: int
-    page_size: int
-
-    @property
-    def offset(self) -> int:
-        """Tasks before this page."""
-        return (self.page - 1) * self.page_size
-
-
-def list_query(status: str | None, page: str, page_size: str) -> ListQuery:
-    """Check the query string of the task list.
-
-    Args:
-        status: ``status``; ``None`` or empty for every status.
-        page: ``page`` as sent (default ``"1"``).
-        page_size: ``pageSize`` as sent (default ``"20"``).
-
-    Returns:
-        The :class:`ListQuery`.
-
-    Raises:
-        ParameterError: an unknown status; a page or page size that is not an integer
-            or is outside 1..:data:`MAX_PAGE` / 1..:data:`MAX_PAGE_SIZE`.
-    """
-    status = status or None
-    if status is not None and status not in TaskStatus.__members__:
-        raise ParameterError("status", f"status must be one of {', '.join(TaskStatus.__members__)}")
-    try:
-        number, size = int(page), int(page_size)
-    except ValueError:
-        raise ParameterError("page", "page and pageSize must be integers") from None
-    if not 1 <= number <= MAX_PAGE or not 1 <= size <= MAX_PAGE_SIZE:
-        raise ParameterError("page", f"page must be 1..{MAX_PAGE} and pageSize 1..{MAX_PAGE_SIZE}")
-    return ListQuery(status, number, size)

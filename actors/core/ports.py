@@ -37,6 +37,7 @@ from actors.core.outcomes import (
     QueueSample,
     RetryOutcome,
 )
+from actors.core.task_list import TaskFilter
 from actors.core.troubleshooting import TaskInspection
 
 __all__ = [
@@ -329,7 +330,7 @@ class CreationStore(Protocol):
         principal: Principal,
         *,
         all_users: bool,
-        status: str | None,
+        filters: TaskFilter = ...,
         limit: int,
         offset: int,
     ) -> tuple[list[Task], int]:

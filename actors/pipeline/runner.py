@@ -161,8 +161,7 @@ def _log_summary(
     """The run's one INFO summary line; ``size`` is ``None`` when the file was not
     finished (the run failed or was aborted: the consumer logs why)."""
     rows = worker.rows_written if worker is not None else 0
-    summary = worker.warnings if worker is not None else ""
-    warnings = len(summary.split("; ")) if summary else 0  # kinds of data warning
+    warnings = len(worker.warnings) if worker is not None else 0  # kinds of data warning
     outcome = "written" if size is not None else "stopped"
     log.info(
         "task %s run %s: %d rows, %s bytes in %.2f s, %d batches, %d warnings",

@@ -95,15 +95,17 @@ CREATE INDEX IF NOT EXISTS idx_file_export_lease ON file_export_task (status, le
 CREATE INDEX IF NOT EXISTS idx_file_export_expiry ON file_export_task (status, expires_at, id);
 -- Active tasks of one export type: admission.
 CREATE INDEX IF NOT EXISTS idx_file_export_type_status ON file_export_task (export_type, status);
--- List pages, newest first: one requester; one requester in one status (also admission
--- and the duplicate check); the whole tenant and app; the tenant and app in one status.
-CREATE INDEX IF NOT EXISTS idx_file_export_requester
-  ON file_export_task (tenant_id, app_code, requested_by, id);
-CREATE INDEX IF NOT EXISTS idx_file_export_requester_status
-  ON file_export_task (tenant_id, app_code, requested_by, status, id);
-CREATE INDEX IF NOT EXISTS idx_file_export_scope ON file_export_task (tenant_id, app_code, id);
-CREATE INDEX IF NOT EXISTS idx_file_export_scope_status
-  ON file_export_task (tenant_id, app_code, status, id);
+-- List pages, newest first by (requested_at, id), with their requested-at range: one
+-- requester; one requester in one status (also admission and the duplicate check); the
+-- whole tenant and app; the tenant and app in one status.
+CREATE INDEX IF NOT EXISTS idx_file_export_requester_time
+  ON file_export_task (tenant_id, app_code, requested_by, requested_at, id);
+CREATE INDEX IF NOT EXISTS idx_file_export_requester_status_time
+  ON file_export_task (tenant_id, app_code, requested_by, status, requested_at, id);
+CREATE INDEX IF NOT EXISTS idx_file_export_scope_time
+  ON file_export_task (tenant_id, app_code, requested_at, id);
+CREATE INDEX IF NOT EXISTS idx_file_export_scope_status_time
+  ON file_export_task (tenant_id, app_code, status, requested_at, id);
 
 -- Due PENDING rows by next_retry_at (publisher), CLAIMED rows (release), unsent gauge.
 CREATE INDEX IF NOT EXISTS idx_file_export_outbox_publish

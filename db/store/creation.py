@@ -6,6 +6,7 @@ in one place (``_admit``), with the counts read in the same transaction.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -14,11 +15,23 @@ from actors.core.cancel import cancel_outcome
 from actors.core.events import TaskEvent, TaskEventKind
 from actors.core.models import Command, Principal, Task, TaskStatus
 from actors.core.outcomes import CancelOutcome, CancelResult, CreateOutcome, CreateResult, NewTask
+from actors.core.task_list import TaskFilter
 from db.database import DuplicateKeyError, Tx
+from db.dialect import Dialect
 from db.store.base import StoreBase, fenced
 from db.store.retry import replaying, retrying
+from db.transitions import ListShape, list_tasks_templates
 
 _DEFAULT_LIMITS = CreateLimits()
+_NO_FILTER = TaskFilter()
+
+
+@functools.cache
+def _list_statements(dialect: Dialect, shape: ListShape) -> tuple[str, str]:
+    """The list page and count statements of ``shape`` rendered for ``dialect``, once
+    each (2 scopes x 7 status counts x 8 other combinations at most)."""
+    page, count = list_tasks_templates(shape)
+    return dialect.render(page), dialect.render(count)
 
 
 def _requester(tenant_id: int, app_code: str, requested_by: int) -> dict[str, Any]:
@@ -42,41 +55,59 @@ class CreationTransitions(StoreBase):
         principal: Principal,
         *,
         all_users: bool,
-        status: str | None,
+        filters: TaskFilter = _NO_FILTER,
         limit: int,
         offset: int,
     ) -> tuple[list[Task], int]:
-        """Tasks visible to ``principal`` (§12 ownership), newest first, and the total.
+        """Tasks visible to ``principal`` (§12 ownership), newest first by
+        (``requested_at``, ``id``), and their total.
 
         Args:
             all_users: every requester of the principal's tenant and app, not only the
-                principal's own tasks.
-            status: only tasks in this status; ``None`` for all.
+                principal's own tasks; only then does ``filters.requested_by`` apply.
+            filters: statuses, export type, requested-at range, requester
+                (``actors/core/task_list.py``).
             limit: page size, rows.
             offset: rows to skip.
 
-        Each combination of filters has its own statement and index (``db.transitions``),
-        so a page costs the same however many tasks the tenant has finished."""
+        Returns:
+            The page and the total, counted up to ``LIST_TOTAL_CAP + 1``.
+
+        The statement is put together for the filters present (``list_tasks_templates``
+        in ``db.transitions``) and reads through the index of its scope and status, so a
+        page costs the same however many tasks the tenant has finished."""
         params: dict[str, Any] = {
             "tenant_id": principal.tenant_id,
             "app_code": principal.app_code.value,
             "limit": limit,
             "offset": offset,
         }
-        if not all_users:
-            params["requested_by"] = principal.user_id
-        if status is not None:
-            params["status"] = status
-        sql = self._sql
-        page_sql, count_sql = {
-            (False, False): (sql.LIST_TASKS_OF_REQUESTER, sql.COUNT_TASKS_OF_REQUESTER),
-            (False, True): (
-                sql.LIST_TASKS_OF_REQUESTER_IN_STATUS,
-                sql.COUNT_TASKS_OF_REQUESTER_IN_STATUS,
+        requester = filters.requested_by if all_users else principal.user_id
+        if requester is not None:
+            params["requested_by"] = requester
+        statuses = filters.statuses
+        if len(statuses) == 1:
+            params["status"] = statuses[0]
+        elif len(statuses) > 1:
+            params.update({f"status_{i}": s for i, s in enumerate(statuses)})
+            params["window"] = offset + limit
+        if filters.export_type is not None:
+            params["export_type"] = filters.export_type
+        dialect = self.db.dialect
+        if filters.requested_from is not None:
+            params["requested_from"] = dialect.from_datetime(filters.requested_from)
+        if filters.requested_to is not None:
+            params["requested_to"] = dialect.from_datetime(filters.requested_to)
+        page_sql, count_sql = _list_statements(
+            self.db.dialect,
+            ListShape(
+                of_requester=requester is not None,
+                statuses=len(statuses),
+                export_type=filters.export_type is not None,
+                requested_from=filters.requested_from is not None,
+                requested_to=filters.requested_to is not None,
             ),
-            (True, False): (sql.LIST_TASKS_OF_SCOPE, sql.COUNT_TASKS_OF_SCOPE),
-            (True, True): (sql.LIST_TASKS_OF_SCOPE_IN_STATUS, sql.COUNT_TASKS_OF_SCOPE_IN_STATUS),
-        }[(all_users, status is not None)]
+        )
         async with self.db.transaction() as tx:
             rows = await tx.fetchall(page_sql, params)
             total = await tx.fetchone(count_sql, params)

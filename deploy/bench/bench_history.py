@@ -55,6 +55,7 @@ from actors.core.ids import IdGenerator  # noqa: E402
 from actors.core.limits import normalise_parameters  # noqa: E402
 from actors.core.models import DOWNLOAD_ALL_PERMISSION, AppCode, Principal  # noqa: E402
 from actors.core.outcomes import NewTask  # noqa: E402
+from actors.core.task_list import TaskFilter  # noqa: E402
 from actors.metrics import Metrics  # noqa: E402
 from actors.pipeline.storage import LocalDirectoryStorage  # noqa: E402
 from actors.reconciler import OUTBOX_RETENTION_SECONDS, Reconciler  # noqa: E402
@@ -179,20 +180,14 @@ async def measure(db: Database, tmp: Path, total: int, repeat: int) -> Figures:
     user = principal(BENCH_USER)
     admin = principal(BENCH_USER, admin=True)
     lists: dict[str, Callable[[], Awaitable[Any]]] = {
-        "list: user, page 1": lambda: store.list_tasks(
-            user, all_users=False, status=None, limit=20, offset=0
-        ),
+        "list: user, page 1": lambda: store.list_tasks(user, all_users=False, limit=20, offset=0),
         "list: user, SUCCEEDED": lambda: store.list_tasks(
-            user, all_users=False, status="SUCCEEDED", limit=20, offset=0
+            user, all_users=False, filters=TaskFilter(("SUCCEEDED",)), limit=20, offset=0
         ),
-        "list: user, page 3": lambda: store.list_tasks(
-            user, all_users=False, status=None, limit=20, offset=40
-        ),
-        "list: admin, page 1": lambda: store.list_tasks(
-            admin, all_users=True, status=None, limit=20, offset=0
-        ),
+        "list: user, page 3": lambda: store.list_tasks(user, all_users=False, limit=20, offset=40),
+        "list: admin, page 1": lambda: store.list_tasks(admin, all_users=True, limit=20, offset=0),
         "list: admin, RUNNING": lambda: store.list_tasks(
-            admin, all_users=True, status="RUNNING", limit=20, offset=0
+            admin, all_users=True, filters=TaskFilter(("RUNNING",)), limit=20, offset=0
         ),
     }
     for name, fn in lists.items():

@@ -35,6 +35,8 @@ from tests.helpers import MYSQL_TEST_URL
 # -- the pure parts ------------------------------------------------------------------------
 
 S2, S3 = Step(2, "two", ()), Step(3, "three", ())
+#: The versions an upgrade from the baseline applies.
+ALL_STEPS = list(range(BASELINE_VERSION + 1, LATEST_VERSION + 1))
 
 
 @pytest.mark.parametrize(
@@ -223,15 +225,15 @@ async def test_sqlite_database_of_version_1_is_brought_to_the_fresh_schema(
     await execute_script(db, SQLITE_V1)
     assert_is_version_1(await shape(db))
     result = db.migrate()
-    assert (result.found, [s.version for s in result.applied]) == (1, [2, 3])
+    assert (result.found, [s.version for s in result.applied]) == (1, ALL_STEPS)
     assert "applied version 2: download-center tables" in result.summary()
-    assert await versions(db) == [1, 2, 3]
+    assert await versions(db) == [BASELINE_VERSION, *ALL_STEPS]
     assert await shape(db) == expected
     await db.aclose()
 
     db = SqliteDatabase(tmp_path / "old.db")  # the next start applies nothing
     assert not db.migrate().changed
-    assert await versions(db) == [1, 2, 3]
+    assert await versions(db) == [BASELINE_VERSION, *ALL_STEPS]
     await db.aclose()
 
 
@@ -248,7 +250,7 @@ async def test_sqlite_database_migrated_before_the_version_table_gets_only_what_
         await tx.execute("ALTER TABLE file_export_task DROP COLUMN warnings_json")
         await tx.execute("ALTER TABLE file_export_task DROP COLUMN trace_id")
     result = fresh.migrate()
-    assert (result.found, [s.version for s in result.applied]) == (1, [2, 3])
+    assert (result.found, [s.version for s in result.applied]) == (1, ALL_STEPS)
     assert await shape(fresh) == expected
     await fresh.aclose()
 
@@ -320,8 +322,8 @@ async def test_mariadb_database_of_version_1_is_brought_to_the_fresh_schema(
         await mariadb.check_schema()
 
     result = await mariadb.migrate()
-    assert (result.found, [s.version for s in result.applied]) == (1, [2, 3])
-    assert await versions(mariadb) == [1, 2, 3]
+    assert (result.found, [s.version for s in result.applied]) == (1, ALL_STEPS)
+    assert await versions(mariadb) == [BASELINE_VERSION, *ALL_STEPS]
     assert await shape(mariadb) == expected
     assert await mariadb.check_schema() == LATEST_VERSION
 

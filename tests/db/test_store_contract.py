@@ -45,9 +45,7 @@ async def test_failed_outbox_insert_rolls_back_the_task(
     monkeypatch.setattr(store, "_insert_outbox", boom)
     with pytest.raises(DuplicateKeyError):
         await store.create_task(new_task())
-    tasks, total = await store.list_tasks(
-        new_task().principal, all_users=True, status=None, limit=10, offset=0
-    )
+    tasks, total = await store.list_tasks(new_task().principal, all_users=True, limit=10, offset=0)
     assert total == 0 and tasks == []
 
 

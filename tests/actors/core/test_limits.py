@@ -10,13 +10,9 @@ import pytest
 from actors.core.errors import ParameterError
 from actors.core.limits import (
     LIST_TOTAL_CAP,
-    MAX_PAGE,
-    MAX_PAGE_SIZE,
     MAX_TASK_NAME,
     CreateRequest,
-    ListQuery,
     create_request,
-    list_query,
     list_total,
 )
 from web.errors import envelope_code
@@ -61,55 +57,6 @@ def test_create_request(body: dict[str, Any], expected: CreateRequest | Paramete
         create_request(body)
     assert (caught.value.field, caught.value.message) == (expected.field, expected.message)
     assert envelope_code(caught.value) == "400"
-
-
-PAGES = f"page must be 1..{MAX_PAGE} and pageSize 1..{MAX_PAGE_SIZE}"
-
-
-@pytest.mark.parametrize(
-    ("status", "page", "size", "expected"),
-    [
-        (None, "1", "20", ListQuery(None, 1, 20)),
-        ("", "2", "20", ListQuery(None, 2, 20)),
-        ("FAILED", "3", "100", ListQuery("FAILED", 3, 100)),
-        (None, str(MAX_PAGE), "1", ListQuery(None, MAX_PAGE, 1)),
-        (
-            "DONE",
-            "1",
-            "20",
-            ParameterError(
-                "status",
-                "status must be one of PENDING, RUNNING, SUCCEEDED, FAILED, EXPIRED, CANCELLED",
-            ),
-        ),
-        (
-            "failed",
-            "1",
-            "20",
-            ParameterError(
-                "status",
-                "status must be one of PENDING, RUNNING, SUCCEEDED, FAILED, EXPIRED, CANCELLED",
-            ),
-        ),
-        (None, "x", "20", ParameterError("page", "page and pageSize must be integers")),
-        (None, "1", "", ParameterError("page", "page and pageSize must be integers")),
-        (None, "0", "20", ParameterError("page", PAGES)),
-        (None, str(MAX_PAGE + 1), "20", ParameterError("page", PAGES)),
-        (None, "1", "0", ParameterError("page", PAGES)),
-        (None, "1", str(MAX_PAGE_SIZE + 1), ParameterError("page", PAGES)),
-    ],
-)
-def test_list_query(
-    status: str | None, page: str, size: str, expected: ListQuery | ParameterError
-) -> None:
-    if isinstance(expected, ListQuery):
-        query = list_query(status, page, size)
-        assert query == expected
-        assert query.offset == (expected.page - 1) * expected.page_size
-        return
-    with pytest.raises(ParameterError) as caught:
-        list_query(status, page, size)
-    assert (caught.value.field, caught.value.message) == (expected.field, expected.message)
 
 
 @pytest.mark.parametrize(
