@@ -34,7 +34,7 @@ TASK_COLUMNS = (
     "app_code, requested_by, dispatch_version, attempt_count, max_attempts, next_retry_at, "
     "lease_owner, lease_until, last_heartbeat_at, execution_deadline_at, processed_rows, "
     "total_rows, file_name, object_key, content_type, size_bytes, failure_message, "
-    "requested_at, started_at, completed_at, expires_at, updated_at, trace_id"
+    "requested_at, started_at, completed_at, expires_at, updated_at, trace_id, warnings_json"
 )
 OUTBOX_COLUMNS = (
     "id, event_id, task_id, dispatch_version, topic, tag, message_key, payload_json, status, "
@@ -321,7 +321,8 @@ UPDATE file_export_task
        total_rows = :total_rows, processed_rows = :processed_rows,
        completed_at = {now},
        expires_at = {now+:retention_seconds},
-       lease_owner = NULL, lease_until = NULL, failure_message = NULL, updated_at = {now}
+       lease_owner = NULL, lease_until = NULL, failure_message = NULL,
+       warnings_json = :warnings_json, updated_at = {now}
  WHERE id = :id AND status = 'RUNNING'
    AND dispatch_version = :dispatch_version AND lease_owner = :owner
    AND execution_deadline_at > {now}

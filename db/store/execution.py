@@ -5,6 +5,7 @@ runner call them; every write after the claim is fenced by id, version, owner an
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -203,6 +204,7 @@ class ExecutionTransitions(StoreBase):
                     "total_rows": rows if total_rows is None else total_rows,
                     "processed_rows": rows,
                     "retention_seconds": retention_seconds,
+                    "warnings_json": json.dumps(list(warnings)) if warnings else None,
                 },
             ):
                 done = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})

@@ -261,6 +261,7 @@ def params_for(template: str, db: Database) -> dict[str, Any]:
         "total_rows": 1,
         "kind": "claimed",
         "detail_json": "{}",
+        "warnings_json": "[]",
     }
     names = set(_PARAM.findall(template))
     missing = names - values.keys()

@@ -121,3 +121,27 @@ async def test_the_api_filters_and_refuses_in_the_envelope(
     assert body["code"] == "403" and "requestedBy" in body["message"]
     status, body = await get("requestedBy=8", DOWNLOAD_ALL_PERMISSION)
     assert body["code"] == "200" and body["data"]["items"] == []
+
+
+async def test_the_final_commit_keeps_the_runs_data_warnings(store: ExportStore) -> None:
+    """The warnings a run logs are stored with SUCCEEDED in the same fenced statement;
+    a run without warnings stores none."""
+    warned, clean = await create(store), await create(store, user_id=8)
+    cut = ("2 cells truncated to 32767 characters", "a note")
+    for task, warnings in ((warned, cut), (clean, ())):
+        running = await claim(store, task)
+        assert await store.complete_task(
+            running,
+            "owner-a",
+            file_name="f.xlsx",
+            object_key=f"exports/{task.id}/f.xlsx",
+            content_type="x",
+            size_bytes=1,
+            rows=1,
+            retention_seconds=3600,
+            warnings=warnings,
+        )
+    done = await store.get_task(warned.id)
+    assert done is not None and done.warnings == list(cut)
+    other = await store.get_task(clean.id)
+    assert other is not None and other.warnings_json is None and other.warnings == []
