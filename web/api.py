@@ -38,6 +38,14 @@ from actors.core.tracing import masked_parameters
 from web.access_log import current_trace_id, note_task
 from web.auth import request_principal
 from web.errors import ApiError, api_error
+from web.openapi import declare
+from web.schemas import (
+    CreateTaskRequest,
+    ListTasksQuery,
+    TaskEnvelope,
+    TaskEventsEnvelope,
+    TaskPageEnvelope,
+)
 from web.serialize import envelope, event_json, task_json
 from web.services import Services
 
@@ -82,7 +90,15 @@ def check_definition(principal: Principal, export_type: str) -> ExportDefinition
 
 
 @api.post(PREFIX)
+@declare(TaskEnvelope, request=CreateTaskRequest)
 async def create_task() -> Any:
+    """Create an export task.
+
+    Answers the new PENDING task at once; the export runs in the background. A second
+    request with the same parameters within 60 seconds answers the active task (message
+    "duplicate submission"). Refusals: 400 (a field, named), 403 (export type disabled,
+    out of the app's scope, or a missing permission), 429 (active-task limits).
+    """
     principal = caller()
     fields = create_request(
         parse_json_body(await request.get_data(cache=False, as_text=False, parse_form_data=False))
@@ -142,10 +158,15 @@ def _type_reserved_message(export_type: str) -> str:
 
 
 @api.get(PREFIX)
+@declare(TaskPageEnvelope, querystring=ListTasksQuery)
 async def list_tasks() -> Any:
-    """A page of the caller's tasks (or, with ``platform:download:all``, of its tenant
-    and app), newest first by (requestedAt, id), filtered as ``actors/core/task_list.py``
-    says; ``total`` counts at most ``LIST_TOTAL_CAP`` (``actors/core/limits.py``)."""
+    """List the caller's tasks, newest first.
+
+    With ``platform:download:all``, every task of the caller's tenant and app. Ordered by
+    (requestedAt, id), so pages are stable; filtered as ``actors/core/task_list.py`` says;
+    ``total`` counts at most ``LIST_TOTAL_CAP`` (``actors/core/limits.py``) and
+    ``totalCapped`` says when there are more.
+    """
     principal = caller()
     sees_all = sees_all_requesters(principal)
     query = parse_list_query(request.args.to_dict(flat=False), sees_all=sees_all)
@@ -169,12 +190,21 @@ async def list_tasks() -> Any:
 
 
 @api.get(PREFIX + "/<task_id>")
+@declare(TaskEnvelope)
 async def get_task(task_id: str) -> Any:
+    """One task, if the caller may see it (else 404)."""
     return ok(task_json(await owned_task(caller(), task_id)))
 
 
 @api.get(PREFIX + "/<task_id>/download")
+@declare(TaskEnvelope)
 async def download(task_id: str) -> Any:
+    """Download the task's XLSX file.
+
+    The file itself when the task SUCCEEDED and its file is kept; otherwise the envelope:
+    404 (no such task for the caller, or the file is missing), 409 (not finished), 410
+    (expired). The envelope's ``data`` is then null.
+    """
     principal = caller()
     task = await owned_task(principal, task_id)
     object_key = downloadable_key(task)
@@ -198,7 +228,13 @@ async def download(task_id: str) -> Any:
 
 
 @api.post(PREFIX + "/<task_id>/retry")
+@declare(TaskEnvelope)
 async def retry(task_id: str) -> Any:
+    """Retry a FAILED or CANCELLED task by hand, as a new version.
+
+    Identity, tenant, permission and the export type's ``enabled`` are checked again.
+    Refusals: 403, 404, 409 (another status, or the task changed meanwhile), 429.
+    """
     principal = caller()
     task = await owned_task(principal, task_id)
     check_retryable(task)
@@ -236,11 +272,15 @@ async def retry(task_id: str) -> Any:
 
 
 @api.post(PREFIX + "/<task_id>/cancel")
+@declare(TaskEnvelope)
 async def cancel(task_id: str) -> Any:
-    """Cancel a PENDING or RUNNING task (``actors/core/cancel.py``): the owner, or
-    ``platform:download:all`` in the same tenant and app. Idempotent on CANCELLED; any
-    other status answers ``409``. A run of the task stops at its next fenced write; one
-    in this process is woken at once."""
+    """Cancel a PENDING or RUNNING task.
+
+    For the owner, or ``platform:download:all`` in the same tenant and app
+    (``actors/core/cancel.py``). Idempotent on CANCELLED; any other status answers
+    ``409``. A run of the task stops at its next fenced write; one in this process is
+    woken at once.
+    """
     principal = caller()
     task = await owned_task(principal, task_id)
     svc = services()
@@ -262,9 +302,13 @@ async def cancel(task_id: str) -> Any:
 
 
 @api.get(PREFIX + "/<task_id>/events")
+@declare(TaskEventsEnvelope)
 async def events(task_id: str) -> Any:
-    """The task's history, oldest first (``actors/core/events.py``), for whoever may see
-    the task (``actors/core/access.py``)."""
+    """The task's history, oldest first.
+
+    For whoever may see the task (``actors/core/access.py``); the newest 1,000 events
+    with ``truncated`` when there are more (``actors/core/events.py``).
+    """
     task = await owned_task(caller(), task_id)
     events = await services().api_store.list_task_events(task.id, limit=MAX_TASK_EVENTS + 1)
     return ok(

@@ -24,8 +24,10 @@ from web.access_log import AccessLog
 from web.api import api
 from web.errors import ApiError
 from web.export_types import export_types
+from web.openapi import declare, install_openapi
 from web.page import page
 from web.progress import progress
+from web.schemas import Health
 from web.serialize import envelope
 from web.services import Services
 from web.session import session
@@ -59,6 +61,7 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     app.register_blueprint(progress)
     for bp in extra_blueprints or []:
         app.register_blueprint(bp)
+    install_openapi(app)
 
     @app.errorhandler(ApiError)
     async def _api_error(exc: ApiError) -> Any:
@@ -83,7 +86,9 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
         return jsonify(envelope(None, code="500", message="internal error")), 500
 
     @app.get("/healthz")
+    @declare(Health)
     async def healthz() -> Any:
+        """Readiness: HTTP 200 ``ok``, or 503 while starting, draining or without database."""
         if not services.ready.is_set():
             return jsonify({"status": "starting"}), 503
         if services.stopping:  # draining: a load balancer should send traffic elsewhere
@@ -93,7 +98,9 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
         return jsonify({"status": "ok"})
 
     @app.get("/metrics")
+    @declare(None)
     async def metrics() -> Response:
+        """Prometheus metrics of this instance."""
         return Response(services.metrics.exposition(), content_type=CONTENT_TYPE_LATEST)
 
     return app

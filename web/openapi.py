@@ -1,0 +1,238 @@
+"""``GET /openapi.json`` and the ``/docs`` page, from the routes' declarations (quart-schema).
+
+:func:`declare` puts a route's models (``web/schemas.py``) on it; :func:`install_openapi`
+serves the document built from them. The document covers the API (``/api/…``),
+``/healthz`` and ``/metrics``; the download center page and the demo Provider are not part
+of the contract and are left out.
+
+The ``/docs`` page is Swagger UI, loaded from cdnjs.cloudflare.com (pinned version): the
+service ships no copy of it. The page says so; it has its own Content-Security-Policy,
+allowing that origin only, and not the download center's (``web/page.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from quart import Blueprint, Quart, Response
+from quart_schema import (
+    HttpSecurityScheme,
+    Info,
+    OpenAPIProvider,
+    QuartSchema,
+    RequestSchemaValidationError,
+    document_querystring,
+    document_request,
+    document_response,
+)
+from werkzeug.routing import Rule
+
+from web.schemas import ErrorEnvelope, Health
+from web.serialize import envelope
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Swagger UI on the CDN (the docs page's only outside resource).
+SWAGGER_UI = "https://cdnjs.cloudflare.com/ajax/libs/swagger-ui/5.17.14"
+#: The docs page's policy: Swagger UI's script and styles from the CDN, its set-up script
+#: and the document from this origin.
+DOCS_CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self' https://cdnjs.cloudflare.com; "
+    "style-src https://cdnjs.cloudflare.com; img-src 'self' data:; connect-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_SCHEME = "bearerAuth"
+#: The answers every API route may give besides its own: HTTP 401 (no or bad token), 503
+#: (database unavailable), and werkzeug's 400/413 for requests it cannot read.
+_COMMON_ERRORS = (400, 401, 503)
+
+
+def declare(
+    response: type[BaseModel] | None,
+    *,
+    request: type[BaseModel] | None = None,
+    querystring: type[BaseModel] | None = None,
+) -> Callable[[F], F]:
+    """Declare a route of the API for ``/openapi.json``.
+
+    Args:
+        response: the model of its HTTP 200 answer (an envelope), or ``None`` when the
+            route answers something else (declared by :class:`_Provider`).
+        request: the model of its JSON body, if it takes one (then HTTP 413 is declared
+            too: bodies are bounded by ``MAX_CONTENT_LENGTH``).
+        querystring: the model of its query string, if it takes one.
+
+    Returns:
+        A decorator that only records the models on the view function.
+    """
+
+    def decorator(func: F) -> F:
+        if response is not None:
+            func = document_response(response, 200)(func)
+        for status in _COMMON_ERRORS + ((413,) if request is not None else ()):
+            func = document_response(ErrorEnvelope, status)(func)
+        if request is not None:
+            func = document_request(request)(func)
+        if querystring is not None:
+            func = document_querystring(querystring)(func)
+        return func
+
+    return decorator
+
+
+class _Provider(OpenAPIProvider):
+    """quart-schema's document, restricted to the contract and completed where a model
+    cannot say it: task ids in paths, the download's file, ``/metrics``' text, and no
+    token on ``/healthz`` and ``/metrics``."""
+
+    def generate_rules(self) -> Iterable[Rule]:
+        for rule in super().generate_rules():
+            if rule.rule.startswith("/api/") or rule.rule in ("/healthz", "/metrics"):
+                yield rule
+
+    def schema(self) -> dict[str, Any]:
+        schema = super().schema()
+        for path, item in schema["paths"].items():
+            for operation in item.values():
+                for parameter in operation.get("parameters", []):
+                    if parameter["in"] == "query":
+                        _drop_null(parameter["schema"])
+                    if parameter["in"] == "path" and parameter["name"] == "task_id":
+                        parameter["schema"] = {"type": "string", "pattern": "^[0-9]{1,19}$"}
+                        parameter["description"] = "The task's id (ASCII digits)."
+            if path.endswith("/download"):
+                answer = item["get"]["responses"][200]
+                answer["description"] = (
+                    "The XLSX file; or, when it cannot be downloaded, the envelope saying why."
+                )
+                answer["content"][
+                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+                ] = {"schema": {"type": "string", "format": "binary"}}
+        metrics = schema["paths"].get("/metrics", {}).get("get")
+        if metrics is not None:
+            metrics["responses"][200] = {
+                "description": "Prometheus text exposition.",
+                "content": {"text/plain": {"schema": {"type": "string"}}},
+            }
+        for open_path in ("/healthz", "/metrics"):
+            operation = schema["paths"].get(open_path, {}).get("get")
+            if operation is not None:
+                operation["security"] = []
+                for status in _COMMON_ERRORS:
+                    operation["responses"].pop(status, None)
+        health = schema["paths"].get("/healthz", {}).get("get")
+        if health is not None:  # not ready answers the same shape with HTTP 503
+            health["responses"][503] = health["responses"][200]
+        return schema
+
+
+def _drop_null(schema: dict[str, Any]) -> None:
+    """A query parameter is absent or a string: pydantic's ``X | None`` becomes ``X``."""
+    options = schema.get("anyOf")
+    if options is not None:
+        kept = [o for o in options if o.get("type") != "null"]
+        if len(kept) == 1:
+            del schema["anyOf"]
+            schema.update(kept[0])
+    if schema.get("default", 0) is None:
+        del schema["default"]
+
+
+_DOCS_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Export Center API</title>
+<link rel="stylesheet" href="{ui}/swagger-ui.min.css">
+</head>
+<body>
+<p>The Export Center API, described by <a href="/openapi.json">/openapi.json</a>.
+This page loads Swagger UI from cdnjs.cloudflare.com; without access to it, read the
+document itself. Authorize with a bearer token (<code>export-center token</code>).</p>
+<div id="swagger-ui"></div>
+<script src="{ui}/swagger-ui-bundle.min.js"></script>
+<script src="/docs/init.js"></script>
+</body>
+</html>
+"""
+_DOCS_INIT = (
+    'window.ui = SwaggerUIBundle({url: "/openapi.json", dom_id: "#swagger-ui", '
+    "deepLinking: true});\n"
+)
+_DOCS_HEADERS = {
+    "Content-Security-Policy": DOCS_CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+docs = Blueprint("docs", __name__)
+
+
+@docs.get("/docs")
+async def docs_page() -> Response:
+    """The API's documentation page (Swagger UI over ``/openapi.json``)."""
+    return Response(
+        _DOCS_PAGE.format(ui=SWAGGER_UI),
+        content_type="text/html; charset=utf-8",
+        headers=_DOCS_HEADERS,
+    )
+
+
+@docs.get("/docs/init.js")
+async def docs_script() -> Response:
+    """The docs page's set-up script (a file, so the policy needs no inline script)."""
+    return Response(
+        _DOCS_INIT, content_type="text/javascript; charset=utf-8", headers=_DOCS_HEADERS
+    )
+
+
+def install_openapi(app: Quart) -> None:
+    """Serve ``GET /openapi.json`` (OpenAPI 3.1) and ``GET /docs`` on ``app``.
+
+    Also answers quart-schema's own validation errors, should a route validate with it,
+    with the envelope (code ``"400"``, the first error's field in the message), like the
+    core's refusals.
+
+    Args:
+        app: the service's app, its blueprints registered or not (the document is built
+            at request time).
+    """
+    QuartSchema(
+        app,
+        openapi_path="/openapi.json",
+        swagger_ui_path=None,
+        redoc_ui_path=None,
+        scalar_ui_path=None,
+        info=Info(
+            title="Export Center API",
+            version="1",
+            description=(
+                "Asynchronous exports: create a task, follow it, download its file. Every "
+                "answer but a download and /metrics is the envelope "
+                '{"code","message","data"}; code "200" means success.'
+            ),
+        ),
+        security_schemes={
+            SECURITY_SCHEME: HttpSecurityScheme(scheme="bearer", bearer_format="JWT")
+        },
+        security=[{SECURITY_SCHEME: []}],
+        openapi_provider_class=_Provider,
+    )
+    app.register_blueprint(docs)
+
+    @app.errorhandler(RequestSchemaValidationError)
+    async def _invalid(exc: RequestSchemaValidationError) -> Any:
+        error = exc.validation_error
+        errors = getattr(error, "errors", None)
+        message = "invalid request"
+        if callable(errors) and errors():
+            first = errors()[0]
+            field = ".".join(str(part) for part in first.get("loc", ())) or "body"
+            message = f"{field}: {first.get('msg', 'invalid')}"
+        return envelope(None, code="400", message=message), 200
+
+
+__all__ = ["Health", "declare", "install_openapi"]

@@ -1,0 +1,198 @@
+"""The API's request and response shapes as pydantic models, for ``GET /openapi.json``.
+
+They declare what the routes of ``web/api.py`` accept and answer, in the API's own
+spelling (camelCase, 64-bit numbers as strings, the ``{"code", "message", "data"}``
+envelope). They document; they do not validate requests: the core's checks
+(``actors/core/limits.py``, ``actors/core/task_list.py``, ``actors/core/access.py``)
+stay the only ones, with their messages naming the field, and the schemathesis run of the
+test suite (``tests/web/test_openapi_fuzz.py``) checks that every answer matches these
+models. Business outcomes, refusals included, answer HTTP 200 with the envelope code
+(``"400"``, ``"403"``, ``"404"``, ``"409"``, ``"410"``, ``"429"``); a missing or invalid
+token answers HTTP 401, an unreachable database HTTP 503 (``web/app.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from actors.core.events import TaskEventKind
+from actors.core.limits import (
+    MAX_KEYS,
+    MAX_PAGE,
+    MAX_PAGE_SIZE,
+    MAX_TASK_NAME,
+)
+from actors.core.models import TaskStatus
+from actors.core.task_list import DEFAULT_PAGE_SIZE, MAX_EXPORT_TYPE_CHARS
+
+#: A 64-bit id or count, as a JSON string (it does not fit a JavaScript number).
+Int64 = Annotated[str, Field(pattern=r"^[0-9]{1,19}$")]
+#: An envelope code: ``"200"`` for success, else the HTTP-like code of the outcome.
+Code = Annotated[str, Field(pattern=r"^[0-9]{3}$", examples=["200", "404"])]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- requests --------------------------------------------------------------------------
+
+
+class CreateTaskRequest(BaseModel):
+    """A new export. Fields not listed are ignored."""
+
+    exportType: str = Field(
+        min_length=1,
+        description="An export type of the registry that the caller may request.",
+        examples=["CUSTOMER_LIST"],
+    )
+    format: Literal["XLSX"] | None = Field(
+        default="XLSX", description="The only format is XLSX (the default)."
+    )
+    taskName: str | None = Field(
+        default=None,
+        max_length=MAX_TASK_NAME,
+        description="A name for the task and its file; the export type when absent.",
+    )
+    parameters: dict[str, Any] | None = Field(
+        default=None,
+        max_length=MAX_KEYS,
+        description=(
+            "What to export, passed to the Provider: at most 20 keys, 4 KB of JSON, strings "
+            "of at most 256 characters, nested at most 2 levels (README, 'Limits')."
+        ),
+        examples=[{"rowCount": 1000, "status": "ACTIVE"}],
+    )
+
+
+class ListTasksQuery(BaseModel):
+    """The task list's query string (``actors/core/task_list.py``). A parameter other than
+    ``status`` given twice is refused."""
+
+    status: list[TaskStatus] | None = Field(
+        default=None,
+        description=(
+            "Only tasks in these statuses: repeat the parameter "
+            "(status=PENDING&status=RUNNING) or separate them with commas."
+        ),
+    )
+    exportType: str | None = Field(default=None, min_length=1, max_length=MAX_EXPORT_TYPE_CHARS)
+    requestedFrom: AwareDatetime | None = Field(
+        default=None, description="Tasks requested at or after this time (ISO-8601)."
+    )
+    requestedTo: AwareDatetime | None = Field(
+        default=None, description="Tasks requested before this time (ISO-8601)."
+    )
+    requestedBy: Int64 | None = Field(
+        default=None,
+        description=(
+            "One requester's tasks; only for callers holding platform:download:all "
+            "(others get the envelope code 403)."
+        ),
+    )
+    page: int = Field(default=1, ge=1, le=MAX_PAGE)
+    pageSize: int = Field(default=DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE)
+
+
+# --- responses -------------------------------------------------------------------------
+
+
+class Task(_Model):
+    """An export task."""
+
+    id: Int64
+    taskNo: str
+    exportType: str
+    taskName: str
+    format: str
+    status: TaskStatus
+    dispatchVersion: int = Field(description="The attempt's version; grows with each retry.")
+    attemptCount: int
+    maxAttempts: int
+    processedRows: Int64
+    totalRows: Int64 | None
+    fileName: str | None
+    sizeBytes: Int64 | None
+    failureMessage: str | None
+    requestedAt: AwareDatetime
+    startedAt: AwareDatetime | None
+    completedAt: AwareDatetime | None
+    expiresAt: AwareDatetime | None
+    nextRetryAt: AwareDatetime | None = Field(description="When a PENDING task may run next.")
+    requestedBy: Int64 = Field(description="The user who asked for the export.")
+    tenantId: Int64
+    appCode: str
+    parameters: dict[str, Any] = Field(description="The parameters as stored (normalised).")
+    warnings: list[str] = Field(
+        description="Data warnings of the last successful run (e.g. cells truncated)."
+    )
+    lastError: str | None = Field(
+        description="The failed attempt's message while an automatic retry waits, else null."
+    )
+
+
+class TaskPage(_Model):
+    """A page of the task list, newest first by (requestedAt, id)."""
+
+    items: list[Task]
+    total: Int64 = Field(description="Matching tasks, counted up to 10,000.")
+    totalCapped: bool = Field(description="There are more than ``total`` matching tasks.")
+    page: int
+    pageSize: int
+
+
+class TaskEvent(_Model):
+    """One entry of a task's history."""
+
+    id: Int64
+    taskId: Int64
+    kind: TaskEventKind
+    at: AwareDatetime
+    detail: dict[str, Any] = Field(description="The kind's own fields.")
+
+
+class TaskEvents(_Model):
+    """A task's history, oldest first; the newest 1,000 events when ``truncated``."""
+
+    items: list[TaskEvent]
+    truncated: bool
+
+
+class TaskEnvelope(_Model):
+    """The envelope of one task: ``data`` is null unless ``code`` is ``"200"``."""
+
+    code: Code
+    message: str
+    data: Task | None
+
+
+class TaskPageEnvelope(_Model):
+    """The envelope of a list page: ``data`` is null unless ``code`` is ``"200"``."""
+
+    code: Code
+    message: str
+    data: TaskPage | None
+
+
+class TaskEventsEnvelope(_Model):
+    """The envelope of a task's history: ``data`` is null unless ``code`` is ``"200"``."""
+
+    code: Code
+    message: str
+    data: TaskEvents | None
+
+
+class ErrorEnvelope(_Model):
+    """A refusal or failure: ``message`` says why (naming the field of a bad request)."""
+
+    code: Code
+    message: str
+    data: None
+
+
+class Health(_Model):
+    """Readiness: ``ok``, or why not (``starting``, ``stopping``, ``database unavailable``)."""
+
+    status: str
