@@ -44,9 +44,10 @@ DOCS_CONTENT_SECURITY_POLICY = (
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 SECURITY_SCHEME = "bearerAuth"
-#: The answers every API route may give besides its own: HTTP 401 (no or bad token), 503
-#: (database unavailable), and werkzeug's 400/413 for requests it cannot read.
-_COMMON_ERRORS = (400, 401, 503)
+#: The answers every API route may give besides its own: HTTP 401 (no or bad token), 404 (a
+#: path no route matches, e.g. a task id with a slash), 503 (database unavailable), and
+#: werkzeug's 400/413 for requests it cannot read.
+_COMMON_ERRORS = (400, 401, 404, 503)
 
 
 def declare(

@@ -1,0 +1,85 @@
+"""``GET /openapi.json`` declares every route of the API with its models, the bearer
+token scheme, and nothing that is not the contract; ``/docs`` has its own policy."""
+
+from __future__ import annotations
+
+from actors.pipeline.storage import LocalDirectoryStorage
+from db.store import ExportStore
+from tests.helpers import API, api_app
+from web.api import api
+from web.openapi import DOCS_CONTENT_SECURITY_POLICY
+from web.page import CONTENT_SECURITY_POLICY
+
+
+async def test_every_api_route_is_declared_with_its_models(
+    store: ExportStore, storage: LocalDirectoryStorage
+) -> None:
+    app = api_app(store, storage)[0]
+    response = await app.test_client().get("/openapi.json")
+    assert response.status_code == 200
+    doc = await response.get_json()
+    assert doc["openapi"].startswith("3.1")
+    assert doc["components"]["securitySchemes"]["bearerAuth"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "bearerFormat": "JWT",
+    }
+    assert doc["security"] == [{"bearerAuth": []}]
+    routes = {
+        (rule.rule, method.lower())
+        for rule in app.url_map.iter_rules()
+        if rule.endpoint.startswith(api.name + ".")
+        for method in rule.methods or ()
+        if method not in ("HEAD", "OPTIONS")
+    }
+    declared = {
+        (path.replace("{task_id}", "<task_id>"), method)
+        for path, item in doc["paths"].items()
+        for method in item
+    }
+    assert routes <= declared
+    for path, method in routes:
+        operation = doc["paths"][path.replace("<task_id>", "{task_id}")][method]
+        ok = operation["responses"]["200"]["content"]["application/json"]["schema"]
+        assert set(ok["required"]) == {"code", "message", "data"}, path
+        assert {"400", "401", "503"} <= operation["responses"].keys(), path
+        assert operation["summary"], path
+    create = doc["paths"][API]["post"]
+    assert create["requestBody"]["content"]["application/json"]["schema"]["required"] == [
+        "exportType"
+    ]
+    listing = {p["name"]: p for p in doc["paths"][API]["get"]["parameters"]}
+    assert set(listing) == {
+        "status",
+        "exportType",
+        "requestedFrom",
+        "requestedTo",
+        "requestedBy",
+        "page",
+        "pageSize",
+    }
+    assert listing["status"]["schema"]["type"] == "array"
+    task = doc["components"]["schemas"]["Task"]
+    for field in ("requestedBy", "tenantId", "appCode", "parameters", "warnings", "lastError"):
+        assert field in task["required"], field
+    assert task["properties"]["id"]["pattern"] == "^[0-9]{1,19}$"
+    # the page and the demo Provider are not part of the contract
+    assert all(p.startswith("/api/") or p in ("/healthz", "/metrics") for p in doc["paths"])
+    assert doc["paths"]["/healthz"]["get"]["security"] == []
+
+
+async def test_the_docs_page_has_its_own_policy_and_says_where_its_script_comes_from(
+    store: ExportStore, storage: LocalDirectoryStorage
+) -> None:
+    client = api_app(store, storage)[0].test_client()
+    docs = await client.get("/docs")
+    assert docs.status_code == 200
+    assert docs.headers["Content-Security-Policy"] == DOCS_CONTENT_SECURITY_POLICY
+    text = await docs.get_data(as_text=True)
+    assert "loads Swagger UI from cdnjs.cloudflare.com" in text and "/openapi.json" in text
+    script = await client.get("/docs/init.js")
+    assert "SwaggerUIBundle" in await script.get_data(as_text=True)
+    assert script.headers["Content-Security-Policy"] == DOCS_CONTENT_SECURITY_POLICY
+    page = await client.get("/")
+    assert page.headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
+    assert "cdnjs" not in CONTENT_SECURITY_POLICY
