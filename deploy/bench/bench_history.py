@@ -7,7 +7,8 @@ schema, bulk-loads the history, and times with the real store and reconciler:
 * one reconciler pass (``Reconciler.reconcile_once``) and each of its duties;
 * a create (``ExportStore.create_task``);
 * list pages: a user's first page, the same filtered by status, a page deep in a
-  user's history, and an administrator's first page (all users of the tenant).
+  user's history, an administrator's first page (all users of the tenant), the
+  administrator's page of two finished statuses, and of one user's last hour.
 
 The history is what a service in steady state holds: finished tasks (60 % SUCCEEDED
 with files still kept, 30 % EXPIRED, 10 % FAILED) requested over the last 6 days by
@@ -40,6 +41,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -178,6 +180,7 @@ async def measure(db: Database, tmp: Path, total: int, repeat: int) -> Figures:
     for name, fn in duties.items():
         figures[name] = await timed(fn, repeat)
     user = principal(BENCH_USER)
+    hour_ago = await store.db_now() - timedelta(hours=1)
     admin = principal(BENCH_USER, admin=True)
     lists: dict[str, Callable[[], Awaitable[Any]]] = {
         "list: user, page 1": lambda: store.list_tasks(user, all_users=False, limit=20, offset=0),
@@ -188,6 +191,16 @@ async def measure(db: Database, tmp: Path, total: int, repeat: int) -> Figures:
         "list: admin, page 1": lambda: store.list_tasks(admin, all_users=True, limit=20, offset=0),
         "list: admin, RUNNING": lambda: store.list_tasks(
             admin, all_users=True, filters=TaskFilter(("RUNNING",)), limit=20, offset=0
+        ),
+        "list: admin, SUCCEEDED+FAILED": lambda: store.list_tasks(
+            admin, all_users=True, filters=TaskFilter(("FAILED", "SUCCEEDED")), limit=20, offset=0
+        ),
+        "list: admin, one user, last hour": lambda: store.list_tasks(
+            admin,
+            all_users=True,
+            filters=TaskFilter(requested_by=BENCH_USER, requested_from=hour_ago),
+            limit=20,
+            offset=0,
         ),
     }
     for name, fn in lists.items():
