@@ -126,18 +126,21 @@ GET_TASK = f"SELECT {TASK_COLUMNS}, {{now}} AS db_now FROM file_export_task WHER
 # idx_file_export_scope_status_time: those in one status.
 # Several statuses: one branch per status, each an index range in order cut at the page's
 # end (:window = offset + limit), merged and cut again, so the sort holds at most
-# statuses x window rows whatever the history. The totals count the newest index entries of
-# the filter, at most LIST_TOTAL_CAP + 1 of them (per status: their sum is exact below the
-# cap and over it when a status is); the order makes the planner read the same index as
-# the page, not a whole table whose statistics say every row matches. exportType is
-# checked on the rows the index gives (one export type per tenant and app is common).
+# statuses x window rows whatever the history. The totals count index entries of the
+# filter, at most LIST_TOTAL_CAP + 1 of them; several statuses are counted one by one and
+# added (exact while no status reaches the cap, over the cap, so reported as capped, when
+# one does). Every statement names its index ({index:...}, db/dialect.py): MariaDB would
+# otherwise read a finished status's whole history through another status-led index and
+# sort it, and SQLite after ANALYZE scan a table whose statistics say every row matches.
+# exportType is checked on the rows the index gives (one export type per tenant and app is
+# the common case).
 _OF_REQUESTER = "tenant_id = :tenant_id AND app_code = :app_code AND requested_by = :requested_by"
 _OF_SCOPE = "tenant_id = :tenant_id AND app_code = :app_code"
 _NEWEST_FIRST = " ORDER BY requested_at DESC, id DESC"
 _PAGE = _NEWEST_FIRST + " LIMIT :limit OFFSET :offset"
 _TASKS = "file_export_task {index:%s} WHERE "
 _LIST = f"SELECT {TASK_COLUMNS} FROM file_export_task WHERE "
-_CAPPED = f" LIMIT {LIST_TOTAL_CAP + 1}) AS capped"
+_CAP = f" LIMIT {LIST_TOTAL_CAP + 1}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +191,8 @@ def list_tasks_templates(shape: ListShape) -> tuple[str, str]:
             where += " AND status = :status"
         return (
             f"SELECT {TASK_COLUMNS} FROM {tasks}{where}{_PAGE}",
-            f"SELECT COUNT(*) AS n FROM (SELECT 1 FROM {tasks}{where}{_NEWEST_FIRST}{_CAPPED}",
+            f"SELECT COUNT(*) AS n FROM (SELECT 1 FROM {tasks}{where}{_NEWEST_FIRST}{_CAP})"
+            " AS capped",
         )
     names = [f":status_{i}" for i in range(shape.statuses)]
     branches = " UNION ALL ".join(
@@ -198,7 +202,7 @@ def list_tasks_templates(shape: ListShape) -> tuple[str, str]:
     )
     counts = " + ".join(
         f"(SELECT COUNT(*) FROM (SELECT 1 FROM {tasks}{where}"
-        f" AND status = {name}{_NEWEST_FIRST}{_CAPPED.replace('capped', f'c{i}')})"
+        f" AND status = {name}{_NEWEST_FIRST}{_CAP}) AS c{i})"
         for i, name in enumerate(names)
     )
     return branches + _PAGE, f"SELECT {counts} AS n"
