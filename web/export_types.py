@@ -17,6 +17,8 @@ from actors.core.export_types import requestable_types
 from actors.core.limits import EXPORT_FORMAT
 from actors.core.models import ExportDefinition
 from web.auth import request_principal
+from web.openapi import declare
+from web.schemas import ExportTypesEnvelope
 from web.serialize import envelope
 from web.services import Services
 
@@ -55,6 +57,7 @@ def export_type_json(definition: ExportDefinition) -> dict[str, Any]:
 
 
 @export_types.get(PATH)
+@declare(ExportTypesEnvelope)
 async def list_export_types() -> dict[str, Any]:
     """The export types the caller (bearer header or session cookie) may request."""
     services: Services = current_app.config["SERVICES"]

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from quart import Blueprint, Quart, Response
 from quart_schema import (
+    APIKeySecurityScheme,
     HttpSecurityScheme,
     Info,
     OpenAPIProvider,
@@ -29,6 +30,7 @@ from quart_schema import (
 )
 from werkzeug.routing import Rule
 
+from web.auth import SESSION_COOKIE
 from web.schemas import ErrorEnvelope, Health
 from web.serialize import envelope
 
@@ -44,10 +46,14 @@ DOCS_CONTENT_SECURITY_POLICY = (
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 SECURITY_SCHEME = "bearerAuth"
-#: The answers every API route may give besides its own: HTTP 401 (no or bad token), 404 (a
-#: path no route matches, e.g. a task id with a slash), 503 (database unavailable), and
-#: werkzeug's 400/413 for requests it cannot read.
-_COMMON_ERRORS = (400, 401, 404, 503)
+#: The session cookie set by ``POST /api/platform/v1/session`` (``web/session.py``), taken
+#: by every API route when there is no ``Authorization`` header.
+COOKIE_SCHEME = "sessionCookie"
+SESSION_PATH = "/api/platform/v1/session"
+#: The answers every API route may give besides its own: HTTP 401 (no or bad token), 403 (the
+#: session cookie without its CSRF token), 404 (a path no route matches, e.g. a task id with
+#: a slash), 503 (database unavailable), and werkzeug's 400/413 for requests it cannot read.
+_COMMON_ERRORS = (400, 401, 403, 404, 503)
 
 
 def declare(
@@ -111,6 +117,14 @@ class _Provider(OpenAPIProvider):
                 answer["content"][
                     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
                 ] = {"schema": {"type": "string", "format": "binary"}}
+            if path.endswith("/progress") and "get" in item:
+                item["get"]["responses"][200] = {
+                    "description": "Server-sent events: one `task` event per change of a "
+                    "task of the caller (the task JSON), `: keep-alive` comments between.",
+                    "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                }
+            if path == SESSION_PATH and "post" in item:
+                item["post"]["security"] = []  # the token is in the body
         metrics = schema["paths"].get("/metrics", {}).get("get")
         if metrics is not None:
             metrics["responses"][200] = {
@@ -217,9 +231,12 @@ def install_openapi(app: Quart) -> None:
             ),
         ),
         security_schemes={
-            SECURITY_SCHEME: HttpSecurityScheme(scheme="bearer", bearer_format="JWT")
+            SECURITY_SCHEME: HttpSecurityScheme(scheme="bearer", bearer_format="JWT"),
+            # set by POST /api/platform/v1/session; requests other than GET and HEAD
+            # with it must carry X-CSRF-Token (README, "Download center page")
+            COOKIE_SCHEME: APIKeySecurityScheme(name=SESSION_COOKIE, in_="cookie"),
         },
-        security=[{SECURITY_SCHEME: []}],
+        security=[{SECURITY_SCHEME: []}, {COOKIE_SCHEME: []}],
         openapi_provider_class=_Provider,
     )
     app.register_blueprint(docs)

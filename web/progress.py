@@ -39,6 +39,7 @@ from actors.core.progress import (
     settle_missing,
 )
 from web.auth import request_credentials
+from web.openapi import declare
 from web.serialize import task_json
 from web.services import Services
 
@@ -105,6 +106,7 @@ async def _wait_unless_stopping(services: Services, seconds: float) -> bool:
 
 
 @progress.get(PATH)
+@declare(None)
 async def progress_stream() -> Response:
     """The stream of the caller's task changes (bearer header or session cookie).
 

@@ -196,3 +196,68 @@ class Health(_Model):
     """Readiness: ``ok``, or why not (``starting``, ``stopping``, ``database unavailable``)."""
 
     status: str
+
+
+# --- session, export types (web/session.py, web/export_types.py) -------------------------
+
+
+class SignInRequest(BaseModel):
+    """A bearer token to keep in the session cookie."""
+
+    token: str = Field(min_length=1, max_length=8192, description="A JWT, as in the header.")
+
+
+class Session(_Model):
+    """Who the token says the caller is; ``csrfToken`` is null when the caller used the
+    ``Authorization`` header (no session, no CSRF check)."""
+
+    userId: Int64
+    tenantId: Int64
+    appCode: str
+    perms: list[str]
+    expiresAt: AwareDatetime
+    csrfToken: str | None
+
+
+class SessionEnvelope(_Model):
+    """The envelope of a session: ``data`` is null unless ``code`` is ``"200"``."""
+
+    code: Code
+    message: str
+    data: Session | None
+
+
+class EmptyEnvelope(_Model):
+    """An envelope without data (e.g. signed out, or a refusal)."""
+
+    code: Code
+    message: str
+    data: None
+
+
+class ParameterHintModel(_Model):
+    """One parameter an export type takes, as the registry describes it (a hint)."""
+
+    name: str
+    type: str
+    required: bool
+    description: str
+
+
+class ExportType(_Model):
+    """An export type the caller may request."""
+
+    exportType: str
+    displayName: str
+    description: str
+    formats: list[Literal["XLSX"]]
+    maxRows: int
+    parameters: list[ParameterHintModel] = Field(description="[] when the registry has none.")
+
+
+class ExportTypesEnvelope(_Model):
+    """The envelope of the export types: ``data`` is null unless ``code`` is ``"200"``."""
+
+    code: Code
+    message: str
+    data: list[ExportType] | None

@@ -32,6 +32,8 @@ from web.auth import (
     request_principal,
 )
 from web.errors import ApiError
+from web.openapi import declare
+from web.schemas import EmptyEnvelope, SessionEnvelope, SignInRequest
 from web.serialize import envelope
 from web.services import Services
 
@@ -93,6 +95,7 @@ def _signed_in(token: str, principal: Principal, expires_at: int, csrf: str | No
 
 
 @session.post(PATH)
+@declare(SessionEnvelope, request=SignInRequest)
 async def sign_in() -> Response:
     """Check the token of the body and set the session and CSRF cookies.
 
@@ -117,6 +120,7 @@ async def sign_in() -> Response:
 
 
 @session.get(PATH)
+@declare(SessionEnvelope)
 async def who_am_i() -> Response:
     """The caller's session (the header or the cookie), or 401.
 
@@ -137,6 +141,7 @@ async def who_am_i() -> Response:
 
 
 @session.delete(PATH)
+@declare(EmptyEnvelope)
 async def sign_out() -> Any:
     """Clear both cookies. With a session cookie this is a state-changing request like any
     other: it needs the CSRF token (403 without it); without one it simply succeeds."""

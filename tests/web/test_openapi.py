@@ -27,7 +27,12 @@ async def test_every_api_route_is_declared_with_its_models(
         "scheme": "bearer",
         "bearerFormat": "JWT",
     }
-    assert doc["security"] == [{"bearerAuth": []}]
+    assert doc["components"]["securitySchemes"]["sessionCookie"] == {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": "export_center_session",
+    }
+    assert doc["security"] == [{"bearerAuth": []}, {"sessionCookie": []}]
     routes = {
         (rule.rule, method.lower())
         for rule in app.url_map.iter_rules()
@@ -69,6 +74,12 @@ async def test_every_api_route_is_declared_with_its_models(
     # the page and the demo Provider are not part of the contract
     assert all(p.startswith("/api/") or p in ("/healthz", "/metrics") for p in doc["paths"])
     assert doc["paths"]["/healthz"]["get"]["security"] == []
+    # the session, export types and progress routes are declared too
+    assert doc["paths"]["/api/platform/v1/session"]["post"]["security"] == []
+    types = doc["paths"]["/api/platform/v1/files/export-types"]["get"]["responses"]["200"]
+    assert types["content"]["application/json"]["schema"]["title"] == "ExportTypesEnvelope"
+    stream = doc["paths"]["/api/platform/v1/files/progress"]["get"]["responses"]["200"]
+    assert list(stream["content"]) == ["text/event-stream"]
 
 
 async def test_the_docs_page_has_its_own_policy_and_says_where_its_script_comes_from(
