@@ -122,6 +122,44 @@ def row_state(driver: WebDriver, task_id: str) -> str | None:
     return rows[0].get_attribute("data-state") if rows else None
 
 
+#: One read of a row, in the page (no element can go stale between two reads): the text
+#: of each element by its first class, and the classes of its buttons.
+_READ_ROW = """
+const tr = document.querySelector(`tr[data-task-id="${arguments[0]}"]`);
+if (!tr) return null;
+const texts = {"": tr.innerText};
+for (const node of tr.querySelectorAll("[class]")) {
+  const name = node.classList[0];
+  if (!(name in texts)) texts[name] = node.innerText;
+}
+return {texts, buttons: [...tr.querySelectorAll("button")].map((b) => b.classList[0])};
+"""
+
+
+def read_row(driver: WebDriver, task_id: str) -> tuple[dict[str, str], list[str]]:
+    """The row's texts by the first class of their element (``""``: the whole row) and
+    its buttons' classes; fails the test if the row is not shown."""
+    found = driver.execute_script(_READ_ROW, task_id)
+    assert found is not None, f"task {task_id} is not listed"
+    return found["texts"], found["buttons"]
+
+
+def press(driver: WebDriver, task_id: str, button: str, key: str | None = None) -> None:
+    """Click the row's ``button`` (a class: download, cancel, retry, history), or focus it
+    and press ``key``. A row redrawn under the pointer (a pushed update) is found again."""
+
+    def pressed(d: WebDriver) -> bool:
+        target = row(d, task_id).find_element(By.CLASS_NAME, button)
+        if key is None:
+            target.click()
+        else:
+            d.execute_script("arguments[0].focus()", target)
+            target.send_keys(key)
+        return True
+
+    wait_for(driver, pressed, f"let {button} be pressed")
+
+
 def shown_ids(driver: WebDriver) -> set[str]:
     rows = driver.find_elements(By.CSS_SELECTOR, "tr[data-task-id]")
     return {r.get_attribute("data-task-id") or "" for r in rows}

@@ -133,6 +133,7 @@ export function taskRow(task, actions) {
   tr.dataset.taskId = task.id;
   tr.dataset.status = task.status;
   tr.dataset.state = stateOf(task);
+  tr.dataset.version = task.dispatchVersion;
   const name = el("th", undefined, "name");
   name.scope = "row";
   name.append(el("div", task.taskName));
