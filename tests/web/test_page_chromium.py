@@ -109,6 +109,12 @@ async def test_sign_in_create_from_the_form_watch_progress_download_and_sign_out
                 lambda d: [p for p in downloads.iterdir() if p.suffix == ".xlsx"],
                 "downloaded the file",
             )
+            # What the live stream saves: the list requests the page made meanwhile.
+            lists = browser.execute_script(
+                "return performance.getEntriesByType('resource')"
+                ".filter((e) => e.name.includes('/export-tasks?')).length"
+            )
+            print(f"list requests while a 60,000-row export ran with the stream: {lists}")
             browser.find_element(By.ID, "sign-out").click()
             wait_for(browser, lambda d: shows(d, "sign-in"), "signed out")
             browser.refresh()  # the session is gone on the server, not just in this page

@@ -368,6 +368,7 @@ async function create(event) {
   try {
     const task = await postJson(TASKS, body);
     banner(`Export ${task.taskName} accepted.`, "info");
+    $("task-name").value = "";
     state.page = 1;
   } catch (error) {
     banner(error.message);

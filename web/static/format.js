@@ -46,13 +46,3 @@ export function timeEl(iso, prefix = "") {
   if (iso) node.dateTime = iso;
   return node;
 }
-
-/** "in 42 s", "in 3 min", "now" for a future instant; "" when unknown. */
-export function fromNow(iso, now = Date.now()) {
-  if (!iso) return "";
-  const seconds = Math.round((new Date(iso).getTime() - now) / 1000);
-  if (seconds <= 0) return "now";
-  if (seconds < 90) return `in ${seconds} s`;
-  if (seconds < 5400) return `in ${Math.round(seconds / 60)} min`;
-  return `in ${Math.round(seconds / 3600)} h`;
-}

@@ -2,7 +2,7 @@
 // status allows (the server decides again on every call).
 "use strict";
 
-import { button, el, formatBytes, formatNumber, fromNow, timeEl } from "./format.js";
+import { button, el, formatBytes, formatNumber, timeEl } from "./format.js";
 
 export const ACTIVE = new Set(["PENDING", "RUNNING"]);
 
@@ -46,7 +46,6 @@ function statusCell(task) {
     const next = el("div", undefined, "next-attempt");
     next.append(`Attempt ${task.attemptCount + 1} of ${task.maxAttempts} `);
     next.append(timeEl(task.nextRetryAt, "at "));
-    next.append(` (${fromNow(task.nextRetryAt)})`);
     cell.append(next);
     const error = task.lastError || task.failureMessage;
     if (error) cell.append(el("div", `Last error: ${error}`, "last-error"));
