@@ -3,7 +3,7 @@ whole service on SQLite with the demo Provider (issue 10, item 4), what each vie
 a retrying export's next attempt and last error at a phone's width (labels, keyboard
 focus, no sideways scrolling), an expired export, another user's task kept out of the
 list while the administrator sees it with its requester and filters by requester and
-status, hostile text shown as text under the Content-Security-Policy.
+status, hostile text shown as text under the Content-Security-Policy, and paging.
 
 Each page state is saved as a screenshot under ``var/test-output/screenshots/``; the
 paths are printed when each test ends (``tests/web/conftest.py``).
@@ -232,3 +232,39 @@ async def test_hostile_text_is_shown_as_text_and_the_policy_forbids_inline_scrip
     assert page.headers["X-Content-Type-Options"] == "nosniff"
     assert script.headers["Content-Type"].startswith("text/javascript")
     assert missing.status_code == 404
+
+
+async def test_twenty_one_exports_take_two_pages_newest_first(
+    settings: Settings, browser: WebDriver, screenshot: Shoot
+) -> None:
+    async with running_service(settings) as rt:
+        ids = []
+        async with client(rt, 4301) as c:
+            for n in range(1, 22):  # one at a time: at most 3 active per user
+                body = {
+                    "exportType": "CUSTOMER_LIST",
+                    "taskName": f"export {n}",
+                    "parameters": {"rowCount": n},
+                }
+                ids.append((await c.post(API, json=body)).json()["data"]["id"])
+                await wait_for_status(c, ids[-1], "SUCCEEDED", timeout=WAIT)
+
+        def drive() -> dict[str, Any]:
+            sign_in(browser, rt.base_url, token_for(rt, 4301))
+            wait_for(browser, lambda d: len(shown_ids(d)) == 20, "showed a full page")
+            first = shown_ids(browser)
+            label = browser.find_element(By.ID, "page-label").text
+            browser.find_element(By.ID, "older").click()
+            wait_for(browser, lambda d: shown_ids(d) == {ids[0]}, "showed the oldest on page 2")
+            screenshot(browser, "page-2", browser.find_element(By.ID, "page-label"))
+            second = browser.find_element(By.ID, "page-label").text
+            older_enabled = browser.find_element(By.ID, "older").is_enabled()
+            browser.find_element(By.ID, "newer").click()
+            wait_for(browser, lambda d: len(shown_ids(d)) == 20, "went back to page 1")
+            return {"first": first, "label": label, "second": second, "older": older_enabled}
+
+        seen = await in_thread(drive)
+    assert seen["first"] == set(ids[1:])  # newest first: the oldest is on page 2
+    assert seen["label"] == "Page 1 of 2" and seen["second"] == "Page 2 of 2"
+    assert not seen["older"]
+    assert console_errors(browser) == []
