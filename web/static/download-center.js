@@ -12,9 +12,8 @@ import { ACTIVE, describe, stateOf, taskRow } from "./tasks.js";
 
 const PAGE_SIZE = 20;
 const ADMIN_PERMISSION = "platform:download:all";
-// List refresh periods, milliseconds: while a shown task is active and no stream carries
-// it (stream down, or another requester's task in the admin view); and otherwise, to
-// pick up tasks created elsewhere.
+// List refresh periods, milliseconds: while a shown task is active and the stream is
+// down; and while the stream is up, to pick up what it does not carry.
 const ACTIVE_REFRESH_MS = 1000;
 const IDLE_REFRESH_MS = 15000;
 // Without the stream, a task created elsewhere shows up within this, milliseconds.
@@ -150,14 +149,12 @@ function listQuery() {
   return query;
 }
 
-/** How soon to refresh the list again, milliseconds. */
+/** How soon to refresh the list again, milliseconds. The stream carries every live task
+ * the caller sees (an administrator's too), so while it is up the list is only refreshed
+ * to pick up what the stream does not carry (another tab's new export, an expiry). */
 function nextRefresh() {
-  const me = state.session ? String(state.session.userId) : null;
-  const uncovered = state.lastShown.some(
-    (t) => ACTIVE.has(t.status) && (state.mode !== "live" || (t.requestedBy && String(t.requestedBy) !== me)),
-  );
-  if (uncovered) return ACTIVE_REFRESH_MS;
-  return state.mode === "live" ? IDLE_REFRESH_MS : POLL_IDLE_MS;
+  if (state.mode === "live") return IDLE_REFRESH_MS;
+  return state.lastShown.some((t) => ACTIVE.has(t.status)) ? ACTIVE_REFRESH_MS : POLL_IDLE_MS;
 }
 
 function schedule(ms) {
@@ -294,7 +291,10 @@ function showTypeForm() {
   $("parameters").hidden = !type || type.parameters.length === 0;
   const formats = type ? type.formats : [];
   $("format").replaceChildren(...formats.map((f) => option(f, f)));
-  $("type-hint").textContent = type && type.maxRows ? `At most ${Number(type.maxRows).toLocaleString("en")} rows.` : "";
+  const hints = [];
+  if (type && type.description) hints.push(type.description);
+  if (type && type.maxRows) hints.push(`At most ${Number(type.maxRows).toLocaleString("en")} rows.`);
+  $("type-hint").textContent = hints.join(" ");
 }
 
 async function loadTypes() {
