@@ -3,7 +3,7 @@ whole service on SQLite with the demo Provider (issue 10, item 4), what a person
 sign in with the cookie session and sign out; create an export from the form built from
 the export types, watch its progress bar move, download the file and read it back; retry a
 failed export and read its history in the drawer (by keyboard); cancel a running export;
-progress by polling when the live stream fails; a rejected token.
+progress by polling when the live stream fails; a rejected token and an ended session.
 
 Each page state is saved as a screenshot under ``var/test-output/screenshots/``; the
 paths are printed when each test ends (``tests/web/conftest.py``).
@@ -286,13 +286,13 @@ async def test_progress_is_polled_when_the_live_stream_fails(
     assert all("/files/progress" in e for e in console_errors(browser))
 
 
-async def test_a_rejected_token_says_so_and_a_good_one_signs_in(
+async def test_a_rejected_token_says_so_and_an_ended_session_asks_again(
     settings: Settings, browser: WebDriver, screenshot: Shoot
 ) -> None:
     async with running_service(settings) as rt:
         good = token_for(rt, 4004)
 
-        def drive() -> tuple[bool, str, str]:
+        def drive() -> dict[str, Any]:
             browser.get(rt.base_url + "/")
             wait_for(browser, lambda d: shows(d, "sign-in"), "asked")
             field = browser.find_element(By.ID, "token")
@@ -302,10 +302,17 @@ async def test_a_rejected_token_says_so_and_a_good_one_signs_in(
                 browser, lambda d: "token was rejected" in banner(d), "said the token was rejected"
             )
             screenshot(browser, "token-rejected")
-            asked_again = browser.find_element(By.ID, "sign-in").is_displayed()
-            shown_banner = banner(browser)
+            rejected = {"asked": shows(browser, "sign-in"), "banner": banner(browser)}
             sign_in(browser, rt.base_url, good)
-            return asked_again, shown_banner, browser.find_element(By.ID, "who").text
+            who = browser.find_element(By.ID, "who").text
+            # The session ends under the page (expired, or signed out in another tab): the
+            # next call answers 401 and the page asks for a token again.
+            browser.delete_cookie("export_center_session")
+            browser.find_element(By.CSS_SELECTOR, "#filter-form button[type=submit]").click()
+            wait_for(browser, lambda d: shows(d, "sign-in"), "asked again")
+            screenshot(browser, "session-ended")
+            return {**rejected, "who": who, "ended": banner(browser)}
 
-        asked_again, shown_banner, who = await in_thread(drive)
-    assert asked_again and "paste a new one" in shown_banner and "user 4004" in who
+        seen = await in_thread(drive)
+    assert seen["asked"] and "paste a new one" in seen["banner"] and "user 4004" in seen["who"]
+    assert "session has ended" in seen["ended"]
