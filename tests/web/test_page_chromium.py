@@ -235,7 +235,13 @@ async def test_cancel_of_a_running_export_from_the_page(
                 )
                 screenshot(browser, "cancelled", row(browser, task_id))
                 texts, buttons = read_row(browser, task_id)
-                return banner(browser), texts["failure"], buttons == ["retry", "history"]
+                # The keyboard focus stays in the row: on History, as Cancel is gone.
+                focus = browser.switch_to.active_element.get_attribute("class")
+                return (
+                    banner(browser),
+                    texts["failure"],
+                    buttons == ["retry", "history"] and focus == "history",
+                )
 
             shown_banner, failure, retry_offered = await in_thread(drive)
             task = (await c.get(f"{API}/{task_id}")).json()["data"]

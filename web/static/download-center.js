@@ -81,14 +81,19 @@ function rowFor(task) {
   return tr;
 }
 
-/** Put ``tr`` in place of ``old``; the focus stays on the same button of the new row. */
+/** Move the keyboard focus to the button of ``tr`` like ``button`` (same class), or to its
+ * History button when that one is gone (a Cancel button once the export is cancelled). */
+function refocus(tr, button) {
+  const name = button.classList[0];
+  const again = (name && tr.querySelector(`button.${name}`)) || tr.querySelector("button.history");
+  if (again) again.focus();
+}
+
+/** Put ``tr`` in place of ``old``; the focus stays in the row. */
 function replaceRow(old, tr) {
-  const focused = old.contains(document.activeElement) ? document.activeElement.className : null;
+  const focused = old.contains(document.activeElement) ? document.activeElement : null;
   old.replaceWith(tr);
-  if (focused) {
-    const again = tr.querySelector(`button.${focused.split(" ")[0]}`);
-    if (again) again.focus();
-  }
+  if (focused) refocus(tr, focused);
 }
 
 function render(data) {
@@ -102,8 +107,7 @@ function render(data) {
     body.replaceChildren(...rows);
     if (focusedRow && !focusedRow.isConnected) {
       const again = rows.find((tr) => tr.dataset.taskId === focusedRow.dataset.taskId);
-      const target = again && again.querySelector(`button.${focused.className.split(" ")[0]}`);
-      if (target) target.focus();
+      if (again) refocus(again, focused);
     }
   }
   if (data.items.length === 0) {
@@ -215,6 +219,14 @@ async function download(task, button) {
   }
 }
 
+/** After an action on ``task`` by ``button`` (disabled meanwhile, so the focus fell to the
+ * page), give the keyboard focus back to the task's row. */
+function keepFocus(task, button) {
+  if (document.activeElement && document.activeElement !== document.body) return;
+  const kept = drawn.get(task.id);
+  if (kept && kept.tr.isConnected) refocus(kept.tr, button);
+}
+
 async function cancel(task, button) {
   button.disabled = true;
   try {
@@ -225,6 +237,7 @@ async function cancel(task, button) {
     button.disabled = false;
   }
   await refresh();
+  keepFocus(task, button);
 }
 
 async function retry(task, button) {
@@ -237,6 +250,7 @@ async function retry(task, button) {
     button.disabled = false;
   }
   await refresh();
+  keepFocus(task, button);
 }
 
 // --- the new-export form -----------------------------------------------------------------
