@@ -119,7 +119,8 @@ function render(data) {
   }
   state.lastShown = data.items;
   const total = Number(data.total);
-  $("total").textContent = `(${data.totalCapped ? "more than " : ""}${total.toLocaleString("en")})`;
+  const count = `${data.totalCapped ? "more than " : ""}${total.toLocaleString("en")}`;
+  $("total").textContent = `${count} ${total === 1 && !data.totalCapped ? "export" : "exports"}.`;
   const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
   $("page-label").textContent = `Page ${state.page} of ${data.totalCapped ? "many" : pages}`;
   $("newer").disabled = state.page <= 1;
