@@ -86,9 +86,10 @@ def start_chromium(profile: Path, downloads: Path) -> WebDriver:
 
 
 class Shoot(Protocol):
-    """The ``screenshot`` fixture: save the page, scrolled to ``at`` if given."""
+    """The ``screenshot`` fixture: save the page, scrolled to the element the CSS selector
+    ``at`` finds, if given."""
 
-    def __call__(self, driver: WebDriver, state: str, at: WebElement | None = None) -> Path: ...
+    def __call__(self, driver: WebDriver, state: str, at: str | None = None) -> Path: ...
 
 
 def token_for(rt: Runtime, user: int, perms: tuple[str, ...] = PERMS) -> str:
@@ -112,8 +113,13 @@ def wait_for(driver: WebDriver, condition: Callable[[WebDriver], Any], what: str
     return wait.until(condition, f"page never {what}")
 
 
+def row_css(task_id: str) -> str:
+    """The CSS selector of a task's row."""
+    return f'tr[data-task-id="{task_id}"]'
+
+
 def row(driver: WebDriver, task_id: str) -> WebElement:
-    return driver.find_element(By.CSS_SELECTOR, f'tr[data-task-id="{task_id}"]')
+    return driver.find_element(By.CSS_SELECTOR, row_css(task_id))
 
 
 def row_state(driver: WebDriver, task_id: str) -> str | None:

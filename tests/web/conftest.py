@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.remote.webelement import WebElement
 
 from tests.browser import SCREENSHOTS, Shoot, start_chromium
 
@@ -37,17 +36,19 @@ def browser(downloads: Path) -> Iterator[WebDriver]:
 def screenshot(
     request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
 ) -> Iterator[Shoot]:
-    """``screenshot(driver, state, at=element)`` saves what the browser shows, scrolled to
-    ``element`` if given, as ``var/test-output/screenshots/<test>-<n>-<state>.png``; the
-    paths are printed at the end of the test (outside pytest's capture, so a reviewer
-    finds them in the log)."""
+    """``screenshot(driver, state, at=selector)`` saves what the browser shows, scrolled to
+    the element of the CSS ``selector`` if given, as
+    ``var/test-output/screenshots/<test>-<n>-<state>.png``; the paths are printed at the
+    end of the test (outside pytest's capture, so a reviewer finds them in the log)."""
     saved: list[Path] = []
     for old in SCREENSHOTS.glob(f"{request.node.name}-*.png"):
         old.unlink()
 
-    def take(driver: WebDriver, state: str, at: WebElement | None = None) -> Path:
-        if at is not None:
-            driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", at)
+    def take(driver: WebDriver, state: str, at: str | None = None) -> Path:
+        if at is not None:  # found and scrolled in one step: a redrawn row is no matter
+            driver.execute_script(
+                "document.querySelector(arguments[0])?.scrollIntoView({block: 'center'})", at
+            )
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         path = SCREENSHOTS / f"{request.node.name}-{len(saved) + 1:02d}-{state}.png"
         assert driver.save_screenshot(str(path)), f"no screenshot {path}"

@@ -34,6 +34,7 @@ from tests.browser import (
     press,
     read_row,
     row,
+    row_css,
     row_state,
     shows,
     sign_in,
@@ -77,10 +78,11 @@ async def test_sign_in_create_from_the_form_watch_progress_download_and_sign_out
             browser.find_element(By.ID, "create").click()
             task_id = wait_for(
                 browser,
-                lambda d: d.find_elements(By.CSS_SELECTOR, "tr[data-task-id]"),
+                lambda d: d.find_element(By.CSS_SELECTOR, "tr[data-task-id]").get_attribute(
+                    "data-task-id"
+                ),
                 "listed the new export",
-            )[0].get_attribute("data-task-id")
-            assert task_id
+            )
             # The bar moves: distinct values of the running row's <progress> (the stream
             # reads progress once a second; 100,000 rows take several seconds).
             values: list[float] = []
@@ -92,12 +94,12 @@ async def test_sign_in_create_from_the_form_watch_progress_download_and_sign_out
                     if value is not None and float(value) > 0 and float(value) not in values:
                         values.append(float(value))
                         if len(values) == 1:
-                            screenshot(d, "running", row(d, task_id))
+                            screenshot(d, "running", row_css(task_id))
                 return len(values) >= 2 or row_state(d, task_id) == "succeeded"
 
             wait_for(browser, moved, "moved the progress bar")
             wait_for(browser, lambda d: row_state(d, task_id) == "succeeded", "showed it ready")
-            screenshot(browser, "succeeded", row(browser, task_id))
+            screenshot(browser, "succeeded", row_css(task_id))
             texts, _ = read_row(browser, task_id)
             shown = {
                 "progress": texts["progress"],
@@ -168,7 +170,7 @@ async def test_a_failed_export_shows_why_retry_queues_it_and_the_drawer_tells_it
             def drive() -> dict[str, Any]:
                 sign_in(browser, rt.base_url, token_for(rt, 4002))
                 wait_for(browser, lambda d: row_state(d, task_id) == "failed", "showed FAILED")
-                screenshot(browser, "failed", row(browser, task_id))
+                screenshot(browser, "failed", row_css(task_id))
                 failure = read_row(browser, task_id)[0]["failure"]
                 press(browser, task_id, "retry")
                 wait_for(browser, lambda d: "queued again" in banner(d), "confirmed the retry")
@@ -225,19 +227,17 @@ async def test_cancel_of_a_running_export_from_the_page(
                 sign_in(browser, rt.base_url, token_for(rt, 4005))
                 # The Cancel button of the queued or running export (a fast machine may
                 # run 200,000 rows between two updates of the page).
-                button = wait_for(
+                wait_for(
                     browser,
-                    lambda d: d.find_elements(
-                        By.CSS_SELECTOR, f'tr[data-task-id="{task_id}"] .cancel'
-                    ),
+                    lambda d: d.find_elements(By.CSS_SELECTOR, f"{row_css(task_id)} .cancel"),
                     "offered Cancel",
-                )[0]
-                screenshot(browser, "before-cancel", button)
+                )
+                screenshot(browser, "before-cancel", row_css(task_id))
                 press(browser, task_id, "cancel")
                 wait_for(
                     browser, lambda d: row_state(d, task_id) == "cancelled", "showed CANCELLED"
                 )
-                screenshot(browser, "cancelled", row(browser, task_id))
+                screenshot(browser, "cancelled", row_css(task_id))
                 texts, buttons = read_row(browser, task_id)
                 # The keyboard focus stays in the row: on History, as Cancel is gone.
                 focus = browser.switch_to.active_element.get_attribute("class")
@@ -286,7 +286,7 @@ async def test_progress_is_polled_when_the_live_stream_fails(
 
             def drive() -> str:
                 wait_for(browser, lambda d: row_state(d, task_id) == "succeeded", "showed it ready")
-                screenshot(browser, "polled", row(browser, task_id))
+                screenshot(browser, "polled", row_css(task_id))
                 return row(browser, task_id).find_element(By.CLASS_NAME, "progress").text
 
             progress = await in_thread(drive)

@@ -30,6 +30,7 @@ from tests.browser import (
     in_thread,
     read_row,
     row,
+    row_css,
     row_state,
     shown_ids,
     sign_in,
@@ -65,7 +66,7 @@ async def test_a_retrying_export_shows_its_next_attempt_and_last_error_at_phone_
                 )
                 sign_in(browser, rt.base_url, token_for(rt, 4006))
                 wait_for(browser, lambda d: row_state(d, task_id) == "retrying", "showed retrying")
-                screenshot(browser, "retrying-375px", row(browser, task_id))
+                screenshot(browser, "retrying-375px", row_css(task_id))
                 texts, buttons = read_row(browser, task_id)
                 # Every control has an accessible name; nothing is wider than the phone.
                 unnamed = [
@@ -86,7 +87,7 @@ async def test_a_retrying_export_shows_its_next_attempt_and_last_error_at_phone_
                     if focused.get_attribute("class") == "history":
                         focus_styles.append(focused.value_of_css_property("outline-style"))
                         break
-                screenshot(browser, "keyboard-focus-375px", focused)
+                screenshot(browser, "keyboard-focus-375px")  # focus scrolls
                 return {
                     "next": texts["next-attempt"],
                     "error": texts["last-error"],
@@ -129,7 +130,7 @@ async def test_an_expired_export_says_its_file_is_gone(
             def drive() -> tuple[str, str, list[str]]:
                 sign_in(browser, rt.base_url, token_for(rt, 4007))
                 wait_for(browser, lambda d: row_state(d, task_id) == "expired", "showed EXPIRED")
-                screenshot(browser, "expired", row(browser, task_id))
+                screenshot(browser, "expired", row_css(task_id))
                 texts, buttons = read_row(browser, task_id)
                 return texts["status"], texts[""], buttons
 
@@ -162,7 +163,7 @@ async def test_another_users_task_is_invisible_and_the_administrator_sees_and_fi
                 By.CSS_SELECTOR, "thead .requester"
             ).is_displayed()
             filter_offered = browser.find_element(By.ID, "filter-requester").is_displayed()
-            screenshot(browser, "user-view", row(browser, ids[4102]))
+            screenshot(browser, "user-view", row_css(ids[4102]))
             browser.find_element(By.ID, "sign-out").click()
             sign_in(browser, rt.base_url, token_for(rt, 4103, ADMIN_PERMS))
             wait_for(browser, lambda d: {ids[4101], ids[4102]} <= shown_ids(d), "listed both")
@@ -170,12 +171,12 @@ async def test_another_users_task_is_invisible_and_the_administrator_sees_and_fi
                 r.get_attribute("data-task-id"): r.find_element(By.CLASS_NAME, "requester").text
                 for r in browser.find_elements(By.CSS_SELECTOR, "tr[data-task-id]")
             }
-            screenshot(browser, "admin-view", row(browser, ids[4101]))
+            screenshot(browser, "admin-view", row_css(ids[4101]))
             field = browser.find_element(By.ID, "filter-requester")
             field.send_keys("4101")
             field.submit()
             wait_for(browser, lambda d: shown_ids(d) == {ids[4101]}, "filtered by requester")
-            screenshot(browser, "admin-filtered", row(browser, ids[4101]))
+            screenshot(browser, "admin-filtered", row_css(ids[4101]))
             # Status filters: two checked boxes, as the list's repeated status parameter.
             for status in ("FAILED", "CANCELLED"):
                 browser.find_element(
@@ -256,7 +257,7 @@ async def test_twenty_one_exports_take_two_pages_newest_first(
             label = browser.find_element(By.ID, "page-label").text
             browser.find_element(By.ID, "older").click()
             wait_for(browser, lambda d: shown_ids(d) == {ids[0]}, "showed the oldest on page 2")
-            screenshot(browser, "page-2", browser.find_element(By.ID, "page-label"))
+            screenshot(browser, "page-2", "#page-label")
             second = browser.find_element(By.ID, "page-label").text
             older_enabled = browser.find_element(By.ID, "older").is_enabled()
             browser.find_element(By.ID, "newer").click()
