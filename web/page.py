@@ -1,9 +1,11 @@
 """The download center page: one static HTML page and its script, over the public API.
 
-The page holds no state on the server: it calls the same ``/api/platform/v1/files/…``
-routes as any client, with the user's bearer token, which the user pastes into its
-sign-in form and the page keeps in the tab's ``sessionStorage`` (never in a URL, so it
-stays out of access logs, history and ``Referer`` headers).
+The page holds no state of its own on the server: its script (ES modules, no build step)
+calls the same ``/api/platform/v1/…`` routes as any client. The user pastes a bearer token
+into its sign-in form once; ``POST /api/platform/v1/session`` turns it into an HttpOnly,
+SameSite=Strict session cookie, so the script never keeps the token, and it is never put
+in a URL (it stays out of access logs, history and ``Referer`` headers). State-changing
+calls carry ``X-CSRF-Token`` from the readable ``export_center_csrf`` cookie.
 
 Every answer carries a strict Content-Security-Policy (scripts and styles from this origin
 only, no inline script, no framing): text that came from users or Providers (task names,
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from quart import Blueprint, Response, send_file
+from quart import Blueprint, Response, abort, send_file
 
 STATIC = Path(__file__).resolve().parent / "static"
 #: Same-origin scripts, styles, images and API calls; nothing inline, no plugins, no framing.
@@ -23,6 +25,10 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
+_CONTENT_TYPES = {
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+}
 _SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
@@ -45,13 +51,23 @@ async def download_center() -> Response:
     return await _static("download-center.html", "text/html; charset=utf-8")
 
 
-@page.get("/static/download-center.js")
-async def script() -> Response:
-    """The page's script."""
-    return await _static("download-center.js", "text/javascript; charset=utf-8")
+#: Files served under ``/static/``: the page's script modules and styles, by name. A
+#: fixed list read once, so no request path ever reaches the file system.
+ASSETS = {
+    path.name: _CONTENT_TYPES[path.suffix]
+    for path in sorted(STATIC.iterdir())
+    if path.suffix in _CONTENT_TYPES
+}
 
 
-@page.get("/static/download-center.css")
-async def stylesheet() -> Response:
-    """The page's styles."""
-    return await _static("download-center.css", "text/css; charset=utf-8")
+@page.get("/static/<name>")
+async def asset(name: str) -> Response:
+    """``GET /static/<name>``: one of the page's scripts or its styles; 404 otherwise.
+
+    Raises:
+        werkzeug NotFound (HTTP 404, answered with the envelope) for any other name.
+    """
+    content_type = ASSETS.get(name)
+    if content_type is None:
+        abort(404)
+    return await _static(name, content_type)

@@ -1,62 +1,52 @@
-// The download center page: the caller's exports with their progress, a form to create
-// one, download, cancel and retry. Plain DOM, no framework, no build step; every call goes to the
-// public API with the caller's bearer token (see web/page.py).
+// The download center page: sign in, the caller's exports (every requester's with
+// platform:download:all) with live progress, filters and paging, a new-export form built
+// from the export types the caller may request, download, cancel, retry and each task's
+// history. Plain DOM in ES modules, no framework, no build step (see web/page.py).
 "use strict";
 
-const API = "/api/platform/v1/files/export-tasks";
+import { api, ApiError, currentSession, postJson, send, signIn, signOut, TASKS, TYPES, whenSignedOut } from "./api.js";
+import { openHistory, setUpDrawer } from "./drawer.js";
+import { $, el } from "./format.js";
+import { startProgress, stopProgress } from "./progress.js";
+import { ACTIVE, describe, stateOf, taskRow } from "./tasks.js";
+
 const PAGE_SIZE = 20;
-const ACTIVE = new Set(["PENDING", "RUNNING"]);
-// Refresh period while a task is active, and otherwise (milliseconds).
+const ADMIN_PERMISSION = "platform:download:all";
+// List refresh periods, milliseconds: while a shown task is active and the stream is
+// down; and while the stream is up, to pick up what it does not carry.
 const ACTIVE_REFRESH_MS = 1000;
-const IDLE_REFRESH_MS = 10000;
-const TOKEN_KEY = "export-center.token";
+const IDLE_REFRESH_MS = 15000;
+// Without the stream, a task created elsewhere shows up within this, milliseconds.
+const POLL_IDLE_MS = 5000;
+// A pushed change the list must show (new task, finished task) refreshes it this soon.
+const PUSH_REFRESH_MS = 200;
 
-const state = { page: 1, timer: null };
-const $ = (id) => document.getElementById(id);
+const state = {
+  session: null,
+  page: 1,
+  filters: { statuses: [], exportType: "", requestedBy: "" },
+  types: [],
+  timer: null,
+  mode: "polling",
+  lastShown: [],
+};
 
-// --- token -------------------------------------------------------------------------------
+// Rows by task id with the task they were drawn from: an update redraws only the rows
+// that changed, so a button under the pointer or the keyboard focus is not replaced.
+const drawn = new Map();
 
-function token() {
-  return sessionStorage.getItem(TOKEN_KEY);
+// --- messages ----------------------------------------------------------------------------
+
+function banner(message, kind = "error") {
+  const node = $("banner");
+  node.textContent = message || "";
+  node.className = kind;
+  node.hidden = !message;
 }
 
-function claims(jwt) {
-  // Display only: the server checks the signature on every call.
-  try {
-    const part = jwt.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
-    return JSON.parse(atob(part.padEnd(part.length + ((4 - (part.length % 4)) % 4), "=")));
-  } catch {
-    return {};
-  }
+function announce(message) {
+  $("live").textContent = message;
 }
-
-// --- API ---------------------------------------------------------------------------------
-
-class ApiError extends Error {}
-
-async function api(path, options = {}) {
-  const response = await fetch(path, {
-    ...options,
-    headers: { Authorization: `Bearer ${token()}`, ...(options.headers || {}) },
-  });
-  if (response.status === 401) {
-    sessionStorage.removeItem(TOKEN_KEY);
-    show("sign-in");
-    throw new ApiError("The token was rejected (expired or not valid here): paste a new one.");
-  }
-  let body;
-  try {
-    body = await response.json();
-  } catch {
-    throw new ApiError(`The server answered HTTP ${response.status} without a JSON body.`);
-  }
-  if (body.code !== "200") {
-    throw new ApiError(body.message || `Error ${body.code}`);
-  }
-  return body.data;
-}
-
-// --- rendering ---------------------------------------------------------------------------
 
 function show(section) {
   $("sign-in").hidden = section !== "sign-in";
@@ -64,123 +54,46 @@ function show(section) {
   $("sign-out").hidden = section !== "center";
 }
 
-function banner(message, kind = "error") {
-  const el = $("banner");
-  el.textContent = message || "";
-  el.className = kind;
-  el.hidden = !message;
+function isAdmin() {
+  return Boolean(state.session && (state.session.perms || []).includes(ADMIN_PERMISSION));
 }
 
-function el(tag, text, className) {
-  const node = document.createElement(tag);
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  if (className) node.className = className;
-  return node;
+// --- the list ----------------------------------------------------------------------------
+
+const actions = { download, cancel, retry, history: openHistory };
+
+function progressStep(task) {
+  // Quarters of the total: a screen reader hears a running export at 25 %, 50 %, 75 %.
+  if (task.status !== "RUNNING" || !task.totalRows) return 0;
+  return Math.floor((4 * Number(task.processedRows)) / Number(task.totalRows));
 }
 
-function formatNumber(text) {
-  return text === null || text === undefined ? "?" : Number(text).toLocaleString("en");
-}
-
-function formatBytes(text) {
-  const size = Number(text);
-  if (!Number.isFinite(size)) return "";
-  const units = ["B", "KB", "MB", "GB"];
-  let value = size;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  return `${value.toFixed(unit === 0 ? 0 : 1)} ${units[unit]}`;
-}
-
-function formatTime(iso) {
-  return iso ? new Date(iso).toLocaleString() : "";
-}
-
-function progressCell(task) {
-  const cell = el("td", undefined, "progress");
-  const done = Number(task.processedRows);
-  const total = task.totalRows === null ? null : Number(task.totalRows);
-  if (task.status === "PENDING" && done === 0) {
-    cell.append(el("span", task.attemptCount > 0 ? "waiting to retry" : "queued"));
-    return cell;
-  }
-  if (task.status === "RUNNING" && done === 0 && total === null) {
-    cell.append(el("span", "starting"));
-    return cell;
-  }
-  const bar = el("progress");
-  if (total) {
-    bar.max = total;
-    bar.value = Math.min(done, total);
-  }
-  cell.append(bar, el("span", ` ${formatNumber(task.processedRows)} / ${formatNumber(task.totalRows)} rows`, "rows"));
-  return cell;
-}
-
-function actionsCell(task) {
-  const cell = el("td", undefined, "actions");
-  if (task.status === "SUCCEEDED") {
-    const button = el("button", "Download", "download");
-    button.type = "button";
-    button.addEventListener("click", () => download(task, button));
-    cell.append(button);
-  }
-  if (ACTIVE.has(task.status)) {
-    const button = el("button", "Cancel", "cancel");
-    button.type = "button";
-    button.setAttribute("aria-label", `Cancel ${task.taskName}`);
-    button.addEventListener("click", () => cancel(task, button));
-    cell.append(button);
-  }
-  if (task.status === "FAILED" || task.status === "CANCELLED") {
-    const button = el("button", "Retry", "retry");
-    button.type = "button";
-    button.addEventListener("click", () => retry(task, button));
-    cell.append(button);
-  }
-  return cell;
-}
-
-function row(task) {
-  const tr = document.createElement("tr");
-  tr.dataset.taskId = task.id;
-  tr.dataset.status = task.status;
-  const name = el("td", undefined, "name");
-  name.append(el("div", task.taskName));
-  if (task.failureMessage) name.append(el("div", task.failureMessage, "failure"));
-  const status = el("td", task.status, `status status-${task.status}`);
-  if (task.attemptCount > 1) status.title = `attempt ${task.attemptCount} of ${task.maxAttempts}`;
-  const file = el("td", undefined, "file");
-  if (task.fileName) {
-    file.append(el("div", task.fileName), el("small", formatBytes(task.sizeBytes)));
-    if (task.expiresAt) file.title = `kept until ${formatTime(task.expiresAt)}`;
-  }
-  tr.append(
-    name,
-    el("td", task.exportType, "type"),
-    status,
-    progressCell(task),
-    el("td", formatTime(task.requestedAt), "requested"),
-    file,
-    actionsCell(task),
-  );
-  return tr;
-}
-
-// Rows by task id with the JSON they were drawn from: a refresh redraws only the tasks
-// that changed, so a button under the pointer is not replaced every second.
-const drawn = new Map();
-
+/** The row for ``task``: the drawn one when nothing changed, else a new one. */
 function rowFor(task) {
   const json = JSON.stringify(task);
   const kept = drawn.get(task.id);
   if (kept && kept.json === json) return kept.tr;
-  const tr = row(task);
-  drawn.set(task.id, { json, tr });
+  if (kept && (stateOf(kept.task) !== stateOf(task) || progressStep(kept.task) !== progressStep(task))) {
+    announce(describe(task));
+  }
+  const tr = taskRow(task, actions);
+  drawn.set(task.id, { json, tr, task });
   return tr;
+}
+
+/** Move the keyboard focus to the button of ``tr`` like ``button`` (same class), or to its
+ * History button when that one is gone (a Cancel button once the export is cancelled). */
+function refocus(tr, button) {
+  const name = button.classList[0];
+  const again = (name && tr.querySelector(`button.${name}`)) || tr.querySelector("button.history");
+  if (again) again.focus();
+}
+
+/** Put ``tr`` in place of ``old``; the focus stays in the row. */
+function replaceRow(old, tr) {
+  const focused = old.contains(document.activeElement) ? document.activeElement : null;
+  old.replaceWith(tr);
+  if (focused) refocus(tr, focused);
 }
 
 function render(data) {
@@ -188,84 +101,107 @@ function render(data) {
   const rows = data.items.map(rowFor);
   const shown = new Set(data.items.map((t) => t.id));
   for (const id of drawn.keys()) if (!shown.has(id)) drawn.delete(id);
-  // Only touch the DOM where the order or a row changed.
   if (rows.length !== body.rows.length || rows.some((tr, i) => body.rows[i] !== tr)) {
+    const focused = body.contains(document.activeElement) ? document.activeElement : null;
+    const focusedRow = focused && focused.closest("tr");
     body.replaceChildren(...rows);
+    if (focusedRow && !focusedRow.isConnected) {
+      const again = rows.find((tr) => tr.dataset.taskId === focusedRow.dataset.taskId);
+      if (again) refocus(again, focused);
+    }
   }
   if (data.items.length === 0) {
-    const empty = el("td", "No exports yet.");
-    empty.colSpan = 7;
-    body.append(el("tr"));
-    body.lastChild.append(empty);
+    const empty = el("td", anyFilter() ? "No exports match these filters." : "No exports yet.");
+    empty.colSpan = 8;
+    const tr = el("tr", undefined, "empty");
+    tr.append(empty);
+    body.append(tr);
   }
+  state.lastShown = data.items;
   const total = Number(data.total);
-  $("total").textContent = `(${data.totalCapped ? "more than " : ""}${total.toLocaleString("en")})`;
+  const count = `${data.totalCapped ? "more than " : ""}${total.toLocaleString("en")}`;
+  $("total").textContent = `${count} ${total === 1 && !data.totalCapped ? "export" : "exports"}.`;
   const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
-  $("page-label").textContent = `page ${state.page} of ${data.totalCapped ? "many" : pages}`;
+  $("page-label").textContent = `Page ${state.page} of ${data.totalCapped ? "many" : pages}`;
   $("newer").disabled = state.page <= 1;
   $("older").disabled = !data.totalCapped && state.page >= pages;
-  return data.items.some((t) => ACTIVE.has(t.status));
+}
+
+/** A task the stream pushed: redraw its row if shown; refresh the list if it must change. */
+function pushed(task) {
+  const kept = drawn.get(task.id);
+  if (!kept) {
+    if (state.page === 1) schedule(PUSH_REFRESH_MS); // a new task, maybe on this page
+    return;
+  }
+  const merged = { ...kept.task, ...task };
+  const tr = rowFor(merged);
+  if (tr !== kept.tr && kept.tr.isConnected) replaceRow(kept.tr, tr);
+  state.lastShown = state.lastShown.map((t) => (t.id === merged.id ? merged : t));
+  if (!ACTIVE.has(merged.status)) schedule(PUSH_REFRESH_MS); // totals, filters, order
+}
+
+function anyFilter() {
+  const f = state.filters;
+  return f.statuses.length > 0 || f.exportType !== "" || f.requestedBy !== "";
+}
+
+function listQuery() {
+  const query = new URLSearchParams({ page: state.page, pageSize: PAGE_SIZE });
+  for (const status of state.filters.statuses) query.append("status", status);
+  if (state.filters.exportType) query.set("exportType", state.filters.exportType);
+  if (state.filters.requestedBy && isAdmin()) query.set("requestedBy", state.filters.requestedBy);
+  return query;
+}
+
+/** How soon to refresh the list again, milliseconds. The stream carries every live task
+ * the caller sees (an administrator's too), so while it is up the list is only refreshed
+ * to pick up what the stream does not carry (another tab's new export, an expiry). */
+function nextRefresh() {
+  if (state.mode === "live") return IDLE_REFRESH_MS;
+  return state.lastShown.some((t) => ACTIVE.has(t.status)) ? ACTIVE_REFRESH_MS : POLL_IDLE_MS;
+}
+
+function schedule(ms) {
+  clearTimeout(state.timer);
+  state.timer = setTimeout(refresh, ms);
+}
+
+async function refresh() {
+  clearTimeout(state.timer);
+  state.timer = null;
+  if (!state.session) return;
+  try {
+    render(await api(`${TASKS}?${listQuery()}`));
+  } catch (error) {
+    banner(error.message);
+  }
+  if (state.session && state.timer === null) schedule(nextRefresh());
+}
+
+function setMode(mode) {
+  state.mode = mode;
+  const node = $("updates");
+  node.dataset.mode = mode;
+  node.textContent = {
+    live: "Progress is live.",
+    connecting: "Connecting to live progress…",
+    polling: "Live progress unavailable: refreshing every second while an export runs.",
+  }[mode];
+  if (mode === "polling" && state.session) schedule(ACTIVE_REFRESH_MS);
 }
 
 // --- actions -----------------------------------------------------------------------------
 
-async function refresh() {
-  clearTimeout(state.timer);
-  let active = false;
-  try {
-    const query = new URLSearchParams({ page: state.page, pageSize: PAGE_SIZE });
-    active = render(await api(`${API}?${query}`));
-  } catch (error) {
-    banner(error.message);
-  }
-  if (token()) {
-    state.timer = setTimeout(refresh, active ? ACTIVE_REFRESH_MS : IDLE_REFRESH_MS);
-  }
-}
-
-async function create(event) {
-  event.preventDefault();
-  let parameters;
-  try {
-    parameters = JSON.parse($("parameters").value || "{}");
-  } catch (error) {
-    banner(`Parameters are not valid JSON: ${error.message}`);
-    return;
-  }
-  if (parameters === null || typeof parameters !== "object" || Array.isArray(parameters)) {
-    banner("Parameters must be a JSON object, e.g. {\"status\": \"ACTIVE\"}.");
-    return;
-  }
-  const body = { exportType: $("export-type").value.trim(), format: "XLSX", parameters };
-  const name = $("task-name").value.trim();
-  if (name) body.taskName = name;
-  $("create").disabled = true;
-  try {
-    const task = await api(API, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    banner(`Export ${task.taskName} accepted.`, "info");
-    state.page = 1;
-  } catch (error) {
-    banner(error.message);
-  } finally {
-    $("create").disabled = false;
-  }
-  await refresh();
-}
-
 async function download(task, button) {
   button.disabled = true;
   try {
-    const response = await fetch(`${API}/${task.id}/download`, {
-      headers: { Authorization: `Bearer ${token()}` },
-    });
+    const response = await send(`${TASKS}/${task.id}/download`);
     const type = response.headers.get("Content-Type") || "";
     if (!response.ok || type.startsWith("application/json")) {
       // Errors come as the JSON envelope (expired, not yours …).
       const body = await response.json().catch(() => ({}));
+      if (response.status === 401) show("sign-in");
       throw new ApiError(body.message || `Download failed: HTTP ${response.status}`);
     }
     const url = URL.createObjectURL(await response.blob());
@@ -276,6 +212,7 @@ async function download(task, button) {
     link.click();
     link.remove();
     setTimeout(() => URL.revokeObjectURL(url), 60000);
+    banner(`Downloading ${link.download}.`, "info");
   } catch (error) {
     banner(error.message);
   } finally {
@@ -283,59 +220,263 @@ async function download(task, button) {
   }
 }
 
+/** After an action on ``task`` by ``button`` (disabled meanwhile, so the focus fell to the
+ * page), give the keyboard focus back to the task's row. */
+function keepFocus(task, button) {
+  if (document.activeElement && document.activeElement !== document.body) return;
+  const kept = drawn.get(task.id);
+  if (kept && kept.tr.isConnected) refocus(kept.tr, button);
+}
+
 async function cancel(task, button) {
   button.disabled = true;
   try {
-    await api(`${API}/${task.id}/cancel`, { method: "POST" });
+    await api(`${TASKS}/${task.id}/cancel`, { method: "POST" });
     banner(`Export ${task.taskName} cancelled.`, "info");
   } catch (error) {
     banner(error.message);
+    button.disabled = false;
   }
   await refresh();
+  keepFocus(task, button);
 }
 
 async function retry(task, button) {
   button.disabled = true;
   try {
-    await api(`${API}/${task.id}/retry`, { method: "POST" });
+    await api(`${TASKS}/${task.id}/retry`, { method: "POST" });
     banner(`Export ${task.taskName} queued again.`, "info");
   } catch (error) {
     banner(error.message);
+    button.disabled = false;
+  }
+  await refresh();
+  keepFocus(task, button);
+}
+
+// --- the new-export form -----------------------------------------------------------------
+
+function option(value, text) {
+  const node = el("option", text);
+  node.value = value;
+  return node;
+}
+
+function parameterField(hint) {
+  const id = `param-${hint.name}`;
+  const field = el("div", undefined, "field");
+  const label = el("label", hint.name);
+  label.htmlFor = id;
+  if (!hint.required) label.append(el("span", " (optional)", "optional"));
+  let input;
+  if (hint.type === "boolean") {
+    input = el("input");
+    input.type = "checkbox";
+    field.classList.add("check");
+  } else {
+    input = el("input");
+    const numeric = hint.type === "integer" || hint.type === "number";
+    input.type = numeric ? "number" : "text";
+    if (hint.type === "integer") input.step = "1";
+    if (hint.type === "number") input.step = "any";
+    if (numeric) input.inputMode = hint.type === "integer" ? "numeric" : "decimal";
+    input.required = Boolean(hint.required);
+  }
+  input.id = id;
+  input.name = hint.name;
+  input.dataset.type = hint.type || "string";
+  field.append(label, input);
+  if (hint.description) {
+    const help = el("small", hint.description, "help");
+    help.id = `${id}-help`;
+    input.setAttribute("aria-describedby", help.id);
+    field.append(help);
+  }
+  return field;
+}
+
+function chosenType() {
+  return state.types.find((t) => t.exportType === $("export-type").value);
+}
+
+function showTypeForm() {
+  const type = chosenType();
+  const fields = $("parameter-fields");
+  fields.replaceChildren(...(type ? type.parameters.map(parameterField) : []));
+  $("parameters").hidden = !type || type.parameters.length === 0;
+  const formats = type ? type.formats : [];
+  $("format").replaceChildren(...formats.map((f) => option(f, f)));
+  const hints = [];
+  if (type && type.description) hints.push(type.description);
+  if (type && type.maxRows) hints.push(`At most ${Number(type.maxRows).toLocaleString("en")} rows.`);
+  $("type-hint").textContent = hints.join(" ");
+}
+
+async function loadTypes() {
+  try {
+    state.types = await api(TYPES);
+  } catch (error) {
+    state.types = [];
+    $("type-hint").textContent = `The export types could not be loaded: ${error.message}`;
+  }
+  const choices = state.types.map((t) => option(t.exportType, t.displayName || t.exportType));
+  $("export-type").replaceChildren(...choices);
+  $("filter-type").replaceChildren(option("", "Any"), ...choices.map((o) => o.cloneNode(true)));
+  $("create").disabled = state.types.length === 0;
+  if (state.types.length === 0 && !$("type-hint").textContent) {
+    $("type-hint").textContent = "There is no export type you may request.";
+  }
+  showTypeForm();
+}
+
+/** The form's parameters, or throws ApiError naming the field that is wrong. */
+function formParameters() {
+  let parameters = {};
+  const extra = $("extra-parameters").value.trim();
+  if (extra) {
+    try {
+      parameters = JSON.parse(extra);
+    } catch (error) {
+      throw new ApiError(`Other parameters are not valid JSON: ${error.message}`);
+    }
+    if (parameters === null || typeof parameters !== "object" || Array.isArray(parameters)) {
+      throw new ApiError('Other parameters must be a JSON object, e.g. {"status": "ACTIVE"}.');
+    }
+  }
+  for (const input of $("parameter-fields").querySelectorAll("input")) {
+    const type = input.dataset.type;
+    if (type === "boolean") {
+      parameters[input.name] = input.checked;
+      continue;
+    }
+    const text = input.value.trim();
+    if (text === "") {
+      if (input.required) throw new ApiError(`${input.name} is required.`);
+      continue;
+    }
+    if (type === "integer" || type === "number") {
+      const value = Number(text);
+      if (!Number.isFinite(value) || (type === "integer" && !Number.isInteger(value))) {
+        throw new ApiError(`${input.name} must be ${type === "integer" ? "a whole number" : "a number"}.`);
+      }
+      parameters[input.name] = value;
+    } else {
+      parameters[input.name] = text;
+    }
+  }
+  return parameters;
+}
+
+async function create(event) {
+  event.preventDefault();
+  let parameters;
+  try {
+    parameters = formParameters();
+  } catch (error) {
+    banner(error.message);
+    return;
+  }
+  const body = { exportType: $("export-type").value, format: $("format").value || "XLSX", parameters };
+  const name = $("task-name").value.trim();
+  if (name) body.taskName = name;
+  $("create").disabled = true;
+  try {
+    const task = await postJson(TASKS, body);
+    banner(`Export ${task.taskName} accepted.`, "info");
+    $("task-name").value = "";
+    state.page = 1;
+  } catch (error) {
+    banner(error.message);
+  } finally {
+    $("create").disabled = false;
   }
   await refresh();
 }
 
-// --- start -------------------------------------------------------------------------------
+// --- filters and paging ------------------------------------------------------------------
 
-function start() {
-  $("token-form").onsubmit = (event) => {
-    event.preventDefault();
-    sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
-    $("token").value = "";
-    banner("");
-    start();
+function readFilters() {
+  state.filters = {
+    statuses: [...document.querySelectorAll("#status-filters input:checked")].map((i) => i.value),
+    exportType: $("filter-type").value,
+    requestedBy: isAdmin() ? $("filter-requester").value.trim() : "",
   };
-  $("sign-out").onclick = () => {
-    sessionStorage.removeItem(TOKEN_KEY);
-    clearTimeout(state.timer);
-    $("who").textContent = "";
-    show("sign-in");
-  };
-  $("create-form").onsubmit = create;
-  $("newer").onclick = () => { state.page -= 1; refresh(); };
-  $("older").onclick = () => { state.page += 1; refresh(); };
-  if (!token()) {
-    show("sign-in");
-    return;
-  }
-  const who = claims(token());
-  $("who").textContent = who.sub ? `user ${who.sub}, tenant ${who.tenant_id} (${who.app_code})` : "";
-  show("center");
+  state.page = 1;
   refresh();
 }
 
-if (document.readyState === "loading") {
-  document.addEventListener("DOMContentLoaded", start, { once: true });
-} else {
-  start();
+// --- session -----------------------------------------------------------------------------
+
+function enter(session) {
+  state.session = session;
+  const admin = isAdmin();
+  document.body.classList.toggle("admin", admin);
+  $("requester-field").hidden = !admin;
+  $("list-heading").textContent = admin ? "All exports of your tenant" : "Your exports";
+  $("who").textContent = `user ${session.userId}, tenant ${session.tenantId} (${session.appCode})${admin ? ", administrator" : ""}`;
+  banner("");
+  show("center");
+  loadTypes();
+  startProgress(pushed, setMode);
+  refresh();
 }
+
+function leave() {
+  state.session = null;
+  stopProgress();
+  clearTimeout(state.timer);
+  drawn.clear();
+  state.lastShown = [];
+  $("tasks").tBodies[0].replaceChildren();
+  $("who").textContent = "";
+  if ($("drawer").open) $("drawer").close();
+  show("sign-in");
+  $("token").focus();
+}
+
+async function start() {
+  whenSignedOut(leave);
+  setUpDrawer();
+  $("token-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const token = $("token").value.trim();
+    $("token").value = "";
+    try {
+      enter(await signIn(token));
+    } catch (error) {
+      banner(error.message);
+      $("token").focus();
+    }
+  });
+  $("sign-out").addEventListener("click", async () => {
+    try {
+      await signOut();
+      leave();
+      banner("Signed out.", "info");
+    } catch (error) {
+      banner(error.message);
+    }
+  });
+  $("create-form").addEventListener("submit", create);
+  $("export-type").addEventListener("change", showTypeForm);
+  $("filter-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    readFilters();
+  });
+  $("filter-form").addEventListener("change", (event) => {
+    if (event.target.id !== "filter-requester") readFilters();
+  });
+  $("filter-form").addEventListener("reset", () => setTimeout(readFilters));
+  $("newer").addEventListener("click", () => { state.page -= 1; refresh(); });
+  $("older").addEventListener("click", () => { state.page += 1; refresh(); });
+  let session = null;
+  try {
+    session = await currentSession();
+  } catch (error) {
+    banner(error.message);
+  }
+  if (session) enter(session);
+  else show("sign-in");
+}
+
+start();

@@ -1,0 +1,205 @@
+"""Driving the download center page in a real Chromium: starting the browser, waiting for
+what the page shows (always a condition, never a sleep), signing in, reading rows, and
+saving screenshots of page states under ``var/test-output/screenshots/`` (git ignores
+``var/``). The fixtures over these live in ``tests/web/conftest.py``.
+
+Chromium and chromium-driver are Debian's packages, installed by the test command when
+missing (deploy/ensure-commands.sh); the browser tests never skip them.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+import pytest
+import trio
+from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.chrome.service import Service as ChromeService
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.ui import WebDriverWait
+
+from actors.core.models import AppCode
+from actors.runtime import Runtime
+from tests.helpers import REPO
+from web.auth import issue_token
+
+API = "/api/platform/v1/files/export-tasks"
+PERMS = ("platform:customer:export",)
+ADMIN_PERMS = (*PERMS, "platform:download:all")
+#: Longest wait for the page to show a state, seconds: a bound against hangs only (the
+#: machine running the suite may be busy).
+WAIT = 120
+SCREENSHOTS = REPO / "var" / "test-output" / "screenshots"
+#: Flags for a closed network: without them Chromium keeps trying Google's hosts.
+CHROMIUM_FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1280,1000",
+)
+#: Console errors that are answers the page expects: Chromium logs every HTTP error
+#: status, and "who am I" answers 401 before signing in.
+EXPECTED_CONSOLE = (
+    "/api/platform/v1/session - Failed to load resource: the server responded with a status of 401",
+)
+
+
+def program(name: str) -> str:
+    """The path of ``name`` on PATH; fails the test (never skips) when it is missing."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(
+            f"'{name}' is not on PATH. Run the tests with `deploy/dev test` (it installs "
+            "chromium and chromium-driver) or `deploy/ensure-commands.sh chromium=chromium "
+            "chromedriver=chromium-driver` as root."
+        )
+    return path
+
+
+def start_chromium(profile: Path, downloads: Path) -> WebDriver:
+    """A headless Chromium with its own profile, saving downloads into ``downloads``
+    without asking, and keeping the console log for :func:`console_errors`."""
+    options = webdriver.ChromeOptions()
+    options.binary_location = program("chromium")
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    options.add_experimental_option(
+        "prefs",
+        {"download.default_directory": str(downloads), "download.prompt_for_download": False},
+    )
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(options=options, service=ChromeService(program("chromedriver")))
+
+
+class Shoot(Protocol):
+    """The ``screenshot`` fixture: save the page, scrolled to the element the CSS selector
+    ``at`` finds, if given."""
+
+    def __call__(self, driver: WebDriver, state: str, at: str | None = None) -> Path: ...
+
+
+def token_for(rt: Runtime, user: int, perms: tuple[str, ...] = PERMS) -> str:
+    return issue_token(
+        rt.jwt_secret, user_id=user, tenant_id=0, app_code=AppCode.PLATFORM, perms=perms
+    )
+
+
+def client(rt: Runtime, user: int) -> httpx.AsyncClient:
+    """An API client of ``rt`` with a bearer token for ``user`` (the tests' side door)."""
+    headers = {"Authorization": f"Bearer {token_for(rt, user)}"}
+    return httpx.AsyncClient(base_url=rt.base_url, timeout=10, headers=headers)
+
+
+def wait_for(driver: WebDriver, condition: Callable[[WebDriver], Any], what: str) -> Any:
+    """Poll ``condition`` until it is truthy (at most :data:`WAIT` s); returns its value."""
+    # A row redrawn between finding it and reading it is read again at the next poll.
+    wait = WebDriverWait(
+        driver, WAIT, poll_frequency=0.05, ignored_exceptions=(StaleElementReferenceException,)
+    )
+    return wait.until(condition, f"page never {what}")
+
+
+def row_css(task_id: str) -> str:
+    """The CSS selector of a task's row."""
+    return f'tr[data-task-id="{task_id}"]'
+
+
+def row(driver: WebDriver, task_id: str) -> WebElement:
+    return driver.find_element(By.CSS_SELECTOR, row_css(task_id))
+
+
+def row_state(driver: WebDriver, task_id: str) -> str | None:
+    """The row's shown state (queued, retrying, running, succeeded, …) or None if absent."""
+    rows = driver.find_elements(By.CSS_SELECTOR, f'tr[data-task-id="{task_id}"]')
+    return rows[0].get_attribute("data-state") if rows else None
+
+
+#: One read of a row, in the page (no element can go stale between two reads): the text
+#: of each element by its first class, and the classes of its buttons.
+_READ_ROW = """
+const tr = document.querySelector(`tr[data-task-id="${arguments[0]}"]`);
+if (!tr) return null;
+const texts = {"": tr.innerText};
+for (const node of tr.querySelectorAll("[class]")) {
+  const name = node.classList[0];
+  if (!(name in texts)) texts[name] = node.innerText;
+}
+return {texts, buttons: [...tr.querySelectorAll("button")].map((b) => b.classList[0])};
+"""
+
+
+def read_row(driver: WebDriver, task_id: str) -> tuple[dict[str, str], list[str]]:
+    """The row's texts by the first class of their element (``""``: the whole row) and
+    its buttons' classes; fails the test if the row is not shown."""
+    found = driver.execute_script(_READ_ROW, task_id)
+    assert found is not None, f"task {task_id} is not listed"
+    return found["texts"], found["buttons"]
+
+
+def press(driver: WebDriver, task_id: str, button: str, key: str | None = None) -> None:
+    """Click the row's ``button`` (a class: download, cancel, retry, history), or focus it
+    and press ``key``. A row redrawn under the pointer (a pushed update) is found again."""
+
+    def pressed(d: WebDriver) -> bool:
+        target = row(d, task_id).find_element(By.CLASS_NAME, button)
+        if key is None:
+            target.click()
+        else:
+            d.execute_script("arguments[0].focus()", target)
+            target.send_keys(key)
+        return True
+
+    wait_for(driver, pressed, f"let {button} be pressed")
+
+
+def shown_ids(driver: WebDriver) -> set[str]:
+    rows = driver.find_elements(By.CSS_SELECTOR, "tr[data-task-id]")
+    return {r.get_attribute("data-task-id") or "" for r in rows}
+
+
+def banner(driver: WebDriver) -> str:
+    return str(driver.find_element(By.ID, "banner").text)
+
+
+def shows(driver: WebDriver, element_id: str) -> bool:
+    return bool(driver.find_element(By.ID, element_id).is_displayed())
+
+
+def sign_in(driver: WebDriver, base_url: str, token: str) -> None:
+    """Open the page and sign in through its form, as a person does."""
+    driver.get(base_url + "/")
+    wait_for(driver, lambda d: shows(d, "sign-in"), "asked")
+    field = driver.find_element(By.ID, "token")
+    field.send_keys(token)
+    field.submit()
+    wait_for(driver, lambda d: shows(d, "center"), "signed in")
+    wait_for(driver, lambda d: d.find_element(By.ID, "total").text, "listed the exports")
+    assert token not in driver.current_url  # never in a URL
+
+
+def console_errors(driver: WebDriver) -> list[str]:
+    """The page's console errors (script errors, failed loads) but the expected ones."""
+    return [
+        e["message"]
+        for e in driver.get_log("browser")
+        if e["level"] == "SEVERE" and not any(x in e["message"] for x in EXPECTED_CONSOLE)
+    ]
+
+
+async def in_thread(fn: Callable[[], Any]) -> Any:
+    """Selenium blocks: drive the browser in a thread while the service runs in this loop."""
+    return await trio.to_thread.run_sync(fn)

@@ -1,0 +1,271 @@
+"""The download center page in a real Chromium (headless, driven by Selenium) against the
+whole service on SQLite with the demo Provider (issue 10, item 4), what each view shows:
+a retrying export's next attempt and last error at a phone's width (labels, keyboard
+focus, no sideways scrolling), an expired export, another user's task kept out of the
+list while the administrator sees it with its requester and filters by requester and
+status, hostile text shown as text under the Content-Security-Policy, and paging.
+
+Each page state is saved as a screenshot under ``var/test-output/screenshots/``; the
+paths are printed when each test ends (``tests/web/conftest.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webdriver import WebDriver
+
+from actors.config import Settings
+from tests.browser import (
+    ADMIN_PERMS,
+    API,
+    WAIT,
+    Shoot,
+    client,
+    console_errors,
+    in_thread,
+    read_row,
+    row,
+    row_css,
+    row_state,
+    shown_ids,
+    sign_in,
+    token_for,
+    wait_for,
+)
+from tests.helpers import make_settings, running_service, wait_for_status
+from tests.own_mariadb import free_port
+from web.page import CONTENT_SECURITY_POLICY
+
+
+async def test_a_retrying_export_shows_its_next_attempt_and_last_error_at_phone_width(
+    tmp_path: Path, browser: WebDriver, screenshot: Shoot
+) -> None:
+    # The demo Provider's service points at a closed port: every attempt fails with a
+    # transient connection error and a retry is scheduled 60 s later.
+    dead = f"http://127.0.0.1:{free_port()}"
+    settings = make_settings(
+        tmp_path,
+        provider_urls={"demo-service": dead},
+        internal_service_token="page-test-service-token",
+        retry_backoff_seconds=(60, 900),
+    )
+    async with running_service(settings) as rt:
+        async with client(rt, 4006) as c:
+            body = {"exportType": "CUSTOMER_LIST", "taskName": "Waiting for the Provider"}
+            task_id = (await c.post(API, json=body)).json()["data"]["id"]
+
+            def drive() -> dict[str, Any]:
+                browser.execute_cdp_cmd(
+                    "Emulation.setDeviceMetricsOverride",
+                    {"width": 375, "height": 812, "deviceScaleFactor": 2, "mobile": True},
+                )
+                sign_in(browser, rt.base_url, token_for(rt, 4006))
+                wait_for(browser, lambda d: row_state(d, task_id) == "retrying", "showed retrying")
+                screenshot(browser, "retrying-375px", row_css(task_id))
+                texts, buttons = read_row(browser, task_id)
+                # Every control has an accessible name; nothing is wider than the phone.
+                unnamed = [
+                    e.get_attribute("outerHTML")
+                    for e in browser.find_elements(
+                        By.CSS_SELECTOR, "input, select, textarea, button"
+                    )
+                    if e.is_displayed() and not e.accessible_name.strip()
+                ]
+                widths = browser.execute_script(
+                    "return [document.documentElement.scrollWidth, window.innerWidth]"
+                )
+                # The keyboard reaches the row's buttons, and the focus is visible.
+                focus_styles = []
+                for _ in range(60):
+                    ActionChains(browser).send_keys(Keys.TAB).perform()
+                    focused = browser.switch_to.active_element
+                    if focused.get_attribute("class") == "history":
+                        focus_styles.append(focused.value_of_css_property("outline-style"))
+                        break
+                screenshot(browser, "keyboard-focus-375px")  # focus scrolls
+                return {
+                    "next": texts["next-attempt"],
+                    "error": texts["last-error"],
+                    "status": texts["status"],
+                    "buttons": buttons,
+                    "unnamed": unnamed,
+                    "widths": widths,
+                    "focus": focus_styles,
+                }
+
+            seen = await in_thread(drive)
+            task = (await c.get(f"{API}/{task_id}")).json()["data"]
+    assert task["status"] == "PENDING" and task["attemptCount"] >= 1
+    assert seen["status"] == "Retrying" and seen["buttons"] == ["cancel", "history"]
+    assert seen["next"].startswith(
+        f"Attempt {task['attemptCount'] + 1} of {task['maxAttempts']} at"
+    )
+    assert seen["error"].startswith("Last error: ")
+    assert seen["error"].removeprefix("Last error: ") in (
+        task.get("lastError"),
+        task["failureMessage"],
+    )
+    assert seen["unnamed"] == []
+    assert seen["widths"][0] <= seen["widths"][1] == 375, seen["widths"]
+    assert seen["focus"] and seen["focus"][0] != "none"
+    assert console_errors(browser) == []
+
+
+async def test_an_expired_export_says_its_file_is_gone(
+    tmp_path: Path, browser: WebDriver, screenshot: Shoot
+) -> None:
+    # Files are kept for 2 seconds and the reconciler looks every 200 ms.
+    settings = make_settings(tmp_path, retention_days=2 / 86400, reconciler_poll_ms=200)
+    async with running_service(settings) as rt:
+        async with client(rt, 4007) as c:
+            body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 10}}
+            task_id = (await c.post(API, json=body)).json()["data"]["id"]
+            await wait_for_status(c, task_id, "EXPIRED", timeout=WAIT)
+
+            def drive() -> tuple[str, str, list[str]]:
+                sign_in(browser, rt.base_url, token_for(rt, 4007))
+                wait_for(browser, lambda d: row_state(d, task_id) == "expired", "showed EXPIRED")
+                screenshot(browser, "expired", row_css(task_id))
+                texts, buttons = read_row(browser, task_id)
+                return texts["status"], texts[""], buttons
+
+            status, text, buttons = await in_thread(drive)
+    assert status == "Expired" and "deleted" in text
+    assert buttons == ["history"]  # no download, cancel or retry
+    assert console_errors(browser) == []
+
+
+async def test_another_users_task_is_invisible_and_the_administrator_sees_and_filters_it(
+    settings: Settings, browser: WebDriver, screenshot: Shoot
+) -> None:
+    async with running_service(settings) as rt:
+        ids: dict[int, str] = {}
+        for user in (4101, 4102):
+            async with client(rt, user) as c:
+                body = {
+                    "exportType": "CUSTOMER_LIST",
+                    "taskName": f"of {user}",
+                    "parameters": {"rowCount": 10},
+                }
+                ids[user] = (await c.post(API, json=body)).json()["data"]["id"]
+                await wait_for_status(c, ids[user], "SUCCEEDED", timeout=WAIT)
+
+        def drive() -> dict[str, Any]:
+            sign_in(browser, rt.base_url, token_for(rt, 4102))
+            wait_for(browser, lambda d: ids[4102] in shown_ids(d), "listed the user's own task")
+            own_view = shown_ids(browser)
+            requester_column = browser.find_element(
+                By.CSS_SELECTOR, "thead .requester"
+            ).is_displayed()
+            filter_offered = browser.find_element(By.ID, "filter-requester").is_displayed()
+            screenshot(browser, "user-view", row_css(ids[4102]))
+            browser.find_element(By.ID, "sign-out").click()
+            sign_in(browser, rt.base_url, token_for(rt, 4103, ADMIN_PERMS))
+            wait_for(browser, lambda d: {ids[4101], ids[4102]} <= shown_ids(d), "listed both")
+            requesters = {
+                r.get_attribute("data-task-id"): r.find_element(By.CLASS_NAME, "requester").text
+                for r in browser.find_elements(By.CSS_SELECTOR, "tr[data-task-id]")
+            }
+            screenshot(browser, "admin-view", row_css(ids[4101]))
+            field = browser.find_element(By.ID, "filter-requester")
+            field.send_keys("4101")
+            field.submit()
+            wait_for(browser, lambda d: shown_ids(d) == {ids[4101]}, "filtered by requester")
+            screenshot(browser, "admin-filtered", row_css(ids[4101]))
+            # Status filters: two checked boxes, as the list's repeated status parameter.
+            for status in ("FAILED", "CANCELLED"):
+                browser.find_element(
+                    By.CSS_SELECTOR, f'#status-filters input[value="{status}"]'
+                ).click()
+            wait_for(browser, lambda d: not shown_ids(d), "filtered by status")
+            empty = browser.find_element(By.CSS_SELECTOR, "#tasks tbody").text
+            return {
+                "own_view": own_view,
+                "requester_column": requester_column,
+                "filter_offered": filter_offered,
+                "requesters": requesters,
+                "empty": empty,
+            }
+
+        seen = await in_thread(drive)
+    assert seen["own_view"] == {ids[4102]}  # 4101's task is not shown to 4102
+    assert not seen["requester_column"] and not seen["filter_offered"]
+    assert seen["requesters"][ids[4101]] == "4101" and seen["requesters"][ids[4102]] == "4102"
+    assert seen["empty"] == "No exports match these filters."
+    assert console_errors(browser) == []
+
+
+async def test_hostile_text_is_shown_as_text_and_the_policy_forbids_inline_script(
+    settings: Settings, browser: WebDriver
+) -> None:
+    hostile = "<img src=x onerror=\"document.title='pwned'\">"
+    async with running_service(settings) as rt:
+        async with client(rt, 4003) as c:
+            body = {
+                "exportType": "CUSTOMER_LIST",
+                "taskName": hostile,
+                "parameters": {"rowCount": 10},
+            }
+            task_id = (await c.post(API, json=body)).json()["data"]["id"]
+            page = await c.get("/")
+            script = await c.get("/static/download-center.js")
+            missing = await c.get("/static/..%2Fpage.py")
+
+        def drive() -> tuple[str, int, str]:
+            sign_in(browser, rt.base_url, token_for(rt, 4003))
+            wait_for(browser, lambda d: row_state(d, task_id) is not None, "listed the task")
+            images = len(browser.find_elements(By.CSS_SELECTOR, "#tasks img"))
+            return (
+                row(browser, task_id).find_element(By.CLASS_NAME, "name").text,
+                images,
+                browser.title,
+            )
+
+        name, images, title = await in_thread(drive)
+    assert name == hostile and images == 0 and title != "pwned"
+    assert page.headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
+    assert "script-src 'self'" in CONTENT_SECURITY_POLICY
+    assert page.headers["X-Content-Type-Options"] == "nosniff"
+    assert script.headers["Content-Type"].startswith("text/javascript")
+    assert missing.status_code == 404
+
+
+async def test_twenty_one_exports_take_two_pages_newest_first(
+    settings: Settings, browser: WebDriver, screenshot: Shoot
+) -> None:
+    async with running_service(settings) as rt:
+        ids = []
+        async with client(rt, 4301) as c:
+            for n in range(1, 22):  # one at a time: at most 3 active per user
+                body = {
+                    "exportType": "CUSTOMER_LIST",
+                    "taskName": f"export {n}",
+                    "parameters": {"rowCount": n},
+                }
+                ids.append((await c.post(API, json=body)).json()["data"]["id"])
+                await wait_for_status(c, ids[-1], "SUCCEEDED", timeout=WAIT)
+
+        def drive() -> dict[str, Any]:
+            sign_in(browser, rt.base_url, token_for(rt, 4301))
+            wait_for(browser, lambda d: len(shown_ids(d)) == 20, "showed a full page")
+            first = shown_ids(browser)
+            label = browser.find_element(By.ID, "page-label").text
+            browser.find_element(By.ID, "older").click()
+            wait_for(browser, lambda d: shown_ids(d) == {ids[0]}, "showed the oldest on page 2")
+            screenshot(browser, "page-2", "#page-label")
+            second = browser.find_element(By.ID, "page-label").text
+            older_enabled = browser.find_element(By.ID, "older").is_enabled()
+            browser.find_element(By.ID, "newer").click()
+            wait_for(browser, lambda d: len(shown_ids(d)) == 20, "went back to page 1")
+            return {"first": first, "label": label, "second": second, "older": older_enabled}
+
+        seen = await in_thread(drive)
+    assert seen["first"] == set(ids[1:])  # newest first: the oldest is on page 2
+    assert seen["label"] == "Page 1 of 2" and seen["second"] == "Page 2 of 2"
+    assert not seen["older"]
+    assert console_errors(browser) == []
