@@ -21,9 +21,9 @@ import click
 import trio
 
 from actors.config import Settings, load_settings
-from actors.core.access import check_retryable
+from actors.core.access import check_retryable, parse_task_id
 from actors.core.admission import CreateLimits
-from actors.core.errors import ConfigError, Refused
+from actors.core.errors import ConfigError, ParameterError, Refused
 from actors.core.events import TaskEvent
 from actors.core.models import OutboxRow, Task, TaskStatus
 from actors.core.outcomes import CancelOutcome, CreateOutcome
@@ -81,9 +81,14 @@ def _run_with_store(fn: Callable[[ExportStore, Settings], Awaitable[R]]) -> R:
 
 
 def _task_id(value: str) -> int:
-    if not value.isascii() or not value.isdigit():
-        raise click.BadParameter(f"{value!r} is not a task id (digits only)")
-    return int(value)
+    """The task id argument, by the API's own rule (``actors.core.access.parse_task_id``):
+    ASCII digits within the id range; anything else is a usage error, never a traceback."""
+    try:
+        return parse_task_id(value)
+    except ParameterError:
+        raise click.BadParameter(f"{value!r} is not a task id (digits only)") from None
+    except Refused as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 # -- rendering ------------------------------------------------------------------------------

@@ -211,3 +211,25 @@ def test_retry_deletes_the_leftover_file_like_the_api(database_url: str, tmp_pat
     retried = cli(database_url, tmp_path, "tasks", "retry", str(task.id))
     assert retried.exit_code == 0, retried.output
     assert not leftover.exists()
+
+
+@pytest.mark.parametrize(
+    "command", [("tasks", "show"), ("tasks", "cancel"), ("tasks", "retry"), ("inspect",)]
+)
+@pytest.mark.parametrize(
+    ("raw", "code", "says"),
+    [
+        ("99999999999999999999999", 1, "not found"),  # past the id range: no such task
+        ("18446744073709551616", 1, "not found"),
+        ("+5", 2, "is not a task id"),
+        ("٥", 2, "is not a task id"),  # a non-ASCII digit
+    ],
+)
+def test_a_task_id_outside_the_rule_is_an_error_not_a_traceback(
+    tmp_path: Path, command: tuple[str, ...], raw: str, code: int, says: str
+) -> None:
+    # The id is checked before any database is opened (the URL need not exist).
+    result = cli(f"sqlite:///{tmp_path}/none.db", tmp_path, *command, raw)
+    assert result.exit_code == code, result.output
+    assert says in result.output
+    assert "Traceback" not in result.output
