@@ -22,6 +22,7 @@ from actors.core.access import (
     visible_task,
 )
 from actors.core.cancel import cancel_message, check_cancelled
+from actors.core.declared_parameters import check_declared_parameters
 from actors.core.errors import Refusal, Refused, RequestError
 from actors.core.events import MAX_TASK_EVENTS
 from actors.core.limits import (
@@ -106,6 +107,7 @@ async def create_task() -> Any:
     export_type = fields.export_type
     definition = check_definition(principal, export_type)
     params = normalise_parameters(fields.parameters)
+    check_declared_parameters(definition.parameters, fields.parameters or {})
     svc = services()
     result = await svc.api_store.create_task(
         NewTask(

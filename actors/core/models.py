@@ -89,7 +89,8 @@ class ColumnDef:
 @dataclass(frozen=True, slots=True)
 class ParameterHint:
     """One parameter an export type takes, as the registry describes it for clients
-    (``parameters`` of a definition): a hint for forms, not a check of create requests.
+    (``parameters`` of a definition): it builds forms, and the create checks a declared
+    parameter's presence and JSON type (``actors/core/declared_parameters.py``).
 
     Attributes:
         name: the key in the create request's ``parameters`` object.

@@ -131,3 +131,31 @@ async def test_a_session_cookie_works_and_no_credential_is_401(served_app) -> No
         await c.post("/api/platform/v1/session", json={"token": token})
         listed = (await c.get(TYPES)).json()
         assert [t["exportType"] for t in listed["data"]] == ["CUSTOMER_LIST"]
+
+
+async def test_a_create_is_held_to_the_parameters_its_type_declares(served_app) -> None:  # type: ignore[no-untyped-def]
+    url, services = served_app
+    services.registry.replace(Registry({"ORDER_LIST": ORDERS}))
+    perms = headers(perms=("platform:order:export",))
+    tasks = "/api/platform/v1/files/export-tasks"
+    async with httpx.AsyncClient(base_url=url, timeout=10) as c:
+        missing = await c.post(tasks, json={"exportType": "ORDER_LIST"}, headers=perms)
+        wrong = await c.post(
+            tasks,
+            json={"exportType": "ORDER_LIST", "parameters": {"from": 20261201}},
+            headers=perms,
+        )
+        right = await c.post(
+            tasks,
+            json={"exportType": "ORDER_LIST", "parameters": {"from": "2026-12-01", "x": 1}},
+            headers=perms,
+        )
+        listed = (await c.get(tasks, headers=perms)).json()["data"]
+    # Refusals are business outcomes: HTTP 200, the code in the envelope.
+    assert missing.json()["code"] == "400"
+    assert missing.json()["message"] == "parameters.from is required by this export type"
+    assert wrong.json()["code"] == "400"
+    assert wrong.json()["message"] == "parameters.from must be a date as YYYY-MM-DD, not a number"
+    assert right.json()["code"] == "200" and right.json()["data"]["status"] == "PENDING"
+    # Refused creates made no task: only the valid one is listed.
+    assert [t["id"] for t in listed["items"]] == [right.json()["data"]["id"]]
