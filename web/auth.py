@@ -22,6 +22,12 @@ from actors.core.session import Credential, csrf_key, decide_credential
 from web.access_log import note_user
 from web.errors import ApiError
 
+#: The 401 of a request with neither credential: say both ways in.
+NO_CREDENTIAL_MESSAGE = (
+    "not signed in: send Authorization: Bearer <token>, "
+    "or sign in with POST /api/platform/v1/session"
+)
+
 ALGORITHM = "HS256"
 DEFAULT_TTL_SECONDS = 12 * 3600
 #: The HttpOnly cookie holding the session's JWT.
@@ -169,7 +175,7 @@ def request_credentials(secret: str) -> tuple[Principal, int]:
     if decision.credential == Credential.BEARER:
         credentials = principal_from_token(secret, bearer_token(authorization))
     elif decision.credential == Credential.NONE or session is None:
-        raise ApiError("401", "missing bearer token", http_status=401)
+        raise ApiError("401", NO_CREDENTIAL_MESSAGE, http_status=401)
     else:
         credentials = principal_from_token(secret, session)
         if not decision.csrf_ok:

@@ -15,6 +15,7 @@ import itertools
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,6 +165,11 @@ def _reject_constant(name: str) -> Any:
 def _json_error(exc: BaseException) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if "integer string conversion" in str(exc):
+        # Python's own wording names an interpreter setting the caller cannot change.
+        return f"a number has more than {sys.get_int_max_str_digits()} digits"
     return str(exc)
 
 
@@ -237,12 +243,16 @@ def create_request(body: dict[str, Any]) -> CreateRequest:
         The :class:`CreateRequest`.
 
     Raises:
-        ParameterError: ``exportType`` missing or empty; ``format`` other than XLSX;
+        ParameterError: ``exportType`` missing, not a string or empty; ``format`` other than XLSX;
             ``taskName`` not a string of at most :data:`MAX_TASK_NAME` characters.
     """
     export_type = body.get("exportType")
-    if not isinstance(export_type, str) or not export_type:
+    if export_type is None:
         raise ParameterError("exportType", "exportType is required")
+    if not isinstance(export_type, str):
+        raise ParameterError("exportType", "exportType must be a string (an export type's key)")
+    if not export_type:
+        raise ParameterError("exportType", "exportType must not be empty")
     fmt = body.get("format") or EXPORT_FORMAT
     if fmt != EXPORT_FORMAT:
         raise ParameterError("format", "format must be XLSX (the only supported format)")

@@ -231,7 +231,9 @@ async def test_hostile_text_is_shown_as_text_and_the_policy_forbids_inline_scrip
     assert page.headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
     assert "script-src 'self'" in CONTENT_SECURITY_POLICY
     assert page.headers["X-Content-Type-Options"] == "nosniff"
-    assert script.headers["Content-Type"].startswith("text/javascript")
+    # One charset, once (a second "; charset=utf-8" was once appended by Quart).
+    assert page.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert script.headers["Content-Type"] == "text/javascript; charset=utf-8"
     assert missing.status_code == 404
 
 

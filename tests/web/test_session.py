@@ -18,7 +18,7 @@ from actors.core.models import AppCode, TaskStatus
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from db.store import ExportStore
 from tests.helpers import API, API_SECRET, api_app, claim, create, headers, served
-from web.auth import CSRF_COOKIE, SESSION_COOKIE, issue_token
+from web.auth import CSRF_COOKIE, NO_CREDENTIAL_MESSAGE, SESSION_COOKIE, issue_token
 
 SESSION = "/api/platform/v1/session"
 CSRF_REFUSED = {"code": "403", "message": "CSRF token missing or invalid", "data": None}
@@ -115,6 +115,8 @@ async def test_no_session_is_401(url: str) -> None:
     async with client(url) as c:
         for response in (await c.get(SESSION), await c.get(API)):
             assert response.status_code == 401 and response.json()["code"] == "401"
+            # Both ways in are named: a page user has no bearer token to "miss".
+            assert response.json()["message"] == NO_CREDENTIAL_MESSAGE
 
 
 async def test_a_token_in_the_url_is_never_taken(url: str) -> None:

@@ -33,8 +33,11 @@ from web.errors import envelope_code
             CreateRequest("T", "XLSX", "x" * MAX_TASK_NAME, None),
         ),
         ({}, ParameterError("exportType", "exportType is required")),
-        ({"exportType": ""}, ParameterError("exportType", "exportType is required")),
-        ({"exportType": 5}, ParameterError("exportType", "exportType is required")),
+        ({"exportType": ""}, ParameterError("exportType", "exportType must not be empty")),
+        (
+            {"exportType": 5},
+            ParameterError("exportType", "exportType must be a string (an export type's key)"),
+        ),
         (
             {"exportType": "T", "format": "CSV"},
             ParameterError("format", "format must be XLSX (the only supported format)"),

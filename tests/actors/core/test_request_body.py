@@ -37,6 +37,8 @@ def test_json_nesting_depth(text: str, depth: int) -> None:
         (b'{"a":' * 5000 + b"1" + b"}" * 5000, f"nested deeper than {MAX_BODY_DEPTH} levels"),
         (b'{"a": 1', "not valid JSON: Expecting ',' delimiter at line 1 column 8"),
         (b'{"a": NaN}', "not valid JSON: NaN is not a JSON value"),
+        # Python's own message would tell the caller to change an interpreter setting.
+        (b'{"n": ' + b"9" * 5000 + b"}", "not valid JSON: a number has more than 4300 digits"),
         (b"[1]", "must be a JSON object"),
         (b'{"taskName": "\\ud800"}', "taskName contains an unpaired surrogate"),
         (b'{"parameters": {"k": ["\\udfff"]}}', "parameters.k[0] contains an unpaired"),
