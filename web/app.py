@@ -70,7 +70,12 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     @app.errorhandler(HTTPException)
     async def _http_error(exc: HTTPException) -> Any:
         code = exc.code or 500
-        return jsonify(envelope(None, code=str(code), message=exc.description or exc.name)), code
+        body = jsonify(envelope(None, code=str(code), message=exc.description or exc.name))
+        if code == 413:
+            # The rest of the body is never read, so the server ends the connection: say so,
+            # or a keep-alive client sends its next request into a closing socket.
+            return body, code, {"Connection": "close"}
+        return body, code
 
     @app.errorhandler(TransientDatabaseError)
     async def _database_unavailable(exc: TransientDatabaseError) -> Any:

@@ -21,8 +21,19 @@ import httpx
 import pytest
 import trio
 
+from actors.pipeline.storage import LocalDirectoryStorage
 from actors.runtime import Runtime
-from tests.helpers import API, ServeProcess, client_for, poll_task, wait_for_status
+from db.store import ExportStore
+from tests.helpers import (
+    API,
+    ServeProcess,
+    api_app,
+    client_for,
+    headers,
+    poll_task,
+    served,
+    wait_for_status,
+)
 from tests.helpers import process_client as client
 from web.server import GuardedTCPServer, WebServer
 
@@ -161,3 +172,29 @@ def _restarts_total(rt: Runtime) -> float:
 def _restarts(rt: Runtime, actor: str) -> float:
     value = rt.metrics.registry.get_sample_value("export_actor_restarts_total", {"actor": actor})
     return value or 0.0
+
+
+# The client's request body is abandoned when the server answers 413 before reading it:
+# httpx leaves its body generator to the garbage collector (encode/httpx#3686).
+@pytest.mark.filterwarnings(
+    "ignore:Exception ignored in.*async_generator object:pytest.PytestUnraisableExceptionWarning"
+)
+async def test_a_body_too_large_closes_the_connection_and_says_so(
+    store: ExportStore, storage: LocalDirectoryStorage
+) -> None:
+    """A 413 leaves the body unread, so the server ends the connection; it must say
+    ``Connection: close``, or a keep-alive client sends its next request into a closing
+    socket ("Server disconnected")."""
+    app, _ = api_app(store, storage)
+    async with served(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as c:
+        for _ in range(5):
+            assert (await c.get("/healthz")).status_code == 200
+            big = await c.post(
+                API,
+                content=b'{"taskName": "' + b"a" * 1_000_000 + b'"}',
+                headers={**headers(), "Content-Type": "application/json"},
+            )
+            assert big.status_code == 413 and big.json()["code"] == "413"
+            assert big.headers["Connection"] == "close"
+            # The same client goes on, on a new connection.
+            assert (await c.get(API, headers=headers())).json()["code"] == "200"
