@@ -82,12 +82,16 @@ class Thresholds:
             it waits out its back-off (ExportOutboxSendFailing).
         expiry_grace_seconds: a SUCCEEDED task whose file expired longer ago was missed by
             the reconciler's retention pass, which runs every few seconds.
+        heartbeat_overdue_seconds: a RUNNING task whose last heartbeat is older has
+            likely lost its instance (a run renews every ``FILE_EXPORT_TASK_HEARTBEAT_SECONDS``,
+            60 s by default), though its lease has not ended yet.
     """
 
     queue_age_seconds: float = 600.0
     outbox_age_seconds: float = 120.0
     outbox_attempts: int = 10
     expiry_grace_seconds: float = 300.0
+    heartbeat_overdue_seconds: float = 150.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +168,21 @@ def diagnose(facts: TaskInspection, limits: Thresholds | None = None) -> tuple[F
                 f"{relative_time(task.lease_until, now)}: waiting for the reconciler",
             )
         )
+    elif task.status == TaskStatus.RUNNING and _heartbeat_overdue(task, now, limits):
+        beat = task.last_heartbeat_at or task.started_at
+        assert beat is not None
+        ends = (
+            f"; the reconciler recovers it when its lease ends {relative_time(task.lease_until, now)}"
+            if task.lease_until
+            else ""
+        )
+        found.append(
+            Finding(
+                Symptom.LEASE_RECOVERY,
+                f"RUNNING on {task.lease_owner or '?'} whose last heartbeat was "
+                f"{relative_time(beat, now)}: that instance has likely stopped{ends}",
+            )
+        )
     elif recoveries:
         found.append(
             Finding(
@@ -209,6 +228,11 @@ def diagnose(facts: TaskInspection, limits: Thresholds | None = None) -> tuple[F
             )
         )
     return tuple(found)
+
+
+def _heartbeat_overdue(task: Task, now: datetime, limits: Thresholds) -> bool:
+    beat = task.last_heartbeat_at or task.started_at
+    return beat is not None and (now - beat).total_seconds() > limits.heartbeat_overdue_seconds
 
 
 def _outbox_backlog(command: OutboxRow | None, now: datetime, limits: Thresholds) -> str | None:

@@ -137,6 +137,25 @@ RUNNING = dict(
             facts((command(),), **{**RUNNING, "lease_until": ago(4)}),
             (Symptom.LEASE_RECOVERY,),
         ),
+        # the instance stopped (kill -9): no heartbeat for longer than 2.5 periods, while
+        # its lease still runs — the table's lease row, before the lease ends
+        (
+            "heartbeat 151 s ago, lease still on",
+            facts((command(),), **{**RUNNING, "last_heartbeat_at": ago(151)}),
+            (Symptom.LEASE_RECOVERY,),
+        ),
+        (
+            "never beat, started 151 s ago",
+            facts((command(),), **{**RUNNING, "started_at": ago(151)}),
+            (Symptom.LEASE_RECOVERY,),
+        ),
+        (
+            "heartbeat 149 s ago",
+            facts(
+                (command(),), **{**RUNNING, "last_heartbeat_at": ago(149), "started_at": ago(900)}
+            ),
+            (),
+        ),
         (
             "recovered earlier, now queued",
             facts(
@@ -219,6 +238,11 @@ def test_reasons_name_the_facts() -> None:
     assert (
         lease.reason
         == "RUNNING on host-a:1 whose lease ended 4.0 s ago: waiting for the reconciler"
+    )
+    (silent,) = diagnose(facts((command(),), **{**RUNNING, "last_heartbeat_at": ago(115 + 60)}))
+    assert silent.reason == (
+        "RUNNING on host-a:1 whose last heartbeat was 2 min 55 s ago: that instance has "
+        "likely stopped; the reconciler recovers it when its lease ends in 12.3 s"
     )
     (backlog,) = diagnose(
         facts(
