@@ -19,7 +19,8 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import AsyncIterator
+import urllib.parse
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -48,6 +49,7 @@ from actors.core.provider_rules import (
     passed,
 )
 from actors.core.registry import BATCH_SIZE_RANGE, MAX_ROWS_RANGE
+from actors.core.text import quote_outside
 from actors.pipeline.provider_client import ProviderClient
 from actors.pipeline.provider_decode import parse_batch_response
 
@@ -137,6 +139,7 @@ async def check_provider(
     requested_by: int,
     parameters: dict[str, Any],
     read_rows: int,
+    progress: Callable[[str], None] = lambda what: None,
 ) -> ProviderCheck:
     """Make every request of the check and judge them.
 
@@ -148,6 +151,7 @@ async def check_provider(
         tenant_id, app_code, requested_by: the tenant fields of every request.
         parameters: the business parameters of every request.
         read_rows: stop the run after the batch that reaches this many rows.
+        progress: told what each request is before it is sent (for a progress line).
 
     Returns:
         The judged check; read :meth:`ProviderCheck.findings`.
@@ -184,6 +188,7 @@ async def check_provider(
 
         cursor: str | None = None
         while True:
+            progress(f"batch {check.batches + 1}")
             outcome, stage = await fetch(request(cursor, check.next_token))
             if isinstance(outcome, ExportError):
                 check.failed(outcome, stage)
@@ -193,8 +198,15 @@ async def check_provider(
             cursor = outcome.next_cursor
         first = check.first
         if first is not None:
+            progress("a second run's first request")
             check.rerun((await fetch(request(None, None)))[0])
         for probe in PROBES:
+            if first is None:
+                # The well-formed request got no batch: a refusal of a broken one would
+                # prove nothing (a 401 for a wrong --token, a URL that is not a Provider).
+                check.cannot_probe(probe, "the well-formed request was not answered with a batch")
+                continue
+            progress(probe.what)
             if probe.later_batch:
                 if first is None or first.snapshot_token is None or first.next_cursor is None:
                     check.cannot_probe(
@@ -328,6 +340,11 @@ def provider_check(
     is registered. Prints PASS, FAIL or SKIP per rule; exits 1 when a rule failed."""
     if not token:
         raise click.BadParameter("must not be empty", param_hint="--token")
+    target = urllib.parse.urlsplit(url)
+    if target.scheme not in ("http", "https") or not target.hostname:
+        raise click.BadParameter(
+            f"{quote_outside(url)} is not an http:// or https:// base URL", param_hint="URL"
+        )
     if not _EXPORT_TYPE.fullmatch(export_type):
         raise click.BadParameter(
             f"{export_type!r} is not an export type (A-Z, 0-9 and _)", param_hint="--type"
@@ -352,6 +369,7 @@ def provider_check(
             requested_by=requested_by,
             parameters=business,
             read_rows=read_rows,
+            progress=lambda what: click.echo(f"provider-check: {what} …", err=True),
         )
     )
     findings = check.findings()

@@ -41,7 +41,7 @@ def provider_check(url: str, export_type: str, *args: str) -> tuple[int, list[di
         ["provider-check", url, "--type", export_type, "--token", TOKEN, "--json", *args],
         catch_exceptions=False,
     )
-    return result.exit_code, json.loads(result.output)
+    return result.exit_code, json.loads(result.stdout)  # progress lines go to stderr
 
 
 def verdicts(findings: list[dict[str, str]]) -> dict[str, str]:
@@ -419,6 +419,28 @@ def test_a_provider_that_is_down_fails_the_answer_rule_and_skips_the_rest() -> N
     assert code == 1
 
 
+@pytest.mark.parametrize("answer", ["401 Unauthorized", "404 Not Found"])
+def test_refusals_prove_nothing_when_the_well_formed_request_is_refused_too(answer: str) -> None:
+    """A wrong --token, or a URL that is not a Provider, refuses everything: the probes
+    that want a refusal are skipped, not passed, and no probe request is sent."""
+    requests: list[str] = []
+
+    def refusing(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        requests.append(environ["PATH_INFO"])
+        start_response(answer, [("Content-Type", "application/json")])
+        return [b'{"code": "401", "message": "no", "data": null}']
+
+    with serve(refusing) as url:
+        code, findings = provider_check(url, "ORDER_LIST")
+    found = verdicts(findings)
+    assert found["answer"] == "FAIL"
+    for key in ("service-token", "tenant-fields", "error-answers", "tampered-snapshot"):
+        assert found[key] == "SKIP", (key, findings)
+    assert "PASS" not in found.values()
+    assert len(requests) == 1  # the first batch only
+    assert code == 1
+
+
 def test_a_wrong_export_type_is_the_providers_404(tmp_path: Path) -> None:
     with example_provider_process(TOKEN, tmp_path / "provider.log") as url:
         code, findings = provider_check(url, "CUSTOMER_LIST")
@@ -434,14 +456,16 @@ def test_a_wrong_export_type_is_the_providers_404(tmp_path: Path) -> None:
 def test_the_probe_sends_the_wrong_token_alone() -> None:
     """The request of the service-token probe carries one token header, the wrong one."""
     seen: list[list[str]] = []
+    module = example()
 
     def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
         seen.append([environ.get("HTTP_X_INTERNAL_SERVICE_TOKEN", "")])
-        start_response("401 Unauthorized", [("Content-Type", "application/json")])
-        return [b'{"code": "401", "message": "no", "data": null}']
+        result: list[bytes] = module.app(environ, start_response)
+        return result
 
     with serve(app) as url:
-        provider_check(url, "ORDER_LIST")
+        code, findings = provider_check(url, "ORDER_LIST")
+    assert verdicts(findings)["service-token"] == "PASS", findings
     # wsgiref joins repeated headers with a comma; one value means one header.
     assert [WRONG_SERVICE_TOKEN] in seen
     assert all("," not in values[0] for values in seen)
@@ -453,12 +477,17 @@ def test_the_probe_sends_the_wrong_token_alone() -> None:
         (["--type", "order list"], "is not an export type"),
         (["--type", "T", "--parameters", "[1]"], "must be a JSON object"),
         (["--type", "T", "--batch-size", "10"], "10 is not in the range 50<=x<=1000"),
+        (["--type", "T", "--url", "not a url"], "is not an http:// or https:// base URL"),
+        (["--type", "T", "--url", "ftp://x/"], "is not an http:// or https:// base URL"),
+        (["--type", "T", "--url", "http://"], "is not an http:// or https:// base URL"),
     ],
 )
 def test_bad_options_are_one_line_errors(args: list[str], message: str) -> None:
-    result = CliRunner().invoke(
-        main, ["provider-check", "http://127.0.0.1:9", "--token", TOKEN, *args]
-    )
+    url = "http://127.0.0.1:9"
+    if "--url" in args:  # the URL argument itself under test
+        at = args.index("--url")
+        url, args = args[at + 1], args[:at] + args[at + 2 :]
+    result = CliRunner().invoke(main, ["provider-check", url, "--token", TOKEN, *args])
     assert result.exit_code == 2
     assert message in result.output
     assert "Traceback" not in result.output
