@@ -55,7 +55,10 @@ PROGRESS_WARNING_INTERVAL_SECONDS = 30.0
 def download_file_name(task_name: str, at: datetime) -> str:
     """A user-facing file name: the task name (unsafe characters replaced) plus a
     timestamp from the instance clock, which only labels the file (§8.6)."""
-    base = safe_file_name(task_name, default="export").strip("_") or "export"
+    # Dots, spaces and "_" trimmed together: "../x" becomes "_.._x" then ".._x" one at a
+    # time, and a name that still began with a dot would be trimmed again (differently) by
+    # the Content-Disposition of the download.
+    base = safe_file_name(task_name, default="export").strip(" ._") or "export"
     return f"{base[:100]}_{at:%Y%m%d_%H%M%S}.xlsx"
 
 

@@ -31,6 +31,7 @@ from actors.core.errors import (
     ProviderUnavailableError,
 )
 from actors.core.models import AppCode, ExportDefinition, Registry
+from actors.core.text import content_disposition
 from actors.pipeline.context import RunContext
 from actors.pipeline.provider_client import ProviderClient
 from actors.pipeline.runner import ExportRunner, download_file_name
@@ -290,9 +291,14 @@ async def test_an_export_type_no_longer_registered_fails_permanently_before_writ
         ("", "export_20270115_080000.xlsx"),
         ("///", "export_20270115_080000.xlsx"),
         ("n" * 150, "n" * 100 + "_20270115_080000.xlsx"),
+        ("../../etc/passwd", "etc_passwd_20270115_080000.xlsx"),
+        ("_. _.x", "x_20270115_080000.xlsx"),
     ],
 )
 def test_download_file_name(task_name: str, expected: str) -> None:
     """The task name made safe (unsafe characters become ``_``), at most 100 characters,
-    ``export`` when nothing is left, then the instance's local time."""
-    assert download_file_name(task_name, datetime(2027, 1, 15, 8, 0, 0)) == expected
+    ``export`` when nothing is left, then the instance's local time. The download's
+    ``Content-Disposition`` names the same file (its cleaning changes nothing more)."""
+    name = download_file_name(task_name, datetime(2027, 1, 15, 8, 0, 0))
+    assert name == expected
+    assert f'filename="{name}"' in content_disposition(name) or not name.isascii()
