@@ -70,6 +70,10 @@ def envelope(data: Any = None, *, code: str = "200", message: str = "success") -
     return {"code": code, "message": message, "data": data}
 
 
+#: Event detail fields that hold ids (``by``: the user who created, cancelled, downloaded).
+_ID_DETAILS = frozenset({"by"})
+
+
 def event_json(event: TaskEvent) -> dict[str, Any]:
     """One history event as the API shows it: string ids, ``at`` in ISO-8601 UTC, the
     kind's fields under ``detail`` (``actors/core/events.py``)."""
@@ -78,5 +82,9 @@ def event_json(event: TaskEvent) -> dict[str, Any]:
         "taskId": str(event.task_id),
         "kind": event.kind.value,
         "at": _iso(event.at),
-        "detail": event.detail,
+        "detail": {
+            # User ids are 64-bit: strings, like every id of the API (stored as numbers).
+            k: str(v) if k in _ID_DETAILS and isinstance(v, int) else v
+            for k, v in event.detail.items()
+        },
     }

@@ -48,7 +48,7 @@ async def test_history_over_the_api_with_the_ownership_rule(  # type: ignore[no-
     items = body["data"]["items"]
     assert [e["kind"] for e in items] == ["created", "claimed", "succeeded", "downloaded"]
     assert items[1]["detail"] == {"instance": "instance-a", "version": 1, "attempt": 1}
-    assert items[3]["detail"] == {"by": 9}
+    assert items[3]["detail"] == {"by": "9"}  # a user id: a string, like every id
     assert all(e["taskId"] == str(task.id) and e["at"].endswith("+00:00") for e in items)
     assert [int(e["id"]) for e in items] == sorted(int(e["id"]) for e in items)
     assert body["data"]["truncated"] is False
