@@ -17,7 +17,8 @@ it
   ``userId`` and ``tenantId`` of an authenticated caller, and the ``taskId`` and
   ``traceId`` of the task the request was about (:func:`note_task`: the download's line
   carries its export's trace id). It never writes a header, token or cookie. ``/healthz``
-  and ``/metrics`` — probes and scrapes every few seconds — are logged at DEBUG.
+  and ``/metrics`` — probes and scrapes every few seconds — and the embedded demo
+  Provider's ``/internal/…`` batch calls are logged at DEBUG.
 
 Routes tell it what they learn through :func:`note_user` and :func:`note_task`; outside a
 request these do nothing.
@@ -45,6 +46,9 @@ AsgiApp = Callable[..., Awaitable[None]]
 
 #: Paths whose access lines are DEBUG: health probes and metric scrapes.
 QUIET_PATHS = frozenset({"/healthz", "/metrics"})
+#: Path prefix whose access lines are DEBUG too: the embedded demo Provider's batch
+#: calls, made by this very service (one per batch; its run summary says the rest).
+QUIET_PREFIX = "/internal/"
 #: The request and response header of the request id.
 REQUEST_ID_HEADER = "X-Request-Id"
 
@@ -162,7 +166,8 @@ class AccessLog:
         shown = loggable_path(path, query)
         method = str(scope.get("method", ""))[:16]
         ms = round((time.monotonic() - started) * 1000, 1)
-        level = logging.DEBUG if path in QUIET_PATHS else logging.INFO
+        quiet = path in QUIET_PATHS or path.startswith(QUIET_PREFIX)
+        level = logging.DEBUG if quiet else logging.INFO
         fields: dict[str, Any] = {
             "method": method,
             "path": shown,

@@ -171,11 +171,10 @@ def diagnose(facts: TaskInspection, limits: Thresholds | None = None) -> tuple[F
     elif task.status == TaskStatus.RUNNING and _heartbeat_overdue(task, now, limits):
         beat = task.last_heartbeat_at or task.started_at
         assert beat is not None
-        ends = (
-            f"; the reconciler recovers it when its lease ends {relative_time(task.lease_until, now)}"
-            if task.lease_until
-            else ""
-        )
+        ends = ""
+        if task.lease_until is not None:
+            left = relative_time(task.lease_until, now)
+            ends = f"; the reconciler recovers it when its lease ends {left}"
         found.append(
             Finding(
                 Symptom.LEASE_RECOVERY,

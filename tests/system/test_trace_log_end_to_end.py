@@ -20,7 +20,7 @@ BATCHES_PATH = "/internal/exports/v1/CUSTOMER_LIST/batches"
 
 
 async def test_one_trace_id_from_create_through_every_batch_to_download(service: Runtime) -> None:
-    with json_log("INFO", actors__pipeline__provider_client=True) as lines:
+    with json_log("INFO", actors__pipeline__provider_client=True, web__access=True) as lines:
         async with client_for(service) as client:
             created = await client.post(
                 API,
@@ -87,7 +87,7 @@ async def until_logged(lines: Callable[[], list[dict]], path: str) -> list[dict]
 
 async def test_a_caller_traceparent_is_adopted_for_the_whole_export(service: Runtime) -> None:
     caller_trace = "4bf92f3577b34da6a3ce929d0e0e4736"
-    with json_log("INFO") as lines:
+    with json_log("INFO", web__access=True) as lines:
         async with client_for(service) as client:
             created = await client.post(
                 API,

@@ -96,8 +96,9 @@ async def test_outside_text_in_the_path_is_escaped_and_probes_are_quiet(
         async with client_for(service) as client:
             await client.get("/healthz")
             await client.get("/metrics")
+            await client.get("/internal/exports/v1/CUSTOMER_LIST/batches")  # demo Provider
             await client.get(API + "/12%0A2026-12-01%20CRITICAL%20forged\u202e")
         access = await logged(lines, 1)
-    [line] = access  # /healthz and /metrics are DEBUG lines
+    [line] = access  # /healthz, /metrics and /internal/… are DEBUG lines
     assert line["path"] == API + "/12\\n2026-12-01 CRITICAL forged\\u202e"
     assert line["status"] == 200  # a refused id answers the envelope with HTTP 200
