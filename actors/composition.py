@@ -350,6 +350,8 @@ async def build_components(
         wakeup=wakeup,
         jwt_secret=jwt_secret,
         runs=local,  # the API wakes this process's run of a task it cancels
+        cookie_secure=settings.cookie_secure,
+        progress_poll_seconds=settings.progress_poll_seconds,
         create_limits=CreateLimits(
             max_active_per_user=settings.max_active_per_user,
             max_active_per_type=settings.max_active_per_type,

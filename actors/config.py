@@ -22,6 +22,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
 from actors.core.errors import ConfigError
+from actors.core.session import CookieSecure
 
 
 def _env(name: str) -> Any:
@@ -67,6 +68,18 @@ class Settings(BaseSettings):
     log_format: Literal["json", "text"] | None = _env("FILE_EXPORT_LOG_FORMAT")
     """FILE_EXPORT_LOG_FORMAT: ``json`` (one JSON object per line, for production) or
     ``text``; unset, text when standard error is a terminal, JSON otherwise."""
+
+    cookie_secure: CookieSecure = Field(
+        CookieSecure.AUTO, validation_alias=AliasChoices("FILE_EXPORT_COOKIE_SECURE")
+    )
+    """FILE_EXPORT_COOKIE_SECURE: ``auto`` (``Secure`` session cookies when the request is
+    https), ``always`` (behind a proxy that terminates TLS) or ``never``."""
+    progress_poll_seconds: float = Field(
+        1.0, gt=0, le=60, validation_alias=AliasChoices("FILE_EXPORT_PROGRESS_POLL_SECONDS")
+    )
+    """FILE_EXPORT_PROGRESS_POLL_SECONDS: how often one progress stream of the page reads
+    its caller's tasks, seconds (each read is two index ranges; at most 60, or the page
+    would show progress too late to be of use)."""
 
     # -- staged switches (ops guide) ------------------------------------------------------
     reconciler_enabled: bool | None = _env("FILE_EXPORT_RECONCILER_ENABLED")
@@ -216,6 +229,11 @@ class Settings(BaseSettings):
         if value.upper() not in levels:
             raise ValueError(f"must be one of {', '.join(levels)}")
         return value.upper()
+
+    @field_validator("cookie_secure", mode="before")
+    @classmethod
+    def _lower_cookie_secure(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("log_format", mode="before")
     @classmethod

@@ -7,9 +7,9 @@ change — the task JSON of ``GET .../export-tasks/{id}`` (``web/serialize.task_
 A ``: keep-alive`` comment goes out after 15 s without an event, so proxies keep the
 connection open.
 
-One connection costs one read per poll (``PROGRESS_POLL_SECONDS`` of the app config,
-default 1 s): the caller's live tasks and its 20 newest, two index ranges in one
-transaction (``db/store/progress.py``; their plans are checked in
+One connection costs one read per poll (``FILE_EXPORT_PROGRESS_POLL_SECONDS``, default
+1 s, as ``Services.progress_poll_seconds``): the caller's live tasks and its 20 newest,
+two index ranges in one transaction (``db/store/progress.py``; their plans are checked in
 ``tests/db/test_query_plans.py``). Only changes are sent (``actors/core/progress.py``).
 
 The stream ends when the client disconnects (Quart cancels the response), when the
@@ -46,11 +46,8 @@ from web.services import Services
 log = logging.getLogger("web.progress")
 
 PATH = "/api/platform/v1/files/progress"
-#: App config keys: seconds between two reads of one connection, and of silence before
-#: a keep-alive comment.
-POLL_SECONDS_KEY = "PROGRESS_POLL_SECONDS"
+#: App config key: seconds of silence before a keep-alive comment.
 KEEPALIVE_SECONDS_KEY = "PROGRESS_KEEPALIVE_SECONDS"
-DEFAULT_POLL_SECONDS = 1.0
 DEFAULT_KEEPALIVE_SECONDS = 15.0
 #: Newest tasks read besides the live ones: a task that starts and finishes between two
 #: polls is among them, so its end is still sent.
@@ -116,7 +113,7 @@ async def progress_stream() -> Response:
     """
     services: Services = current_app.config["SERVICES"]
     principal, expires_at = request_credentials(services.jwt_secret)
-    poll_seconds = float(current_app.config.get(POLL_SECONDS_KEY, DEFAULT_POLL_SECONDS))
+    poll_seconds = services.progress_poll_seconds
     keepalive_seconds = float(
         current_app.config.get(KEEPALIVE_SECONDS_KEY, DEFAULT_KEEPALIVE_SECONDS)
     )

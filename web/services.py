@@ -20,6 +20,7 @@ from actors.core.ports import (
     RegistryView,
     RunWakeup,
 )
+from actors.core.session import CookieSecure
 from web.health import DatabaseProbe
 
 #: How long a request retries a database fault (a dead pooled connection is replaced at
@@ -50,6 +51,10 @@ class Services:
         runs: wakes this process's run of a task just cancelled (a no-op by default,
             for an API without consumer slots).
         create_limits: the active-task limits of a create.
+        cookie_secure: when the session cookies get ``Secure``
+            (``FILE_EXPORT_COOKIE_SECURE``; ``actors/core/session.cookie_secure``).
+        progress_poll_seconds: seconds between two reads of one progress stream
+            (``FILE_EXPORT_PROGRESS_POLL_SECONDS``).
     """
 
     store: CreationStore
@@ -60,6 +65,8 @@ class Services:
     jwt_secret: str
     create_limits: CreateLimits = field(default_factory=CreateLimits)
     runs: RunWakeup = field(default_factory=lambda: _NoRuns())
+    cookie_secure: CookieSecure = CookieSecure.AUTO
+    progress_poll_seconds: float = 1.0
     ready: trio.Event = field(default_factory=trio.Event)
     stopping: bool = False
 

@@ -2,7 +2,8 @@
 
 ``POST /api/platform/v1/session`` with ``{"token": "<jwt>"}`` checks the JWT exactly like
 the ``Authorization`` header (``web/auth.py``) and keeps it in the HttpOnly, SameSite=Strict
-cookie ``export_center_session`` for the token's remaining lifetime, so the page's script
+cookie ``export_center_session`` for the token's remaining lifetime (``Secure`` as
+``FILE_EXPORT_COOKIE_SECURE`` says: ``auto`` for https requests), so the page's script
 never holds it and it never travels in a URL. With it comes ``export_center_csrf``, a
 CSRF token bound to that session (``actors/core/session.py``), readable by the page: every
 cookie-authenticated request other than GET and HEAD must repeat it in ``X-CSRF-Token``.
@@ -23,7 +24,7 @@ from quart import Blueprint, Response, current_app, jsonify, request
 from actors.core.errors import ParameterError
 from actors.core.limits import parse_json_body
 from actors.core.models import Principal
-from actors.core.session import csrf_key, csrf_token_valid, mint_csrf_token
+from actors.core.session import cookie_secure, csrf_key, csrf_token_valid, mint_csrf_token
 from web.auth import (
     CSRF_COOKIE,
     SESSION_COOKIE,
@@ -60,7 +61,8 @@ def _session_json(principal: Principal, expires_at: int, csrf_token: str | None)
 
 
 def _set_cookies(response: Response, token: str, csrf_token: str, max_age: int) -> None:
-    secure = request.scheme == "https"
+    # auto: as the request's scheme; "always" behind a proxy that terminates TLS
+    secure = cookie_secure(_services().cookie_secure, request.scheme)
     response.set_cookie(
         SESSION_COOKIE,
         token,

@@ -33,6 +33,37 @@ SAFE_METHODS: frozenset[str] = frozenset({"GET", "HEAD"})
 _CSRF_KEY_LABEL = b"export-center csrf token v1"
 
 
+class CookieSecure(StrEnum):
+    """When the session and CSRF cookies carry ``Secure`` (``FILE_EXPORT_COOKIE_SECURE``)."""
+
+    AUTO = "auto"
+    ALWAYS = "always"
+    NEVER = "never"
+
+
+def cookie_secure(mode: CookieSecure, request_scheme: str) -> bool:
+    """Whether the cookies set by a sign-in get the ``Secure`` attribute.
+
+    Behind a proxy that terminates TLS the service sees plain ``http`` although the browser
+    spoke https, so ``auto`` would leave ``Secure`` off: ``always`` is the setting for that
+    deployment. ``never`` is for plain-HTTP use on a trusted network only (a browser does
+    not send a ``Secure`` cookie over http, so signing in would not stick).
+
+    Args:
+        mode: the configured mode.
+        request_scheme: the scheme of the request as the service sees it (``http`` or
+            ``https``).
+
+    Returns:
+        ``always`` -> True, ``never`` -> False, ``auto`` -> True only for ``https``.
+    """
+    if mode == CookieSecure.ALWAYS:
+        return True
+    if mode == CookieSecure.NEVER:
+        return False
+    return request_scheme.lower() == "https"
+
+
 class Credential(StrEnum):
     """The credential a request is authenticated by."""
 

@@ -34,7 +34,7 @@ from tests.helpers import (
     served,
 )
 from web.auth import issue_token
-from web.progress import KEEPALIVE_SECONDS_KEY, POLL_SECONDS_KEY
+from web.progress import KEEPALIVE_SECONDS_KEY
 
 PROGRESS = "/api/platform/v1/files/progress"
 
@@ -98,7 +98,7 @@ async def stream(client: httpx.AsyncClient, **kw: Any) -> AsyncIterator[Events]:
 @pytest.fixture
 async def served_app(store: ExportStore, storage: LocalDirectoryStorage):  # type: ignore[no-untyped-def]
     app, services = api_app(store, storage)
-    app.config[POLL_SECONDS_KEY] = 0.02
+    services.progress_poll_seconds = 0.02
     async with served(app) as url:
         yield url, app, services
 

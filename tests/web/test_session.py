@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from actors.core.models import AppCode, TaskStatus
+from actors.core.session import CookieSecure
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from db.store import ExportStore
 from tests.helpers import API, API_SECRET, api_app, claim, create, headers, served
@@ -268,3 +269,27 @@ async def test_over_https_both_cookies_are_secure(
     response = await app.test_client().post(SESSION, json={"token": token_of()}, scheme="https")
     cookies = response.headers.getlist("Set-Cookie")
     assert len(cookies) == 2 and all("Secure" in c for c in cookies)
+
+
+async def test_cookie_secure_always_behind_a_tls_terminating_proxy(
+    store: ExportStore, storage: LocalDirectoryStorage
+) -> None:
+    """FILE_EXPORT_COOKIE_SECURE=always: the proxy spoke https to the browser and plain
+    http to the service, and the cookies still carry Secure (real HTTP, plain)."""
+    app, services = api_app(store, storage)
+    services.cookie_secure = CookieSecure.ALWAYS
+    async with served(app) as base, client(base) as c:
+        response = await sign_in(c, token_of())
+    cookies = response.headers.get_list("set-cookie")
+    assert response.status_code == 200 and len(cookies) == 2
+    assert all("Secure" in header for header in cookies), cookies
+
+
+async def test_cookie_secure_never_leaves_it_off_even_over_https(
+    store: ExportStore, storage: LocalDirectoryStorage
+) -> None:
+    app, services = api_app(store, storage)
+    services.cookie_secure = CookieSecure.NEVER
+    response = await app.test_client().post(SESSION, json={"token": token_of()}, scheme="https")
+    cookies = response.headers.getlist("Set-Cookie")
+    assert len(cookies) == 2 and not any("Secure" in c for c in cookies)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from actors.core.session import (
+    CookieSecure,
     Credential,
     CredentialDecision,
+    cookie_secure,
     csrf_key,
     csrf_token_valid,
     decide_credential,
@@ -112,3 +114,19 @@ def test_mint_refuses_nonces_that_would_break_the_format(nonce: str) -> None:
 def test_the_csrf_key_is_not_the_jwt_secret() -> None:
     assert KEY != ("session-test-secret-" + "s" * 32).encode()
     assert len(KEY) == 32
+
+
+@pytest.mark.parametrize(
+    ("mode", "scheme", "secure"),
+    [
+        (CookieSecure.AUTO, "https", True),
+        (CookieSecure.AUTO, "HTTPS", True),
+        (CookieSecure.AUTO, "http", False),  # behind a TLS-terminating proxy: set ALWAYS
+        (CookieSecure.ALWAYS, "http", True),
+        (CookieSecure.ALWAYS, "https", True),
+        (CookieSecure.NEVER, "https", False),
+        (CookieSecure.NEVER, "http", False),
+    ],
+)
+def test_cookie_secure(mode: CookieSecure, scheme: str, secure: bool) -> None:
+    assert cookie_secure(mode, scheme) is secure
