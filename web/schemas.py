@@ -131,6 +131,11 @@ class Task(_Model):
     lastError: str | None = Field(
         description="The failed attempt's message while an automatic retry waits, else null."
     )
+    traceId: str | None = Field(
+        description="The task's W3C trace id (32 hex digits) given at create, on every log "
+        "line of its runs: quote it when reporting a problem. Null for tasks created before "
+        "trace ids existed."
+    )
 
 
 class TaskPage(_Model):

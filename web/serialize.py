@@ -34,7 +34,8 @@ def task_json(task: Task) -> dict[str, Any]:
     ``sizeBytes``, ``tenantId`` and ``requestedBy`` are 64-bit and therefore strings;
     small counters stay numbers. ``parameters`` are the normalised object stored at
     create; ``warnings`` the data warnings of the last successful run (``[]`` when
-    none); ``lastError`` is :func:`last_error`."""
+    none); ``lastError`` is :func:`last_error`; ``traceId`` the W3C trace id the API gave
+    the task at create (``null`` for tasks older than it), the id its log lines carry."""
     return {
         "id": str(task.id),
         "taskNo": task.task_no,
@@ -62,6 +63,8 @@ def task_json(task: Task) -> dict[str, Any]:
         "parameters": task.parameters,
         "warnings": task.warnings,
         "lastError": last_error(task),
+        # A user reporting a problem quotes it; an operator finds the run's log lines by it.
+        "traceId": task.trace_id,
     }
 
 

@@ -5,6 +5,7 @@ follows (``lastError``); every earlier field kept."""
 from __future__ import annotations
 
 from actors.core.models import TaskStatus
+from actors.core.tracing import is_trace_id
 from actors.pipeline.storage import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.helpers import API, api_app, claim, create, headers, task_value
@@ -63,3 +64,26 @@ def test_warnings_read_from_the_stored_json() -> None:
     assert task_json(stored)["warnings"] == ["1 cells truncated to 32767 characters"]
     assert task_json(task_value(warnings_json="not json"))["warnings"] == []
     assert task_json(task_value(warnings_json='{"a": 1}'))["warnings"] == []
+
+
+async def test_trace_id_is_the_create_requests_trace(
+    store: ExportStore, storage: LocalDirectoryStorage
+) -> None:
+    """A user quotes ``traceId`` when reporting a problem: the create request's
+    ``traceparent`` trace (or a new one), the same on every read of the task."""
+    client = api_app(store, storage)[0].test_client()
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    response = await client.post(
+        API,
+        headers={**headers(42), "traceparent": f"00-{trace}-00f067aa0ba902b7-01"},
+        json={"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 5}},
+    )
+    data = (await response.get_json())["data"]
+    assert data["traceId"] == trace
+    again = await (await client.get(f"{API}/{data['id']}", headers=headers(42))).get_json()
+    assert again["data"]["traceId"] == trace
+    fresh = await client.post(
+        API, headers=headers(43), json={"exportType": "CUSTOMER_LIST", "parameters": {}}
+    )
+    drawn = (await fresh.get_json())["data"]["traceId"]
+    assert is_trace_id(drawn) and drawn != trace
