@@ -21,7 +21,7 @@ import click
 import trio
 
 from actors.config import Settings, load_settings
-from actors.core.access import check_retryable, parse_task_id
+from actors.core.access import check_requestable, check_retryable, parse_task_id
 from actors.core.admission import CreateLimits
 from actors.core.errors import ConfigError, ParameterError, Refused
 from actors.core.events import TaskEvent
@@ -143,6 +143,12 @@ def _task_lines(task: Task, now: Any) -> list[str]:
         lines.append(f"  file        {task.object_key} ({task.size_bytes or 0} bytes)")
     if task.failure_message:
         lines.append(f"  message     {_one_line(task.failure_message, 200)}")
+    # The id the task's log lines carry and the user sees in the task JSON (``traceId``).
+    lines.append(f"  trace       {_one_line(task.trace_id, 40) or '-'}")
+    warnings = task.warnings  # of the last successful run, as the API's task JSON shows
+    if warnings:
+        lines.append(f"  warnings    {len(warnings)}")
+        lines += [f"    - {_one_line(w, 200)}" for w in warnings]
     return lines
 
 
@@ -297,7 +303,8 @@ async def _delete_leftover(settings: Settings, object_key: str) -> None:
 @tasks.command("retry")
 @click.argument("task_id")
 def retry_task(task_id: str) -> None:
-    """Retry a FAILED or CANCELLED task, as the API's retry does: a new version with its
+    """Retry a FAILED or CANCELLED task, as the API's retry does: its export type must
+    still be registered and enabled (FILE_EXPORT_REGISTRY), then a new version with its
     attempts reset, admitted under the same limits; the publisher sends it at its next
     poll."""
     tid = _task_id(task_id)
@@ -310,6 +317,19 @@ def retry_task(task_id: str) -> None:
             check_retryable(task)
         except Refused as exc:
             raise click.ClickException(f"task {tid}: {exc}") from None
+        # The registry in force, checked as the API's retry checks it (registered, enabled);
+        # the requester's app scope and permissions are the API's business, not the
+        # operator's.
+        from actors.composition import read_registry
+
+        registry = await trio.to_thread.run_sync(read_registry, settings)
+        try:
+            check_requestable(task.export_type, registry.get(task.export_type))
+        except (Refused, ParameterError) as exc:
+            raise click.ClickException(
+                f"task {tid} not retried: {exc.message} in the registry in force "
+                f"({settings.registry or 'the built-in registry'})"
+            ) from None
         if task.object_key:  # leftover of the failed attempt, as the API deletes it
             await _delete_leftover(settings, task.object_key)
         limits = CreateLimits(

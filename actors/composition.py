@@ -34,6 +34,7 @@ from actors.core.admission import CreateLimits
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.errors import ConfigError, RegistryError, sole_exception
 from actors.core.ids import IdGenerator
+from actors.core.models import Registry
 from actors.core.ports import CommandTransport
 from actors.dlq import DlqHandler
 from actors.local_claims import LocalClaims
@@ -273,6 +274,29 @@ def hypercorn_config(settings: Settings) -> HypercornConfig:
     return hc
 
 
+def allowed_services(settings: Settings) -> frozenset[str]:
+    """The Provider services a registry may name: the keys of
+    ``FILE_EXPORT_PROVIDER_URLS``, plus the demo Provider's service when it is mounted."""
+    from web.demo_provider import DEMO_SERVICE
+
+    demo = {DEMO_SERVICE} if settings.demo_provider else set()
+    return frozenset(settings.provider_urls) | demo
+
+
+def read_registry(settings: Settings) -> Registry:
+    """The registry file in force (``FILE_EXPORT_REGISTRY``, else the built-in demo one),
+    read and validated as at start-up. Blocking IO.
+
+    Raises:
+        ConfigError: the file is unreadable or breaks a rule; the message names the file.
+    """
+    registry_path = Path(settings.registry or default_registry_path())
+    try:
+        return load_registry_file(registry_path, allowed_services(settings))
+    except RegistryError as exc:
+        raise ConfigError(f"FILE_EXPORT_REGISTRY ({registry_path}): {exc}") from None
+
+
 async def build_components(
     settings: Settings, db: Database, instance_clock_ms: Callable[[], int]
 ) -> Components:
@@ -294,7 +318,7 @@ async def build_components(
             command topic (``check_rocketmq_topics``); nothing was started.
     """
     from web.app import create_app
-    from web.demo_provider import DEMO_SERVICE, create_demo_provider_blueprint
+    from web.demo_provider import create_demo_provider_blueprint
     from web.server import WebServer
     from web.services import Services
 
@@ -319,14 +343,9 @@ async def build_components(
     except OSError as exc:
         raise ConfigError(f"FILE_EXPORT_STORAGE_DIR: {exc}") from None
     metrics = Metrics()
-    allowed = frozenset(settings.provider_urls) | (
-        {DEMO_SERVICE} if settings.demo_provider else frozenset()
-    )
+    allowed = allowed_services(settings)
     registry_path = Path(settings.registry or default_registry_path())
-    try:
-        registry = RegistryHolder(load_registry_file(registry_path, allowed))
-    except RegistryError as exc:
-        raise ConfigError(f"FILE_EXPORT_REGISTRY ({registry_path}): {exc}") from None
+    registry = RegistryHolder(read_registry(settings))
     jwt_secret, dev_secret = resolve_jwt_secret(settings)
     service_token = _service_token(settings)
     provider_urls: dict[str, str] = dict(settings.provider_urls)

@@ -152,12 +152,37 @@ def check_retryable(task: Task) -> None:
         )
 
 
+def check_requestable(export_type: str, definition: ExportDefinition | None) -> ExportDefinition:
+    """The registry checks of create and manual retry that do not depend on the caller:
+    the type is registered and enabled. :func:`authorise` starts with them; an operator's
+    retry (``export-center tasks retry``), which has no caller's permissions, applies
+    them alone.
+
+    Args:
+        export_type: the export type asked for.
+        definition: its registry entry in force, or ``None`` if it is not registered.
+
+    Returns:
+        ``definition``, once it is registered and enabled.
+
+    Raises:
+        ParameterError: the type is not registered (field ``exportType``).
+        Refused: ``DISABLED``.
+    """
+    if definition is None:
+        raise ParameterError("exportType", f"unknown export type {export_type!r}")
+    if not definition.enabled:
+        raise Refused(Refusal.DISABLED, f"export type {export_type} is disabled")
+    return definition
+
+
 def authorise(
     export_type: str, definition: ExportDefinition | None, principal: Principal
 ) -> ExportDefinition:
     """The registry checks of create and manual retry, in order:
-    registered, enabled, app scope, required permission. A manual retry checks them again
-    against the registry in force, not the one of the original create.
+    registered, enabled (:func:`check_requestable`), app scope, required permission. A
+    manual retry checks them again against the registry in force, not the one of the
+    original create.
 
     Args:
         export_type: the export type asked for.
@@ -172,10 +197,7 @@ def authorise(
         Refused: ``DISABLED``, ``OUT_OF_SCOPE`` (the type's ``app-scope`` is another app
             than the caller's) or ``MISSING_PERMISSION``.
     """
-    if definition is None:
-        raise ParameterError("exportType", f"unknown export type {export_type!r}")
-    if not definition.enabled:
-        raise Refused(Refusal.DISABLED, f"export type {export_type} is disabled")
+    definition = check_requestable(export_type, definition)
     if definition.app_scope != principal.app_code:
         raise Refused(
             Refusal.OUT_OF_SCOPE,

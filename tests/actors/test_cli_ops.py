@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,16 @@ from actors.core.models import Task, TaskStatus
 from actors.pipeline.storage import new_object_key
 from db.sqlite import wall_clock_ms
 from db.store import ExportStore
-from tests.helpers import MYSQL_TEST_URL, TOPIC, claim, create, exec_sql, make_settings
+from tests.deploy.metric_names import REPO
+from tests.helpers import (
+    MYSQL_TEST_URL,
+    TOPIC,
+    claim,
+    create,
+    exec_sql,
+    make_settings,
+    new_task,
+)
 
 
 @pytest.fixture(params=["sqlite", "mariadb"])
@@ -56,8 +66,8 @@ def run_store(
     return trio.run(go)
 
 
-def cli(url: str, tmp_path: Path, *args: str) -> Result:
-    env = {"FILE_EXPORT_DATABASE_URL": url, "FILE_EXPORT_DATA_DIR": str(tmp_path)}
+def cli(url: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Result:
+    env = {"FILE_EXPORT_DATABASE_URL": url, "FILE_EXPORT_DATA_DIR": str(tmp_path), **(env or {})}
     return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
 
 
@@ -233,3 +243,80 @@ def test_a_task_id_outside_the_rule_is_an_error_not_a_traceback(
     assert result.exit_code == code, result.output
     assert says in result.output
     assert "Traceback" not in result.output
+
+
+def test_show_and_inspect_tell_the_trace_id_and_the_warnings(
+    database_url: str, tmp_path: Path
+) -> None:
+    """The trace id finds the task's log lines; the warnings are those the API's task JSON
+    shows (stored with SUCCEEDED), escaped like any text from outside."""
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    warning = "1 cells truncated to 32767 characters (batch 1 row 7 column 're\x1bmark')"
+
+    async def seed(store: ExportStore) -> tuple[Task, Task]:
+        plain = await create(store, user_id=1)  # created before trace ids: none
+        traced = await store.create_task(replace(new_task(2), trace_id=trace))
+        assert traced.task is not None
+        running = await claim(store, traced.task)
+        assert await store.complete_task(
+            running,
+            "owner-a",
+            file_name="f.xlsx",
+            object_key=f"exports/{running.id}/f.xlsx",
+            content_type="x",
+            size_bytes=1,
+            rows=1,
+            retention_seconds=3600,
+            warnings=[warning],
+        )
+        return plain, running
+
+    plain, done = run_store(database_url, tmp_path, seed)
+    for command in (("tasks", "show"), ("inspect",)):
+        shown = cli(database_url, tmp_path, *command, str(done.id))
+        assert shown.exit_code == 0, shown.output
+        assert f"\n  trace       {trace}\n" in shown.output
+        assert "\n  warnings    1\n    - 1 cells truncated to 32767 characters" in shown.output
+        assert "re\\x1bmark" in shown.output and "\x1b" not in shown.output
+        quiet = cli(database_url, tmp_path, *command, str(plain.id))
+        assert "\n  trace       -\n" in quiet.output
+        assert "warnings" not in quiet.output
+
+
+def test_retry_checks_the_registry_in_force_like_the_api(database_url: str, tmp_path: Path) -> None:
+    """A type disabled (or gone) in FILE_EXPORT_REGISTRY since the task ran refuses the
+    operator's retry as it refuses the API's, and the output says why."""
+    task = run_store(database_url, tmp_path, create)
+    assert cli(database_url, tmp_path, "tasks", "cancel", str(task.id)).exit_code == 0
+    default = (REPO / "actors" / "defaults" / "registry.yaml").read_text()
+    assert "    enabled: true\n" in default
+    disabled = tmp_path / "disabled.yaml"
+    disabled.write_text(default.replace("    enabled: true\n", "    enabled: false\n", 1))
+    env = {"FILE_EXPORT_REGISTRY": str(disabled)}
+
+    refused = cli(database_url, tmp_path, "tasks", "retry", str(task.id), env=env)
+    assert refused.exit_code == 1
+    assert f"task {task.id} not retried: export type CUSTOMER_LIST is disabled" in refused.output
+    assert str(disabled) in refused.output  # which registry said so
+
+    gone = tmp_path / "gone.yaml"
+    gone.write_text("definitions: {}\n")
+    unknown = cli(
+        database_url,
+        tmp_path,
+        "tasks",
+        "retry",
+        str(task.id),
+        env={"FILE_EXPORT_REGISTRY": str(gone)},
+    )
+    assert unknown.exit_code == 1 and "unknown export type 'CUSTOMER_LIST'" in unknown.output
+
+    async def status(store: ExportStore) -> Task | None:
+        return await store.get_task(task.id)
+
+    still = run_store(database_url, tmp_path, status)
+    assert still is not None and still.status == TaskStatus.CANCELLED
+    assert still.dispatch_version == 1
+
+    enabled = cli(database_url, tmp_path, "tasks", "retry", str(task.id))  # built-in registry
+    assert enabled.exit_code == 0, enabled.output

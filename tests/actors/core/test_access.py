@@ -8,6 +8,7 @@ import pytest
 from actors.core.access import (
     MAX_TASK_ID,
     authorise,
+    check_requestable,
     check_retryable,
     downloadable_key,
     owns,
@@ -198,6 +199,30 @@ def test_authorise(
         return
     with pytest.raises(RequestError) as caught:
         authorise("CUSTOMER_LIST", definition, principal)
+    assert_refusal(caught.value, expected)
+
+
+@pytest.mark.parametrize(
+    ("definition", "expected"),
+    [
+        (_definition(), None),
+        # the caller's scope and permissions are not its business (an operator has none)
+        (_definition(app_scope=AppCode.MERCHANT), None),
+        (None, ParameterError("exportType", "unknown export type 'CUSTOMER_LIST'")),
+        (
+            _definition(enabled=False),
+            Refused(Refusal.DISABLED, "export type CUSTOMER_LIST is disabled"),
+        ),
+    ],
+)
+def test_check_requestable(
+    definition: ExportDefinition | None, expected: RequestError | None
+) -> None:
+    if expected is None:
+        assert check_requestable("CUSTOMER_LIST", definition) is definition
+        return
+    with pytest.raises(RequestError) as caught:
+        check_requestable("CUSTOMER_LIST", definition)
     assert_refusal(caught.value, expected)
 
 
