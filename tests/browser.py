@@ -191,6 +191,24 @@ def sign_in(driver: WebDriver, base_url: str, token: str) -> None:
     assert token not in driver.current_url  # never in a URL
 
 
+#: Set a date input to the browser's local day ``arguments[1]`` days from today, as a
+#: person picking it does (the value, then the change event).
+_SET_DATE = """
+const input = document.getElementById(arguments[0]);
+const day = new Date();
+day.setDate(day.getDate() + arguments[1]);
+const pad = (n) => String(n).padStart(2, "0");
+input.value = `${day.getFullYear()}-${pad(day.getMonth() + 1)}-${pad(day.getDate())}`;
+input.dispatchEvent(new Event("change", { bubbles: true }));
+"""
+
+
+def set_date(driver: WebDriver, element_id: str, days_from_today: int) -> None:
+    """Pick a day in the date input ``element_id`` (the browser's local calendar; typing
+    into a date input depends on the browser's locale)."""
+    driver.execute_script(_SET_DATE, element_id, days_from_today)
+
+
 def console_errors(driver: WebDriver) -> list[str]:
     """The page's console errors (script errors, failed loads) but the expected ones."""
     return [

@@ -2,7 +2,8 @@
 whole service on SQLite with the demo Provider (issue 10, item 4), what a person does:
 sign in with the cookie session and sign out; create an export from the form built from
 the export types, watch its progress bar move, download the file and read it back; retry a
-failed export and read its history in the drawer (by keyboard); cancel a running export;
+failed export and read its history in the drawer (by keyboard), which follows the task
+while open; cancel a running export;
 progress by polling when the live stream fails; a rejected token and an ended session.
 
 Each page state is saved as a screenshot under ``var/test-output/screenshots/``; the
@@ -15,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openpyxl
 import trio
 from selenium.webdriver.common.by import By
@@ -41,7 +43,7 @@ from tests.browser import (
     token_for,
     wait_for,
 )
-from tests.helpers import running_service
+from tests.helpers import make_settings, running_service
 
 
 async def test_sign_in_create_from_the_form_watch_progress_download_and_sign_out(
@@ -326,3 +328,47 @@ async def test_a_rejected_token_says_so_and_an_ended_session_asks_again(
         seen = await in_thread(drive)
     assert seen["asked"] and "paste a new one" in seen["banner"] and "user 4004" in seen["who"]
     assert "session has ended" in seen["ended"]
+
+
+async def test_the_open_history_drawer_follows_the_task(
+    tmp_path: Path, browser: WebDriver, screenshot: Shoot
+) -> None:
+    """The drawer stays open while the task changes elsewhere (here: cancelled by its
+    owner in another tab, through the API): the progress stream's change reloads its
+    events, and the focus stays on Close. No consumer runs, so the task waits queued
+    until the cancel, whatever the machine's speed."""
+    async with running_service(make_settings(tmp_path, consumer_enabled=False)) as rt:
+        async with client(rt, 4007) as c:
+            body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 10}}
+            created = (await c.post(API, json=body)).json()["data"]
+            task_id = created["id"]
+            headers = {"Authorization": f"Bearer {token_for(rt, 4007)}"}
+
+            def drive() -> dict[str, Any]:
+                sign_in(browser, rt.base_url, token_for(rt, 4007))
+                wait_for(browser, lambda d: row_state(d, task_id) is not None, "listed it")
+                press(browser, task_id, "history", Keys.ENTER)
+                wait_for(
+                    browser,
+                    lambda d: d.find_elements(By.CSS_SELECTOR, '#events li[data-kind="created"]'),
+                    "showed the history",
+                )
+                with httpx.Client(base_url=rt.base_url, headers=headers, timeout=10) as other:
+                    answer = other.post(f"{API}/{task_id}/cancel").json()
+                wait_for(
+                    browser,
+                    lambda d: d.find_elements(By.CSS_SELECTOR, '#events li[data-kind="cancelled"]'),
+                    "added the cancel to the open drawer",
+                )
+                screenshot(browser, "drawer-followed-cancel")
+                return {
+                    "heading": browser.find_element(By.ID, "drawer-task").text,
+                    "answer": answer["data"]["status"],
+                    "open": browser.find_element(By.ID, "drawer").is_displayed(),
+                    "focus": browser.switch_to.active_element.get_attribute("id"),
+                }
+
+            seen = await in_thread(drive)
+    assert seen.pop("heading").endswith(f"Trace id {created['traceId']}")  # to quote
+    assert seen == {"answer": "CANCELLED", "open": True, "focus": "drawer-close"}
+    assert console_errors(browser) == []

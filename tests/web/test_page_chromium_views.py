@@ -3,7 +3,8 @@ whole service on SQLite with the demo Provider (issue 10, item 4), what each vie
 a retrying export's next attempt and last error at a phone's width (labels, keyboard
 focus, no sideways scrolling), an expired export, another user's task kept out of the
 list while the administrator sees it with its requester and filters by requester and
-status, hostile text shown as text under the Content-Security-Policy, and paging.
+status, hostile text shown as text under the Content-Security-Policy, and paging with the
+requested-at date range.
 
 Each page state is saved as a screenshot under ``var/test-output/screenshots/``; the
 paths are printed when each test ends (``tests/web/conftest.py``).
@@ -32,6 +33,7 @@ from tests.browser import (
     row,
     row_css,
     row_state,
+    set_date,
     shown_ids,
     sign_in,
     token_for,
@@ -264,10 +266,29 @@ async def test_twenty_one_exports_take_two_pages_newest_first(
             older_enabled = browser.find_element(By.ID, "older").is_enabled()
             browser.find_element(By.ID, "newer").click()
             wait_for(browser, lambda d: len(shown_ids(d)) == 20, "went back to page 1")
-            return {"first": first, "label": label, "second": second, "older": older_enabled}
+            # The requested-at range: until yesterday shows none, today (from and until,
+            # the day included) all 21 on two pages again.
+            set_date(browser, "filter-to", -1)
+            wait_for(browser, lambda d: not shown_ids(d), "filtered until yesterday")
+            until_yesterday = browser.find_element(By.CSS_SELECTOR, "#tasks tbody").text
+            screenshot(browser, "requested-until-yesterday", "#filter-form")
+            set_date(browser, "filter-from", 0)
+            set_date(browser, "filter-to", 0)
+            wait_for(browser, lambda d: len(shown_ids(d)) == 20, "filtered to today")
+            today = browser.find_element(By.ID, "page-label").text
+            return {
+                "first": first,
+                "label": label,
+                "second": second,
+                "older": older_enabled,
+                "until_yesterday": until_yesterday,
+                "today": today,
+            }
 
         seen = await in_thread(drive)
     assert seen["first"] == set(ids[1:])  # newest first: the oldest is on page 2
     assert seen["label"] == "Page 1 of 2" and seen["second"] == "Page 2 of 2"
     assert not seen["older"]
+    assert seen["until_yesterday"] == "No exports match these filters."
+    assert seen["today"] == "Page 1 of 2"
     assert console_errors(browser) == []

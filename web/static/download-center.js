@@ -5,7 +5,7 @@
 "use strict";
 
 import { api, ApiError, currentSession, postJson, send, signIn, signOut, TASKS, TYPES, whenSignedOut } from "./api.js";
-import { openHistory, setUpDrawer } from "./drawer.js";
+import { historyTaskChanged, openHistory, setUpDrawer } from "./drawer.js";
 import { $, el } from "./format.js";
 import { startProgress, stopProgress } from "./progress.js";
 import { ACTIVE, describe, stateOf, taskRow } from "./tasks.js";
@@ -24,7 +24,7 @@ const PUSH_REFRESH_MS = 200;
 const state = {
   session: null,
   page: 1,
-  filters: { statuses: [], exportType: "", requestedBy: "" },
+  filters: { statuses: [], exportType: "", requestedBy: "", requestedFrom: "", requestedTo: "" },
   types: [],
   timer: null,
   mode: "polling",
@@ -76,6 +76,7 @@ function rowFor(task) {
   if (kept && (stateOf(kept.task) !== stateOf(task) || progressStep(kept.task) !== progressStep(task))) {
     announce(describe(task));
   }
+  if (kept) historyTaskChanged(task); // an open drawer on it reloads its events
   const tr = taskRow(task, actions);
   drawn.set(task.id, { json, tr, task });
   return tr;
@@ -143,7 +144,17 @@ function pushed(task) {
 
 function anyFilter() {
   const f = state.filters;
-  return f.statuses.length > 0 || f.exportType !== "" || f.requestedBy !== "";
+  return (
+    f.statuses.length > 0 || f.exportType !== "" || f.requestedBy !== "" ||
+    f.requestedFrom !== "" || f.requestedTo !== ""
+  );
+}
+
+/** The start of the local day ``date`` (yyyy-mm-dd) plus ``days``, as an ISO-8601 UTC
+ * time: the person means their own calendar day, the API takes instants. */
+function dayStart(date, days = 0) {
+  const [year, month, day] = date.split("-").map(Number);
+  return new Date(year, month - 1, day + days).toISOString();
 }
 
 function listQuery() {
@@ -151,6 +162,9 @@ function listQuery() {
   for (const status of state.filters.statuses) query.append("status", status);
   if (state.filters.exportType) query.set("exportType", state.filters.exportType);
   if (state.filters.requestedBy && isAdmin()) query.set("requestedBy", state.filters.requestedBy);
+  // requestedTo is exclusive: the day after the last day asked for, at its start.
+  if (state.filters.requestedFrom) query.set("requestedFrom", dayStart(state.filters.requestedFrom));
+  if (state.filters.requestedTo) query.set("requestedTo", dayStart(state.filters.requestedTo, 1));
   return query;
 }
 
@@ -396,10 +410,19 @@ async function create(event) {
 // --- filters and paging ------------------------------------------------------------------
 
 function readFilters() {
+  const requestedFrom = $("filter-from").value;
+  const requestedTo = $("filter-to").value;
+  if (requestedFrom && requestedTo && requestedFrom > requestedTo) { // yyyy-mm-dd sorts as text
+    banner("The “Requested from” date is after the “Requested until” date.");
+    return;
+  }
+  banner("");
   state.filters = {
     statuses: [...document.querySelectorAll("#status-filters input:checked")].map((i) => i.value),
     exportType: $("filter-type").value,
     requestedBy: isAdmin() ? $("filter-requester").value.trim() : "",
+    requestedFrom,
+    requestedTo,
   };
   state.page = 1;
   refresh();

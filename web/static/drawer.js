@@ -1,6 +1,7 @@
 // The history drawer: a task's events (GET .../export-tasks/{id}/events), oldest first, in
 // a modal <dialog> (it keeps keyboard focus inside, closes on Escape, and focus goes back
-// to the History button that opened it).
+// to the History button that opened it). While open it follows the task: a change of its
+// status, version or attempt (from the progress stream or a list refresh) reloads them.
 "use strict";
 
 import { api, TASKS } from "./api.js";
@@ -71,27 +72,56 @@ function eventItem(event) {
 }
 
 let opener = null;
+// The task whose history is shown (null while closed), and the number of the newest load:
+// an older answer arriving late never replaces a newer one.
+let shownTask = null;
+let loads = 0;
 
-/** Open the drawer on ``task``'s history; ``from`` gets the focus back on close. */
-export async function openHistory(task, from) {
-  const drawer = $("drawer");
-  opener = from || null;
-  $("drawer-task").textContent = `${task.taskName} (${task.exportType}, ${task.taskNo || task.id})`;
+async function loadEvents(task, quiet) {
   const list = $("events");
-  list.replaceChildren(el("li", "Loading…", "loading"));
+  const load = ++loads;
+  if (!quiet) list.replaceChildren(el("li", "Loading…", "loading"));
   list.setAttribute("aria-busy", "true");
-  if (!drawer.open) drawer.showModal();
-  $("drawer-close").focus();
   try {
     const data = await api(`${TASKS}/${task.id}/events`);
+    if (load !== loads) return;
     const items = data.items.map(eventItem);
     if (data.truncated) items.unshift(el("li", "Older events are not shown.", "note"));
     if (!items.length) items.push(el("li", "No events recorded.", "note"));
     list.replaceChildren(...items);
   } catch (error) {
-    list.replaceChildren(el("li", error.message, "failure"));
+    if (load === loads) list.replaceChildren(el("li", error.message, "failure"));
   } finally {
-    list.removeAttribute("aria-busy");
+    if (load === loads) list.removeAttribute("aria-busy");
+  }
+}
+
+/** Open the drawer on ``task``'s history; ``from`` gets the focus back on close. */
+export async function openHistory(task, from) {
+  const drawer = $("drawer");
+  opener = from || null;
+  shownTask = task;
+  // The trace id is what a person quotes when reporting a problem (its runs' log lines).
+  const trace = task.traceId ? `. Trace id ${task.traceId}` : "";
+  $("drawer-task").textContent = `${task.taskName} (${task.exportType}, ${task.taskNo || task.id})${trace}`;
+  if (!drawer.open) drawer.showModal();
+  $("drawer-close").focus();
+  await loadEvents(task, false);
+}
+
+/** ``task`` changed (the progress stream or a list refresh): while the drawer shows its
+ * history and the change is one that writes an event (a new status, version or attempt,
+ * not mere progress), load its events again, keeping the focus where it is. */
+export function historyTaskChanged(task) {
+  if (!shownTask || shownTask.id !== task.id || !$("drawer").open) return;
+  const before = shownTask;
+  shownTask = task;
+  if (
+    before.status !== task.status ||
+    before.dispatchVersion !== task.dispatchVersion ||
+    before.attemptCount !== task.attemptCount
+  ) {
+    loadEvents(task, true);
   }
 }
 
@@ -103,6 +133,7 @@ export function setUpDrawer() {
     if (event.target === drawer) drawer.close();
   });
   drawer.addEventListener("close", () => {
+    shownTask = null;
     if (opener && opener.isConnected) opener.focus();
     opener = null;
   });
