@@ -1,4 +1,4 @@
-"""The export worker process: decodes one run's Provider answers and writes its XLSX.
+"""The export worker process: fetches and decodes one run's Provider batches, writes its XLSX.
 
 Started by :func:`actors.pipeline.export_worker.open_export_worker` as
 ``python -m actors.pipeline.worker_main``, one process per export run, and spoken to with
@@ -19,8 +19,8 @@ At start it
 * moves the frame pipe off file descriptor 1 and points 1 at stderr, so a stray print from
   a library cannot corrupt a frame.
 
-It imports only the decoder, the writer and the pure core (not trio, httpx or the web
-stack), which keeps its start fast and its memory small.
+It imports only urllib3, the decoder, the writer and the pure core (not trio, httpx or the
+web stack), which keeps its start fast and its memory small.
 """
 
 from __future__ import annotations
@@ -28,19 +28,21 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 import traceback
 from typing import BinaryIO
 
 from actors.core.errors import ExportError, StorageUnavailableError
 from actors.core.models import ProviderBatch
 from actors.pipeline.provider_decode import parse_batch_response
+from actors.pipeline.provider_http import fetch_body, new_pool
 from actors.pipeline.worker_protocol import (
     EXPORT_ERRORS,
     Close,
     Closed,
-    Decode,
     Decoded,
     Failed,
+    Fetch,
     Reply,
     Request,
     Start,
@@ -67,11 +69,14 @@ class WorkerSession:
         self._writer: XlsxStreamWriter | None = None
         self._pending: ProviderBatch | None = None
         self._failed: Failed | None = None
+        self._pool = new_pool()  # keep-alive across the run's batches
+        self._fetch_seconds: float | None = None  # of the Fetch being handled
 
     def handle(self, request: Request) -> Reply:
         """Carry out one request and return its reply."""
         if self._failed is not None:
             return self._failed
+        self._fetch_seconds = None
         try:
             return self._handle(request)
         except ExportError as exc:
@@ -93,14 +98,18 @@ class WorkerSession:
             _lower_priority(request.nice)
             self._out = os.fdopen(request.out_fd, "wb")  # no truncation: an fd, not a path
             return Started(os.getpid())
-        if isinstance(request, Decode):
+        if isinstance(request, Fetch):
+            spec = request.spec
+            started = time.monotonic()
+            try:
+                raw = fetch_body(spec, self._pool)
+            finally:
+                self._fetch_seconds = time.monotonic() - started
+            seconds = self._fetch_seconds
             self._pending = parse_batch_response(
-                request.raw,
-                service=request.service,
-                limit=request.limit,
-                max_columns=request.max_columns,
+                raw, service=spec.service, limit=request.limit, max_columns=request.max_columns
             )
-            return Decoded(self._pending.summary())
+            return Decoded(self._pending.summary(), len(raw), seconds)
         if isinstance(request, Write):
             batch = self._pending
             if batch is None:
@@ -145,10 +154,12 @@ class WorkerSession:
             internal=internal,
             rows_written=writer.rows_written if writer else 0,
             warnings=tuple(writer.warnings.lines()) if writer else (),
+            seconds=self._fetch_seconds,
         )
 
     def discard(self) -> None:
         """Drop an unfinished file and the writer's temporary files (best effort)."""
+        self._pool.clear()
         if self._writer is not None:
             self._writer.discard()
         if self._out is not None:
