@@ -106,7 +106,7 @@ async def _write_response(
         async for chunk in stream_body:
             await stream.send_all(conn.send(h11.Data(data=chunk)))
     else:
-        for chunk in stream_body:  # type: ignore[union-attr]
+        for chunk in stream_body:
             await stream.send_all(conn.send(h11.Data(data=chunk)))
             await trio.lowlevel.checkpoint()
     await stream.send_all(conn.send(h11.EndOfMessage()))
