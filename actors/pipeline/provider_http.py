@@ -152,6 +152,10 @@ def fetch_body(spec: FetchSpec, pool: urllib3.PoolManager | None = None) -> byte
             f"within the total limit of {spec.request_timeout:g} s "
             "(FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS)"
         ) from None
+    except NewConnectionError as exc:  # refused, unresolvable: urllib3 files it under timeouts
+        raise ProviderUnavailableError(
+            f"provider {service} unreachable: ConnectError: {quote_outside(_os_error_text(exc))}"
+        ) from exc
     except ConnectTimeoutError as exc:
         raise ProviderUnavailableError(
             f"provider {service} connect timeout ({spec.connect_timeout:g} s)"
@@ -183,11 +187,26 @@ def new_pool() -> urllib3.PoolManager:
 
 
 def _transport_cause(exc: BaseException) -> BaseException:
-    """The innermost useful error of urllib3's wrappers (a refused connection, a reset)."""
-    if isinstance(exc, NewConnectionError | ProtocolError):
-        return exc
+    """The innermost useful error of urllib3's wrappers (a reset, a broken pipe)."""
     reason = getattr(exc, "reason", None)
-    return reason if isinstance(reason, BaseException) else exc
+    if isinstance(reason, BaseException):
+        return reason
+    if (
+        isinstance(exc, ProtocolError)
+        and len(exc.args) > 1
+        and isinstance(exc.args[1], BaseException)
+    ):
+        return exc.args[1]
+    return exc
+
+
+def _os_error_text(exc: NewConnectionError) -> str:
+    """The socket error under urllib3's wrapper (``[Errno 111] Connection refused``), as
+    httpx quoted it; urllib3's own text also names the host."""
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(cause, OSError):
+        return str(cause)
+    return str(exc).rpartition(": ")[2] or str(exc)
 
 
 def _check_status(response: urllib3.BaseHTTPResponse, service: str) -> None:
