@@ -1,9 +1,13 @@
 """Provider client: one §10.1 batch call, validated, and the cursor loop over a whole export.
 
-This module is the boundary between httpx and the export pipeline. Every httpx error and
-every answer outside the contract is translated here into the §9.1 classes of
-:mod:`actors.core.errors`, so the consumer slot decides a task's fate from the class alone
-and never sees an httpx exception::
+An export run's requests are sent by its worker process
+(:mod:`actors.pipeline.provider_http`, urllib3): this process builds each request
+(:meth:`ProviderClient.fetch_spec`), runs the cursor loop and records metrics and the
+DEBUG batch line from the worker's figures, and spends no CPU on HTTP. The httpx path in
+this module serves ``export-center provider check``, which tampers with requests on the
+wire. Both translate every transport error and every answer outside the contract into the
+same §9.1 classes of :mod:`actors.core.errors`, with the same messages, so the consumer
+slot decides a task's fate from the class alone::
 
     ProviderUnavailableError  (transient)  connect error / timeout, read timeout, a batch
                                            request over its total time limit, any other
@@ -30,8 +34,7 @@ Provider text quoted in a message is escaped, clipped and stripped of URL creden
 :func:`iterate_batches` drives the cursor, echoes the snapshot token and checks the
 cross-batch rules of §10.1 and §10.2 (:mod:`actors.core.batch_rules`). What the contract
 is — request and answer types, limits, parsing — is :mod:`actors.core.provider_contract`
-(shared with the demo Provider); this module keeps HTTP, the streaming limits and error
-mapping.
+(shared with the demo Provider).
 """
 
 from __future__ import annotations
@@ -252,8 +255,8 @@ class ProviderClient:
 
         Returns:
             The batch (:class:`ProviderBatch`), its :class:`BatchSummary` with ``fetch``,
-            or what ``decode`` returns. ``columns`` is
-            ``None`` when the Provider omitted them.
+            or what ``decode`` returns. ``columns`` is ``None`` when the Provider omitted
+            them.
 
         Raises:
             ValueError: a tenant field is missing; nothing was sent.
