@@ -20,7 +20,8 @@ crash-isolated processes, but
   descriptor (``pass_fds``). trio-parallel pickles arguments, so the file would have to be
   spooled elsewhere and copied;
 * a frame protocol lets the worker answer a batch's summary as soon as it is decoded, and
-  the parent send the next requests without waiting; ``run_sync`` is one call, one answer;
+  the parent send the write of batch n and the fetch of n+1 without waiting: the worker
+  encodes one while it fetches the other (read-ahead); ``run_sync`` is one call, one answer;
 * ``spawn`` workers re-import the parent's ``__main__`` (the whole service: Quart,
   hypercorn, httpx) in every worker; ``python -m actors.pipeline.worker_main`` imports the
   HTTP client, the decoder and the writer only, so it starts in a fraction of the time

@@ -123,8 +123,8 @@ class ExportRunner:
                         # keep the last one known rather than blanking the total.
                         if summary.total_rows is not None:
                             total_estimate = summary.total_rows
-                        # Pipelined: the write is sent without waiting; the worker answers
-                        # it before the next batch's request, which follows at once.
+                        # One batch of read-ahead: the write is sent without waiting, and
+                        # the worker encodes this batch while it fetches the next one.
                         await worker.write(batches)
                         if batches > 1:  # the rows the worker confirmed, up to the last batch
                             await progress.report(worker.rows_written, total_estimate)
