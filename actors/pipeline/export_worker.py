@@ -3,8 +3,10 @@
 Decoding the Provider's JSON, typing cells and encoding and compressing the XLSX take a
 core each; in threads of the event-loop process they share its GIL with the API and the
 lease watchdog, and the whole service used one core. So each run gets a child process
-(:mod:`actors.pipeline.worker_main`) that does that work, while the parent keeps the HTTP
-calls, the cross-batch rules, the fenced database writes, progress and storage.
+(:mod:`actors.pipeline.worker_main`) that does that work and the run's Provider requests
+(their HTTP cost the event loop 5 ms of CPU per 1,000-row batch), while the parent keeps
+the cursor loop and cross-batch rules, the fenced database writes, progress, metrics and
+storage.
 
 Why a dedicated child per run rather than trio-parallel's worker pool
 (``open_worker_context`` / ``run_sync(..., kill_on_cancel=True)``): both give cancellable,
@@ -17,12 +19,13 @@ crash-isolated processes, but
 * the worker writes the XLSX straight into the storage file: a child we start inherits its
   descriptor (``pass_fds``). trio-parallel pickles arguments, so the file would have to be
   spooled elsewhere and copied;
-* a frame protocol lets the worker answer a batch's summary as soon as it is decoded and
-  keep encoding while the parent already sends the next Provider request — one batch of
-  read-ahead; ``run_sync`` is one call, one answer;
+* a frame protocol lets the worker answer a batch's summary as soon as it is decoded, and
+  the parent send the write of batch n and the fetch of n+1 without waiting: the worker
+  encodes one while it fetches the other (read-ahead); ``run_sync`` is one call, one answer;
 * ``spawn`` workers re-import the parent's ``__main__`` (the whole service: Quart,
   hypercorn, httpx) in every worker; ``python -m actors.pipeline.worker_main`` imports the
-  decoder and the writer only, so it starts in a fraction of the time and memory.
+  HTTP client, the decoder and the writer only, so it starts in a fraction of the time
+  and memory.
 
 Structured cancellation: the process belongs to the ``async with`` block of
 :func:`open_export_worker`, inside the run's cancel scope. Leaving the block by any
@@ -45,20 +48,22 @@ import subprocess
 import sys
 from collections import deque
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import BinaryIO
 
 import trio
 
 from actors.core.errors import ExportWorkerDiedError, StorageUnavailableError
 from actors.core.models import BatchSummary
+from actors.pipeline.provider_http import FetchSpec
 from actors.pipeline.worker_protocol import (
     EXPORT_ERRORS,
     HEADER,
     Close,
     Closed,
-    Decode,
     Decoded,
     Failed,
+    Fetch,
     Reply,
     Request,
     Start,
@@ -69,6 +74,22 @@ from actors.pipeline.worker_protocol import (
     frame_length,
 )
 
+
+@dataclass(frozen=True, slots=True)
+class FetchedBatch:
+    """One batch as the worker fetched it: what the parent's rules, metrics and log need.
+
+    Attributes:
+        summary: the validated batch without its rows (the worker keeps them).
+        size: body bytes received.
+        seconds: from sending the request to the last byte of the body (the worker's clock).
+    """
+
+    summary: BatchSummary
+    size: int
+    seconds: float
+
+
 #: Seconds a worker may take to exit after its request pipe closed, before SIGKILL.
 EXIT_TIMEOUT = 10.0
 _READ_CHUNK = 64 * 1024
@@ -78,7 +99,7 @@ class ExportWorker:
     """The parent's handle on one run's worker process. Made by :func:`open_export_worker`.
 
     Requests are pipelined: :meth:`write` only sends, and the reply is collected by the
-    next call that waits (:meth:`decode`, :meth:`finish_writes` or :meth:`close`). Use it
+    next call that waits (:meth:`fetch`, :meth:`finish_writes` or :meth:`close`). Use it
     from one task at a time.
 
     Attributes:
@@ -96,31 +117,36 @@ class ExportWorker:
         self._waiting: deque[str] = deque()  # what each unanswered request asks for
         self._batches_sent = 0
         self._buffer = bytearray()
+        self.last_request_seconds: float | None = None
 
-    async def decode(
-        self, raw: bytes, *, service: str, limit: int, max_columns: int
-    ) -> BatchSummary:
-        """Have the worker decode and check one Provider body; it keeps the rows.
+    async def fetch(self, spec: FetchSpec, *, limit: int, max_columns: int) -> FetchedBatch:
+        """Have the worker make one batch request, decode and check the answer; it keeps
+        the rows.
 
-        The signature matches the ``decode`` hook of
-        :meth:`actors.pipeline.provider_client.ProviderClient.fetch_batch`.
+        The signature matches the ``fetch`` hook of
+        :meth:`actors.pipeline.provider_client.ProviderClient.fetch_batch`. After a
+        failure, :attr:`last_request_seconds` says how long the request took, or ``None``
+        when none was sent (an earlier write failed).
 
         Returns:
-            The batch's summary.
+            The batch's summary, its body size and the request's duration.
 
         Raises:
-            ProviderContractError, LimitExceededError: as
+            ProviderUnavailableError, ProviderContractError, LimitExceededError: as
+                :func:`actors.pipeline.provider_http.fetch_body` and
                 :func:`actors.pipeline.provider_decode.parse_batch_response`; or an error
                 of the previous :meth:`write`, reported first.
-            ExportWorkerDiedError: the worker died.
+            ExportWorkerDiedError: the worker died (the message names the batch fetched).
         """
         self._batches_sent += 1
         batch = self._batches_sent
-        await self._send(Decode(batch, raw, service, limit, max_columns), f"decoding batch {batch}")
+        self.last_request_seconds = None
+        await self._send(Fetch(batch, spec, limit, max_columns), f"fetching batch {batch}")
         while True:
             reply = await self._reply()
             if isinstance(reply, Decoded):
-                return reply.summary
+                self.last_request_seconds = reply.seconds
+                return FetchedBatch(reply.summary, reply.size, reply.seconds)
 
     async def write(self, batch: int) -> None:
         """Ask the worker to write the batch it decoded last, without waiting for it.
@@ -176,6 +202,7 @@ class ExportWorker:
             self.rows_written = reply.rows_written
             self.warnings = reply.warnings
         if isinstance(reply, Failed):
+            self.last_request_seconds = reply.seconds
             if reply.internal:
                 raise RuntimeError(f"export worker failed: {reply.error}: {reply.message}")
             raise EXPORT_ERRORS[reply.error](reply.message)
@@ -281,4 +308,4 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-__all__ = ["EXIT_TIMEOUT", "ExportWorker", "open_export_worker"]
+__all__ = ["EXIT_TIMEOUT", "ExportWorker", "FetchedBatch", "open_export_worker"]

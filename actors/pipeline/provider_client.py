@@ -1,9 +1,13 @@
 """Provider client: one §10.1 batch call, validated, and the cursor loop over a whole export.
 
-This module is the boundary between httpx and the export pipeline. Every httpx error and
-every answer outside the contract is translated here into the §9.1 classes of
-:mod:`actors.core.errors`, so the consumer slot decides a task's fate from the class alone
-and never sees an httpx exception::
+An export run's requests are sent by its worker process
+(:mod:`actors.pipeline.provider_http`, urllib3): this process builds each request
+(:meth:`ProviderClient.fetch_spec`), runs the cursor loop and records metrics and the
+DEBUG batch line from the worker's figures, and spends no CPU on HTTP. The httpx path in
+this module serves ``export-center provider check``, which tampers with requests on the
+wire. Both translate every transport error and every answer outside the contract into the
+same §9.1 classes of :mod:`actors.core.errors`, with the same messages, so the consumer
+slot decides a task's fate from the class alone::
 
     ProviderUnavailableError  (transient)  connect error / timeout, read timeout, a batch
                                            request over its total time limit, any other
@@ -30,15 +34,16 @@ Provider text quoted in a message is escaped, clipped and stripped of URL creden
 :func:`iterate_batches` drives the cursor, echoes the snapshot token and checks the
 cross-batch rules of §10.1 and §10.2 (:mod:`actors.core.batch_rules`). What the contract
 is — request and answer types, limits, parsing — is :mod:`actors.core.provider_contract`
-(shared with the demo Provider); this module keeps HTTP, the streaming limits and error
-mapping.
+(shared with the demo Provider).
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import logging
+import urllib.parse
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Protocol, cast
 
@@ -64,13 +69,16 @@ from actors.core.provider_contract import (
 )
 from actors.core.text import quote_outside
 from actors.core.tracing import TRACEPARENT_HEADER, format_traceparent, is_trace_id, new_span_id
+from actors.pipeline.export_worker import FetchedBatch
 from actors.pipeline.provider_decode import parse_batch_response
+from actors.pipeline.provider_http import FetchSpec, format_bytes
 
 log = logging.getLogger("actors.pipeline.provider_client")
 
 __all__ = [
     "DEFAULT_REQUEST_TIMEOUT",
     "BatchDecoder",
+    "BatchFetcher",
     "ProviderClient",
     "ProviderObserver",
     "iterate_batches",
@@ -94,6 +102,28 @@ class BatchDecoder(Protocol):
 
         Raises:
             ProviderContractError, LimitExceededError: as :func:`parse_batch_response`.
+        """
+        ...
+
+
+class BatchFetcher(Protocol):
+    """Makes one batch request elsewhere (an export worker process), decodes and checks it.
+
+    :class:`actors.pipeline.export_worker.ExportWorker` is the one implementation: an
+    export run's HTTP and JSON decoding happen in its worker process.
+    """
+
+    #: The duration of the last request, when it failed after being sent; else ``None``.
+    last_request_seconds: float | None
+
+    async def fetch(self, spec: FetchSpec, *, limit: int, max_columns: int) -> FetchedBatch:
+        """Send ``spec``, decode and check the answer; return its summary, size, duration.
+
+        Raises:
+            ProviderUnavailableError, ProviderContractError, LimitExceededError: as
+                :func:`actors.pipeline.provider_http.fetch_body` and
+                :func:`parse_batch_response`.
+            ExportWorkerDiedError: the process doing it died.
         """
         ...
 
@@ -194,10 +224,16 @@ class ProviderClient:
         definition: ExportDefinition,
         request: BatchRequest,
         *,
+        fetch: BatchFetcher | None = None,
         decode: BatchDecoder | None = None,
         trace_id: str | None = None,
     ) -> Any:
         """POST one §10.1 request and return the validated batch.
+
+        An export run passes ``fetch``: its worker process makes the request
+        (:func:`actors.pipeline.provider_http.fetch_body`) and decodes the answer, and this
+        process only builds the request and records the metrics and the DEBUG line. Without
+        it the request is made here with httpx (``export-center provider check``).
 
         The body is streamed and counted while it arrives; reading stops as soon as it
         passes ``max_response_bytes``, so an oversized answer never sits in memory whole.
@@ -208,20 +244,23 @@ class ProviderClient:
             definition: the registry entry; ``provider_service`` picks the base URL and
                 ``provider_path`` is appended to it.
             request: the request body.
-            decode: decodes and checks the raw body, called as ``await decode(raw,
-                service=..., limit=..., max_columns=...)``; an export run passes its
-                worker process's (:class:`actors.pipeline.export_worker.ExportWorker`), which
-                answers a :class:`BatchSummary` and keeps the rows. ``None``: decode here
-                with :func:`parse_batch_response`.
+            fetch: the run's worker (:class:`actors.pipeline.export_worker.ExportWorker`);
+                then the result is a :class:`BatchSummary` and the worker keeps the rows.
+            decode: without ``fetch``: decodes and checks the raw body, called as
+                ``await decode(raw, service=..., limit=..., max_columns=...)`` (the
+                provider check records its stage). ``None``: decode here with
+                :func:`parse_batch_response`.
             trace_id: the export's trace id (``actors/core/tracing.py``); when valid, the
                 request carries ``traceparent: 00-<trace_id>-<new span id>-01``.
 
         Returns:
-            The batch (:class:`ProviderBatch`), or what ``decode`` returns. ``columns`` is
-            ``None`` when the Provider omitted them.
+            The batch (:class:`ProviderBatch`), its :class:`BatchSummary` with ``fetch``,
+            or what ``decode`` returns. ``columns`` is ``None`` when the Provider omitted
+            them.
 
         Raises:
             ValueError: a tenant field is missing; nothing was sent.
+            ExportWorkerDiedError: the worker died (not observed as a Provider error).
             ProviderUnavailableError: no base URL for the service, connect error or
                 timeout, read or write timeout, the whole request took longer than
                 ``request_timeout``, other transport error, HTTP 5xx or 429.
@@ -238,22 +277,37 @@ class ProviderClient:
         service = definition.provider_service
         started = trio.current_time()
         seconds: float | None = None
+        sent = True  # False: the error is not the Provider's (an earlier write failed)
+        batch: ProviderBatch | BatchSummary
         try:
-            raw = await self._post_within_limit(definition, body, trace_id)
-            seconds = trio.current_time() - started
-            batch: ProviderBatch | BatchSummary
-            if decode is None:
-                batch = parse_batch_response(
-                    raw, service=service, limit=request.limit, max_columns=self._max_columns
-                )
+            if fetch is not None:
+                spec = self.fetch_spec(definition, body, trace_id)
+                try:
+                    fetched = await fetch.fetch(
+                        spec, limit=request.limit, max_columns=self._max_columns
+                    )
+                except ExportError:
+                    seconds = fetch.last_request_seconds
+                    sent = seconds is not None
+                    raise
+                batch, size, seconds = fetched.summary, fetched.size, fetched.seconds
             else:
-                batch = await decode(
-                    raw, service=service, limit=request.limit, max_columns=self._max_columns
-                )
+                raw = await self._post_within_limit(definition, body, trace_id)
+                seconds = trio.current_time() - started
+                size = len(raw)
+                if decode is None:
+                    batch = parse_batch_response(
+                        raw, service=service, limit=request.limit, max_columns=self._max_columns
+                    )
+                else:
+                    batch = await decode(
+                        raw, service=service, limit=request.limit, max_columns=self._max_columns
+                    )
         except ExportWorkerDiedError:
             raise  # our process failed, not the Provider
         except ExportError:
-            self._observe(definition, started, seconds, ok=False)
+            if sent:
+                self._observe(definition, started, seconds, ok=False)
             raise
         # Cancellation and programming errors are not observed: they say nothing about
         # the Provider's health.
@@ -263,11 +317,68 @@ class ProviderClient:
             "provider %s batch: %d rows, %d bytes in %.1f ms",
             service,
             batch.row_count,
-            len(raw),
+            size,
             ms,
-            extra={"service": service, "rows": batch.row_count, "bytes": len(raw), "ms": ms},
+            extra={"service": service, "rows": batch.row_count, "bytes": size, "ms": ms},
         )
         return batch
+
+    def fetch_spec(
+        self, definition: ExportDefinition, body: bytes, trace_id: str | None
+    ) -> FetchSpec:
+        """The HTTP request of one batch, for an export worker to send.
+
+        Args:
+            definition: the registry entry (base URL by ``provider_service``, read now,
+                plus ``provider_path``).
+            body: the encoded request body.
+            trace_id: the export's trace id; when valid the request carries a new
+                ``traceparent`` span.
+
+        Returns:
+            URL, body, headers (service token, JSON content type, ``traceparent``; Basic
+            credentials of the base URL as an ``Authorization`` header, as httpx sends
+            them), this client's timeouts and body limit.
+
+        Raises:
+            ProviderUnavailableError: no base URL is configured for the service
+                (transient: §10.4 reads ``provider-service`` at execution time, so a fixed
+                configuration applies to the retry).
+        """
+        service = definition.provider_service
+        base_url = self._base_urls.get(service)
+        if not base_url:
+            raise ProviderUnavailableError(f"no base URL configured for provider {service}")
+        headers = self._headers(trace_id)
+        url = base_url.rstrip("/") + definition.provider_path
+        parts = urllib.parse.urlsplit(url)
+        if parts.username is not None or parts.password is not None:
+            credentials = f"{parts.username or ''}:{parts.password or ''}"
+            headers["Authorization"] = "Basic " + base64.b64encode(
+                urllib.parse.unquote(credentials).encode("utf-8")
+            ).decode("ascii")
+            host = parts.netloc.rpartition("@")[2]
+            url = urllib.parse.urlunsplit(parts._replace(netloc=host))
+        return FetchSpec(
+            service=service,
+            url=url,
+            body=body,
+            headers=tuple(headers.items()),
+            connect_timeout=self._connect_timeout,
+            read_timeout=self._read_timeout,
+            request_timeout=self._request_timeout,
+            max_response_bytes=self._max_response_bytes,
+        )
+
+    def _headers(self, trace_id: str | None) -> dict[str, str]:
+        headers = {
+            SERVICE_TOKEN_HEADER: self._service_token,
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+        }
+        if trace_id is not None and is_trace_id(trace_id):
+            headers[TRACEPARENT_HEADER] = format_traceparent(trace_id, new_span_id())
+        return headers
 
     def _observe(
         self, definition: ExportDefinition, started: float, seconds: float | None, *, ok: bool
@@ -302,13 +413,7 @@ class ProviderClient:
             # configuration applies to the retry.
             raise ProviderUnavailableError(f"no base URL configured for provider {service}")
         url = base_url.rstrip("/") + definition.provider_path
-        headers = {
-            SERVICE_TOKEN_HEADER: self._service_token,
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-        }
-        if trace_id is not None and is_trace_id(trace_id):
-            headers[TRACEPARENT_HEADER] = format_traceparent(trace_id, new_span_id())
+        headers = self._headers(trace_id)
         try:
             async with self._http.stream(
                 "POST", url, content=body, headers=headers, timeout=self._timeout
@@ -375,7 +480,7 @@ class ProviderClient:
     def _too_large(self, seen: str) -> LimitExceededError:
         limit = self._max_response_bytes
         return LimitExceededError(
-            f"provider response body exceeds the limit of {_format_bytes(limit)} "
+            f"provider response body exceeds the limit of {format_bytes(limit)} "
             f"({limit} bytes; {seen})"
         )
 
@@ -390,7 +495,7 @@ async def iterate_batches(
     requested_by: int,
     dispatch_version: int,
     parameters: Mapping[str, Any],
-    decode: BatchDecoder | None = None,
+    fetch: BatchFetcher | None = None,
     trace_id: str | None = None,
 ) -> AsyncGenerator[Any, None]:
     """Yield every batch of one export, enforcing the cross-batch rules of §10.1/§10.2.
@@ -410,14 +515,14 @@ async def iterate_batches(
         task_id, tenant_id, app_code, requested_by, dispatch_version: from the task row;
             the tenant fields are sent on every request (§10.1).
         parameters: the task's business parameters.
-        decode: how each raw body is decoded (see :meth:`ProviderClient.fetch_batch`);
-            an export run passes its worker's, and then receives :class:`BatchSummary`
-            values: the rules below need no rows.
+        fetch: who makes each request (see :meth:`ProviderClient.fetch_batch`): an
+            export run passes its worker, and then receives :class:`BatchSummary` values:
+            the rules below need no rows.
         trace_id: the export's trace id, sent on every request as ``traceparent``
             (see :meth:`ProviderClient.fetch_batch`).
 
     Yields:
-        Each validated batch (:class:`ProviderBatch`, or what ``decode`` returns); only
+        Each validated batch (:class:`ProviderBatch`, or its summary with ``fetch``); only
         the first carries ``columns``, as the Provider sent it.
 
     Raises:
@@ -453,7 +558,7 @@ async def iterate_batches(
             snapshot_token=pin.token,
             limit=limit,
         )
-        batch = await client.fetch_batch(definition, request, decode=decode, trace_id=trace_id)
+        batch = await client.fetch_batch(definition, request, fetch=fetch, trace_id=trace_id)
         # The rules across batches (actors/core/batch_rules.py).
         pin.check(
             columns=batch.columns,
@@ -516,11 +621,3 @@ def _body_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
     # httpx types aiter_bytes() as an AsyncIterator; it is an async generator, which is
     # what contextlib.aclosing needs.
     return cast("AsyncGenerator[bytes, None]", response.aiter_bytes())
-
-
-def _format_bytes(size: int) -> str:
-    if size % (1024 * 1024) == 0:
-        return f"{size // (1024 * 1024)} MB"
-    if size % 1024 == 0:
-        return f"{size // 1024} KB"
-    return f"{size} bytes"

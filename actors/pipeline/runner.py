@@ -5,9 +5,9 @@ it. The run's CPU work — decoding the Provider's JSON, typing cells, encoding 
 compressing the XLSX — runs in a worker process of its own
 (:mod:`actors.pipeline.export_worker`), so the event loop keeps renewing leases and
 serving HTTP, and concurrent exports use every core. This process keeps the Provider
-calls and their cross-batch rules (fed by the worker's batch summaries), the fenced
-database writes, progress and storage. A cancelled run kills its worker; a worker that
-dies fails the run as transient.
+cursor loop and the cross-batch rules (fed by the batch summaries of the requests the
+worker makes), the fenced database writes, progress, Provider metrics and storage. A
+cancelled run kills its worker; a worker that dies fails the run as transient.
 
 Definition values that protect downstream services (``provider-*``, ``batch-size``,
 ``max-rows``) are read from the registry *at execution time* (§10.4).
@@ -113,7 +113,7 @@ class ExportRunner:
                         requested_by=task.requested_by,
                         dispatch_version=task.dispatch_version,
                         parameters=task.parameters,
-                        decode=worker.decode,
+                        fetch=worker,
                         trace_id=task.trace_id,
                     )
                 ) as stream:
@@ -123,8 +123,8 @@ class ExportRunner:
                         # keep the last one known rather than blanking the total.
                         if summary.total_rows is not None:
                             total_estimate = summary.total_rows
-                        # One batch of read-ahead: the worker writes this batch while the
-                        # next Provider request is on its way (its decode waits for it).
+                        # One batch of read-ahead: the write is sent without waiting, and
+                        # the worker encodes this batch while it fetches the next one.
                         await worker.write(batches)
                         if batches > 1:  # the rows the worker confirmed, up to the last batch
                             await progress.report(worker.rows_written, total_estimate)

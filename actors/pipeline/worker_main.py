@@ -1,4 +1,4 @@
-"""The export worker process: decodes one run's Provider answers and writes its XLSX.
+"""The export worker process: fetches and decodes one run's Provider batches, writes its XLSX.
 
 Started by :func:`actors.pipeline.export_worker.open_export_worker` as
 ``python -m actors.pipeline.worker_main``, one process per export run, and spoken to with
@@ -19,8 +19,8 @@ At start it
 * moves the frame pipe off file descriptor 1 and points 1 at stderr, so a stray print from
   a library cannot corrupt a frame.
 
-It imports only the decoder, the writer and the pure core (not trio, httpx or the web
-stack), which keeps its start fast and its memory small.
+It imports only urllib3, the decoder, the writer and the pure core (not trio, httpx or the
+web stack), which keeps its start fast and its memory small.
 """
 
 from __future__ import annotations
@@ -28,19 +28,22 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 import traceback
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import BinaryIO
 
 from actors.core.errors import ExportError, StorageUnavailableError
 from actors.core.models import ProviderBatch
 from actors.pipeline.provider_decode import parse_batch_response
+from actors.pipeline.provider_http import fetch_body, new_pool
 from actors.pipeline.worker_protocol import (
     EXPORT_ERRORS,
     Close,
     Closed,
-    Decode,
     Decoded,
     Failed,
+    Fetch,
     Reply,
     Request,
     Start,
@@ -67,45 +70,62 @@ class WorkerSession:
         self._writer: XlsxStreamWriter | None = None
         self._pending: ProviderBatch | None = None
         self._failed: Failed | None = None
+        self._pool = new_pool()  # keep-alive across the run's batches
+        self._fetch_seconds: float | None = None  # of the Fetch being handled
 
-    def handle(self, request: Request) -> Reply:
-        """Carry out one request and return its reply."""
+    def take_pending(self) -> ProviderBatch | None:
+        """The batch fetched last, for the :class:`Write` that follows it (main thread)."""
+        batch, self._pending = self._pending, None
+        return batch
+
+    def handle(self, request: Request, batch: ProviderBatch | None = None) -> Reply:
+        """Carry out one request and return its reply.
+
+        Args:
+            request: the request.
+            batch: for a :class:`Write`, the batch it writes (:meth:`take_pending`, taken
+                when the request arrived: the write may run in the writer thread while
+                the next batch is fetched).
+        """
         if self._failed is not None:
             return self._failed
         try:
-            return self._handle(request)
+            return self._handle(request, batch)
         except ExportError as exc:
-            failed = self._failure(type(exc).__name__, str(exc), internal=False)
+            failed = self._failure(request, type(exc).__name__, str(exc), internal=False)
         except OSError as exc:
             # The disk (full, gone): the transient storage error, as the runner's thread
             # calls translated it before the work moved here.
             error = StorageUnavailableError(f"storage write failed: {exc.strerror or exc}")
-            failed = self._failure(type(error).__name__, str(error), internal=False)
+            failed = self._failure(request, type(error).__name__, str(error), internal=False)
         except Exception as exc:  # a bug: report it, and show where on stderr
             traceback.print_exc(file=sys.stderr)
-            failed = self._failure(type(exc).__name__, str(exc), internal=True)
+            failed = self._failure(request, type(exc).__name__, str(exc), internal=True)
         self._failed = failed
         return failed
 
-    def _handle(self, request: Request) -> Reply:
+    def _handle(self, request: Request, batch: ProviderBatch | None) -> Reply:
         if isinstance(request, Start):
             self._start = request
             _lower_priority(request.nice)
             self._out = os.fdopen(request.out_fd, "wb")  # no truncation: an fd, not a path
             return Started(os.getpid())
-        if isinstance(request, Decode):
+        if isinstance(request, Fetch):
+            spec = request.spec
+            self._fetch_seconds = None
+            started = time.monotonic()
+            try:
+                raw = fetch_body(spec, self._pool)
+            finally:
+                self._fetch_seconds = time.monotonic() - started
+            seconds = self._fetch_seconds
             self._pending = parse_batch_response(
-                request.raw,
-                service=request.service,
-                limit=request.limit,
-                max_columns=request.max_columns,
+                raw, service=spec.service, limit=request.limit, max_columns=request.max_columns
             )
-            return Decoded(self._pending.summary())
+            return Decoded(self._pending.summary(), len(raw), seconds)
         if isinstance(request, Write):
-            batch = self._pending
             if batch is None:
                 raise RuntimeError(f"write of batch {request.batch} without a decoded batch")
-            self._pending = None
             writer = self._writer or self._open_writer(batch)
             writer.write_rows(batch.rows, request.batch)
             return Written(writer.rows_written, tuple(writer.warnings.lines()))
@@ -137,7 +157,7 @@ class WorkerSession:
         )
         return self._writer
 
-    def _failure(self, error: str, message: str, *, internal: bool) -> Failed:
+    def _failure(self, request: Request, error: str, message: str, *, internal: bool) -> Failed:
         writer = self._writer
         return Failed(
             error=error if internal or error in EXPORT_ERRORS else "ExportError",
@@ -145,10 +165,12 @@ class WorkerSession:
             internal=internal,
             rows_written=writer.rows_written if writer else 0,
             warnings=tuple(writer.warnings.lines()) if writer else (),
+            seconds=self._fetch_seconds if isinstance(request, Fetch) else None,
         )
 
     def discard(self) -> None:
         """Drop an unfinished file and the writer's temporary files (best effort)."""
+        self._pool.clear()
         if self._writer is not None:
             self._writer.discard()
         if self._out is not None:
@@ -182,12 +204,40 @@ def _prepare_process() -> tuple[BinaryIO, BinaryIO]:
 
 
 def main() -> int:
-    """Serve one run until the parent closes the request pipe; exit status 0."""
+    """Serve one run until the parent closes the request pipe; exit status 0.
+
+    Read-ahead: a :class:`Write` runs in a writer thread while this (main) thread serves
+    the next request — the next batch's :class:`Fetch`, which the parent sends right after
+    — so batch n is encoded while batch n+1 is on the wire. Replies still go out in request
+    order: the write's before the fetch's. The fetch stays in the main thread, where the
+    total-limit timer of :mod:`actors.pipeline.provider_http` can interrupt it.
+    """
     requests, replies = _prepare_process()
     session = WorkerSession()
+    writing: Future[None] | None = None  # the Write in the writer thread, with its reply
+
+    def write(request: Write, batch: ProviderBatch | None) -> None:
+        # Answered as soon as done, so a worker that dies later is found dying while
+        # fetching the next batch; the main thread sends nothing until this is done.
+        write_frame(replies, session.handle(request, batch))
+
     try:
-        while (request := read_frame(requests)) is not None:
-            write_frame(replies, session.handle(request))  # type: ignore[arg-type]
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="xlsx-writer") as writer:
+            while (request := read_frame(requests)) is not None:
+                if isinstance(request, Write):
+                    if writing is not None:  # not sent by the parent; keep the order anyway
+                        writing.result()
+                    writing = writer.submit(write, request, session.take_pending())
+                    continue
+                reply = session.handle(request) if isinstance(request, Fetch) else None
+                if writing is not None:
+                    writing.result()  # its reply is out, or it raised BrokenPipeError
+                    writing = None
+                if reply is None:
+                    reply = session.handle(request)  # type: ignore[arg-type]
+                write_frame(replies, reply)
+            if writing is not None:
+                writing.result()
     except (BrokenPipeError, EOFError):
         pass  # the parent went away: nothing is waiting for an answer
     finally:

@@ -5,14 +5,14 @@ the worker (:mod:`actors.pipeline.worker_main`) answers each request with exactl
 reply on its stdout, in request order. A frame is a 4-byte big-endian length followed by
 that many bytes of a pickled message: one of the small frozen dataclasses below, nothing
 else. Both ends are this package, started together, over private pipes, so pickle carries
-no outside input — the Provider's bytes travel inside :class:`Decode` as ``bytes`` and are
-only ever decoded as JSON. (Pickle rather than JSON or msgpack: Provider text can hold lone
+no outside input — the worker fetches the Provider's answers itself (:class:`Fetch`) and
+only ever decodes them as JSON. (Pickle rather than JSON or msgpack: Provider text can hold lone
 surrogates, which those formats cannot carry and pickle can.)
 
 Requests::
 
     Start(out_fd, max_rows, max_bytes, nice)  ->  Started(pid)
-    Decode(batch, raw, service, limit, max_columns)  ->  Decoded(summary)
+    Fetch(batch, spec, limit, max_columns)      ->  Decoded(summary, size, seconds)
     Write(batch)                                ->  Written(rows_written, warnings)
     Close(note)                                 ->  Closed(size, rows_written, warnings)
 
@@ -31,11 +31,12 @@ from typing import BinaryIO
 
 from actors.core.errors import ExportError
 from actors.core.models import BatchSummary
+from actors.pipeline.provider_http import FetchSpec
 
 #: Frame header: payload length in bytes, unsigned 32-bit big-endian.
 HEADER = struct.Struct(">I")
-#: Largest frame either side accepts, bytes. A request carries at most one Provider body
-#: (4 MB by default, ``max_response_bytes``); a reply at most one batch's columns.
+#: Largest frame either side accepts, bytes. A request carries at most one Provider request
+#: body; a reply at most one batch's columns.
 MAX_FRAME_BYTES = 256 * 1024 * 1024
 
 
@@ -75,20 +76,19 @@ class Start:
 
 
 @dataclass(frozen=True, slots=True)
-class Decode:
-    """Decode and check one Provider body; keep its rows for the next :class:`Write`.
+class Fetch:
+    """Request one Provider batch, decode and check it; keep its rows for the next
+    :class:`Write`.
 
     Attributes:
         batch: 1-based batch number in the run.
-        raw: the HTTP 200 body, as received.
-        service: ``provider-service`` name, for messages.
+        spec: the HTTP request (URL, body, headers, timeouts, body limit).
         limit: rows requested (``batch-size``).
         max_columns: column limit.
     """
 
     batch: int
-    raw: bytes
-    service: str
+    spec: FetchSpec
     limit: int
     max_columns: int
 
@@ -116,9 +116,18 @@ class Started:
 
 @dataclass(frozen=True, slots=True)
 class Decoded:
-    """The batch passed every check of one answer; here is what the parent needs."""
+    """The batch passed every check of one answer; here is what the parent needs.
+
+    Attributes:
+        summary: the batch without its rows.
+        size: body bytes received (after Content-Encoding).
+        seconds: from sending the request to the last byte of the body, measured by the
+            worker (``time.monotonic``); decoding is not counted.
+    """
 
     summary: BatchSummary
+    size: int
+    seconds: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +160,8 @@ class Failed:
         internal: a bug in the worker rather than a verdict on the export.
         rows_written: data rows written before the failure.
         warnings: data warnings before the failure, empty when none.
+        seconds: for a failed :class:`Fetch` whose request was sent, its duration up to
+            the error (the Provider metrics); ``None`` otherwise.
     """
 
     error: str
@@ -158,9 +169,10 @@ class Failed:
     internal: bool
     rows_written: int
     warnings: tuple[str, ...]
+    seconds: float | None = None
 
 
-Request = Start | Decode | Write | Close
+Request = Start | Fetch | Write | Close
 Reply = Started | Decoded | Written | Closed | Failed
 
 

@@ -41,6 +41,7 @@ from db.database import DatabaseUnavailableError
 from db.store import ExportStore
 from tests.faults import FaultyDatabase
 from tests.helpers import TOPIC, RecordingDelivery, claim, create, exec_sql, make_slot
+from tests.provider_server import serve_provider
 
 Clock = trio.testing.MockClock
 
@@ -286,19 +287,18 @@ async def test_failed_progress_writes_are_skipped_and_cost_no_attempt(
         }
         return httpx.Response(200, json={"code": "200", "message": "ok", "data": data})
 
-    http = httpx.AsyncClient(transport=httpx.MockTransport(provider))
-    client = ProviderClient({SERVICE: "http://provider.test"}, "token", http=http)
-    runner = ExportRunner(
-        fs,
-        storage,
-        client,
-        RegistryHolder(Registry({"CUSTOMER_LIST": DEFINITION})),
-        settings,
-    )
-    task = await claimed(fs, settings)
-    with caplog.at_level(logging.WARNING, logger="actors.pipeline.runner"):
-        await make_slot(fs, storage, settings, metrics, runner).execute(task)
-    await http.aclose()
+    async with serve_provider(provider) as url:
+        client = ProviderClient({SERVICE: url}, "token")
+        runner = ExportRunner(
+            fs,
+            storage,
+            client,
+            RegistryHolder(Registry({"CUSTOMER_LIST": DEFINITION})),
+            settings,
+        )
+        task = await claimed(fs, settings)
+        with caplog.at_level(logging.WARNING, logger="actors.pipeline.runner"):
+            await make_slot(fs, storage, settings, metrics, runner).execute(task)
     after = await store.get_task(task.id)
     assert (after.status, after.attempt_count, after.dispatch_version) == (
         TaskStatus.SUCCEEDED,

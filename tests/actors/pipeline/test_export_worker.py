@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import httpx
 import openpyxl
 import pytest
 import trio
@@ -20,8 +21,11 @@ from actors.core.errors import (
     LimitExceededError,
     ProviderContractError,
 )
+from actors.core.provider_contract import MAX_RESPONSE_BYTES
 from actors.pipeline.export_worker import ExportWorker, open_export_worker
 from actors.pipeline.provider_decode import parse_batch_response
+from actors.pipeline.provider_http import FetchSpec
+from tests.provider_server import serve_provider
 
 SERVICE = "customer-service"
 COLUMNS = [
@@ -70,7 +74,10 @@ async def worker_for(
 
 
 async def decode(worker: ExportWorker, raw: bytes, limit: int = 1000) -> Any:
-    return await worker.decode(raw, service=SERVICE, limit=limit, max_columns=100)
+    """Have the worker fetch ``raw`` from a real HTTP server and decode it; its summary."""
+    async with serve_provider(lambda request: httpx.Response(200, content=raw)) as url:
+        spec = FetchSpec(SERVICE, url + "/batches", b"{}", (), 3.0, 15.0, 60.0, MAX_RESPONSE_BYTES)
+        return (await worker.fetch(spec, limit=limit, max_columns=100)).summary
 
 
 async def test_a_run_decodes_writes_and_closes_a_file_openpyxl_reads(tmp_path: Path) -> None:

@@ -1,11 +1,12 @@
 """The export body (``actors.pipeline.runner.ExportRunner``) on its own, without a slot.
 
 Real parts: the SQLite store, the local storage, the export worker process, the Provider
-client; only the Provider is fake (an ``httpx.MockTransport`` answering each batch request
-in this test's loop). Each test checks what the runner promises its consumer slot:
-progress written after each batch, the object key recorded before the file is written,
-the file closed and the result's fields true to the file, errors propagated with the
-partial file left at ``ctx.object_key`` for the slot to delete.
+client; only the Provider is fake (a real HTTP server, ``tests/provider_server.py``,
+answering each batch request the worker process sends, in this test's loop). Each test
+checks what the runner promises its consumer slot: progress written after each batch, the
+object key recorded before the file is written, the file closed and the result's fields
+true to the file, errors propagated with the partial file left at ``ctx.object_key`` for
+the slot to delete.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from actors.pipeline.storage import XLSX_CONTENT_TYPE, LocalDirectoryStorage
 from actors.registry_source import RegistryHolder
 from db.store import ExportStore
 from tests.helpers import claim, create
+from tests.provider_server import serve_provider
 
 #: the runner starts a real worker process and waits on its pipes: real clock, SQLite
 on_sqlite = pytest.mark.parametrize("store", ["sqlite"], indirect=True)
@@ -94,8 +96,8 @@ async def run(
     async def provider(request: httpx.Request) -> httpx.Response:
         return await answer(int(json.loads(request.content).get("cursor") or 0))
 
-    async with httpx.AsyncClient(transport=httpx.MockTransport(provider)) as http:
-        client = ProviderClient({SERVICE: "http://provider.test"}, "token", http=http)
+    async with serve_provider(provider) as url:
+        client = ProviderClient({SERVICE: url}, "token")
         runner = ExportRunner(
             store,
             storage,

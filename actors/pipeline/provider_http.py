@@ -1,0 +1,270 @@
+"""One Provider batch request, synchronous: what an export worker process sends and reads.
+
+The export worker (:mod:`actors.pipeline.worker_main`) makes its run's batch requests
+itself, so the event-loop process spends no CPU on HTTP. The parent builds a
+:class:`FetchSpec` (URL, body, headers, timeouts, limits: :meth:`ProviderClient.fetch_spec
+<actors.pipeline.provider_client.ProviderClient.fetch_spec>`) and the worker calls
+:func:`fetch_body`, which returns the bytes of an HTTP 200 body or raises the export error
+classes of :mod:`actors.core.errors`, with the messages the parent's client used::
+
+    ProviderUnavailableError  (transient)  connect error / timeout, read timeout, the
+                                           request over its total time limit, any other
+                                           transport error, HTTP 5xx, HTTP 429
+    ProviderContractError     (permanent)  another HTTP status (a redirect included: it is
+                                           not followed), a body whose Content-Encoding
+                                           cannot be decoded
+    LimitExceededError        (permanent)  body over ``max_response_bytes`` (declared or
+                                           counted while streaming, after decompression)
+
+The HTTP library is urllib3 (a well-kept library, already installed; measured cheapest in
+CPU per batch of the synchronous clients that decode Content-Encoding — see the closing
+note of issue 9). The total time limit of one request is a ``SIGALRM`` timer: urllib3's
+timeouts bound each socket operation, not the whole request, and a Provider dripping one
+byte every few seconds would otherwise hold the run until its deadline. The timer needs
+the main thread of the process, which is where the worker serves its requests.
+
+This module is imported by the worker process, so it imports neither trio nor httpx.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import urllib3
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    DecodeError,
+    HTTPError,
+    LocationParseError,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+)
+
+from actors.core.errors import (
+    LimitExceededError,
+    ProviderContractError,
+    ProviderUnavailableError,
+)
+from actors.core.provider_contract import clip
+from actors.core.text import quote_outside
+
+__all__ = ["FetchSpec", "fetch_body"]
+
+#: How much of a 4xx body we read to quote the Provider's message in failure_message.
+_ERROR_DETAIL_BYTES = 8 * 1024
+_CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSpec:
+    """Everything one batch request needs; built by the parent, sent to the worker.
+
+    Attributes:
+        service: ``provider-service`` name, for messages.
+        url: the full URL (base URL + ``provider-path``); may carry credentials, which
+            never appear in a message.
+        body: the JSON request body, UTF-8.
+        headers: request headers (service token, content type, ``traceparent``).
+        connect_timeout: seconds to connect.
+        read_timeout: seconds between bytes on the wire, and to send the request.
+        request_timeout: seconds for the whole request, from sending to the last byte.
+        max_response_bytes: largest accepted body, bytes, counted after decompression.
+    """
+
+    service: str
+    url: str
+    body: bytes
+    headers: tuple[tuple[str, str], ...]
+    connect_timeout: float
+    read_timeout: float
+    request_timeout: float
+    max_response_bytes: int
+
+
+class _TotalLimit(BaseException):
+    """Raised by the SIGALRM handler; a BaseException so no library swallows it."""
+
+
+@contextlib.contextmanager
+def _total_limit(seconds: float) -> Iterator[None]:
+    """Raise :class:`_TotalLimit` in the main thread once ``seconds`` have passed."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise _TotalLimit
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def fetch_body(spec: FetchSpec, pool: urllib3.PoolManager | None = None) -> bytes:
+    """POST ``spec`` and return the body of an HTTP 200 answer.
+
+    The body is streamed and counted while it arrives; reading stops as soon as it passes
+    ``spec.max_response_bytes``. Redirects are not followed (the target must stay the
+    allow-listed service: no SSRF), no proxy from the environment is used (it must not see
+    the internal token). Must run in the process's main thread (the total-limit timer).
+
+    Args:
+        spec: the request.
+        pool: connections to reuse across a run's batches; ``None``: one made here.
+
+    Returns:
+        The body bytes, decoded from its Content-Encoding.
+
+    Raises:
+        ProviderUnavailableError, ProviderContractError, LimitExceededError: see the
+            module docstring.
+    """
+    service = spec.service
+    http = pool if pool is not None else new_pool()
+    timeout = urllib3.Timeout(connect=spec.connect_timeout, read=spec.read_timeout)
+    try:
+        with _total_limit(spec.request_timeout):
+            response = http.request(
+                "POST",
+                spec.url,
+                body=spec.body,
+                headers=dict(spec.headers),
+                timeout=timeout,
+                redirect=False,
+                retries=False,
+                preload_content=False,
+            )
+            try:
+                _check_status(response, service)
+                return _read_limited(response, spec.max_response_bytes)
+            finally:
+                response.release_conn()
+    except _TotalLimit:
+        # The connection is dropped with the response; nothing of the answer is kept.
+        raise ProviderUnavailableError(
+            f"provider {service} did not finish answering a batch request "
+            f"within the total limit of {spec.request_timeout:g} s "
+            "(FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS)"
+        ) from None
+    except NewConnectionError as exc:  # refused, unresolvable: urllib3 files it under timeouts
+        raise ProviderUnavailableError(
+            f"provider {service} unreachable: ConnectError: {quote_outside(_os_error_text(exc))}"
+        ) from exc
+    except ConnectTimeoutError as exc:
+        raise ProviderUnavailableError(
+            f"provider {service} connect timeout ({spec.connect_timeout:g} s)"
+        ) from exc
+    except ReadTimeoutError as exc:
+        raise ProviderUnavailableError(
+            f"provider {service} read timeout ({spec.read_timeout:g} s)"
+        ) from exc
+    except DecodeError as exc:
+        # The bytes arrived but their Content-Encoding is broken: a bad answer, not a
+        # broken link.
+        raise ProviderContractError(
+            f"provider {service} sent an undecodable body: {quote_outside(str(exc))}"
+        ) from exc
+    except (LocationParseError, ValueError) as exc:  # urllib3 refuses the URL itself
+        raise ProviderUnavailableError(
+            f"provider {service} has an invalid base URL: {quote_outside(str(exc))}"
+        ) from exc
+    except (HTTPError, OSError) as exc:
+        cause = _transport_cause(exc)
+        raise ProviderUnavailableError(
+            f"provider {service} unreachable: {type(cause).__name__}: {quote_outside(str(cause))}"
+        ) from exc
+
+
+def new_pool() -> urllib3.PoolManager:
+    """A connection pool for one run's requests (no proxy: ``PoolManager`` reads none)."""
+    return urllib3.PoolManager(num_pools=4, maxsize=1, block=False)
+
+
+def _transport_cause(exc: BaseException) -> BaseException:
+    """The innermost useful error of urllib3's wrappers (a reset, a broken pipe)."""
+    reason = getattr(exc, "reason", None)
+    if isinstance(reason, BaseException):
+        return reason
+    if (
+        isinstance(exc, ProtocolError)
+        and len(exc.args) > 1
+        and isinstance(exc.args[1], BaseException)
+    ):
+        return exc.args[1]
+    return exc
+
+
+def _os_error_text(exc: NewConnectionError) -> str:
+    """The socket error under urllib3's wrapper (``[Errno 111] Connection refused``), as
+    httpx quoted it; urllib3's own text also names the host."""
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(cause, OSError):
+        return str(cause)
+    return str(exc).rpartition(": ")[2] or str(exc)
+
+
+def _check_status(response: urllib3.BaseHTTPResponse, service: str) -> None:
+    status = response.status
+    if status == 200:
+        return
+    if status >= 500 or status == 429:
+        raise ProviderUnavailableError(f"provider {service} answered HTTP {status}")
+    detail = _error_detail(response)
+    suffix = f": {detail}" if detail else ""
+    raise ProviderContractError(f"provider {service} answered HTTP {status}{suffix}")
+
+
+def _read_limited(response: urllib3.BaseHTTPResponse, limit: int) -> bytes:
+    """Read the body, failing as soon as it is known to exceed the limit (§11)."""
+    declared = response.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _too_large(limit, f"Content-Length {declared}")
+    chunks: list[bytes] = []
+    received = 0
+    # Decoded bytes are counted, so a compressed body cannot expand past the limit.
+    for chunk in response.stream(_CHUNK, decode_content=True):
+        received += len(chunk)
+        if received > limit:
+            raise _too_large(limit, f"more than {limit} bytes read")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limit: int, seen: str) -> LimitExceededError:
+    return LimitExceededError(
+        f"provider response body exceeds the limit of {format_bytes(limit)} ({limit} bytes; {seen})"
+    )
+
+
+def _error_detail(response: urllib3.BaseHTTPResponse) -> str:
+    """The Provider's envelope message from a small error body, or ``""``."""
+    received = bytearray()
+    try:
+        for chunk in response.stream(_CHUNK, decode_content=True):
+            received += chunk
+            if len(received) > _ERROR_DETAIL_BYTES:
+                return ""
+        envelope = json.loads(bytes(received))
+    except (HTTPError, OSError, ValueError, RecursionError):
+        return ""
+    if isinstance(envelope, dict) and envelope.get("message") is not None:
+        try:
+            return f"code {clip(str(envelope.get('code')))}: {clip(str(envelope['message']))}"
+        except (ValueError, RecursionError):  # nested too deeply to quote: quote nothing
+            return ""
+    return ""
+
+
+def format_bytes(size: int) -> str:
+    """``size`` in the largest whole unit: ``"4 MB"``, ``"8 KB"`` or ``"N bytes"``."""
+    if size % (1024 * 1024) == 0:
+        return f"{size // (1024 * 1024)} MB"
+    if size % 1024 == 0:
+        return f"{size // 1024} KB"
+    return f"{size} bytes"
