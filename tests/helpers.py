@@ -426,6 +426,42 @@ def example_provider_process(token: str, log: Path) -> Iterator[str]:
             proc.stdout.close()
 
 
+#: ``export-center demo-provider`` run by the CLI group itself (``python -m actors`` only serves).
+DEMO_PROVIDER_COMMAND = [
+    sys.executable,
+    "-c",
+    "from actors.cli import main; main()",
+    "demo-provider",
+]
+
+
+@contextmanager
+def demo_provider_process(token: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``export-center demo-provider`` in a process of its own on a free port; yields the
+    process and its base URL (read from its first stderr line). Killed at the end unless it
+    already exited (a test may stop it itself)."""
+    proc = subprocess.Popen(
+        [*DEMO_PROVIDER_COMMAND, "--bind", "127.0.0.1:0"],
+        env={**os.environ, "INTERNAL_SERVICE_TOKEN": token},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()  # the bound URL, or "" when it exited
+        match = re.search(r"demo Provider listening on (http://127\.0\.0\.1:\d+)", line)
+        assert match, line + proc.stderr.read()
+        yield proc, match.group(1)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(30)
+        assert proc.stderr is not None
+        proc.stderr.close()
+
+
 # --- the API app over a store (no server) ---------------------------------------------
 
 API_SECRET = "api-test-secret-" + "z" * 32

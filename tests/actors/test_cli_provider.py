@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,10 +23,9 @@ from click.testing import CliRunner
 
 from actors.cli import main
 from actors.core.provider_rules import RULES, WRONG_SERVICE_TOKEN
-from tests.helpers import example_provider_process, load_example_provider
+from tests.helpers import demo_provider_process, example_provider_process, load_example_provider
 
 TOKEN = "provider-check-token"
-DEMO_COMMAND = [sys.executable, "-c", "from actors.cli import main; main()", "demo-provider"]
 Envelope = dict[str, Any]
 App = Callable[..., list[bytes]]
 
@@ -51,25 +47,8 @@ def verdicts(findings: list[dict[str, str]]) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def demo_provider_url() -> Iterator[str]:
     """One demo Provider process for the module: it keeps no state between checks."""
-    proc = subprocess.Popen(
-        [*DEMO_COMMAND, "--bind", "127.0.0.1:0"],
-        env={**os.environ, "INTERNAL_SERVICE_TOKEN": TOKEN},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()  # the bound URL, or "" when it exited
-        match = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
-        assert match, line + proc.stderr.read()
-        yield match.group(1)
-    finally:
-        proc.kill()
-        proc.wait(30)
-        assert proc.stderr is not None
-        proc.stderr.close()
+    with demo_provider_process(TOKEN) as (_, url):
+        yield url
 
 
 def test_the_demo_provider_passes_every_rule(demo_provider_url: str) -> None:

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
+from tests.helpers import DEMO_PROVIDER_COMMAND, demo_provider_process
 from web.demo_provider import PROVIDER_PATH, SERVICE_TOKEN_HEADER
 
 TOKEN = "process-test-token"
-#: ``python -m actors`` only serves; this runs the CLI group itself.
-COMMAND = [sys.executable, "-c", "from actors.cli import main; main()", "demo-provider"]
-LISTENING = re.compile(r"demo Provider listening on (http://127\.0\.0\.1:\d+)")
 BODY = {
     "tenantId": "0",
     "appCode": "PLATFORM",
@@ -30,27 +26,8 @@ BODY = {
 
 @pytest.fixture
 def provider() -> Iterator[tuple[subprocess.Popen[str], str]]:
-    proc = subprocess.Popen(
-        [*COMMAND, "--bind", "127.0.0.1:0"],
-        env={**os.environ, "INTERNAL_SERVICE_TOKEN": TOKEN},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stderr is not None
-        # The first line is the bound URL; readline waits for it (or for the exit).
-        line = proc.stderr.readline()
-        match = LISTENING.search(line)
-        assert match, line + proc.stderr.read()
-        yield proc, match.group(1)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(30)
-        assert proc.stderr is not None
-        proc.stderr.close()
+    with demo_provider_process(TOKEN) as started:
+        yield started
 
 
 def test_serves_the_contract_and_stops_on_sigterm(
@@ -93,7 +70,11 @@ def test_unknown_paths_and_methods_answer_the_json_envelope(
 def test_refuses_to_start_without_a_service_token() -> None:
     env = {k: v for k, v in os.environ.items() if k != "INTERNAL_SERVICE_TOKEN"}
     done = subprocess.run(
-        [*COMMAND, "--bind", "127.0.0.1:0"], env=env, capture_output=True, text=True, timeout=60
+        [*DEMO_PROVIDER_COMMAND, "--bind", "127.0.0.1:0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 1
     assert "INTERNAL_SERVICE_TOKEN must be set" in done.stderr
@@ -104,7 +85,7 @@ def test_a_taken_address_is_a_one_line_error(
 ) -> None:
     _, url = provider
     done = subprocess.run(
-        [*COMMAND, "--bind", url.removeprefix("http://")],
+        [*DEMO_PROVIDER_COMMAND, "--bind", url.removeprefix("http://")],
         env={**os.environ, "INTERNAL_SERVICE_TOKEN": TOKEN},
         capture_output=True,
         text=True,
