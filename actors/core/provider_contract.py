@@ -26,12 +26,19 @@ A malformed answer is a :class:`ProviderContractError`; a request outside the co
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from actors.core.errors import LimitExceededError, ParameterError, ProviderContractError
+from actors.core.errors import (
+    ExportError,
+    LimitExceededError,
+    ParameterError,
+    ProviderContractError,
+    ProviderUnavailableError,
+)
 from actors.core.models import AppCode, ColumnDef, ColumnType, ProviderBatch
 from actors.core.registry import BATCH_SIZE_RANGE
 from actors.core.text import has_utf8_form, quote_outside
@@ -59,6 +66,68 @@ MAX_COLUMNS = 100
 #: Longest Provider-supplied text copied into an error message (it ends up in
 #: failure_message, shown in the download center).
 QUOTE_CHARS = 200
+
+
+#: How much of an error answer's body is read to quote the Provider's message, bytes.
+ERROR_DETAIL_BYTES = 8 * 1024
+
+
+def status_error(service: str, status: int, detail: str = "") -> ExportError | None:
+    """What an HTTP status of a batch answer means (both HTTP clients of the service).
+
+    Args:
+        service: the Provider's service name, for the message.
+        status: the HTTP status.
+        detail: the Provider's own message (:func:`error_detail`), or ``""``.
+
+    Returns:
+        ``None`` for 200; :class:`ProviderUnavailableError` (transient) for 5xx and 429;
+        else :class:`ProviderContractError` (permanent) quoting ``detail``.
+    """
+    if status == 200:
+        return None
+    if status >= 500 or status == 429:
+        return ProviderUnavailableError(f"provider {service} answered HTTP {status}")
+    suffix = f": {detail}" if detail else ""
+    return ProviderContractError(f"provider {service} answered HTTP {status}{suffix}")
+
+
+def needs_error_detail(status: int) -> bool:
+    """Whether an answer's body is read for :func:`error_detail` (a refusal, not a 5xx)."""
+    return status != 200 and status < 500 and status != 429
+
+
+def error_detail(body: bytes) -> str:
+    """The Provider's envelope ``code`` and ``message`` from an error answer's body, clipped,
+    or ``""`` when the body is not a small JSON envelope with a message."""
+    if len(body) > ERROR_DETAIL_BYTES:
+        return ""
+    try:
+        envelope = json.loads(body)
+    except (ValueError, RecursionError):
+        return ""
+    if isinstance(envelope, dict) and envelope.get("message") is not None:
+        try:
+            return f"code {clip(str(envelope.get('code')))}: {clip(str(envelope['message']))}"
+        except (ValueError, RecursionError):  # nested too deeply to quote: quote nothing
+            return ""
+    return ""
+
+
+def body_too_large(limit: int, seen: str) -> LimitExceededError:
+    """The error of an answer body over ``limit`` bytes; ``seen`` says how it was known."""
+    return LimitExceededError(
+        f"provider response body exceeds the limit of {format_bytes(limit)} ({limit} bytes; {seen})"
+    )
+
+
+def format_bytes(size: int) -> str:
+    """``size`` in the largest whole unit: ``"4 MB"``, ``"8 KB"`` or ``"N bytes"``."""
+    if size % (1024 * 1024) == 0:
+        return f"{size // (1024 * 1024)} MB"
+    if size % 1024 == 0:
+        return f"{size // 1024} KB"
+    return f"{size} bytes"
 
 
 def batches_path(export_type: str) -> str:

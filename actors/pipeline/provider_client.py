@@ -54,24 +54,27 @@ from actors.core.batch_rules import BatchGuard, SnapshotPin, check_batch_rows
 from actors.core.errors import (
     ExportError,
     ExportWorkerDiedError,
-    LimitExceededError,
     PermanentExportError,
     ProviderContractError,
     ProviderUnavailableError,
 )
 from actors.core.models import BatchSummary, ExportDefinition, ProviderBatch
 from actors.core.provider_contract import (
+    ERROR_DETAIL_BYTES,
     MAX_COLUMNS,
     MAX_RESPONSE_BYTES,
     SERVICE_TOKEN_HEADER,
     BatchRequest,
-    clip,
+    body_too_large,
+    error_detail,
+    needs_error_detail,
+    status_error,
 )
 from actors.core.text import quote_outside
 from actors.core.tracing import TRACEPARENT_HEADER, format_traceparent, is_trace_id, new_span_id
 from actors.pipeline.export_worker import FetchedBatch
 from actors.pipeline.provider_decode import parse_batch_response
-from actors.pipeline.provider_http import FetchSpec, format_bytes
+from actors.pipeline.provider_http import FetchSpec
 
 log = logging.getLogger("actors.pipeline.provider_client")
 
@@ -89,7 +92,6 @@ __all__ = [
 DEFAULT_REQUEST_TIMEOUT = 60.0
 
 #: How much of a 4xx body we read to quote the Provider's message in failure_message.
-_ERROR_DETAIL_BYTES = 8 * 1024
 
 
 class BatchDecoder(Protocol):
@@ -449,19 +451,16 @@ class ProviderClient:
 
     async def _check_status(self, response: httpx.Response, service: str) -> None:
         status = response.status_code
-        if status == 200:
-            return
-        if status >= 500 or status == 429:
-            raise ProviderUnavailableError(f"provider {service} answered HTTP {status}")
-        detail = await _error_detail(response)
-        suffix = f": {detail}" if detail else ""
-        raise ProviderContractError(f"provider {service} answered HTTP {status}{suffix}")
+        detail = await _error_detail(response) if needs_error_detail(status) else ""
+        error = status_error(service, status, detail)
+        if error is not None:
+            raise error
 
     async def _read_limited(self, response: httpx.Response) -> bytes:
         """Read the body, failing as soon as it is known to exceed the limit (§11)."""
         declared = response.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self._max_response_bytes:
-            raise self._too_large(f"Content-Length {declared}")
+            raise body_too_large(self._max_response_bytes, f"Content-Length {declared}")
         chunks: list[bytes] = []
         received = 0
         # Decoded bytes are counted, so a compressed body cannot expand past the limit.
@@ -473,16 +472,11 @@ class ProviderClient:
             async for chunk in body:
                 received += len(chunk)
                 if received > self._max_response_bytes:
-                    raise self._too_large(f"more than {self._max_response_bytes} bytes read")
+                    raise body_too_large(
+                        self._max_response_bytes, f"more than {self._max_response_bytes} bytes read"
+                    )
                 chunks.append(chunk)
         return b"".join(chunks)
-
-    def _too_large(self, seen: str) -> LimitExceededError:
-        limit = self._max_response_bytes
-        return LimitExceededError(
-            f"provider response body exceeds the limit of {format_bytes(limit)} "
-            f"({limit} bytes; {seen})"
-        )
 
 
 async def iterate_batches(
@@ -585,17 +579,11 @@ async def _error_detail(response: httpx.Response) -> str:
         async with contextlib.aclosing(_body_chunks(response)) as body:
             async for chunk in body:
                 received += chunk
-                if len(received) > _ERROR_DETAIL_BYTES:
+                if len(received) > ERROR_DETAIL_BYTES:
                     return ""
-        envelope = json.loads(bytes(received))
-    except (httpx.HTTPError, ValueError, RecursionError):
+    except httpx.HTTPError:
         return ""
-    if isinstance(envelope, dict) and envelope.get("message") is not None:
-        try:
-            return f"code {clip(str(envelope.get('code')))}: {clip(str(envelope['message']))}"
-        except (ValueError, RecursionError):  # nested too deeply to quote: quote nothing
-            return ""
-    return ""
+    return error_detail(bytes(received))
 
 
 def _encode(request: BatchRequest) -> bytes:

@@ -29,7 +29,6 @@ This module is imported by the worker process, so it imports neither trio nor ht
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,17 +45,20 @@ from urllib3.exceptions import (
 )
 
 from actors.core.errors import (
-    LimitExceededError,
     ProviderContractError,
     ProviderUnavailableError,
 )
-from actors.core.provider_contract import clip
+from actors.core.provider_contract import (
+    ERROR_DETAIL_BYTES,
+    body_too_large,
+    error_detail,
+    needs_error_detail,
+    status_error,
+)
 from actors.core.text import quote_outside
 
 __all__ = ["FetchSpec", "fetch_body"]
 
-#: How much of a 4xx body we read to quote the Provider's message in failure_message.
-_ERROR_DETAIL_BYTES = 8 * 1024
 _CHUNK = 64 * 1024
 
 
@@ -211,35 +213,26 @@ def _os_error_text(exc: NewConnectionError) -> str:
 
 def _check_status(response: urllib3.BaseHTTPResponse, service: str) -> None:
     status = response.status
-    if status == 200:
-        return
-    if status >= 500 or status == 429:
-        raise ProviderUnavailableError(f"provider {service} answered HTTP {status}")
-    detail = _error_detail(response)
-    suffix = f": {detail}" if detail else ""
-    raise ProviderContractError(f"provider {service} answered HTTP {status}{suffix}")
+    detail = _error_detail(response) if needs_error_detail(status) else ""
+    error = status_error(service, status, detail)
+    if error is not None:
+        raise error
 
 
 def _read_limited(response: urllib3.BaseHTTPResponse, limit: int) -> bytes:
     """Read the body, failing as soon as it is known to exceed the limit (§11)."""
     declared = response.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit, f"Content-Length {declared}")
+        raise body_too_large(limit, f"Content-Length {declared}")
     chunks: list[bytes] = []
     received = 0
     # Decoded bytes are counted, so a compressed body cannot expand past the limit.
     for chunk in response.stream(_CHUNK, decode_content=True):
         received += len(chunk)
         if received > limit:
-            raise _too_large(limit, f"more than {limit} bytes read")
+            raise body_too_large(limit, f"more than {limit} bytes read")
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-def _too_large(limit: int, seen: str) -> LimitExceededError:
-    return LimitExceededError(
-        f"provider response body exceeds the limit of {format_bytes(limit)} ({limit} bytes; {seen})"
-    )
 
 
 def _error_detail(response: urllib3.BaseHTTPResponse) -> str:
@@ -248,23 +241,8 @@ def _error_detail(response: urllib3.BaseHTTPResponse) -> str:
     try:
         for chunk in response.stream(_CHUNK, decode_content=True):
             received += chunk
-            if len(received) > _ERROR_DETAIL_BYTES:
+            if len(received) > ERROR_DETAIL_BYTES:
                 return ""
-        envelope = json.loads(bytes(received))
-    except (HTTPError, OSError, ValueError, RecursionError):
+    except (HTTPError, OSError):
         return ""
-    if isinstance(envelope, dict) and envelope.get("message") is not None:
-        try:
-            return f"code {clip(str(envelope.get('code')))}: {clip(str(envelope['message']))}"
-        except (ValueError, RecursionError):  # nested too deeply to quote: quote nothing
-            return ""
-    return ""
-
-
-def format_bytes(size: int) -> str:
-    """``size`` in the largest whole unit: ``"4 MB"``, ``"8 KB"`` or ``"N bytes"``."""
-    if size % (1024 * 1024) == 0:
-        return f"{size // (1024 * 1024)} MB"
-    if size % 1024 == 0:
-        return f"{size // 1024} KB"
-    return f"{size} bytes"
+    return error_detail(bytes(received))

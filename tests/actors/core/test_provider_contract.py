@@ -9,15 +9,24 @@ from typing import Any
 
 import pytest
 
-from actors.core.errors import LimitExceededError, ParameterError, ProviderContractError
+from actors.core.errors import (
+    LimitExceededError,
+    ParameterError,
+    ProviderContractError,
+    ProviderUnavailableError,
+)
 from actors.core.models import AppCode, ColumnDef, ColumnType
 from actors.core.provider_contract import (
+    ERROR_DETAIL_BYTES,
     MAX_BATCH_LIMIT,
     SUCCESS_CODE,
     BatchRequest,
     batch_data,
     batches_path,
+    body_too_large,
     column_json,
+    error_detail,
+    needs_error_detail,
     parse_envelope,
     request_app_code,
     request_id,
@@ -25,6 +34,7 @@ from actors.core.provider_contract import (
     request_parameters,
     request_snapshot_token,
     response_envelope,
+    status_error,
 )
 
 COLUMNS = (
@@ -261,3 +271,51 @@ def test_answers_outside_the_contract(envelope: Any, error: type[Exception], mes
     with pytest.raises(error) as caught:
         parse_envelope(envelope, "svc", limit=2, max_columns=2)
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("status", "detail", "kind", "message"),
+    [
+        (200, "", None, None),
+        (503, "ignored", ProviderUnavailableError, "provider svc answered HTTP 503"),
+        (429, "", ProviderUnavailableError, "provider svc answered HTTP 429"),
+        (
+            404,
+            "code 404: no route",
+            ProviderContractError,
+            "provider svc answered HTTP 404: code 404: no route",
+        ),
+        (302, "", ProviderContractError, "provider svc answered HTTP 302"),
+    ],
+)
+def test_status_error_classifies_like_both_http_clients(
+    status: int, detail: str, kind: type | None, message: str | None
+) -> None:
+    """One answer per status for the worker's urllib3 client and the parent's httpx one."""
+    error = status_error("svc", status, detail)
+    if kind is None:
+        assert error is None and not needs_error_detail(status)
+    else:
+        assert type(error) is kind and str(error) == message
+        assert needs_error_detail(status) == (kind is ProviderContractError)
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        (b'{"code": "401", "message": "bad token"}', "code 401: bad token"),
+        (b'{"code": "401"}', ""),
+        (b"<html>no</html>", ""),
+        (b"[" * 100_000, ""),  # too deep to decode
+        (b'{"message": "' + b"x" * ERROR_DETAIL_BYTES + b'"}', ""),  # over the read limit
+    ],
+)
+def test_error_detail_quotes_a_small_envelope_only(body: bytes, detail: str) -> None:
+    assert error_detail(body) == detail
+
+
+def test_body_too_large_names_the_limit_in_words_and_bytes() -> None:
+    error = body_too_large(4 * 1024 * 1024, "Content-Length 9999999")
+    assert str(error) == (
+        "provider response body exceeds the limit of 4 MB (4194304 bytes; Content-Length 9999999)"
+    )
