@@ -167,6 +167,23 @@ async def claim(
     return result.task
 
 
+async def complete(
+    store: ExportStore, running: Task, owner: str = "owner-a", **fields: Any
+) -> bool:
+    """The final commit of ``running`` (claimed by ``owner``): a one-row file
+    ``exports/<id>/f.xlsx`` kept an hour, unless ``fields`` say otherwise (any keyword of
+    ``complete_task``). Returns whether the fenced write matched."""
+    file: dict[str, Any] = {
+        "file_name": "f.xlsx",
+        "object_key": f"exports/{running.id}/f.xlsx",
+        "content_type": "x",
+        "size_bytes": 1,
+        "rows": 1,
+        "retention_seconds": 3600,
+    }
+    return await store.complete_task(running, owner, **{**file, **fields})
+
+
 async def claimed(store: ExportStore, settings: Settings, **kw: Any) -> Task:
     """A new task claimed by ``settings.instance_id`` with the settings' lease and
     duration (what a consumer slot of that instance holds)."""

@@ -28,6 +28,7 @@ from tests.helpers import (
     MYSQL_TEST_URL,
     TOPIC,
     claim,
+    complete,
     create,
     exec_sql,
     make_settings,
@@ -177,16 +178,7 @@ def test_cancel_and_retry_use_the_api_transitions(database_url: str, tmp_path: P
 
     async def finish(store: ExportStore) -> None:
         running = await claim(store, now)
-        assert await store.complete_task(
-            running,
-            "owner-a",
-            file_name="f.xlsx",
-            object_key=f"exports/{task.id}/f.xlsx",
-            content_type="x",
-            size_bytes=1,
-            rows=1,
-            retention_seconds=3600,
-        )
+        assert await complete(store, running)
 
     run_store(database_url, tmp_path, finish)
     late = cli(database_url, tmp_path, "tasks", "cancel", str(task.id))
@@ -258,17 +250,7 @@ def test_show_and_inspect_tell_the_trace_id_and_the_warnings(
         traced = await store.create_task(replace(new_task(2), trace_id=trace))
         assert traced.task is not None
         running = await claim(store, traced.task)
-        assert await store.complete_task(
-            running,
-            "owner-a",
-            file_name="f.xlsx",
-            object_key=f"exports/{running.id}/f.xlsx",
-            content_type="x",
-            size_bytes=1,
-            rows=1,
-            retention_seconds=3600,
-            warnings=[warning],
-        )
+        assert await complete(store, running, warnings=[warning])
         return plain, running
 
     plain, done = run_store(database_url, tmp_path, seed)

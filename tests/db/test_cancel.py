@@ -11,7 +11,7 @@ from actors.core.dispatch import NoClaim
 from actors.core.models import OutboxStatus, TaskStatus
 from actors.core.outcomes import CancelOutcome, CreateOutcome
 from db.store import ExportStore
-from tests.helpers import claim, create, exec_sql
+from tests.helpers import claim, complete, create, exec_sql
 
 MESSAGE = "cancelled by user 7"
 
@@ -39,16 +39,7 @@ async def test_cancel_is_idempotent_and_refused_once_the_task_ended(store: Expor
 
     done = await create(store, user_id=8)
     running = await claim(store, done)
-    assert await store.complete_task(
-        running,
-        "owner-a",
-        file_name="f.xlsx",
-        object_key="exports/1/f.xlsx",
-        content_type="x",
-        size_bytes=1,
-        rows=1,
-        retention_seconds=3600,
-    )
+    assert await complete(store, running, object_key="exports/1/f.xlsx")
     refused = await store.cancel_task(done.id, MESSAGE)
     assert refused is not None and refused.outcome == CancelOutcome.NOT_CANCELLABLE
     assert refused.task.status == TaskStatus.SUCCEEDED
@@ -67,16 +58,7 @@ async def test_cancel_of_a_running_task_fences_out_every_write_of_the_attempt(
     assert result.task.object_key == "exports/1/a.xlsx"  # a manual retry deletes a leftover
     assert not await store.report_progress(running, "owner-a", 10, 100)
     assert not await store.renew_lease(running, "owner-a", 10)
-    assert not await store.complete_task(
-        running,
-        "owner-a",
-        file_name="f.xlsx",
-        object_key="exports/1/a.xlsx",
-        content_type="x",
-        size_bytes=1,
-        rows=1,
-        retention_seconds=3600,
-    )
+    assert not await complete(store, running, object_key="exports/1/a.xlsx")
     assert not await store.fail_task(running, "owner-a", "boom")
     assert not await store.release_lease(running, "owner-a")
     after = await store.get_task(task.id)
@@ -128,16 +110,7 @@ async def test_cancel_racing_the_final_commit_exactly_one_wins(store: ExportStor
         results: dict[str, object] = {}
 
         async def commit(t=task, r=results) -> None:  # type: ignore[no-untyped-def]
-            r["commit"] = await store.complete_task(
-                t,
-                "owner-a",
-                file_name="f.xlsx",
-                object_key=f"exports/{t.id}/f.xlsx",
-                content_type="x",
-                size_bytes=1,
-                rows=1,
-                retention_seconds=3600,
-            )
+            r["commit"] = await complete(store, t)
 
         async def cancel(t=task, r=results) -> None:  # type: ignore[no-untyped-def]
             r["cancel"] = await store.cancel_task(t.id, MESSAGE)

@@ -11,7 +11,17 @@ from actors.core.models import DOWNLOAD_ALL_PERMISSION, Task, TaskStatus
 from actors.core.task_list import TaskFilter
 from actors.pipeline.storage import LocalDirectoryStorage
 from db.store import ExportStore
-from tests.helpers import API, api_app, claim, create, exec_sql, headers, new_task, principal
+from tests.helpers import (
+    API,
+    api_app,
+    claim,
+    complete,
+    create,
+    exec_sql,
+    headers,
+    new_task,
+    principal,
+)
 
 MANY = CreateLimits(max_active_per_user=100, max_active_per_type=1000)
 
@@ -130,17 +140,7 @@ async def test_the_final_commit_keeps_the_runs_data_warnings(store: ExportStore)
     cut = ("2 cells truncated to 32767 characters", "a note")
     for task, warnings in ((warned, cut), (clean, ())):
         running = await claim(store, task)
-        assert await store.complete_task(
-            running,
-            "owner-a",
-            file_name="f.xlsx",
-            object_key=f"exports/{task.id}/f.xlsx",
-            content_type="x",
-            size_bytes=1,
-            rows=1,
-            retention_seconds=3600,
-            warnings=warnings,
-        )
+        assert await complete(store, running, warnings=warnings)
     done = await store.get_task(warned.id)
     assert done is not None and done.warnings == list(cut)
     other = await store.get_task(clean.id)

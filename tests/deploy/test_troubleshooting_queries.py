@@ -20,7 +20,16 @@ from actors.core.troubleshooting import Symptom, diagnose
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore
-from tests.helpers import MYSQL_TEST_URL, REPO, TOPIC, claim, create, exec_sql, reset_mysql
+from tests.helpers import (
+    MYSQL_TEST_URL,
+    REPO,
+    TOPIC,
+    claim,
+    complete,
+    create,
+    exec_sql,
+    reset_mysql,
+)
 
 DOC = REPO / "docs" / "operations.md"
 SQL_BLOCK = re.compile(r"```sql\n(.*?)```", re.S)
@@ -138,16 +147,7 @@ async def seed(store: ExportStore) -> tuple[dict[Symptom, set[int]], int]:
     await store.quarantine(poison_row.event_id, poisoned.id, 1, "undecodable body")
     await store.schedule_retry(retrying, "owner-a", "Provider unavailable", 900)
     await store.fail_task(await claim(store, spent), "owner-a", "Provider unavailable")
-    assert await store.complete_task(
-        expired_file,
-        "owner-a",
-        file_name="f.xlsx",
-        object_key=f"exports/{expired_file.id}/f.xlsx",
-        content_type="x",
-        size_bytes=1,
-        rows=1,
-        retention_seconds=1,
-    )
+    assert await complete(store, expired_file, retention_seconds=1)
     await shift(store, "file_export_task", expired_file.id, expires_at=400)
     await shift(store, "file_export_task", past_deadline.id, execution_deadline_at=4)
     await send_commands(store)  # the recovered task's new command: sent, not a backlog

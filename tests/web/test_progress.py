@@ -27,6 +27,7 @@ from tests.helpers import (
     api_app,
     claim,
     client_for,
+    complete,
     create,
     headers,
     make_settings,
@@ -129,15 +130,14 @@ async def test_a_task_is_seen_moving_from_pending_to_succeeded_in_order(
             f = await storage.create(key)
             f.write(b"xlsx")
             f.close()
-            assert await store.complete_task(
+            assert await complete(
+                store,
                 running,
-                "owner-a",
                 file_name="c.xlsx",
                 object_key=key,
                 content_type="application/octet-stream",
                 size_bytes=4,
                 rows=1000,
-                retention_seconds=3600,
                 total_rows=1000,
             )
             task = await events.until(pending.id, status="SUCCEEDED")

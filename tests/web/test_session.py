@@ -18,7 +18,7 @@ from actors.core.models import AppCode, TaskStatus
 from actors.core.session import CookieSecure
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from db.store import ExportStore
-from tests.helpers import API, API_SECRET, api_app, claim, create, headers, served
+from tests.helpers import API, API_SECRET, api_app, claim, complete, create, headers, served
 from web.auth import CSRF_COOKIE, NO_CREDENTIAL_MESSAGE, SESSION_COOKIE, issue_token
 
 SESSION = "/api/platform/v1/session"
@@ -205,15 +205,13 @@ async def test_cancel_retry_and_download_honour_the_session(
         f = await storage.create(key)
         f.write(b"xlsx bytes")
         f.close()
-        assert await store.complete_task(
+        assert await complete(
+            store,
             done,
-            "owner-a",
             file_name="done.xlsx",
             object_key=key,
             content_type="application/octet-stream",
             size_bytes=10,
-            rows=1,
-            retention_seconds=3600,
         )
         download = await c.get(f"{API}/{done.id}/download")  # a GET: the cookie alone
         assert download.status_code == 200 and download.content == b"xlsx bytes"
