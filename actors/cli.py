@@ -14,7 +14,9 @@ import click
 import httpx
 import trio
 
-from actors.config import Settings, load_settings
+from actors.cli_ops import attach as attach_operator_commands
+from actors.cli_ops import settings_or_exit
+from actors.config import Settings
 from actors.core.errors import ConfigError, sole_exception
 from actors.core.models import AppCode
 from actors.core.text import redact_url
@@ -25,13 +27,6 @@ DEMO_PERMS = ("platform:customer:export",)
 DEMO_MAX_ROWS = 500_000  # registry ceiling for max-rows (§10.3)
 
 
-def _settings_or_exit(**overrides: Any) -> Settings:
-    try:
-        return load_settings(**overrides)
-    except ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
-
-
 @click.group()
 def main() -> None:
     """Export Center: asynchronous exports with a download center."""
@@ -40,7 +35,7 @@ def main() -> None:
 @main.command()
 def serve() -> None:
     """Run the whole service in one process (configured by environment variables)."""
-    settings = _settings_or_exit()
+    settings = settings_or_exit()
     configure_logging(settings.log_level, fmt=settings.log_format)
     from actors.runtime import serve as run_service
 
@@ -55,7 +50,7 @@ def migrate() -> None:
     """Bring the database schema to this release's version and check the guard row.
 
     Prints each upgrade step applied (or that there was nothing to apply)."""
-    settings = _settings_or_exit()
+    settings = settings_or_exit()
     configure_logging(settings.log_level, fmt=settings.log_format)
     from actors.composition import open_database
     from actors.core.ids import IdGenerator
@@ -93,7 +88,7 @@ def migrate() -> None:
 )
 def token(user_id: int, tenant_id: int, app_code: str, perms: tuple[str, ...], ttl: int) -> None:
     """Print a JWT for calling the API (FILE_EXPORT_JWT_SECRET or the embedded dev secret)."""
-    settings = _settings_or_exit()
+    settings = settings_or_exit()
     from actors.composition import resolve_jwt_secret
     from web.auth import issue_token
 
@@ -127,7 +122,7 @@ def demo_provider(bind: str) -> None:
     Point a service at it with FILE_EXPORT_PROVIDER_URLS='{"demo-service": "http://HOST:PORT"}'
     and the same INTERNAL_SERVICE_TOKEN.
     """
-    settings = _settings_or_exit()
+    settings = settings_or_exit()
     configure_logging(settings.log_level, fmt=settings.log_format)
     if not settings.internal_service_token:
         raise click.ClickException("INTERNAL_SERVICE_TOKEN must be set (the token callers send)")
@@ -178,7 +173,7 @@ def demo(rows: int, out: Path, verbose: bool) -> None:
         from web.demo_provider import demo_registry_yaml
 
         registry.write_text(demo_registry_yaml(max_rows=max(rows, 200_000)))
-        settings = _settings_or_exit(
+        settings = settings_or_exit(
             data_dir=Path(tmp),
             database_url=f"sqlite:///{tmp}/export-center.db",
             storage_dir=Path(tmp) / "files",
@@ -291,9 +286,7 @@ async def _demo_export(
 
 
 # The operator's commands (tasks, inspect, accept) live in their own module.
-from actors import cli_ops  # noqa: E402
-
-cli_ops.attach(main)
+attach_operator_commands(main)
 
 from actors.cli_provider import provider_check  # noqa: E402 - its own module, attached here
 

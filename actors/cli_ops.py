@@ -46,9 +46,11 @@ OPERATOR_CANCEL_MESSAGE = "cancelled by an operator"
 TROUBLESHOOTING_DOC = "docs/operations.md"
 
 
-def _settings() -> Settings:
+def settings_or_exit(**overrides: Any) -> Settings:
+    """The settings from the environment (and ``overrides``), or a one-line click error
+    naming the bad variable; shared by every command of ``export-center``."""
     try:
-        return load_settings()
+        return load_settings(**overrides)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -58,7 +60,7 @@ def _run_with_store(fn: Callable[[ExportStore, Settings], Awaitable[R]]) -> R:
 
     A SQLite database must exist already: the operator looks at a service's database, and
     opening a mistyped path would otherwise create an empty one."""
-    settings = _settings()
+    settings = settings_or_exit()
     url = settings.resolved_database_url
     if url.startswith("sqlite:///"):
         path = url[len("sqlite:///") :]
