@@ -308,7 +308,7 @@ def create_demo_provider_blueprint(
         except ParameterError as exc:
             return _envelope(envelope_code(exc), exc.message, None)
         try:
-            data = _answer(body, snapshot_secret, default_rows)
+            data = batch_answer(body, snapshot_secret, default_rows)
         except ParameterError as exc:  # outside the contract (actors/core/provider_contract.py)
             return _envelope(envelope_code(exc), exc.message, None)
         except _BadRequest as exc:
@@ -318,8 +318,22 @@ def create_demo_provider_blueprint(
     return blueprint
 
 
-def _answer(body: Any, secret: bytes, default_rows: int) -> dict[str, Any]:
-    """The ``data`` of one batch. Raises _BadRequest for requests outside the contract."""
+def batch_answer(body: Any, secret: bytes, default_rows: int) -> dict[str, Any]:
+    """The ``data`` of the answer to one batch request: what the route serialises.
+
+    Args:
+        body: the decoded request body (the contract's batch request object).
+        secret: the key snapshot tokens are signed with.
+        default_rows: table size when the request gives no ``rowCount``.
+
+    Returns:
+        The contract's batch ``data`` object (``rows``, ``nextCursor``, ``hasMore``,
+        ``snapshotToken``, ``totalRows``, ``schemaHash``; ``columns`` on the first batch).
+
+    Raises:
+        ParameterError: a field of the request outside the contract.
+        _BadRequest: a request this Provider refuses (envelope code and message).
+    """
     if not isinstance(body, dict):
         raise _BadRequest("400", "request body must be a JSON object")
     tenant_id = request_id(body, "tenantId")

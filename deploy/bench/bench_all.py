@@ -10,8 +10,9 @@ Figures, no pass/fail: a target is printed next to its figure, never asserted. T
    real HTTP in a process of its own (``export-center demo-provider``, at the export
    workers' priority): the Provider's CPU is another service's and is not counted as ours.
 
-   * API ``GET …/export-tasks`` p50/p95/p99 idle and during 1, 2 and 4 concurrent
-     exports of ROWS rows, aggregate rows/s and CPU per wall second (``bench_workers``);
+   * after one unmeasured warm-up export, API ``GET …/export-tasks`` p50/p95/p99 idle and
+     during 1, 2 and 4 concurrent exports of ROWS rows, aggregate rows/s and CPU per wall
+     second (``bench_workers.measure``);
    * one export of ROWS rows end to end, alone: rows/s from ``startedAt`` to
      ``completedAt`` (the service's clock) and rows per CPU-second of the whole process
      tree (service + its export worker), as ratios to the two bare library loops;
@@ -23,7 +24,12 @@ Figures, no pass/fail: a target is printed next to its figure, never asserted. T
      RSS_ROWS size (default 100,000 and 1,000,000; the registry's ``max-rows`` ceiling
      is lifted for this benchmark only). Summed RSS counts shared pages once per process:
      an upper bound.
-3. ``bench_history.py`` as a subprocess (``--skip-history`` leaves it out; ~15 minutes):
+3. The same latency and scaling scenarios against a second service whose Provider is
+   ``replay_provider.py``: the demo Provider's answers made once and replayed at almost no
+   CPU, as if the Provider ran on other hosts. On a 2-core machine the demo Provider takes
+   about a third of a core per export, so with it the scaling figures say as much about
+   the Provider's share of the cores as about the service; both are printed.
+4. ``bench_history.py`` as a subprocess (``--skip-history`` leaves it out; ~15 minutes):
    reconciler pass, create and list at 1k vs 1M finished tasks on SQLite and MariaDB
    (127.0.0.1:3307); the "best" ratios go into the summary.
 
@@ -140,8 +146,10 @@ class Results:
     """Everything the summary needs; absent figures stay None."""
 
     writers: dict[str, dict[str, float]] = field(default_factory=dict)
-    idle: tuple[float, float, float] | None = None
-    runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: Provider kind ("demo", "replay") -> (idle latency, scenario results by exports)
+    scaling: dict[str, tuple[tuple[float, float, float], dict[int, dict[str, Any]]]] = field(
+        default_factory=dict
+    )
     end_to_end: Export | None = None
     to_running: list[float] = field(default_factory=list)
     rss: list[Export] = field(default_factory=list)
@@ -221,14 +229,15 @@ async def run_service(args: argparse.Namespace, results: Results) -> None:
         service = bench_workers.Service(Path(tmp), None, max_rows=max_rows)
         try:
             await service.ready()
-            print(f"\nservice at {service.url}, {args.rows:,} rows per export", flush=True)
-            async with bench_workers.client(service.url, 1) as probe:
-                await bench_workers.sample_latency(probe, trio.Event(), 20)  # warm up
-                idle = await bench_workers.sample_latency(probe, trio.Event(), args.idle_samples)
-            results.idle = bench_workers.percentiles(idle)
-            for count, user in ((1, 100), (2, 200), (4, 400)):
-                results.runs[count] = await bench_workers.scenario(service, count, args.rows, user)
-            bench_workers.print_table(results.idle, results.runs)
+            print(
+                f"\nservice at {service.url}, {args.rows:,} rows per export; the demo Provider "
+                "in a process of its own on the same cores",
+                flush=True,
+            )
+            results.scaling["demo"] = await bench_workers.measure(
+                service, args.rows, args.idle_samples
+            )
+            bench_workers.print_table(*results.scaling["demo"])
             results.end_to_end = e2e = await one_export(service, args.rows, 500)
             print(
                 f"\none export alone, end to end: {e2e.rows:,} rows at "
@@ -252,6 +261,21 @@ async def run_service(args: argparse.Namespace, results: Results) -> None:
                     f"; {r.rows_per_s:,.0f} rows/s",
                     flush=True,
                 )
+        finally:
+            service.stop()
+    with tempfile.TemporaryDirectory(prefix="bench-all-replay-") as tmp:
+        service = bench_workers.Service(Path(tmp), None, max_rows=max_rows, provider="replay")
+        try:
+            await service.ready()
+            print(
+                "\nthe same scenarios with the Provider elsewhere: its answers replayed at "
+                "almost no CPU (deploy/bench/replay_provider.py)",
+                flush=True,
+            )
+            results.scaling["replay"] = await bench_workers.measure(
+                service, args.rows, args.idle_samples
+            )
+            bench_workers.print_table(*results.scaling["replay"])
         finally:
             service.stop()
 
@@ -292,23 +316,27 @@ def run_history(quick: bool) -> tuple[dict[str, dict[str, float]], tuple[str, st
 def summary(results: Results, cores: int) -> list[tuple[str, str, str]]:
     """(figure, target of issue 9, measured) rows; "-" where a figure was not measured."""
     rows: list[tuple[str, str, str]] = []
-    idle, runs = results.idle, results.runs
-    if idle is not None and 4 in runs:
+    for provider, label in (
+        ("demo", "demo Provider on the same cores"),
+        ("replay", "Provider elsewhere (replayed)"),
+    ):
+        if provider not in results.scaling:
+            continue
+        idle, runs = results.scaling[provider]
         p95 = runs[4]["latency"][1]
         rows.append(
             (
-                "API p95 during 4 exports",
+                f"API p95 during 4 exports, {label}",
                 "<= 1.2 x idle p95",
                 f"{p95:.1f} ms vs {idle[1]:.1f} ms idle (x{p95 / idle[1]:.1f})",
             )
         )
-    if runs:
         one = runs[1]["rows_per_s"]
         for n in (2, 4):
             want, got = 0.9 * min(n, cores), runs[n]["rows_per_s"]
             rows.append(
                 (
-                    f"aggregate rows/s, {n} vs 1 export",
+                    f"aggregate rows/s, {n} vs 1 export, {label}",
                     f">= {want:.1f} x ({cores} cores)",
                     f"{got:,.0f} vs {one:,.0f} (x{got / one:.2f})",
                 )

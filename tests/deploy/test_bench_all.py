@@ -20,9 +20,12 @@ BENCH_ALL = REPO / "deploy" / "bench" / "bench_all.py"
 
 #: The summary's figure column, one line each, in the order printed.
 SUMMARY_FIGURES = (
-    "API p95 during 4 exports",
-    "aggregate rows/s, 2 vs 1 export",
-    "aggregate rows/s, 4 vs 1 export",
+    "API p95 during 4 exports, demo Provider on the same cores",
+    "aggregate rows/s, 2 vs 1 export, demo Provider on the same cores",
+    "aggregate rows/s, 4 vs 1 export, demo Provider on the same cores",
+    "API p95 during 4 exports, Provider elsewhere (replayed)",
+    "aggregate rows/s, 2 vs 1 export, Provider elsewhere (replayed)",
+    "aggregate rows/s, 4 vs 1 export, Provider elsewhere (replayed)",
     "one export end to end vs xlsxwriter constant_memory",
     "one export end to end vs openpyxl write_only",
     "one export end to end, rows per service CPU-s",
@@ -62,8 +65,11 @@ def test_quick_run_prints_every_figure() -> None:
     for writer in ("stream level 1", "xlsxwriter cm", "openpyxl wo"):
         assert re.search(rf"^{writer} +[\d.]+ +\d+", text, re.M), writer
     # the latency / throughput table, from bench_workers.py
+    # twice: with the demo Provider, then with the replayed one
     for scenario in ("idle", "1 export", "2 exports", "4 exports"):
-        assert re.search(rf"^\| {scenario} \| [\d.]+ \|", text, re.M), scenario
+        found = re.findall(rf"^\| {scenario} \| [\d.]+ \|", text, re.M)
+        assert len(found) == 2, (scenario, found)
+    assert "answers replayed at almost no CPU" in text
     assert "one export alone, end to end: 300 rows at" in text
     assert re.search(r"create → RUNNING over 3 exports .* p50 [\d.]+, p99 [\d.]+", text)
     # the summary: every figure, a target beside it, something measured
