@@ -217,6 +217,11 @@ def install_openapi(app: Quart) -> None:
     """
     QuartSchema(
         app,
+        # Our routes return plain JSON-ready dicts. quart-schema converts every returned
+        # dict (body and headers): with pydantic it builds a TypeAdapter per response,
+        # ~0.4 ms of the event loop's CPU each; msgspec's to_builtins returns the same
+        # values in microseconds. The request and response models stay pydantic models.
+        conversion_preference="msgspec",
         openapi_path="/openapi.json",
         swagger_ui_path=None,
         redoc_ui_path=None,
