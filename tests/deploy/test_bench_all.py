@@ -26,9 +26,12 @@ SUMMARY_FIGURES = (
     "API p95 during 4 exports, Provider elsewhere (replayed)",
     "aggregate rows/s, 2 vs 1 export, Provider elsewhere (replayed)",
     "aggregate rows/s, 4 vs 1 export, Provider elsewhere (replayed)",
-    "one export end to end vs xlsxwriter constant_memory",
-    "one export end to end vs openpyxl write_only",
-    "one export end to end, rows per service CPU-s",
+    "one export end to end vs xlsxwriter constant_memory, demo Provider on the same cores",
+    "one export end to end vs openpyxl write_only, demo Provider on the same cores",
+    "one export end to end, rows per service CPU-s, demo Provider on the same cores",
+    "one export end to end vs xlsxwriter constant_memory, Provider elsewhere (replayed)",
+    "one export end to end vs openpyxl write_only, Provider elsewhere (replayed)",
+    "one export end to end, rows per service CPU-s, Provider elsewhere (replayed)",
     "create -> RUNNING p50 / p99 idle",
     "peak RSS service + workers, 200 rows",
     "peak RSS service + workers, 400 rows",
@@ -70,7 +73,8 @@ def test_quick_run_prints_every_figure() -> None:
         found = re.findall(rf"^\| {scenario} \| [\d.]+ \|", text, re.M)
         assert len(found) == 2, (scenario, found)
     assert "answers replayed at almost no CPU" in text
-    assert "one export alone, end to end: 300 rows at" in text
+    for provider in ("demo", "replay"):
+        assert f"one export alone, end to end ({provider} Provider): 300 rows at" in text
     assert re.search(r"create → RUNNING over 3 exports .* p50 [\d.]+, p99 [\d.]+", text)
     # the summary: every figure, a target beside it, something measured
     summary = text[text.index("## Summary") :]
