@@ -18,7 +18,16 @@ from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage
 from actors.reconciler import Reconciler
 from db.store import ExportStore
-from tests.helpers import RecordingDelivery, claim, claimed, create, exec_sql, make_slot, start_file
+from tests.helpers import (
+    RecordingDelivery,
+    claim,
+    claimed,
+    create,
+    exec_sql,
+    make_executor,
+    make_slot,
+    start_file,
+)
 
 
 async def test_watchdog_keeps_a_slow_final_write_alive(
@@ -43,7 +52,7 @@ async def test_watchdog_keeps_a_slow_final_write_alive(
             renewals_seen.append((await store.get_task(task.id)).last_heartbeat_at)
         return ExportResult(key, "customers.xlsx", "application/x", 18, 1)
 
-    await make_slot(store, storage, settings, metrics, pipeline).execute(task)
+    await make_executor(store, storage, settings, metrics, pipeline).execute(task)
     done = await store.get_task(task.id)
     assert done.status == TaskStatus.SUCCEEDED and done.dispatch_version == 1
     assert len(set(renewals_seen)) == len(renewals_seen)  # the heartbeat kept moving
@@ -74,7 +83,7 @@ async def test_lost_lease_aborts_the_run_and_leaves_no_file(
         raise AssertionError("not reached")
 
     started = trio.current_time()
-    await make_slot(store, storage, settings, metrics, pipeline).execute(task)
+    await make_executor(store, storage, settings, metrics, pipeline).execute(task)
     assert trio.current_time() - started <= settings.task_heartbeat_seconds + 0.1
     assert await storage.size(keys[0]) is None
     after = await store.get_task(task.id)
@@ -109,7 +118,7 @@ async def test_a_failing_watchdog_aborts_the_run(
         raise AssertionError("not reached")
 
     started = trio.current_time()
-    await make_slot(store, storage, settings, metrics, pipeline).execute(task)
+    await make_executor(store, storage, settings, metrics, pipeline).execute(task)
     assert trio.current_time() - started < settings.task_lease_seconds
     assert await storage.size(keys[0]) is None
 
@@ -130,7 +139,7 @@ async def test_deadline_aborts_the_run_and_schedules_a_retry_naming_the_limit(
         raise AssertionError("not reached")
 
     started = trio.current_time()
-    await make_slot(store, storage, settings, metrics, pipeline).execute(task)
+    await make_executor(store, storage, settings, metrics, pipeline).execute(task)
     assert trio.current_time() - started == pytest.approx(60, abs=0.1)
     after = await store.get_task(task.id)
     assert after.status == TaskStatus.PENDING and after.dispatch_version == 2
@@ -162,9 +171,9 @@ async def test_commit_racing_past_the_deadline_deletes_the_file_and_retries(
         keys.append(await start_file(store, storage, ctx))
         return ExportResult(keys[0], "f.xlsx", "x", 18, 1)
 
-    slot = make_slot(store, storage, settings, metrics, pipeline)
-    slot._deadline_guard = _never  # type: ignore[method-assign]  # isolate the SQL check
-    await slot.execute(task)
+    executor = make_executor(store, storage, settings, metrics, pipeline)
+    executor.lease.deadline_guard = _never  # type: ignore[method-assign]  # isolate the SQL check
+    await executor.execute(task)
     assert await storage.size(keys[0]) is None
     after = await store.get_task(task.id)
     assert after.status == TaskStatus.PENDING and after.dispatch_version == 2
@@ -188,7 +197,7 @@ async def test_permanent_error_fails_the_task_and_deletes_the_file(
         await start_file(store, storage, ctx)
         raise LimitExceededError("export exceeds max-rows 10")
 
-    await make_slot(store, storage, settings, metrics, pipeline).execute(task)
+    await make_executor(store, storage, settings, metrics, pipeline).execute(task)
     after = await store.get_task(task.id)
     assert after.status == TaskStatus.FAILED and after.failure_message == (
         "export exceeds max-rows 10"
@@ -209,7 +218,7 @@ async def test_transient_error_schedules_a_retry_with_backoff(
         await start_file(store, storage, ctx)
         raise ProviderUnavailableError("provider answered HTTP 503")
 
-    await make_slot(store, storage, settings, metrics, pipeline).execute(task)
+    await make_executor(store, storage, settings, metrics, pipeline).execute(task)
     after = await store.get_task(task.id)
     assert after.status == TaskStatus.PENDING and after.dispatch_version == 2
     # rand 0.5 -> no jitter: exactly the first backoff step (60 s) by DB time
@@ -300,7 +309,7 @@ async def test_commit_lost_to_a_new_version_deletes_the_file_and_writes_nothing(
         )
         return ExportResult(keys[0], "f.xlsx", "x", 18, 1)
 
-    await make_slot(store, storage, settings, metrics, pipeline).execute(task)
+    await make_executor(store, storage, settings, metrics, pipeline).execute(task)
     assert await storage.size(keys[0]) is None
     after = await store.get_task(task.id)
     assert (after.status, after.dispatch_version, after.failure_message) == (
