@@ -114,6 +114,15 @@ class TaskExecutor:
         Every log line of the run carries the task's identifiers and its trace id (the
         task's; for a task created before trace ids were stored, the command's or a new
         one: ``actors.core.tracing.run_trace_id``).
+
+        Args:
+            task: the task as this instance claimed it (RUNNING at its
+                ``dispatch_version`` under this instance's lease).
+            command_trace_id: the ``traceId`` of the command that led to the claim, if
+                any (a task pulled from the queue has none).
+
+        Returns once the outcome is settled, or left to the reconciler when it could not
+        be written before the lease margin.
         """
         task = replace(task, trace_id=run_trace_id(task.trace_id, command_trace_id))
         with bind_context(
