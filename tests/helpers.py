@@ -41,6 +41,7 @@ from actors.consumer import ConsumerSlot
 from actors.core.limits import normalise_parameters
 from actors.core.models import AppCode, ExportDefinition, Principal, Registry, Task
 from actors.core.outcomes import ExportResult, NewTask
+from actors.execution import TaskExecutor
 from actors.local_claims import LocalClaims
 from actors.logging_setup import LIBRARY_LOGGERS, configure_logging
 from actors.metrics import Metrics
@@ -231,6 +232,28 @@ def make_slot(
         trio.Event(),
         rand=lambda: 0.5,
         local=local,
+    )
+
+
+def make_executor(
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
+    metrics: Metrics,
+    pipeline: Callable[[RunContext], Awaitable[ExportResult]],
+    *,
+    local: LocalClaims | None = None,
+) -> TaskExecutor:
+    """The executor a consumer slot over ``store`` would hand its claimed tasks to, running
+    ``pipeline``, with a fixed jitter (``rand`` 0.5) so back-off figures are exact."""
+    return TaskExecutor(
+        store,
+        storage,
+        settings,
+        metrics,
+        pipeline,
+        local if local is not None else LocalClaims(),
+        rand=lambda: 0.5,
     )
 
 

@@ -7,8 +7,8 @@ slot should renew, give up or abort, counted from the last renewal that landed
 (``lease_renewed_at``). A margin of ``m`` seconds means "stop ``m`` seconds before the
 lease would run out".
 
-The consumer (``actors/consumer.py``) keeps the trio scopes and sleeps; the decisions are
-here.
+The lease keeper (``actors/lease_keeper.py``: the lease watchdog, the deadline guard, the
+settling writes) keeps the trio scopes and sleeps; the decisions are here.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The identifiers bound to log lines: their names, and binding them for a block.
 
-One request (``web/access_log.py``) or one run (``actors/consumer.py``) binds its
+One request (``web/access_log.py``) or one run (``actors/execution.py``) binds its
 identifiers once; every log line written meanwhile — by our code or a library — carries
 them (``actors/logging_setup.py`` merges them in). Values live in :mod:`contextvars`
 through structlog's context-local store, so each trio task sees what was bound in the task

@@ -1,4 +1,5 @@
-"""One execution attempt's context, shared by the consumer slot and the pipeline.
+"""One execution attempt's context, shared by the executor (``actors/execution.py``), its
+lease keeper and the pipeline.
 
 ``RunContext`` carries the claimed task and the abort machinery: a trio cancel scope for
 the run; cancelling it kills the run's export worker process.

@@ -31,7 +31,7 @@ Structured cancellation: the process belongs to the ``async with`` block of
 :func:`open_export_worker`, inside the run's cancel scope. Leaving the block by any
 exception — a cancel from the lease watchdog, the deadline guard or the shutdown
 hand-back included — sends SIGKILL and reaps the process before the block exits, so no
-worker outlives its run. The parent deletes the partial file (the consumer slot, by object
+worker outlives its run. The parent deletes the partial file (the slot's executor, by object
 key).
 
 A worker that dies on its own (SIGKILL by the OOM killer, a segfault, ``os._exit``) shows

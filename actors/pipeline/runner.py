@@ -1,8 +1,8 @@
 """The export body: Provider batches → XLSX → storage, for one claimed attempt.
 
-Called by a consumer slot inside the run's cancel scope, with the lease watchdog beside
-it. The run's CPU work — decoding the Provider's JSON, typing cells, encoding and
-compressing the XLSX — runs in a worker process of its own
+Called by a consumer slot's executor (``actors/execution.py``) inside the run's cancel
+scope, with the lease watchdog beside it. The run's CPU work — decoding the Provider's
+JSON, typing cells, encoding and compressing the XLSX — runs in a worker process of its own
 (:mod:`actors.pipeline.export_worker`), so the event loop keeps renewing leases and
 serving HTTP, and concurrent exports use every core. This process keeps the Provider
 cursor loop and the cross-batch rules (fed by the batch summaries of the requests the

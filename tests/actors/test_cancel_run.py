@@ -23,7 +23,7 @@ from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage
 from db.store import ExportStore
-from tests.helpers import claimed, make_slot, start_file
+from tests.helpers import claimed, make_executor, start_file
 
 MESSAGE = "cancelled by user 7"
 
@@ -47,13 +47,13 @@ async def test_a_cancel_in_this_process_wakes_the_run_at_once(
         await trio.sleep(10_000)  # between batches: only the abort ends this
         raise AssertionError("not reached")
 
-    slot = make_slot(store, storage, settings, metrics, pipeline, local=local)
+    executor = make_executor(store, storage, settings, metrics, pipeline, local=local)
     freed_at: list[float] = []
     with caplog.at_level(logging.INFO, logger="actors.consumer"):
         async with trio.open_nursery() as nursery:
 
             async def run() -> None:
-                await slot.execute(task)
+                await executor.execute(task)
                 freed_at.append(trio.current_time())
 
             nursery.start_soon(run)
@@ -74,7 +74,7 @@ async def test_a_cancel_in_this_process_wakes_the_run_at_once(
     assert after is not None and after.status == TaskStatus.CANCELLED
     assert after.failure_message == MESSAGE and after.dispatch_version == 1
     assert len(await store.list_outbox(task.id)) == 1  # no retry, no hand-back
-    assert slot.current is None and not local.holds(task.id)
+    assert executor.current is None and not local.holds(task.id)
 
 
 async def test_a_cancel_on_another_instance_ends_the_run_at_its_next_heartbeat(
@@ -97,7 +97,9 @@ async def test_a_cancel_on_another_instance_ends_the_run_at_its_next_heartbeat(
         raise AssertionError("not reached")
 
     started = trio.current_time()
-    await make_slot(store, storage, settings, metrics, pipeline, local=LocalClaims()).execute(task)
+    await make_executor(store, storage, settings, metrics, pipeline, local=LocalClaims()).execute(
+        task
+    )
     assert trio.current_time() - started <= settings.task_heartbeat_seconds + 0.1
     assert await storage.size(keys[0]) is None
     after = await store.get_task(task.id)
@@ -131,7 +133,8 @@ async def test_cancel_racing_the_final_commit_leaves_no_file_for_the_loser(
         answers: list[object] = []
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
-                make_slot(store, storage, settings, metrics, pipeline, local=local).execute, task
+                make_executor(store, storage, settings, metrics, pipeline, local=local).execute,
+                task,
             )
             await returning.wait()
             for _ in range(i % 3):

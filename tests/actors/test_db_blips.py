@@ -40,7 +40,15 @@ from actors.wakeup import Wakeup
 from db.database import DatabaseUnavailableError
 from db.store import ExportStore
 from tests.faults import FaultyDatabase
-from tests.helpers import TOPIC, RecordingDelivery, claim, create, exec_sql, make_slot
+from tests.helpers import (
+    TOPIC,
+    RecordingDelivery,
+    claim,
+    create,
+    exec_sql,
+    make_executor,
+    make_slot,
+)
 from tests.provider_server import serve_provider
 
 Clock = trio.testing.MockClock
@@ -113,7 +121,7 @@ async def test_settling_retries_through_an_outage_and_records_the_real_outcome(
 
     async with trio.open_nursery() as n:
         n.start_soon(outage, faulty, 0, trio.current_time() + 6)
-        await make_slot(fs, storage, settings, metrics, pipeline).execute(task)
+        await make_executor(fs, storage, settings, metrics, pipeline).execute(task)
     after = await store.get_task(task.id)
     assert after.attempt_count == 1
     if ending == "success":
@@ -161,7 +169,7 @@ async def test_an_outage_past_the_lease_margin_leaves_the_real_cause_to_the_reco
     started = trio.current_time()
     async with trio.open_nursery() as n:
         n.start_soon(outage, faulty, 0, started + 40)
-        await make_slot(fs, storage, settings, metrics, pipeline, local=local).execute(task)
+        await make_executor(fs, storage, settings, metrics, pipeline, local=local).execute(task)
         assert trio.current_time() - started < settings.task_lease_seconds
         assert (await storage.size(keys[0]) is not None) == (ending == "success")
     reconciler = Reconciler(fs, storage, settings, metrics, local=local)
@@ -195,7 +203,7 @@ async def test_a_database_error_escaping_the_run_hands_the_task_back_uncounted(
         await write_file(store, storage, ctx)
         raise DatabaseUnavailableError("cannot connect to MySQL: (2003, ...)")
 
-    await make_slot(store, storage, settings, metrics, pipeline).execute(task)
+    await make_executor(store, storage, settings, metrics, pipeline).execute(task)
     after = await store.get_task(task.id)
     assert (after.status, after.dispatch_version, after.attempt_count) == (
         TaskStatus.PENDING,
@@ -226,7 +234,7 @@ async def test_a_watchdog_outage_hands_the_task_back_if_the_database_returns_in_
 
     async with trio.open_nursery() as n:
         n.start_soon(outage, faulty, t0 + 1, t0 + 9)
-        await make_slot(fs, storage, settings, metrics, pipeline).execute(task)
+        await make_executor(fs, storage, settings, metrics, pipeline).execute(task)
     after = await store.get_task(task.id)
     assert (after.status, after.dispatch_version, after.attempt_count) == (
         TaskStatus.PENDING,
@@ -298,7 +306,7 @@ async def test_failed_progress_writes_are_skipped_and_cost_no_attempt(
         )
         task = await claimed(fs, settings)
         with caplog.at_level(logging.WARNING, logger="actors.pipeline.runner"):
-            await make_slot(fs, storage, settings, metrics, runner).execute(task)
+            await make_executor(fs, storage, settings, metrics, runner).execute(task)
     after = await store.get_task(task.id)
     assert (after.status, after.attempt_count, after.dispatch_version) == (
         TaskStatus.SUCCEEDED,
