@@ -197,8 +197,11 @@ EXPORT_FORMAT = "XLSX"
 MAX_PAGE_SIZE = 100
 MAX_PAGE = 1_000_000
 #: The list's total counts at most this many tasks, and says when it stopped: a count over
-#: every task a tenant ever finished grows with its history, a capped one does not.
-LIST_TOTAL_CAP = 10_000
+#: every task a tenant ever finished grows with its history, a capped one does not. 1,000
+#: as GitHub's search does (it serves at most 1,000 results): 50 pages of 20, more than a
+#: person pages through, while a count of 10,000 made the administrator's page ~3 x slower
+#: with a million finished tasks than with a thousand (``deploy/bench/bench_history.py``).
+LIST_TOTAL_CAP = 1_000
 
 
 def list_total(counted: int) -> tuple[int, bool]:
