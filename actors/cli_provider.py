@@ -3,11 +3,13 @@ and report, rule by rule, whether it keeps the contract of docs/provider-guide.m
 
 The requests go through the service's own Provider client
 (:class:`actors.pipeline.provider_client.ProviderClient`: the same headers, timeouts,
-4 MB streaming limit, status mapping and decoder), and every outcome is judged by
-:class:`actors.core.provider_check.ProviderCheck`, which applies the service's own checks.
-The requests a Provider must refuse (:data:`actors.core.provider_rules.PROBES`) are the
-well-formed request changed on the wire by a transport wrapped around the client's, so even
-they take the service's code path.
+4 MB streaming limit, status mapping and decoder) and its one HTTP client, the urllib3 code
+an export worker sends its batches with (:mod:`actors.pipeline.provider_http`, here from a
+thread), and every outcome is judged by :class:`actors.core.provider_check.ProviderCheck`,
+which applies the service's own checks. The requests a Provider must refuse
+(:data:`actors.core.provider_rules.PROBES`) are the well-formed request the client built,
+changed just before it is sent (:func:`tampered`), so even they take the service's code
+path.
 
 What it sends: one export run from the first batch until ``hasMore`` is false or ``--rows``
 rows are read, the first batch of a second run (schemaHash stability), then one request
@@ -20,12 +22,11 @@ import json
 import re
 import sys
 import urllib.parse
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import click
-import httpx
 import trio
 
 from actors.core.errors import ExportError, ProviderContractError
@@ -52,6 +53,7 @@ from actors.core.registry import BATCH_SIZE_RANGE, MAX_ROWS_RANGE
 from actors.core.text import quote_outside
 from actors.pipeline.provider_client import ProviderClient
 from actors.pipeline.provider_decode import parse_batch_response
+from actors.pipeline.provider_http import FetchSpec
 
 #: The task id the requests carry (a Provider only logs it).
 CHECK_TASK_ID = 1
@@ -87,46 +89,22 @@ class _Decoder:
             raise
 
 
-class _Tamper(httpx.AsyncBaseTransport):
-    """Sends the request the client built, or, while :attr:`probe` is set, the probe's
-    body (and wrong token) in its place."""
+def tampered(spec: FetchSpec, probe: Probe) -> FetchSpec:
+    """The request ``spec`` as ``probe`` sends it: its body rewritten by ``probe.tamper``
+    from the well-formed one, and :data:`WRONG_SERVICE_TOKEN` in place of the service
+    token when the probe asks for it. URL, other headers, timeouts and limits are kept.
 
-    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
-        self._inner = inner
-        self.probe: Probe | None = None
+    Args:
+        spec: the well-formed request, as :meth:`ProviderClient.fetch_spec` built it.
+        probe: the request the Provider must refuse.
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        probe = self.probe
-        if probe is not None:
-            body = json.loads(request.content)
-            # httpx lists header names in lower case: the replaced ones are dropped by
-            # that name, or the request would carry both the right and the wrong token.
-            replaced = {"content-length", SERVICE_TOKEN_HEADER.lower()}
-            headers = {k: v for k, v in request.headers.items() if k.lower() not in replaced}
-            headers[SERVICE_TOKEN_HEADER] = (
-                WRONG_SERVICE_TOKEN if probe.wrong_token else request.headers[SERVICE_TOKEN_HEADER]
-            )
-            request = httpx.Request(
-                request.method,
-                request.url,
-                headers=headers,
-                content=probe.tamper(body),
-                extensions=request.extensions,
-            )
-        return await self._inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-@asynccontextmanager
-async def _provider_client(url: str, token: str) -> AsyncIterator[tuple[ProviderClient, _Tamper]]:
-    tamper = _Tamper(httpx.AsyncHTTPTransport())
-    # As the service's own client: no proxy from the environment, no redirects.
-    async with httpx.AsyncClient(transport=tamper, follow_redirects=False, trust_env=False) as http:
-        # The URL is the service's name too: messages say "provider <url> answered …".
-        client = ProviderClient({url: url}, token, http=http, max_columns=MAX_COLUMNS)
-        yield client, tamper
+    Returns:
+        The request to send.
+    """
+    changed = spec.with_body(probe.tamper(json.loads(spec.body)))
+    if probe.wrong_token:
+        changed = changed.with_header(SERVICE_TOKEN_HEADER, WRONG_SERVICE_TOKEN)
+    return changed
 
 
 async def check_provider(
@@ -176,16 +154,25 @@ async def check_provider(
             limit=definition.batch_size,
         )
 
-    async with _provider_client(url, token) as (client, tamper):
+    # The URL is the service's name too: messages say "provider <url> answered …".
+    client = ProviderClient({url: url}, token, max_columns=MAX_COLUMNS)
 
-        async def fetch(body: BatchRequest) -> tuple[ProviderBatch | ExportError, Stage]:
-            decoder = _Decoder()
-            try:
-                batch: ProviderBatch = await client.fetch_batch(definition, body, decode=decoder)
-            except ExportError as exc:
-                return exc, decoder.stage
-            return batch, decoder.stage
+    async def fetch(
+        body: BatchRequest, probe: Probe | None = None
+    ) -> tuple[ProviderBatch | ExportError, Stage]:
+        decoder = _Decoder()
+        try:
+            batch: ProviderBatch = await client.fetch_batch(
+                definition,
+                body,
+                decode=decoder,
+                tamper=None if probe is None else partial(tampered, probe=probe),
+            )
+        except ExportError as exc:
+            return exc, decoder.stage
+        return batch, decoder.stage
 
+    try:
         cursor: str | None = None
         while True:
             progress(f"batch {check.batches + 1}")
@@ -216,12 +203,10 @@ async def check_provider(
                 body = request(first.next_cursor, first.snapshot_token)
             else:
                 body = request(None, None)
-            tamper.probe = probe
-            try:
-                outcome, stage = await fetch(body)
-            finally:
-                tamper.probe = None
+            outcome, stage = await fetch(body, probe)
             check.probed(probe, outcome, stage)
+    finally:
+        await client.aclose()
     return check
 
 

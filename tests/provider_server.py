@@ -5,7 +5,8 @@ must be a real server on a real port. This one runs in the test's trio loop (the
 may be sync or async and may touch the test's state), speaks HTTP/1.1 with h11 (the
 protocol library under httpx), and writes what the handler returns: an
 :class:`httpx.Response` whose content is bytes, or an (async) iterator of byte chunks,
-sent as they come (chunked), so a test can drip a body or stall it.
+sent as they come (chunked), so a test can drip a body or stall it. A 204 or 304 answer is
+sent without a body, as HTTP requires.
 """
 
 from __future__ import annotations
@@ -100,13 +101,35 @@ async def _write_response(
     chunked = "content-length" not in response.headers
     if chunked:
         headers.append(("Transfer-Encoding", "chunked"))
+    if response.status_code in (204, 304):
+        # No body, whatever the handler gave, as a real server: the client reads none.
+        framing = ("content-length", "transfer-encoding")
+        bare = [(k, v) for k, v in headers if k.lower() not in framing]
+        await stream.send_all(
+            conn.send(h11.Response(status_code=response.status_code, headers=bare))
+        )
+        await stream.send_all(conn.send(h11.EndOfMessage()))
+        return
     head = h11.Response(status_code=response.status_code, headers=headers)
     await stream.send_all(conn.send(head))
     if isinstance(stream_body, httpx.AsyncByteStream):
-        async for chunk in stream_body:
-            await stream.send_all(conn.send(h11.Data(data=chunk)))
+        chunks = aiter(stream_body)
+        try:
+            async for chunk in chunks:
+                await stream.send_all(conn.send(h11.Data(data=chunk)))
+        finally:
+            # The client may leave mid-body (a limit, a timeout): close httpx's iterator and
+            # the handler's own under it now, not when the garbage collector finds them.
+            await _aclose(chunks)
+            await _aclose(getattr(stream_body, "_stream", None))
     else:
         for chunk in stream_body:
             await stream.send_all(conn.send(h11.Data(data=chunk)))
             await trio.lowlevel.checkpoint()
     await stream.send_all(conn.send(h11.EndOfMessage()))
+
+
+async def _aclose(iterator: object) -> None:
+    aclose = getattr(iterator, "aclose", None)
+    if aclose is not None:
+        await aclose()

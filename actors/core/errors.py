@@ -32,7 +32,7 @@ The hierarchy::
         │   └── DatabaseExportError       a database error that is not a passing fault
         └── ExportAbortedError       the lease is lost: delete the file, write nothing (§8.3)
 
-Lower-layer errors (httpx, OSError, xlsxwriter) are translated into these at the edge of
+Lower-layer errors (urllib3, OSError, xlsxwriter) are translated into these at the edge of
 the pipeline, so the consumer slot decides the task's fate from the class alone; whatever
 else a run raises is classified by :func:`run_failure`.
 

@@ -16,9 +16,10 @@ A business service exports its data by answering ``POST
   (``check_batch_rows``), the cursor advances and the run fits ``max-rows``
   (``BatchGuard``).
 
-Users: the HTTP client (``actors/pipeline/provider_client.py``: HTTP, streaming limits,
-error mapping), the export worker's decoder (``actors/pipeline/provider_decode.py``: the
-fast JSON decode) and the demo Provider (``web/demo_provider.py``). Pure: no IO.
+Users: the Provider client (``actors/pipeline/provider_client.py``: the request, the
+cursor loop; ``actors/pipeline/provider_http.py``: HTTP, streaming limits, error mapping),
+the export worker's decoder (``actors/pipeline/provider_decode.py``: the fast JSON decode)
+and the demo Provider (``web/demo_provider.py``). Pure: no IO.
 
 A malformed answer is a :class:`ProviderContractError`; a request outside the contract is a
 :class:`ParameterError` naming the field.
@@ -73,7 +74,7 @@ ERROR_DETAIL_BYTES = 8 * 1024
 
 
 def status_error(service: str, status: int, detail: str = "") -> ExportError | None:
-    """What an HTTP status of a batch answer means (both HTTP clients of the service).
+    """What an HTTP status of a batch answer means (``actors/pipeline/provider_http.py``).
 
     Args:
         service: the Provider's service name, for the message.
@@ -118,6 +119,24 @@ def body_too_large(limit: int, seen: str) -> LimitExceededError:
     """The error of an answer body over ``limit`` bytes; ``seen`` says how it was known."""
     return LimitExceededError(
         f"provider response body exceeds the limit of {format_bytes(limit)} ({limit} bytes; {seen})"
+    )
+
+
+def total_limit_exceeded(service: str, seconds: float) -> ProviderUnavailableError:
+    """The error of a batch request that was still unanswered after ``seconds`` in all.
+
+    Transient: a slow Provider may answer in time on a retry. The limit is the one of
+    ``FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS``, which the message names, since the
+    per-read timeout alone cannot stop a body that drips one byte at a time.
+
+    Args:
+        service: the Provider's service name, for the message.
+        seconds: the total limit of one request, in seconds.
+    """
+    return ProviderUnavailableError(
+        f"provider {service} did not finish answering a batch request "
+        f"within the total limit of {seconds:g} s "
+        "(FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS)"
     )
 
 

@@ -107,8 +107,8 @@ def redact_credentials(text: str) -> str:
     """Replace the userinfo of every ``scheme://userinfo@`` URL inside ``text``.
 
     Used on every formatted log line and on every export error message, so a base URL
-    with ``user:password@`` cannot leak through any message that quotes it (httpx's own
-    request line, an exception text, a configuration echo).
+    with ``user:password@`` cannot leak through any message that quotes it (a library's
+    own request line, an exception text, a configuration echo).
 
     Args:
         text: free text that may contain URLs.

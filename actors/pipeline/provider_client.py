@@ -1,13 +1,14 @@
 """Provider client: one §10.1 batch call, validated, and the cursor loop over a whole export.
 
-An export run's requests are sent by its worker process
-(:mod:`actors.pipeline.provider_http`, urllib3): this process builds each request
-(:meth:`ProviderClient.fetch_spec`), runs the cursor loop and records metrics and the
-DEBUG batch line from the worker's figures, and spends no CPU on HTTP. The httpx path in
-this module serves ``export-center provider check``, which tampers with requests on the
-wire. Both translate every transport error and every answer outside the contract into the
-same §9.1 classes of :mod:`actors.core.errors`, with the same messages, so the consumer
-slot decides a task's fate from the class alone::
+Every request to a Provider is sent by one HTTP client, :mod:`actors.pipeline.provider_http`
+(urllib3). An export run's requests are sent by its worker process: this process builds
+each request (:meth:`ProviderClient.fetch_spec`), runs the cursor loop and records metrics
+and the DEBUG batch line from the worker's figures, and spends no CPU on HTTP.
+``export-center provider-check``, which tampers with some requests (a wrong token, a
+changed body), passes no worker: the same code then sends the request from a trio worker
+thread, under the same total time limit. Every transport error and every answer outside
+the contract becomes one of the §9.1 classes of :mod:`actors.core.errors`, with the same
+message either way, so the consumer slot decides a task's fate from the class alone::
 
     ProviderUnavailableError  (transient)  connect error / timeout, read timeout, a batch
                                            request over its total time limit, any other
@@ -40,41 +41,35 @@ is — request and answer types, limits, parsing — is :mod:`actors.core.provid
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import logging
 import urllib.parse
-from collections.abc import AsyncGenerator, Mapping
-from typing import Any, Protocol, cast
+from collections.abc import AsyncGenerator, Callable, Mapping
+from typing import Any, Protocol
 
-import httpx
 import trio
+import urllib3
 
 from actors.core.batch_rules import BatchGuard, SnapshotPin, check_batch_rows
 from actors.core.errors import (
     ExportError,
     ExportWorkerDiedError,
     PermanentExportError,
-    ProviderContractError,
     ProviderUnavailableError,
 )
 from actors.core.models import BatchSummary, ExportDefinition, ProviderBatch
 from actors.core.provider_contract import (
-    ERROR_DETAIL_BYTES,
     MAX_COLUMNS,
     MAX_RESPONSE_BYTES,
     SERVICE_TOKEN_HEADER,
     BatchRequest,
-    body_too_large,
-    error_detail,
-    needs_error_detail,
-    status_error,
+    total_limit_exceeded,
 )
 from actors.core.text import quote_outside
 from actors.core.tracing import TRACEPARENT_HEADER, format_traceparent, is_trace_id, new_span_id
 from actors.pipeline.export_worker import FetchedBatch
 from actors.pipeline.provider_decode import parse_batch_response
-from actors.pipeline.provider_http import FetchSpec
+from actors.pipeline.provider_http import FetchSpec, fetch_body_in_thread, new_pool
 
 log = logging.getLogger("actors.pipeline.provider_client")
 
@@ -84,6 +79,7 @@ __all__ = [
     "BatchFetcher",
     "ProviderClient",
     "ProviderObserver",
+    "Tamper",
     "iterate_batches",
 ]
 
@@ -91,7 +87,8 @@ __all__ = [
 #: (``FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS``).
 DEFAULT_REQUEST_TIMEOUT = 60.0
 
-#: How much of a 4xx body we read to quote the Provider's message in failure_message.
+#: Rewrites a request before it is sent (``export-center provider-check``'s probes).
+Tamper = Callable[[FetchSpec], FetchSpec]
 
 
 class BatchDecoder(Protocol):
@@ -150,7 +147,7 @@ class ProviderClient:
     """Calls §10.1 Provider endpoints and validates their answers.
 
     The client is safe to share between consumer slots: each call is one independent
-    request and the only state is the connection pool.
+    request and the only state is the connection pool of requests sent without a worker.
 
     Args:
         base_urls: ``provider-service`` name -> base URL such as ``http://127.0.0.1:8080``.
@@ -158,10 +155,12 @@ class ProviderClient:
             the server has bound its port, and a changed address applies to in-flight tasks
             (§10.4: provider-service is taken at execution time).
         service_token: value of ``X-Internal-Service-Token`` (§12).
-        http: an ``httpx.AsyncClient`` to use (tests pass one with a ``MockTransport``).
-            The caller keeps ownership: :meth:`aclose` closes only a client made here.
-        connect_timeout: seconds to connect and to wait for a pooled connection (§14: 3 s).
-        read_timeout: seconds between bytes on the wire, and to write the request
+        pool: the urllib3 connections for requests sent without a worker (see
+            :meth:`fetch_batch`); ``None``: a pool made at the first such request
+            (:func:`actors.pipeline.provider_http.new_pool`). Tests pass a stand-in whose
+            ``request`` raises urllib3's errors. :meth:`aclose` closes only a pool made here.
+        connect_timeout: seconds to connect, and to send the request (§14: 3 s).
+        read_timeout: seconds for the answer's head and between its bytes on the wire
             (§14: 15 s, set for the export client alone, not a global default).
         request_timeout: seconds for one whole batch request, from sending to the last
             byte of the body. The read timeout only bounds the gap between two reads, so a
@@ -181,7 +180,7 @@ class ProviderClient:
         base_urls: Mapping[str, str],
         service_token: str,
         *,
-        http: httpx.AsyncClient | None = None,
+        pool: urllib3.PoolManager | None = None,
         connect_timeout: float = 3.0,
         read_timeout: float = 15.0,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
@@ -200,26 +199,17 @@ class ProviderClient:
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._request_timeout = request_timeout
-        self._timeout = httpx.Timeout(
-            connect=connect_timeout, read=read_timeout, write=read_timeout, pool=connect_timeout
-        )
         self._max_response_bytes = max_response_bytes
         self._max_columns = max_columns
         self._observer = observer
-        self._owns_http = http is None
-        # trust_env=False: internal calls go straight to the service; an HTTP(S)_PROXY in
-        # the environment must not see the internal token (§12). Redirects are not
-        # followed: the target must stay the allow-listed service (§10.3, no SSRF).
-        self._http = (
-            http
-            if http is not None
-            else httpx.AsyncClient(timeout=self._timeout, follow_redirects=False, trust_env=False)
-        )
+        self._owns_pool = pool is None
+        self._pool = pool
 
     async def aclose(self) -> None:
-        """Close the connection pool if this client created it."""
-        if self._owns_http:
-            await self._http.aclose()
+        """Close the connections of requests sent without a worker, if this client made
+        their pool. A request still running in an abandoned thread keeps its own."""
+        if self._owns_pool and self._pool is not None:
+            self._pool.clear()
 
     async def fetch_batch(
         self,
@@ -229,13 +219,18 @@ class ProviderClient:
         fetch: BatchFetcher | None = None,
         decode: BatchDecoder | None = None,
         trace_id: str | None = None,
+        tamper: Tamper | None = None,
     ) -> Any:
         """POST one §10.1 request and return the validated batch.
 
         An export run passes ``fetch``: its worker process makes the request
         (:func:`actors.pipeline.provider_http.fetch_body`) and decodes the answer, and this
         process only builds the request and records the metrics and the DEBUG line. Without
-        it the request is made here with httpx (``export-center provider check``).
+        it the same urllib3 code sends the request from a trio worker thread
+        (:func:`actors.pipeline.provider_http.fetch_body_in_thread`; ``export-center
+        provider-check``), and the whole call is held to ``request_timeout`` here: at the
+        limit the thread is abandoned (its result dropped), which suits a short-lived
+        command, not a service.
 
         The body is streamed and counted while it arrives; reading stops as soon as it
         passes ``max_response_bytes``, so an oversized answer never sits in memory whole.
@@ -254,6 +249,9 @@ class ProviderClient:
                 :func:`parse_batch_response`.
             trace_id: the export's trace id (``actors/core/tracing.py``); when valid, the
                 request carries ``traceparent: 00-<trace_id>-<new span id>-01``.
+            tamper: rewrites the request built here before it is sent (provider-check's
+                probes: :meth:`FetchSpec.with_body`, :meth:`FetchSpec.with_header`);
+                ``None``: sent as built.
 
         Returns:
             The batch (:class:`ProviderBatch`), its :class:`BatchSummary` with ``fetch``,
@@ -264,8 +262,9 @@ class ProviderClient:
             ValueError: a tenant field is missing; nothing was sent.
             ExportWorkerDiedError: the worker died (not observed as a Provider error).
             ProviderUnavailableError: no base URL for the service, connect error or
-                timeout, read or write timeout, the whole request took longer than
-                ``request_timeout``, other transport error, HTTP 5xx or 429.
+                timeout (sending the request included), read timeout, the whole request
+                took longer than ``request_timeout``, other transport error, HTTP 5xx or
+                429.
             ProviderContractError: another non-200 HTTP status, envelope code other than
                 "200" (the Provider's code and message are quoted), a body that is not JSON,
                 a malformed or missing field, an unknown column type, a column width outside
@@ -282,8 +281,10 @@ class ProviderClient:
         sent = True  # False: the error is not the Provider's (an earlier write failed)
         batch: ProviderBatch | BatchSummary
         try:
+            spec = self.fetch_spec(definition, body, trace_id)
+            if tamper is not None:
+                spec = tamper(spec)
             if fetch is not None:
-                spec = self.fetch_spec(definition, body, trace_id)
                 try:
                     fetched = await fetch.fetch(
                         spec, limit=request.limit, max_columns=self._max_columns
@@ -294,7 +295,7 @@ class ProviderClient:
                     raise
                 batch, size, seconds = fetched.summary, fetched.size, fetched.seconds
             else:
-                raw = await self._post_within_limit(definition, body, trace_id)
+                raw = await self._fetch_in_thread(spec)
                 seconds = trio.current_time() - started
                 size = len(raw)
                 if decode is None:
@@ -328,7 +329,8 @@ class ProviderClient:
     def fetch_spec(
         self, definition: ExportDefinition, body: bytes, trace_id: str | None
     ) -> FetchSpec:
-        """The HTTP request of one batch, for an export worker to send.
+        """The HTTP request of one batch, for :mod:`actors.pipeline.provider_http` to send
+        (in an export worker, or in a thread of this process: :meth:`fetch_batch`).
 
         Args:
             definition: the registry entry (base URL by ``provider_service``, read now,
@@ -339,13 +341,13 @@ class ProviderClient:
 
         Returns:
             URL, body, headers (service token, JSON content type, ``traceparent``; Basic
-            credentials of the base URL as an ``Authorization`` header, as httpx sends
-            them), this client's timeouts and body limit.
+            credentials of the base URL as an ``Authorization`` header, which urllib3
+            does not send from the URL itself), this client's timeouts and body limit.
 
         Raises:
-            ProviderUnavailableError: no base URL is configured for the service
-                (transient: §10.4 reads ``provider-service`` at execution time, so a fixed
-                configuration applies to the retry).
+            ProviderUnavailableError: no base URL is configured for the service, or one
+                that cannot be parsed (transient: §10.4 reads ``provider-service`` at
+                execution time, so a fixed configuration applies to the retry).
         """
         service = definition.provider_service
         base_url = self._base_urls.get(service)
@@ -353,7 +355,12 @@ class ProviderClient:
             raise ProviderUnavailableError(f"no base URL configured for provider {service}")
         headers = self._headers(trace_id)
         url = base_url.rstrip("/") + definition.provider_path
-        parts = urllib.parse.urlsplit(url)
+        try:
+            parts = urllib.parse.urlsplit(url)
+        except ValueError as exc:  # "http://[::1": what urllib3 would refuse too
+            raise ProviderUnavailableError(
+                f"provider {service} has an invalid base URL: {quote_outside(str(exc))}"
+            ) from exc
         if parts.username is not None or parts.password is not None:
             credentials = f"{parts.username or ''}:{parts.password or ''}"
             headers["Authorization"] = "Basic " + base64.b64encode(
@@ -393,90 +400,23 @@ class ProviderClient:
                 ok,
             )
 
-    async def _post_within_limit(
-        self, definition: ExportDefinition, body: bytes, trace_id: str | None
-    ) -> bytes:
-        """:meth:`_post` under the total time limit of one batch request."""
-        with trio.move_on_after(self._request_timeout):
-            return await self._post(definition, body, trace_id)
-        # Cancelling the stream closes its connection; nothing of the answer is kept.
-        raise ProviderUnavailableError(
-            f"provider {definition.provider_service} did not finish answering a batch request "
-            f"within the total limit of {self._request_timeout:g} s "
-            "(FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS)"
-        )
+    async def _fetch_in_thread(self, spec: FetchSpec) -> bytes:
+        """Send ``spec`` from a trio worker thread within its total time limit.
 
-    async def _post(self, definition: ExportDefinition, body: bytes, trace_id: str | None) -> bytes:
-        """Send the request and return the body bytes of an HTTP 200 answer."""
-        service = definition.provider_service
-        base_url = self._base_urls.get(service)
-        if not base_url:
-            # Transient: §10.4 reads provider-service at execution time, so a fixed
-            # configuration applies to the retry.
-            raise ProviderUnavailableError(f"no base URL configured for provider {service}")
-        url = base_url.rstrip("/") + definition.provider_path
-        headers = self._headers(trace_id)
-        try:
-            async with self._http.stream(
-                "POST", url, content=body, headers=headers, timeout=self._timeout
-            ) as response:
-                await self._check_status(response, service)
-                return await self._read_limited(response)
-        except httpx.ConnectTimeout as exc:
-            raise ProviderUnavailableError(
-                f"provider {service} connect timeout ({self._connect_timeout:g} s)"
-            ) from exc
-        except httpx.ReadTimeout as exc:
-            raise ProviderUnavailableError(
-                f"provider {service} read timeout ({self._read_timeout:g} s)"
-            ) from exc
-        except httpx.TimeoutException as exc:
-            raise ProviderUnavailableError(
-                f"provider {service} {type(exc).__name__}: {quote_outside(str(exc))}"
-            ) from exc
-        except httpx.DecodingError as exc:
-            # The bytes arrived but their Content-Encoding is broken: a bad answer, not a
-            # broken link.
-            raise ProviderContractError(
-                f"provider {service} sent an undecodable body: {quote_outside(str(exc))}"
-            ) from exc
-        except httpx.HTTPError as exc:
-            raise ProviderUnavailableError(
-                f"provider {service} unreachable: {type(exc).__name__}: {quote_outside(str(exc))}"
-            ) from exc
-        except httpx.InvalidURL as exc:
-            raise ProviderUnavailableError(
-                f"provider {service} has an invalid base URL: {quote_outside(str(exc))}"
-            ) from exc
-
-    async def _check_status(self, response: httpx.Response, service: str) -> None:
-        status = response.status_code
-        detail = await _error_detail(response) if needs_error_detail(status) else ""
-        error = status_error(service, status, detail)
-        if error is not None:
-            raise error
-
-    async def _read_limited(self, response: httpx.Response) -> bytes:
-        """Read the body, failing as soon as it is known to exceed the limit (§11)."""
-        declared = response.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self._max_response_bytes:
-            raise body_too_large(self._max_response_bytes, f"Content-Length {declared}")
-        chunks: list[bytes] = []
-        received = 0
-        # Decoded bytes are counted, so a compressed body cannot expand past the limit.
-        # aclosing: leaving the loop early finalises httpx's generator here, in this task.
-        # httpx's inner generators (aiter_raw, the byte streams) are still only collected,
-        # and trio reports them with a ResourceWarning (encode/httpx#3686); harmless: the
-        # stream context closes the response and its connection.
-        async with contextlib.aclosing(_body_chunks(response)) as body:
-            async for chunk in body:
-                received += len(chunk)
-                if received > self._max_response_bytes:
-                    raise body_too_large(
-                        self._max_response_bytes, f"more than {self._max_response_bytes} bytes read"
-                    )
-                chunks.append(chunk)
-        return b"".join(chunks)
+        Raises:
+            ProviderUnavailableError, ProviderContractError, LimitExceededError: as
+                :func:`actors.pipeline.provider_http.fetch_body`, whose total-limit
+                message this gives when ``spec.request_timeout`` passes.
+        """
+        if self._pool is None:
+            self._pool = new_pool()
+        with trio.move_on_after(spec.request_timeout):
+            # abandon_on_cancel: a cancel (the limit, Ctrl-C) returns at once; the thread
+            # finishes on its own and its answer is dropped (fetch_body_in_thread).
+            return await trio.to_thread.run_sync(
+                fetch_body_in_thread, spec, self._pool, abandon_on_cancel=True
+            )
+        raise total_limit_exceeded(spec.service, spec.request_timeout)
 
 
 async def iterate_batches(
@@ -572,20 +512,6 @@ async def iterate_batches(
         cursor = batch.next_cursor
 
 
-async def _error_detail(response: httpx.Response) -> str:
-    """The Provider's envelope message from a small error body, or ``""``."""
-    received = bytearray()
-    try:
-        async with contextlib.aclosing(_body_chunks(response)) as body:
-            async for chunk in body:
-                received += chunk
-                if len(received) > ERROR_DETAIL_BYTES:
-                    return ""
-    except httpx.HTTPError:
-        return ""
-    return error_detail(bytes(received))
-
-
 def _encode(request: BatchRequest) -> bytes:
     """The request body as UTF-8 JSON.
 
@@ -603,9 +529,3 @@ def _encode(request: BatchRequest) -> bytes:
         raise PermanentExportError(
             f"parameters are not JSON-serialisable: {quote_outside(str(exc))}"
         ) from None
-
-
-def _body_chunks(response: httpx.Response) -> AsyncGenerator[bytes, None]:
-    # httpx types aiter_bytes() as an AsyncIterator; it is an async generator, which is
-    # what contextlib.aclosing needs.
-    return cast("AsyncGenerator[bytes, None]", response.aiter_bytes())

@@ -1,11 +1,15 @@
-"""One Provider batch request, synchronous: what an export worker process sends and reads.
+"""One Provider batch request, synchronous: the service's one HTTP client for Providers.
 
 The export worker (:mod:`actors.pipeline.worker_main`) makes its run's batch requests
 itself, so the event-loop process spends no CPU on HTTP. The parent builds a
 :class:`FetchSpec` (URL, body, headers, timeouts, limits: :meth:`ProviderClient.fetch_spec
 <actors.pipeline.provider_client.ProviderClient.fetch_spec>`) and the worker calls
-:func:`fetch_body`, which returns the bytes of an HTTP 200 body or raises the export error
-classes of :mod:`actors.core.errors`, with the messages the parent's client used::
+:func:`fetch_body`. ``export-center provider-check`` sends its requests through the same
+code from a thread (:func:`fetch_body_in_thread`, called by
+:class:`~actors.pipeline.provider_client.ProviderClient` when no worker is given), the
+ones it tampers with included (:meth:`FetchSpec.with_body`, :meth:`FetchSpec.with_header`).
+Both return the bytes of an HTTP 200 body or raise the export error classes of
+:mod:`actors.core.errors`::
 
     ProviderUnavailableError  (transient)  connect error / timeout, read timeout, the
                                            request over its total time limit, any other
@@ -18,10 +22,11 @@ classes of :mod:`actors.core.errors`, with the messages the parent's client used
 
 The HTTP library is urllib3 (a well-kept library, already installed; measured cheapest in
 CPU per batch of the synchronous clients that decode Content-Encoding — see the closing
-note of issue 9). The total time limit of one request is a ``SIGALRM`` timer: urllib3's
-timeouts bound each socket operation, not the whole request, and a Provider dripping one
-byte every few seconds would otherwise hold the run until its deadline. The timer needs
-the main thread of the process, which is where the worker serves its requests.
+note of issue 9). The total time limit of one request is a ``SIGALRM`` timer in
+:func:`fetch_body`: urllib3's timeouts bound each socket operation, not the whole request,
+and a Provider dripping one byte every few seconds would otherwise hold the run until its
+deadline. The timer needs the main thread of the process, which is where the worker serves
+its requests; :func:`fetch_body_in_thread` leaves that limit to its caller.
 
 This module is imported by the worker process, so it imports neither trio nor httpx.
 """
@@ -29,6 +34,7 @@ This module is imported by the worker process, so it imports neither trio nor ht
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -54,10 +60,11 @@ from actors.core.provider_contract import (
     error_detail,
     needs_error_detail,
     status_error,
+    total_limit_exceeded,
 )
 from actors.core.text import quote_outside
 
-__all__ = ["FetchSpec", "fetch_body"]
+__all__ = ["FetchSpec", "fetch_body", "fetch_body_in_thread", "new_pool"]
 
 _CHUNK = 64 * 1024
 
@@ -72,8 +79,9 @@ class FetchSpec:
             never appear in a message.
         body: the JSON request body, UTF-8.
         headers: request headers (service token, content type, ``traceparent``).
-        connect_timeout: seconds to connect.
-        read_timeout: seconds between bytes on the wire, and to send the request.
+        connect_timeout: seconds to connect, and to send the request (urllib3 sends under
+            the connect timeout).
+        read_timeout: seconds for the answer's head, and between its bytes on the wire.
         request_timeout: seconds for the whole request, from sending to the last byte.
         max_response_bytes: largest accepted body, bytes, counted after decompression.
     """
@@ -86,6 +94,28 @@ class FetchSpec:
     read_timeout: float
     request_timeout: float
     max_response_bytes: int
+
+    def with_body(self, body: bytes) -> FetchSpec:
+        """This request with another body, sent as it is (``export-center provider-check``
+        sends bodies a Provider must refuse: not JSON, a tenant field missing …).
+
+        Args:
+            body: the bytes to send; ``Content-Length`` follows them.
+        """
+        return dataclasses.replace(self, body=body)
+
+    def with_header(self, name: str, value: str) -> FetchSpec:
+        """This request with header ``name`` set to ``value``: a header of that name in any
+        case is dropped first, so the request never carries both (provider-check's wrong
+        service token).
+
+        Args:
+            name: the header name, as sent.
+            value: its value.
+        """
+        folded = name.lower()
+        kept = tuple((key, old) for key, old in self.headers if key.lower() != folded)
+        return dataclasses.replace(self, headers=(*kept, (name, value)))
 
 
 class _TotalLimit(BaseException):
@@ -109,7 +139,7 @@ def _total_limit(seconds: float) -> Iterator[None]:
 
 
 def fetch_body(spec: FetchSpec, pool: urllib3.PoolManager | None = None) -> bytes:
-    """POST ``spec`` and return the body of an HTTP 200 answer.
+    """POST ``spec`` and return the body of an HTTP 200 answer, within its total time limit.
 
     The body is streamed and counted while it arrives; reading stops as soon as it passes
     ``spec.max_response_bytes``. Redirects are not followed (the target must stay the
@@ -125,35 +155,68 @@ def fetch_body(spec: FetchSpec, pool: urllib3.PoolManager | None = None) -> byte
 
     Raises:
         ProviderUnavailableError, ProviderContractError, LimitExceededError: see the
-            module docstring.
+            module docstring; over ``spec.request_timeout`` in all, the transient
+            :func:`~actors.core.provider_contract.total_limit_exceeded`.
     """
-    service = spec.service
-    http = pool if pool is not None else new_pool()
-    timeout = urllib3.Timeout(connect=spec.connect_timeout, read=spec.read_timeout)
     try:
         with _total_limit(spec.request_timeout):
-            response = http.request(
-                "POST",
-                spec.url,
-                body=spec.body,
-                headers=dict(spec.headers),
-                timeout=timeout,
-                redirect=False,
-                retries=False,
-                preload_content=False,
-            )
-            try:
-                _check_status(response, service)
-                return _read_limited(response, spec.max_response_bytes)
-            finally:
-                response.release_conn()
+            return _exchange(spec, pool if pool is not None else new_pool())
     except _TotalLimit:
-        # The connection is dropped with the response; nothing of the answer is kept.
-        raise ProviderUnavailableError(
-            f"provider {service} did not finish answering a batch request "
-            f"within the total limit of {spec.request_timeout:g} s "
-            "(FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS)"
-        ) from None
+        # The connection is closed with the response; nothing of the answer is kept.
+        raise total_limit_exceeded(spec.service, spec.request_timeout) from None
+
+
+def fetch_body_in_thread(spec: FetchSpec, pool: urllib3.PoolManager) -> bytes:
+    """:func:`fetch_body` for any thread: the same request, limits and errors, but no
+    total time limit, which only the main thread can keep with a timer.
+
+    The caller keeps that limit: :class:`~actors.pipeline.provider_client.ProviderClient`
+    runs this in a trio worker thread under ``trio.move_on_after(spec.request_timeout)``,
+    abandons the thread when the limit passes and raises
+    :func:`~actors.core.provider_contract.total_limit_exceeded`. An abandoned call ends
+    when the answer is complete, the Provider closes or goes silent for
+    ``spec.read_timeout``; one that keeps dripping holds its thread and connection until
+    then, or until the process exits. Its result is dropped.
+
+    Args:
+        spec: the request.
+        pool: connections to reuse; urllib3's pool may be shared between threads.
+
+    Returns:
+        The body bytes, decoded from its Content-Encoding.
+
+    Raises:
+        ProviderUnavailableError, ProviderContractError, LimitExceededError: see the
+            module docstring.
+    """
+    return _exchange(spec, pool)
+
+
+def _exchange(spec: FetchSpec, http: urllib3.PoolManager) -> bytes:
+    """Send ``spec``, check the status, read the body; urllib3's errors translated."""
+    service = spec.service
+    timeout = urllib3.Timeout(connect=spec.connect_timeout, read=spec.read_timeout)
+    try:
+        response = http.request(
+            "POST",
+            spec.url,
+            body=spec.body,
+            headers=dict(spec.headers),
+            timeout=timeout,
+            redirect=False,
+            retries=False,
+            preload_content=False,
+        )
+        try:
+            _check_status(response, service)
+            return _read_limited(response, spec.max_response_bytes)
+        except BaseException:
+            # An answer not read to its end must not go back to the pool: the next request
+            # on that connection would read its rest as the next answer.
+            response.close()
+            raise
+        finally:
+            response.release_conn()
     except NewConnectionError as exc:  # refused, unresolvable: urllib3 files it under timeouts
         raise ProviderUnavailableError(
             f"provider {service} unreachable: ConnectError: {quote_outside(_os_error_text(exc))}"
@@ -203,8 +266,8 @@ def _transport_cause(exc: BaseException) -> BaseException:
 
 
 def _os_error_text(exc: NewConnectionError) -> str:
-    """The socket error under urllib3's wrapper (``[Errno 111] Connection refused``), as
-    httpx quoted it; urllib3's own text also names the host."""
+    """The socket error under urllib3's wrapper (``[Errno 111] Connection refused``), the
+    text failure messages have always quoted; urllib3's own text also names the host."""
     cause = exc.__cause__ or exc.__context__
     if isinstance(cause, OSError):
         return str(cause)

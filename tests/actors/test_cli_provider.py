@@ -22,7 +22,9 @@ import pytest
 from click.testing import CliRunner
 
 from actors.cli import main
-from actors.core.provider_rules import RULES, WRONG_SERVICE_TOKEN
+from actors.cli_provider import tampered
+from actors.core.provider_rules import PROBES, RULES, WRONG_SERVICE_TOKEN
+from actors.pipeline.provider_http import FetchSpec
 from tests.helpers import demo_provider_process, example_provider_process, load_example_provider
 
 TOKEN = "provider-check-token"
@@ -448,6 +450,38 @@ def test_the_probe_sends_the_wrong_token_alone() -> None:
     # wsgiref joins repeated headers with a comma; one value means one header.
     assert [WRONG_SERVICE_TOKEN] in seen
     assert all("," not in values[0] for values in seen)
+
+
+def test_a_probe_rewrites_the_built_request_and_keeps_the_rest() -> None:
+    """What a probe sends is the request the client built (URL, headers, timeouts, limit)
+    with its body rewritten and, for the service-token probe, the token swapped."""
+    spec = FetchSpec(
+        service="http://p",
+        url="http://p/internal/exports/v1/ORDER_LIST/batches",
+        body=b'{"tenantId":"7","appCode":"PLATFORM","limit":100}',
+        headers=(
+            ("X-Internal-Service-Token", TOKEN),
+            ("Content-Type", "application/json"),
+            ("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        ),
+        connect_timeout=3.0,
+        read_timeout=15.0,
+        request_timeout=60.0,
+        max_response_bytes=4 * 1024 * 1024,
+    )
+    (without,) = [p for p in PROBES if p.what == "a request without tenantId"]
+    changed = tampered(spec, without)
+    assert json.loads(changed.body) == {"appCode": "PLATFORM", "limit": 100}
+    assert changed.with_body(spec.body) == spec  # nothing else changed
+    (wrong,) = [p for p in PROBES if p.wrong_token]
+    changed = tampered(spec, wrong)
+    assert json.loads(changed.body) == json.loads(spec.body)
+    tokens = [v for k, v in changed.headers if k.lower() == "x-internal-service-token"]
+    assert tokens == [WRONG_SERVICE_TOKEN]
+    assert [h for h in changed.headers if h[0] != "X-Internal-Service-Token"] == list(
+        spec.headers[1:]
+    )
+    assert (changed.url, changed.request_timeout) == (spec.url, spec.request_timeout)
 
 
 @pytest.mark.parametrize(

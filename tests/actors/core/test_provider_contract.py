@@ -35,6 +35,7 @@ from actors.core.provider_contract import (
     request_snapshot_token,
     response_envelope,
     status_error,
+    total_limit_exceeded,
 )
 
 COLUMNS = (
@@ -288,10 +289,11 @@ def test_answers_outside_the_contract(envelope: Any, error: type[Exception], mes
         (302, "", ProviderContractError, "provider svc answered HTTP 302"),
     ],
 )
-def test_status_error_classifies_like_both_http_clients(
+def test_status_error_classifies_each_status(
     status: int, detail: str, kind: type | None, message: str | None
 ) -> None:
-    """One answer per status for the worker's urllib3 client and the parent's httpx one."""
+    """One answer per status, for every request the service sends a Provider
+    (actors/pipeline/provider_http.py, from the worker or from provider-check's thread)."""
     error = status_error("svc", status, detail)
     if kind is None:
         assert error is None and not needs_error_detail(status)
@@ -312,6 +314,20 @@ def test_status_error_classifies_like_both_http_clients(
 )
 def test_error_detail_quotes_a_small_envelope_only(body: bytes, detail: str) -> None:
     assert error_detail(body) == detail
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"), [(60.0, "60 s"), (0.5, "0.5 s"), (1, "1 s"), (90.25, "90.25 s")]
+)
+def test_total_limit_exceeded_is_transient_and_names_its_setting(
+    seconds: float, shown: str
+) -> None:
+    error = total_limit_exceeded("svc", seconds)
+    assert type(error) is ProviderUnavailableError
+    assert str(error) == (
+        f"provider svc did not finish answering a batch request within the total limit of "
+        f"{shown} (FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS)"
+    )
 
 
 def test_body_too_large_names_the_limit_in_words_and_bytes() -> None:

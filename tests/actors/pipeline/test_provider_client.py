@@ -1,7 +1,13 @@
 """Provider client (§10.1, §10.2, §9.1, §12, §14): error mapping, limits, cursor loop.
 
-Edge cases a real server cannot easily produce run against ``httpx.MockTransport``; one
-integration test runs the real demo Provider behind hypercorn on port 0.
+Each request goes the way ``export-center provider-check`` sends it: the client builds it
+and the service's one HTTP client (``actors/pipeline/provider_http.py``, urllib3) sends it
+from a trio thread to a real HTTP server on port 0 (``tests/provider_server.py``), whose
+fake Provider is a ``handler(httpx.Request) -> httpx.Response`` that may stream, drip or
+stall a body. urllib3's own errors that a real server cannot produce on demand (a connect
+timeout, a reset) come from a stand-in pool (:class:`RaisingPool`). One integration test
+runs the real demo Provider behind hypercorn. An export run sends the same requests from
+its worker process: ``test_provider_http.py``.
 """
 
 from __future__ import annotations
@@ -9,9 +15,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import gzip
+import itertools
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+import socket
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 import httpx
@@ -19,8 +29,14 @@ import hypercorn.config
 import hypercorn.trio
 import pytest
 import trio
-import trio.testing
+import urllib3
 from quart_trio import QuartTrio
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+)
 
 from actors.core.errors import (
     CursorNotAdvancingError,
@@ -36,6 +52,7 @@ from actors.pipeline.provider_client import (
     ProviderClient,
     iterate_batches,
 )
+from tests.provider_server import Handler, serve_provider
 from web.demo_provider import DEMO_COLUMNS, DEMO_SCHEMA_HASH, create_demo_provider_blueprint
 
 TOKEN = "internal-token"
@@ -61,8 +78,6 @@ TASK = {
     "dispatch_version": 1,
     "parameters": {"status": "ACTIVE"},
 }
-
-Handler = Callable[[httpx.Request], Any]
 
 
 class RecordingObserver:
@@ -92,9 +107,15 @@ def batch_data(**overrides: Any) -> dict[str, Any]:
     return data
 
 
-def make_client(handler: Handler, **kwargs: Any) -> ProviderClient:
-    http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
-    return ProviderClient({SERVICE: BASE_URL}, TOKEN, http=http, **kwargs)
+@contextlib.asynccontextmanager
+async def serving(handler: Handler, **kwargs: Any) -> AsyncIterator[ProviderClient]:
+    """A real server for ``handler`` and a client pointing at it (no worker)."""
+    async with serve_provider(handler) as url:
+        client = ProviderClient({SERVICE: url}, TOKEN, **kwargs)
+        try:
+            yield client
+        finally:
+            await client.aclose()
 
 
 def make_request(**overrides: Any) -> BatchRequest:
@@ -111,7 +132,90 @@ def answering(data: Any, status: int = 200) -> Handler:
 
 
 async def fetch(handler: Handler, **kwargs: Any) -> ProviderBatch:
-    return await make_client(handler, **kwargs).fetch_batch(DEFINITION, make_request())
+    async with serving(handler, **kwargs) as client:
+        batch: ProviderBatch = await client.fetch_batch(DEFINITION, make_request())
+        return batch
+
+
+class FakeResponse:
+    """urllib3's response as far as ``provider_http`` reads it: a status, headers and the
+    body's chunks, counted as they are pulled."""
+
+    def __init__(
+        self, status: int, chunks: Iterable[bytes], headers: dict[str, str] | None = None
+    ) -> None:
+        self.status = status
+        self.headers = urllib3.HTTPHeaderDict(headers or {})
+        self._chunks = chunks
+        self.pulled = 0
+        self.closed = False
+
+    def stream(self, amt: int, decode_content: bool = True) -> Iterator[bytes]:
+        for chunk in self._chunks:
+            self.pulled += 1
+            yield chunk
+
+    def close(self) -> None:
+        self.closed = True
+
+    def release_conn(self) -> None:
+        pass
+
+
+class FakePool:
+    """Stands in for the urllib3 pool (what a real server cannot do on demand): records
+    each request's arguments, then raises ``answer`` or returns it."""
+
+    def __init__(self, answer: BaseException | FakeResponse) -> None:
+        self.answer = answer
+        self.calls: list[dict[str, Any]] = []
+
+    def request(self, method: str, url: str, **kwargs: Any) -> FakeResponse:
+        self.calls.append({"method": method, "url": url, **kwargs})
+        if isinstance(self.answer, BaseException):
+            raise self.answer
+        return self.answer
+
+    def clear(self) -> None:
+        pass
+
+
+async def fetch_through(pool: FakePool, base_url: str = BASE_URL, **kwargs: Any) -> ProviderBatch:
+    client = ProviderClient({SERVICE: base_url}, TOKEN, pool=pool, **kwargs)
+    batch: ProviderBatch = await client.fetch_batch(DEFINITION, make_request())
+    return batch
+
+
+def refused() -> NewConnectionError:
+    """urllib3's error for a refused connection, with the socket error under it."""
+    error = NewConnectionError(None, "Failed to establish a new connection: [Errno 111] ...")
+    error.__cause__ = ConnectionRefusedError(111, "Connection refused")
+    return error
+
+
+#: urllib3's transport errors and the message each becomes (§9.1: all transient).
+TRANSPORT_ERRORS: list[tuple[BaseException, str]] = [
+    (ConnectTimeoutError(None, "timed out"), f"provider {SERVICE} connect timeout (3 s)"),
+    (
+        ReadTimeoutError(None, None, "Read timed out."),
+        f"provider {SERVICE} read timeout (15 s)",
+    ),
+    (refused(), f"provider {SERVICE} unreachable: ConnectError: [Errno 111] Connection refused"),
+    (
+        ProtocolError("Connection aborted.", ConnectionResetError(104, "Connection reset")),
+        f"provider {SERVICE} unreachable: ConnectionResetError: [Errno 104] Connection reset",
+    ),
+    # Sending the request timed out: urllib3 sends under the connect timeout.
+    (
+        ProtocolError("Connection aborted.", TimeoutError("timed out")),
+        f"provider {SERVICE} unreachable: TimeoutError: timed out",
+    ),
+    (
+        ProtocolError("Response ended prematurely"),
+        f"provider {SERVICE} unreachable: ProtocolError: Response ended prematurely",
+    ),
+]
+TRANSPORT_ERROR_IDS = ["connect-timeout", "read-timeout", "refused", "reset", "send-timeout", "eof"]
 
 
 # --- one request: success and request shape ------------------------------------------------
@@ -162,13 +266,14 @@ async def test_base_url_is_read_at_call_time() -> None:
         seen.append(str(request.url))
         return httpx.Response(200, json=envelope(batch_data()))
 
-    http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
-    client = ProviderClient(urls, TOKEN, http=http)
+    client = ProviderClient(urls, TOKEN)
     with pytest.raises(ProviderUnavailableError, match="no base URL"):
         await client.fetch_batch(DEFINITION, make_request())
-    urls[SERVICE] = "http://late.test/"
-    await client.fetch_batch(DEFINITION, make_request())
-    assert seen == ["http://late.test" + DEFINITION.provider_path]
+    async with serve_provider(handler) as url:
+        urls[SERVICE] = url + "/"  # a trailing slash is not doubled
+        await client.fetch_batch(DEFINITION, make_request())
+    # The server writes every URL it receives as http://provider.test + the target.
+    assert seen == ["http://provider.test" + DEFINITION.provider_path]
 
 
 @pytest.mark.parametrize(
@@ -184,7 +289,8 @@ async def test_missing_tenant_field_raises_before_sending(field: str, value: Any
         return httpx.Response(200, json=envelope(batch_data()))
 
     with pytest.raises(ValueError, match="required"):
-        await make_client(handler).fetch_batch(DEFINITION, make_request(**{field: value}))
+        async with serving(handler) as client:
+            await client.fetch_batch(DEFINITION, make_request(**{field: value}))
     assert sent == []
 
 
@@ -197,7 +303,8 @@ async def test_unserialisable_parameters_raise_before_sending() -> None:
 
     request = make_request(parameters={"when": object(), "n": float("inf")})
     with pytest.raises(PermanentExportError, match="JSON"):
-        await make_client(handler).fetch_batch(DEFINITION, request)
+        async with serving(handler) as client:
+            await client.fetch_batch(DEFINITION, request)
     assert sent == []
 
 
@@ -222,28 +329,27 @@ async def test_5xx_and_429_are_provider_unavailable(status: int) -> None:
         await fetch(answering({}, status=status))
 
 
-@pytest.mark.parametrize(
-    ("error", "phrase"),
-    [
-        (httpx.ConnectTimeout, "connect timeout"),
-        (httpx.ReadTimeout, "read timeout"),
-        (httpx.WriteTimeout, "WriteTimeout"),
-        (httpx.PoolTimeout, "PoolTimeout"),
-        (httpx.ConnectError, "unreachable"),
-        (httpx.RemoteProtocolError, "unreachable"),
-    ],
-)
+@pytest.mark.parametrize(("error", "message"), TRANSPORT_ERRORS, ids=TRANSPORT_ERROR_IDS)
 async def test_timeouts_and_transport_errors_are_provider_unavailable(
-    error: type[httpx.TransportError], phrase: str
+    error: BaseException, message: str
 ) -> None:
     """§19.1 "Provider 客户端：超时判临时失败" (§14: connect 3 s / read 15 s)."""
+    with pytest.raises(ProviderUnavailableError) as info:
+        await fetch_through(FakePool(error))
+    assert str(info.value) == message
+    assert info.value.__cause__ is error
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        raise error("boom", request=request)
 
-    with pytest.raises(ProviderUnavailableError, match=phrase) as info:
-        await fetch(handler)
-    assert isinstance(info.value.__cause__, error)
+async def test_a_silent_provider_hits_the_read_timeout() -> None:
+    """No answer at all after the request: the read timeout, transient."""
+
+    async def silent(request: httpx.Request) -> httpx.Response:
+        await trio.sleep_forever()
+        raise AssertionError
+
+    with pytest.raises(ProviderUnavailableError) as info:
+        await fetch(silent, read_timeout=0.3)
+    assert str(info.value) == f"provider {SERVICE} read timeout (0.3 s)"
 
 
 async def test_read_timeout_while_streaming_body_is_provider_unavailable() -> None:
@@ -251,25 +357,65 @@ async def test_read_timeout_while_streaming_body_is_provider_unavailable() -> No
 
     async def body() -> AsyncIterator[bytes]:
         yield b'{"code":"200",'
-        raise httpx.ReadTimeout("stalled")
+        await trio.sleep_forever()
 
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, content=body())
 
-    with pytest.raises(ProviderUnavailableError, match="read timeout \\(15 s\\)"):
-        await fetch(handler)
+    with pytest.raises(ProviderUnavailableError) as info:
+        await fetch(handler, read_timeout=0.3)
+    assert str(info.value) == f"provider {SERVICE} read timeout (0.3 s)"
+
+
+async def test_a_refused_connection_is_unavailable() -> None:
+    client = ProviderClient({SERVICE: "http://127.0.0.1:1"}, TOKEN)
+    with pytest.raises(ProviderUnavailableError) as info:
+        await client.fetch_batch(DEFINITION, make_request())
+    assert str(info.value) == (
+        f"provider {SERVICE} unreachable: ConnectError: [Errno 111] Connection refused"
+    )
+
+
+async def test_a_request_the_provider_never_reads_hits_the_send_timeout() -> None:
+    """A Provider that accepts the connection but reads nothing: sending stops after the
+    connect timeout (urllib3 sends under it), transient."""
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()  # the kernel accepts; nobody reads
+        port = listener.getsockname()[1]
+        client = ProviderClient({SERVICE: f"http://127.0.0.1:{port}"}, TOKEN, connect_timeout=0.5)
+        request = make_request(parameters={"blob": "x" * 16 * 1024 * 1024})
+        with pytest.raises(ProviderUnavailableError) as info:
+            await client.fetch_batch(DEFINITION, request)
+    assert str(info.value) == f"provider {SERVICE} unreachable: TimeoutError: timed out"
+
+
+@pytest.mark.parametrize(
+    ("base_url", "quoted"),
+    [("http://[::1", "Invalid IPv6 URL"), ("http://127.0.0.1:99999", "Failed to parse")],
+    ids=["unclosed-ipv6", "port-out-of-range"],
+)
+async def test_an_unparsable_base_url_is_unavailable(base_url: str, quoted: str) -> None:
+    """A configuration error: transient, as a fixed configuration applies to the retry."""
+    client = ProviderClient({SERVICE: base_url}, TOKEN)
+    with pytest.raises(ProviderUnavailableError) as info:
+        await client.fetch_batch(DEFINITION, make_request())
+    assert str(info.value).startswith(f"provider {SERVICE} has an invalid base URL: {quoted}")
 
 
 async def test_each_request_carries_section_14_timeouts() -> None:
-    """Connect 3 s, read 15 s on every request, even through a caller's httpx client (§14)."""
-    seen: list[dict[str, float]] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request.extensions["timeout"])
-        return httpx.Response(200, json=envelope(batch_data()))
-
-    await fetch(handler)
-    assert seen == [{"connect": 3.0, "read": 15.0, "write": 15.0, "pool": 3.0}]
+    """Connect 3 s, read 15 s on every request and 60 s for the whole of it (§14); no
+    redirect followed, no retry, the body streamed."""
+    pool = FakePool(refused())
+    with pytest.raises(ProviderUnavailableError):
+        await fetch_through(pool)
+    (call,) = pool.calls
+    timeout = call["timeout"]
+    assert (timeout.connect_timeout, timeout.read_timeout) == (3.0, 15.0)
+    assert (call["redirect"], call["retries"], call["preload_content"]) == (False, False, False)
+    spec = ProviderClient({SERVICE: BASE_URL}, TOKEN).fetch_spec(DEFINITION, b"{}", None)
+    assert (spec.connect_timeout, spec.read_timeout, spec.request_timeout) == (3.0, 15.0, 60.0)
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 302, 204])
@@ -295,44 +441,56 @@ async def test_envelope_error_code_is_provider_contract_error_with_code_and_mess
 
 
 async def test_oversize_content_length_fails_before_reading_body() -> None:
-    pulled: list[int] = []
+    declared = {"Content-Length": str(4 * 1024 * 1024 + 1)}
+    response = FakeResponse(200, [b"{}"], declared)
+    with pytest.raises(LimitExceededError, match="4 MB") as info:
+        await fetch_through(FakePool(response))
+    assert "Content-Length 4194305" in str(info.value)
+    assert response.pulled == 0
+    assert response.closed  # never handed back to the pool with its body unread
 
-    async def body() -> AsyncIterator[bytes]:
-        pulled.append(1)
-        yield b"{}"
+
+async def test_oversize_content_length_from_a_server_that_never_sends_the_body() -> None:
+    """Over real HTTP: the head alone fails the request; reading the body would stall."""
+
+    async def never() -> AsyncIterator[bytes]:
+        await trio.sleep_forever()
+        yield b""
 
     def handler(request: httpx.Request) -> httpx.Response:
         headers = {"Content-Length": str(4 * 1024 * 1024 + 1)}
-        return httpx.Response(200, headers=headers, content=body())
+        return httpx.Response(200, headers=headers, content=never())
 
-    with pytest.raises(LimitExceededError, match="4 MB"):
+    with pytest.raises(LimitExceededError, match="Content-Length 4194305"):
         await fetch(handler)
-    assert pulled == []
 
 
-#: Abandoning a streamed body leaves httpx's nested async generators to the garbage
-#: collector, which trio reports as a ResourceWarning (encode/httpx#3686).
-ABANDONED_HTTPX_STREAM = "ignore:Async generator 'httpx[.]:ResourceWarning"
-
-
-@pytest.mark.filterwarnings(ABANDONED_HTTPX_STREAM)
 async def test_oversize_streamed_body_stops_reading_at_the_limit() -> None:
     """Without Content-Length the chunks are counted and reading stops past 4 MB."""
     chunk = b" " * 65_536
-    pulled = 0
+    response = FakeResponse(200, itertools.repeat(chunk))
+    with pytest.raises(LimitExceededError, match="4 MB"):
+        await fetch_through(FakePool(response))
+    assert response.pulled == 4 * 1024 * 1024 // len(chunk) + 1
+    assert response.closed
+
+
+async def test_an_endless_body_over_http_is_cut_at_the_limit() -> None:
+    chunk = b" " * 65_536
 
     async def endless() -> AsyncIterator[bytes]:
-        nonlocal pulled
         while True:
-            pulled += 1
             yield chunk
 
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, content=endless())
 
-    with pytest.raises(LimitExceededError, match="4 MB"):
+    with pytest.raises(LimitExceededError) as info:
         await fetch(handler)
-    assert pulled == 4 * 1024 * 1024 // len(chunk) + 1
+    assert str(info.value) == (
+        "provider response body exceeds the limit of 4 MB (4194304 bytes; "
+        "more than 4194304 bytes read)"
+    )
 
 
 async def test_body_at_the_limit_is_accepted() -> None:
@@ -341,6 +499,31 @@ async def test_body_at_the_limit_is_accepted() -> None:
         lambda request: httpx.Response(200, content=payload), max_response_bytes=len(payload)
     )
     assert batch.rows == [{"id": 1, "name": "a"}]
+
+    async def streamed() -> AsyncIterator[bytes]:  # no Content-Length: counted
+        yield payload[:10]
+        yield payload[10:]
+
+    batch = await fetch(
+        lambda request: httpx.Response(200, content=streamed()), max_response_bytes=len(payload)
+    )
+    assert batch.rows == [{"id": 1, "name": "a"}]
+
+
+async def test_a_gzip_body_is_decoded_and_a_broken_one_is_a_contract_error() -> None:
+    payload = json.dumps(envelope(batch_data())).encode()
+    gzipped = {"Content-Encoding": "gzip"}
+    batch = await fetch(
+        lambda request: httpx.Response(200, content=gzip.compress(payload), headers=gzipped)
+    )
+    assert batch.rows == [{"id": 1, "name": "a"}]
+
+    async def broken() -> AsyncIterator[bytes]:  # streamed: httpx would decode bytes
+        yield b"not gzip"
+
+    with pytest.raises(ProviderContractError) as info:
+        await fetch(lambda request: httpx.Response(200, content=broken(), headers=gzipped))
+    assert str(info.value).startswith(f"provider {SERVICE} sent an undecodable body: ")
 
 
 # --- malformed answers (§10.1) -------------------------------------------------------------
@@ -456,9 +639,11 @@ class ScriptedProvider:
 
 
 async def collect(provider: ScriptedProvider) -> list[ProviderBatch]:
-    client = make_client(provider)
     batches: list[ProviderBatch] = []
-    async with contextlib.aclosing(iterate_batches(client, DEFINITION, **TASK)) as stream:
+    async with (
+        serving(provider) as client,
+        contextlib.aclosing(iterate_batches(client, DEFINITION, **TASK)) as stream,
+    ):
         async for batch in stream:
             batches.append(batch)
     return batches
@@ -502,11 +687,13 @@ async def test_every_batch_request_carries_the_trace_id_as_traceparent(
     rows, bytes and milliseconds."""
     trace = "4bf92f3577b34da6a3ce929d0e0e4736"
     provider = ScriptedProvider(page([1, 2], "2", True), page([3], "3", False, columns=None))
-    client = make_client(provider)
     with caplog.at_level(logging.DEBUG, logger="actors.pipeline.provider_client"):
-        async with contextlib.aclosing(
-            iterate_batches(client, DEFINITION, **TASK, trace_id=trace)
-        ) as stream:
+        async with (
+            serving(provider) as client,
+            contextlib.aclosing(
+                iterate_batches(client, DEFINITION, **TASK, trace_id=trace)
+            ) as stream,
+        ):
             assert [b.row_count async for b in stream] == [2, 1]
     headers = [r.headers["traceparent"] for r in provider.requests]
     assert [parse_traceparent(h) for h in headers] == [trace, trace]
@@ -524,7 +711,8 @@ async def test_no_traceparent_without_a_valid_trace_id(trace_id: str | None) -> 
         seen.append(request)
         return httpx.Response(200, json=envelope(batch_data()))
 
-    await make_client(handler).fetch_batch(DEFINITION, make_request(), trace_id=trace_id)
+    async with serving(handler) as client:
+        await client.fetch_batch(DEFINITION, make_request(), trace_id=trace_id)
     assert "traceparent" not in seen[0].headers
 
 
@@ -582,10 +770,12 @@ async def test_first_batch_without_columns_is_contract_error() -> None:
 async def test_iterate_requires_tenant_fields() -> None:
     """§19.1 "Provider 客户端：租户字段必填" for the loop too: nothing is sent."""
     provider = ScriptedProvider(page([1], "1", False))
-    client = make_client(provider)
     task = {**TASK, "requested_by": None}
     with pytest.raises(ValueError, match="requestedBy"):
-        async with contextlib.aclosing(iterate_batches(client, DEFINITION, **task)) as stream:
+        async with (
+            serving(provider) as client,
+            contextlib.aclosing(iterate_batches(client, DEFINITION, **task)) as stream,
+        ):
             async for _ in stream:
                 pass
     assert provider.requests == []
@@ -653,7 +843,6 @@ async def _export_and_tamper(
         await client.fetch_batch(definition, request)
 
 
-@pytest.mark.filterwarnings(ABANDONED_HTTPX_STREAM)
 async def test_large_4xx_body_is_not_quoted() -> None:
     """Only a small error body is read for its message; a large one is cut off unread."""
     handler = answering(envelope(None, code="400", message="x" * 20_000), status=400)
@@ -686,20 +875,21 @@ async def test_cursor_cycle_fails_at_the_first_repeat() -> None:
 async def test_first_total_rows_above_max_rows_fails_before_a_second_request() -> None:
     """Issue 8 item 3(e): the announced figure alone fails the run, permanently."""
     provider = ScriptedProvider(page([1, 2], "2", True, totalRows=11), page([3], "3", False))
-    client = make_client(provider)
     definition = dataclasses.replace(DEFINITION, max_rows=10)
     with pytest.raises(LimitExceededError, match="totalRows 11 in its first batch.*max-rows 10"):
-        async with contextlib.aclosing(iterate_batches(client, definition, **TASK)) as stream:
+        async with (
+            serving(provider) as client,
+            contextlib.aclosing(iterate_batches(client, definition, **TASK)) as stream,
+        ):
             async for _ in stream:
                 pass
     assert len(provider.requests) == 1
 
 
-async def test_a_body_dripping_bytes_hits_the_total_request_limit(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
-    """Issue 8 item 3(b): one byte every 5 s never trips the 15 s read timeout; the total
-    limit per request does, and the error is the transient Provider one."""
+async def test_a_body_dripping_bytes_hits_the_total_request_limit() -> None:
+    """Issue 8 item 3(b): a byte every 50 ms never trips the read timeout; the total limit
+    per request does, at the limit, and the error is the transient Provider one. Real
+    time: the request runs in a thread, which trio's mock clock would not wait for."""
     sent = 0
 
     async def drip() -> AsyncIterator[bytes]:
@@ -707,19 +897,24 @@ async def test_a_body_dripping_bytes_hits_the_total_request_limit(
         while True:
             sent += 1
             yield b" "
-            await trio.sleep(5)
+            await trio.sleep(0.05)
 
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, content=drip())
 
-    started = trio.current_time()
+    observer = RecordingObserver()
+    started = time.monotonic()
     with pytest.raises(ProviderUnavailableError) as info:
-        await fetch(handler, request_timeout=60)
-    assert "within the total limit of 60 s (FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS)" in str(
-        info.value
+        await fetch(handler, read_timeout=0.3, request_timeout=1, observer=observer)
+    elapsed = time.monotonic() - started
+    assert str(info.value) == (
+        f"provider {SERVICE} did not finish answering a batch request within the total "
+        "limit of 1 s (FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS)"
     )
-    assert trio.current_time() - started == pytest.approx(60)
-    assert sent == 12
+    assert 1 <= elapsed < 3
+    assert sent >= 5  # still dripping when the limit passed: no read timeout ended it
+    ((*_, seconds, ok),) = observer.calls
+    assert not ok and seconds >= 1
 
 
 async def test_provider_message_with_crlf_cannot_forge_a_line() -> None:
@@ -734,17 +929,17 @@ async def test_provider_message_with_crlf_cannot_forge_a_line() -> None:
 
 
 async def test_transport_error_quoting_a_url_never_shows_its_credentials() -> None:
-    """Issue 8 item 4: credentials inside a Provider base URL stay out of messages."""
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError(f"cannot reach {request.url}", request=request)
-
-    http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
-    client = ProviderClient({SERVICE: "http://user:s3cret@provider.test"}, TOKEN, http=http)
+    """Issue 8 item 4: credentials inside a Provider base URL stay out of messages; they
+    travel as Basic credentials, never in the URL the HTTP client is given."""
+    base_url = "http://user:s3cret@provider.test"
+    pool = FakePool(ProtocolError(f"cannot reach {base_url}{DEFINITION.provider_path}"))
     with pytest.raises(ProviderUnavailableError) as info:
-        await client.fetch_batch(DEFINITION, make_request())
+        await fetch_through(pool, base_url)
     assert "s3cret" not in str(info.value)
     assert "http://***@provider.test" in str(info.value)
+    (call,) = pool.calls
+    assert call["url"] == BASE_URL + DEFINITION.provider_path
+    assert call["headers"]["Authorization"] == httpx.BasicAuth("user", "s3cret")._auth_header
 
 
 def raw_answer(literal: str, **overrides: Any) -> bytes:

@@ -3,8 +3,10 @@
 Each test runs the real path: :class:`ProviderClient` builds the request, a real export
 worker process sends it (``actors/pipeline/provider_http.py``, urllib3) to a real HTTP
 server (``tests/provider_server.py``) and decodes the answer; the parent gets the summary,
-the metrics and the DEBUG line. The messages are the ones the in-process httpx client gives
-(``test_provider_client.py``), so a task's failure_message did not change with the move.
+the metrics and the DEBUG line. ``export-center provider-check`` sends its requests through
+the same module from a thread (``test_provider_client.py``); the last tests here pin that
+both entry points translate urllib3's errors alike, and the request rewrites provider-check
+makes (:meth:`FetchSpec.with_body`, :meth:`FetchSpec.with_header`).
 """
 
 from __future__ import annotations
@@ -34,11 +36,15 @@ from actors.core.provider_contract import BatchRequest
 from actors.core.tracing import parse_traceparent
 from actors.pipeline.export_worker import ExportWorker, open_export_worker
 from actors.pipeline.provider_client import ProviderClient
+from actors.pipeline.provider_http import FetchSpec, fetch_body, fetch_body_in_thread
 from tests.actors.pipeline.test_provider_client import (
     DEFINITION,
     SERVICE,
     TASK,
     TOKEN,
+    TRANSPORT_ERROR_IDS,
+    TRANSPORT_ERRORS,
+    FakePool,
     RecordingObserver,
     batch_data,
     envelope,
@@ -260,3 +266,52 @@ async def test_a_worker_killed_mid_request_names_the_batch_it_was_fetching(
                 await client.fetch_batch(DEFINITION, make_request(), fetch=worker)
     assert str(raised.value) == "export worker process died (SIGKILL) while fetching batch 1"
     assert observer.calls == []  # our process failed, not the Provider
+
+
+# --- one translation for both entry points; provider-check's rewrites --------------------
+
+SPEC = FetchSpec(
+    service=SERVICE,
+    url="http://provider.test" + DEFINITION.provider_path,
+    body=b'{"limit":2}',
+    headers=(("X-Internal-Service-Token", TOKEN), ("Content-Type", "application/json")),
+    connect_timeout=3.0,
+    read_timeout=15.0,
+    request_timeout=60.0,
+    max_response_bytes=4 * 1024 * 1024,
+)
+
+
+@pytest.mark.parametrize(("error", "message"), TRANSPORT_ERRORS, ids=TRANSPORT_ERROR_IDS)
+def test_the_worker_and_the_thread_entry_points_translate_errors_alike(
+    error: BaseException, message: str
+) -> None:
+    """fetch_body (the worker's, with its SIGALRM limit) and fetch_body_in_thread
+    (provider-check's) give one class and one message for each urllib3 error."""
+    for send in (fetch_body, fetch_body_in_thread):
+        with pytest.raises(ProviderUnavailableError) as raised:
+            send(SPEC, FakePool(error))  # type: ignore[arg-type]
+        assert str(raised.value) == message, send.__name__
+        assert raised.value.__cause__ is error
+
+
+def test_with_header_replaces_a_header_in_any_case_and_keeps_the_rest() -> None:
+    lower = SPEC.with_header("x-internal-service-token", "wrong")
+    assert lower.headers == (
+        ("Content-Type", "application/json"),
+        ("x-internal-service-token", "wrong"),
+    )
+    added = SPEC.with_header("traceparent", "00-abc")
+    assert added.headers == (*SPEC.headers, ("traceparent", "00-abc"))
+    assert (lower.url, lower.body, lower.request_timeout) == (SPEC.url, SPEC.body, 60.0)
+
+
+def test_with_body_replaces_only_the_body() -> None:
+    changed = SPEC.with_body(b"not json")
+    assert changed.body == b"not json"
+    assert changed == FetchSpec(**{**_fields(SPEC), "body": b"not json"})
+    assert SPEC.body == b'{"limit":2}'  # frozen: the original is unchanged
+
+
+def _fields(spec: FetchSpec) -> dict[str, Any]:
+    return {name: getattr(spec, name) for name in FetchSpec.__slots__}
