@@ -205,7 +205,8 @@ def _service_token(settings: Settings) -> str:
     if settings.provider_urls:
         raise ConfigError(
             "INTERNAL_SERVICE_TOKEN must be set when FILE_EXPORT_PROVIDER_URLS "
-            "names real Providers (§10.1)"
+            "names real Providers: every batch request carries it as "
+            "X-Internal-Service-Token, and a Provider answers no other token"
         )
     return secrets.token_urlsafe(24)  # only the built-in demo Provider checks it
 

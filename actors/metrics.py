@@ -98,7 +98,9 @@ class Metrics:
         )
         self.consumer_no_claim = Counter(
             "export_consumer_no_claim_total",
-            "Commands acked without a claim (§8.2 branches)",
+            "Commands acked without running them, by reason: the task is gone, at a newer "
+            "version, finished, running or not yet due, another claimer won, or its "
+            "requester holds its fair share of slots",
             ["reason"],
             registry=r,
         )
