@@ -130,9 +130,10 @@ async def open_database(
     """Open the database named by ``FILE_EXPORT_DATABASE_URL`` for the block.
 
     SQLite (embedded) is created and migrated on open. MySQL runs inside a trio-asyncio
-    loop opened here as the outermost asyncio context (DESIGN §7); its schema is applied by
-    ``export-center migrate`` (``migrate=True``), never implicitly at start-up; without
-    ``migrate`` its schema version must be this code's (``db.migrations``).
+    loop opened here as the outermost asyncio context (trio-asyncio requires it); its
+    schema is applied by ``export-center migrate`` (``migrate=True``), never implicitly at
+    start-up; without ``migrate`` its schema version must be this code's
+    (``db.migrations``).
 
     Args:
         clock_ms: tests only: a DB clock in epoch ms (SQLite's ``db_now_ms()``; MySQL's

@@ -1,7 +1,7 @@
 """Prometheus metrics (§13), on a registry owned by one app instance.
 
 The global default registry is never used: tests start many instances in one process and
-would collide on duplicated series (DESIGN §7).
+would collide on duplicated series.
 """
 
 from __future__ import annotations
