@@ -130,9 +130,10 @@ async def open_database(
     """Open the database named by ``FILE_EXPORT_DATABASE_URL`` for the block.
 
     SQLite (embedded) is created and migrated on open. MySQL runs inside a trio-asyncio
-    loop opened here as the outermost asyncio context (DESIGN §7); its schema is applied by
-    ``export-center migrate`` (``migrate=True``), never implicitly at start-up; without
-    ``migrate`` its schema version must be this code's (``db.migrations``).
+    loop opened here as the outermost asyncio context (trio-asyncio requires it); its
+    schema is applied by ``export-center migrate`` (``migrate=True``), never implicitly at
+    start-up; without ``migrate`` its schema version must be this code's
+    (``db.migrations``).
 
     Args:
         clock_ms: tests only: a DB clock in epoch ms (SQLite's ``db_now_ms()``; MySQL's
@@ -205,7 +206,8 @@ def _service_token(settings: Settings) -> str:
     if settings.provider_urls:
         raise ConfigError(
             "INTERNAL_SERVICE_TOKEN must be set when FILE_EXPORT_PROVIDER_URLS "
-            "names real Providers (§10.1)"
+            "names real Providers: every batch request carries it as "
+            "X-Internal-Service-Token, and a Provider answers no other token"
         )
     return secrets.token_urlsafe(24)  # only the built-in demo Provider checks it
 

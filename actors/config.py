@@ -246,7 +246,10 @@ class Settings(BaseSettings):
     @classmethod
     def _check_secret(cls, value: str | None) -> str | None:
         if value is not None and len(value.encode()) < 32:
-            raise ValueError("must be at least 32 bytes (HS256 key length, RFC 7518 §3.2)")
+            raise ValueError(
+                "must be at least 32 bytes (HS256 needs a key at least as long as its "
+                "SHA-256 hash, RFC 7518 section 3.2)"
+            )
         return value
 
     @field_validator("http_bind")
@@ -274,7 +277,8 @@ class Settings(BaseSettings):
         if self.task_heartbeat_seconds >= self.task_lease_seconds:
             raise ValueError(
                 "FILE_EXPORT_TASK_HEARTBEAT_SECONDS must be well below "
-                "FILE_EXPORT_TASK_LEASE_SECONDS (§8.3.1)"
+                "FILE_EXPORT_TASK_LEASE_SECONDS: the lease is renewed every heartbeat "
+                "and must outlast a late renewal (defaults 60 and 300)"
             )
         return self
 

@@ -194,7 +194,7 @@ class ConsumerSlot:
                 )
             await delivery.ack()
             return
-        await delivery.ack()  # ack early: right after the claim committed (DESIGN §3)
+        await delivery.ack()  # ack early: right after the claim committed (§8.1)
         if claim.task is None:
             assert claim.no_claim is not None
             self.metrics.consumer_no_claim.labels(claim.no_claim.value).inc()

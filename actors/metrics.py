@@ -1,7 +1,7 @@
 """Prometheus metrics (§13), on a registry owned by one app instance.
 
 The global default registry is never used: tests start many instances in one process and
-would collide on duplicated series (DESIGN §7).
+would collide on duplicated series.
 """
 
 from __future__ import annotations
@@ -98,7 +98,9 @@ class Metrics:
         )
         self.consumer_no_claim = Counter(
             "export_consumer_no_claim_total",
-            "Commands acked without a claim (§8.2 branches)",
+            "Commands acked without running them, by reason: the task is gone, at a newer "
+            "version, finished, running or not yet due, another claimer won, or its "
+            "requester holds its fair share of slots",
             ["reason"],
             registry=r,
         )

@@ -1,4 +1,5 @@
-"""Supervision: restart an actor after an unexpected exception, with capped backoff (§14).
+"""Supervision: restart an actor after an unexpected exception, with capped backoff
+(docs/architecture.md, "Processes and the nursery tree").
 
 A crash in one consumer slot never takes the process down; it is logged with its
 traceback, counted in ``export_actor_restarts_total{actor}``, and the actor starts again.

@@ -1,7 +1,7 @@
 """MySQL 8 / MariaDB 10.11 database through asyncmy, bridged into trio with trio-asyncio.
 
 asyncmy is an asyncio driver; every call goes through the trio-asyncio loop that the
-runtime opens as its outermost block (DESIGN §7). Connection handling:
+runtime opens as its outermost block (trio-asyncio requires it). Connection handling:
 
 * ``autocommit=True`` with explicit ``BEGIN`` / ``COMMIT`` / ``ROLLBACK``;
 * ``CLIENT.FOUND_ROWS``, so an UPDATE reports rows *matched*, not rows changed: a lease

@@ -1,6 +1,6 @@
 """The HTTP app factory: a QuartTrio app over the services the runtime builds.
 
-Actors never run in ``app.nursery`` (DESIGN §7): the runtime owns them and passes the
+Actors never run in ``app.nursery`` (quart-trio's): the runtime owns them and passes the
 services in here. The app only serves requests.
 
 When the database cannot be reached, requests that need it answer HTTP 503 with the

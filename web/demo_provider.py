@@ -1,7 +1,7 @@
 """The built-in demo Provider for export type ``CUSTOMER_LIST`` (§10.1, §10.2).
 
 It serves a synthetic customer table with ids ``1..rowCount`` over the real Provider
-contract, so the embedded mode exercises the whole pipeline over HTTP (DESIGN §4). Every
+contract, so the embedded mode exercises the whole pipeline over HTTP, as production does. Every
 value is a pure function of the customer id: no randomness, no clock, so two runs of a demo
 produce the same file.
 

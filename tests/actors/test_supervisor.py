@@ -1,4 +1,5 @@
-"""Supervision (§14): restart after a crash with capped backoff, counted and logged."""
+"""Supervision (docs/architecture.md, "Processes and the nursery tree"): restart after a
+crash with capped backoff, counted and logged."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Push-consumer callbacks run on native threads. A callback copies everything it n
 of the message (the pointer dies when it returns), hands a delivery to trio through an
 unbuffered channel with ``trio.from_thread.run`` and then blocks until the trio side has
 called ``ack()`` or ``reject()``. So a native thread is held only until a free consumer
-slot has taken the delivery and acked it right after its claim (DESIGN §3, ack early), and
+slot has taken the delivery and acked it right after its claim (ack early, §8.1), and
 slots, not the native thread pool, are the backpressure.
 
 The callback never raises: an exception escaping a ctypes callback leaves the returned

@@ -1,4 +1,4 @@
-"""Fixtures for the RocketMQ transport tests: a real broker, never a mock (DESIGN §8).
+"""Fixtures for the RocketMQ transport tests: a real broker, never a mock.
 
 The session fixture starts NameServer + broker with ``deploy/rocketmq/broker.sh start``
 unless they already run, then provisions a topic prefix unique to this session, so

@@ -186,7 +186,7 @@ async def test_rejected_message_is_redelivered_then_dead_lettered_by_the_applica
 
 
 async def test_duplicate_sends_are_all_delivered(transport: RocketMQTransport) -> None:
-    """§3.4 at-least-once: the broker does not deduplicate; the database claim does."""
+    """§3 principle 4, at least once: the broker does not deduplicate; the database claim does."""
     msg = command(transport)
     event_id = msg.properties["eventId"]
     for _ in range(5):

@@ -414,9 +414,9 @@ async def test_round_trip_export_through_the_broker(
 async def test_five_deliveries_of_one_command_run_the_export_once(
     start_service: ServiceFactory, tap: BrokerTap
 ) -> None:
-    """§3.4 at-least-once: the publisher's message for the row (body + properties) goes
-    through the broker five times as five broker messages; the database claim lets one
-    run and the other four are acked without a claim."""
+    """§3 principle 4, at least once: the publisher's message for the row (body +
+    properties) goes through the broker five times as five broker messages; the database
+    claim lets one run and the other four are acked without a claim."""
     rt = await start_service()
     tap.plan = ["x5"]
     task_id = await create_export(rt, rows=2000)
