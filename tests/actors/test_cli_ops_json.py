@@ -19,6 +19,7 @@ import pytest
 from click.testing import Result
 
 from actors.core.models import Task
+from actors.core.operator_json import OperatorOutcome
 from actors.pipeline.storage import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.actors.operator_cli import cli, run_store
@@ -293,3 +294,10 @@ def test_stdout_is_utf8_whatever_the_locale(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.decode("utf-8"))["taskName"] == NAME
+
+
+def test_the_operators_guide_names_every_outcome() -> None:
+    """docs/operations.md ("Operator's commands") lists what ``outcome`` can say."""
+    guide = (REPO / "docs" / "operations.md").read_text()
+    row = next(line for line in guide.splitlines() if line.startswith("| any of them with"))
+    assert {o.value for o in OperatorOutcome} <= set(re.findall(r"`([a-z-]+)`", row))
