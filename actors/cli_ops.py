@@ -7,33 +7,44 @@ the same store transitions as the API's cancel and retry, as an operator rather 
 a user. ``accept`` works over HTTP only (``actors.acceptance``): it checks a deployed
 service from the outside, as a user would.
 
+With ``--json``, ``tasks`` and ``inspect`` print one JSON document on stdout instead of
+text (``actors.core.operator_json``): the API's task object, an inspection, or what a
+cancel or retry did; a failure prints ``{"error": ...}`` there and exits as the text mode
+does. Logs and warnings go to stderr in both modes.
+
 See ``docs/operations.md`` ("Operator's commands" and "Troubleshooting").
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import trio
 
+from actors.cli_ops_text import inspection_lines, list_line, task_lines
 from actors.config import Settings, load_settings
 from actors.core.access import check_requestable, check_retryable, parse_task_id
 from actors.core.admission import CreateLimits
 from actors.core.errors import ConfigError, ParameterError, Refused
-from actors.core.events import TaskEvent
-from actors.core.models import OutboxRow, Task, TaskStatus
-from actors.core.outcomes import CancelOutcome, CreateOutcome
-from actors.core.text import quote_outside
-from actors.core.troubleshooting import (
-    TaskInspection,
-    Thresholds,
-    diagnose,
-    relative_time,
+from actors.core.models import Task, TaskStatus
+from actors.core.operator_json import (
+    OperatorOutcome,
+    cancel_outcome,
+    error_json,
+    inspection_json,
+    outcome_json,
+    retry_outcome,
+    retry_refusal,
 )
+from actors.core.task_json import task_json
+from actors.core.troubleshooting import TaskInspection, Thresholds, diagnose
 
 if TYPE_CHECKING:
     from db.store import ExportStore
@@ -42,8 +53,6 @@ R = TypeVar("R")
 
 #: What a task cancelled with ``tasks cancel`` shows as its message.
 OPERATOR_CANCEL_MESSAGE = "cancelled by an operator"
-#: Where the troubleshooting rows are explained.
-TROUBLESHOOTING_DOC = "docs/operations.md"
 
 
 def settings_or_exit(**overrides: Any) -> Settings:
@@ -89,111 +98,85 @@ def _task_id(value: str) -> int:
         return parse_task_id(value)
     except ParameterError:
         raise click.BadParameter(f"{value!r} is not a task id (digits only)") from None
-    except Refused as exc:
-        raise click.ClickException(str(exc)) from None
+    except Refused as exc:  # digits past the id range: no task can have them
+        raise _Refused(str(exc), value, OperatorOutcome.NOT_FOUND) from None
 
 
-# -- rendering ------------------------------------------------------------------------------
+# -- failures and --json ----------------------------------------------------------------------
 
 
-def _when(at: Any, now: Any) -> str:
-    """An absolute DB time with its distance from DB now, or ``-``."""
-    if at is None:
-        return "-"
-    return f"{at.isoformat(timespec='milliseconds')} ({relative_time(at, now)})"
+class _Refused(click.ClickException):
+    """The command could not do what it was asked to a task (exit 1, as any click error).
+
+    Attributes:
+        task_id: the id asked for (the argument as given when it is past the id range).
+        outcome: what happened to the task, for ``tasks cancel|retry --json``.
+        task: the task as the command read it, if it did.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        task_id: int | str,
+        outcome: OperatorOutcome,
+        task: Task | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.task_id = task_id
+        self.outcome = outcome
+        self.task = task
 
 
-def _one_line(text: str | None, width: int = 80) -> str:
-    """Text from outside (names, messages, errors) on one line: control characters
-    escaped, credentials in URLs redacted, cut to ``width`` characters."""
-    return quote_outside(text, width) if text else ""
+def _no_task(tid: int) -> _Refused:
+    return _Refused(f"no task {tid}", tid, OperatorOutcome.NOT_FOUND)
 
 
-def _task_lines(task: Task, now: Any) -> list[str]:
-    """The task row as the operator reads it: times relative to DB time."""
-    lines = [
-        f"task {task.id} ({task.task_no}) {task.export_type} {task.status.value}",
-        f"  name        {_one_line(task.task_name)}",
-        f"  requester   tenant {task.tenant_id}, app {task.app_code}, user {task.requested_by}",
-        f"  version     {task.dispatch_version}, attempt {task.attempt_count} of "
-        f"{task.max_attempts}",
-        f"  db time     {now.isoformat(timespec='milliseconds')}",
-        f"  requested   {_when(task.requested_at, now)}",
-    ]
-    if task.status == TaskStatus.PENDING:
-        lines.append(f"  next try    {_when(task.next_retry_at, now)}")
-    if task.lease_until is not None or task.lease_owner:
-        state = "ends" if task.lease_until and task.lease_until > now else "ended"
-        lease = f"{state} {relative_time(task.lease_until, now)}" if task.lease_until else "-"
-        lines.append(f"  lease       {task.lease_owner or '-'}, {lease}")
-        if task.last_heartbeat_at:
-            lines.append(f"  heartbeat   {relative_time(task.last_heartbeat_at, now)}")
-    if task.status == TaskStatus.RUNNING and task.execution_deadline_at is not None:
-        deadline = task.execution_deadline_at
-        told = relative_time(deadline, now)
-        lines.append(f"  deadline    {told if deadline > now else 'passed ' + told}")
-    for label, at in (
-        ("started", task.started_at),
-        ("completed", task.completed_at),
-        ("expires", task.expires_at),
-    ):
-        if at is not None:
-            lines.append(f"  {label:<11} {_when(at, now)}")
-    total = task.total_rows if task.total_rows is not None else "?"
-    lines.append(f"  progress    {task.processed_rows} / {total} rows")
-    if task.object_key:
-        lines.append(f"  file        {task.object_key} ({task.size_bytes or 0} bytes)")
-    if task.failure_message:
-        lines.append(f"  message     {_one_line(task.failure_message, 200)}")
-    # The id the task's log lines carry and the user sees in the task JSON (``traceId``).
-    lines.append(f"  trace       {_one_line(task.trace_id, 40) or '-'}")
-    warnings = task.warnings  # of the last successful run, as the API's task JSON shows
-    if warnings:
-        lines.append(f"  warnings    {len(warnings)}")
-        lines += [f"    - {_one_line(w, 200)}" for w in warnings]
-    return lines
+json_option = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="print one JSON document on stdout (tasks as the API shows them; a failure as "
+    '{"error": ...}), for scripts and jq',
+)
 
 
-def _outbox_line(row: OutboxRow, now: Any) -> str:
-    if row.status.value == "SENT" and row.sent_at is not None:
-        when = f"sent {relative_time(row.sent_at, now)}"
-    else:
-        when = f"due {relative_time(row.next_retry_at, now)}"
-    error = f"  last error: {_one_line(row.last_error)}" if row.last_error else ""
-    return (
-        f"  v{row.dispatch_version:<3} {row.status.value:<11} attempts {row.attempt_count:<3} "
-        f"{when}  event {row.event_id}{_trace(row.payload_json)}{error}"
-    )
+def _print_json(document: Any) -> None:
+    """``document`` as UTF-8 JSON on stdout, whatever the locale's encoding, ending in a
+    newline. A lone surrogate (text no UTF-8 can hold) is written as its JSON escape."""
+    text = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+    sys.stdout.flush()
+    out = getattr(sys.stdout, "buffer", None)
+    if out is None:  # a text-only stream put in place of stdout: its own encoding
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    out.write(text.encode("utf-8", "backslashreplace"))
+    out.flush()
 
 
-def _trace(payload_json: str) -> str:
-    """The command's ``traceId`` (to find the run in the logs), if it carries one."""
+@contextmanager
+def _answering(as_json: bool, *, outcomes: bool = False) -> Iterator[None]:
+    """Run a command's body; with ``--json``, turn a click error it raises into the JSON
+    answer on stdout, with the exit status the text mode has (1 for a refusal, 2 for a
+    usage error such as an id that is no number).
+
+    Args:
+        as_json: whether ``--json`` was given; without it, errors pass through to click,
+            which prints them on stderr.
+        outcomes: answer a refusal as :func:`outcome_json` (``tasks cancel|retry``)
+            rather than as ``{"error": ...}``.
+    """
     try:
-        trace = json.loads(payload_json).get("traceId")
-    except (ValueError, AttributeError):
-        return ""
-    return f"  trace {_one_line(trace, 40)}" if isinstance(trace, str) and trace else ""
-
-
-def _event_line(event: TaskEvent) -> str:
-    detail = ", ".join(f"{k}={_one_line(str(v), 120)}" for k, v in sorted(event.detail.items()))
-    return f"  {event.at.isoformat(timespec='milliseconds')}  {event.kind.value:<16} {detail}"
-
-
-def _inspection_lines(seen: TaskInspection, limits: Thresholds) -> list[str]:
-    lines = _task_lines(seen.task, seen.db_now)
-    lines.append(f"outbox ({len(seen.outbox)} rows)")
-    lines += [_outbox_line(r, seen.db_now) for r in seen.outbox] or ["  (none)"]
-    lines.append(f"events (newest {len(seen.events)}, oldest first)")
-    lines += [_event_line(e) for e in seen.events] or ["  (none)"]
-    lines.append("troubleshooting")
-    findings = diagnose(seen, limits)
-    for f in findings:
-        lines.append(f"  {f.symptom.value}: {f.reason}")
-        lines.append(f"    see {TROUBLESHOOTING_DOC}#{f.symptom.value}")
-    if not findings:
-        lines.append("  no troubleshooting row applies")
-    return lines
+        yield
+    except click.ClickException as exc:
+        if not as_json:
+            raise
+        if outcomes and isinstance(exc, _Refused):
+            message = exc.format_message()
+            _print_json(outcome_json(exc.task_id, exc.outcome, exc.task, message))
+        else:
+            _print_json(error_json(exc.format_message()))
+        raise click.exceptions.Exit(exc.exit_code) from None
 
 
 # -- tasks ----------------------------------------------------------------------------------
@@ -214,74 +197,87 @@ def tasks() -> None:
 )
 @click.option("--type", "export_type", help="only this export type")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000))
-def list_tasks(statuses: tuple[str, ...], export_type: str | None, limit: int) -> None:
-    """List tasks, newest first, with their next try and lease by DB time."""
+@json_option
+def list_tasks(
+    statuses: tuple[str, ...], export_type: str | None, limit: int, as_json: bool
+) -> None:
+    """List tasks, newest first, with their next try and lease by DB time.
 
-    async def run(store: ExportStore, _: Settings) -> list[str]:
+    With --json: an array of tasks as the API shows them."""
+
+    async def run(store: ExportStore, _: Settings) -> tuple[list[Task], datetime]:
         found = await store.operator_list(
             tuple(TaskStatus(s) for s in statuses), export_type, limit
         )
-        now = await store.db_now()
-        lines = []
-        for t in found:
-            if t.status == TaskStatus.RUNNING and t.lease_until is not None:
-                state = "lease ends" if t.lease_until > now else "lease ended"
-                when = f"{state} {relative_time(t.lease_until, now)}"
-            elif t.status == TaskStatus.PENDING:
-                when = f"next try {relative_time(t.next_retry_at, now)}"
-            else:
-                when = f"requested {relative_time(t.requested_at, now)}"
-            lines.append(
-                f"{t.id:<20} {t.status.value:<9} {t.export_type:<20} v{t.dispatch_version:<3} "
-                f"{t.attempt_count}/{t.max_attempts}  t{t.tenant_id}/{t.app_code}/u"
-                f"{t.requested_by}  {when}  {_one_line(t.failure_message, 60)}".rstrip()
-            )
-        return lines
+        return found, await store.db_now()
 
-    lines = _run_with_store(run)
-    for line in lines:
-        click.echo(line)
-    if not lines:
+    with _answering(as_json):
+        found, now = _run_with_store(run)
+    if as_json:
+        _print_json([task_json(t) for t in found])
+        return
+    for task in found:
+        click.echo(list_line(task, now))
+    if not found:
         click.echo("no tasks", err=True)
 
 
 @tasks.command("show")
 @click.argument("task_id")
-def show_task(task_id: str) -> None:
-    """Show one task's row, its lease and deadline by DB time."""
-    tid = _task_id(task_id)
+@json_option
+def show_task(task_id: str, as_json: bool) -> None:
+    """Show one task's row, its lease and deadline by DB time.
 
-    async def run(store: ExportStore, _: Settings) -> list[str] | None:
+    With --json: the task as the API's GET .../export-tasks/{id} shows it."""
+
+    async def run(store: ExportStore, _: Settings) -> tuple[Task, datetime] | None:
         task = await store.get_task(tid)
-        return None if task is None else _task_lines(task, await store.db_now())
+        return None if task is None else (task, await store.db_now())
 
-    lines = _run_with_store(run)
-    if lines is None:
-        raise click.ClickException(f"no task {tid}")
-    click.echo("\n".join(lines))
+    with _answering(as_json):
+        tid = _task_id(task_id)
+        found = _run_with_store(run)
+        if found is None:
+            raise _no_task(tid)
+    task, now = found
+    if as_json:
+        _print_json(task_json(task))
+    else:
+        click.echo("\n".join(task_lines(task, now)))
 
 
 @tasks.command("cancel")
 @click.argument("task_id")
-def cancel_task(task_id: str) -> None:
+@json_option
+def cancel_task(task_id: str, as_json: bool) -> None:
     """Cancel a PENDING or RUNNING task, as the API's cancel does.
 
-    A run of the task stops at its next fenced write (at most one heartbeat later)."""
-    tid = _task_id(task_id)
+    A run of the task stops at its next fenced write (at most one heartbeat later).
+    With --json: {"id", "outcome", "task"} (outcome cancelled, already-cancelled,
+    not-cancellable or not-found), plus "error" when it failed."""
 
-    async def run(store: ExportStore, _: Settings) -> tuple[CancelOutcome, Task] | None:
+    async def run(store: ExportStore, _: Settings) -> tuple[OperatorOutcome, Task] | None:
         result = await store.cancel_task(tid, OPERATOR_CANCEL_MESSAGE)
-        return None if result is None else (result.outcome, result.task)
+        return None if result is None else (cancel_outcome(result.outcome), result.task)
 
-    answer = _run_with_store(run)
-    if answer is None:
-        raise click.ClickException(f"no task {tid}")
-    outcome, task = answer
-    if outcome == CancelOutcome.NOT_CANCELLABLE:
-        raise click.ClickException(
-            f"task {tid} is {task.status.value}: only PENDING or RUNNING tasks can be cancelled"
-        )
-    click.echo(f"task {tid} {outcome.value.replace('_', ' ')}")
+    with _answering(as_json, outcomes=True):
+        tid = _task_id(task_id)
+        answer = _run_with_store(run)
+        if answer is None:
+            raise _no_task(tid)
+        outcome, task = answer
+        if outcome == OperatorOutcome.NOT_CANCELLABLE:
+            raise _Refused(
+                f"task {tid} is {task.status.value}: only PENDING or RUNNING tasks can be "
+                "cancelled",
+                tid,
+                outcome,
+                task,
+            )
+    if as_json:
+        _print_json(outcome_json(tid, outcome, task))
+    else:
+        click.echo(f"task {tid} {outcome.value.replace('-', ' ')}")
 
 
 async def _delete_leftover(settings: Settings, object_key: str) -> None:
@@ -304,21 +300,25 @@ async def _delete_leftover(settings: Settings, object_key: str) -> None:
 
 @tasks.command("retry")
 @click.argument("task_id")
-def retry_task(task_id: str) -> None:
+@json_option
+def retry_task(task_id: str, as_json: bool) -> None:
     """Retry a FAILED or CANCELLED task, as the API's retry does: its export type must
     still be registered and enabled (FILE_EXPORT_REGISTRY), then a new version with its
     attempts reset, admitted under the same limits; the publisher sends it at its next
-    poll."""
-    tid = _task_id(task_id)
+    poll.
 
-    async def run(store: ExportStore, settings: Settings) -> tuple[CreateOutcome, Task | None]:
+    With --json: {"id", "outcome", "task"} (outcome retried, not-found, not-retryable,
+    type-unknown, type-disabled, user-limit, type-limit, type-reserved or
+    changed-meanwhile), plus "error" when it failed."""
+
+    async def run(store: ExportStore, settings: Settings) -> Task:
         task = await store.get_task(tid)
         if task is None:
-            raise click.ClickException(f"no task {tid}")
+            raise _no_task(tid)
         try:
             check_retryable(task)
         except Refused as exc:
-            raise click.ClickException(f"task {tid}: {exc}") from None
+            raise _Refused(f"task {tid}: {exc}", tid, OperatorOutcome.NOT_RETRYABLE, task) from None
         # The registry in force, checked as the API's retry checks it (registered, enabled);
         # the requester's app scope and permissions are the API's business, not the
         # operator's.
@@ -328,9 +328,13 @@ def retry_task(task_id: str) -> None:
         try:
             check_requestable(task.export_type, registry.get(task.export_type))
         except (Refused, ParameterError) as exc:
-            raise click.ClickException(
+            unknown = isinstance(exc, ParameterError)
+            raise _Refused(
                 f"task {tid} not retried: {exc.message} in the registry in force "
-                f"({settings.registry or 'the built-in registry'})"
+                f"({settings.registry or 'the built-in registry'})",
+                tid,
+                OperatorOutcome.TYPE_UNKNOWN if unknown else OperatorOutcome.TYPE_DISABLED,
+                task,
             ) from None
         if task.object_key:  # leftover of the failed attempt, as the API deletes it
             await _delete_leftover(settings, task.object_key)
@@ -339,18 +343,20 @@ def retry_task(task_id: str) -> None:
             max_active_per_type=settings.max_active_per_type,
             type_reserved_places=settings.type_reserved_places,
         )
-        return await store.manual_retry(task, limits)
+        created, retried = await store.manual_retry(task, limits)
+        outcome = retry_outcome(created)
+        if outcome != OperatorOutcome.RETRIED or retried is None:
+            why = retry_refusal(outcome)
+            raise _Refused(f"task {tid} not retried: {why}", tid, outcome, task)
+        return retried
 
-    outcome, task = _run_with_store(run)
-    if outcome != CreateOutcome.CREATED or task is None:
-        why = {
-            CreateOutcome.USER_LIMIT: "its requester has the most active tasks allowed",
-            CreateOutcome.TYPE_LIMIT: "its export type has the most active tasks allowed",
-            CreateOutcome.TYPE_RESERVED: "only places kept for other requesters are free",
-            CreateOutcome.DUPLICATE: "the task changed meanwhile (retried by someone else?)",
-        }.get(outcome, outcome.value)
-        raise click.ClickException(f"task {tid} not retried: {why}")
-    click.echo(f"task {tid} retried as version {task.dispatch_version}, PENDING")
+    with _answering(as_json, outcomes=True):
+        tid = _task_id(task_id)
+        task = _run_with_store(run)
+    if as_json:
+        _print_json(outcome_json(tid, OperatorOutcome.RETRIED, task))
+    else:
+        click.echo(f"task {tid} retried as version {task.dispatch_version}, PENDING")
 
 
 # -- inspect --------------------------------------------------------------------------------
@@ -359,18 +365,27 @@ def retry_task(task_id: str) -> None:
 @click.command("inspect")
 @click.argument("task_id")
 @click.option("--events", "event_limit", default=50, show_default=True, type=click.IntRange(1))
-def inspect(task_id: str, event_limit: int) -> None:
+@json_option
+def inspect(task_id: str, event_limit: int, as_json: bool) -> None:
     """One task as the operator sees it: its row, outbox rows, events, lease and deadline
-    by DB time, and which row of the troubleshooting table applies."""
-    tid = _task_id(task_id)
+    by DB time, and which row of the troubleshooting table applies.
+
+    With --json: {"task", "dbTime", "lease", "deadline", "outbox", "events",
+    "troubleshooting", ...}; every ...InSeconds field is that time minus dbTime."""
 
     async def run(store: ExportStore, _: Settings) -> TaskInspection | None:
         return await store.inspect_task(tid, event_limit)
 
-    seen = _run_with_store(run)
-    if seen is None:
-        raise click.ClickException(f"no task {tid}")
-    click.echo("\n".join(_inspection_lines(seen, Thresholds())))
+    with _answering(as_json):
+        tid = _task_id(task_id)
+        seen = _run_with_store(run)
+        if seen is None:
+            raise _no_task(tid)
+    findings = diagnose(seen, Thresholds())
+    if as_json:
+        _print_json(inspection_json(seen, findings))
+    else:
+        click.echo("\n".join(inspection_lines(seen, findings)))
 
 
 def attach(group: click.Group) -> None:

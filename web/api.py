@@ -33,6 +33,7 @@ from actors.core.limits import (
 )
 from actors.core.models import ExportDefinition, Principal, Task
 from actors.core.outcomes import CancelOutcome, CreateOutcome, NewTask
+from actors.core.task_json import event_json, task_json
 from actors.core.task_list import parse_list_query
 from actors.core.text import content_disposition
 from actors.core.tracing import masked_parameters
@@ -47,7 +48,7 @@ from web.schemas import (
     TaskEventsEnvelope,
     TaskPageEnvelope,
 )
-from web.serialize import envelope, event_json, task_json
+from web.serialize import envelope
 from web.services import Services
 
 log = logging.getLogger("web.api")

@@ -3,7 +3,7 @@
 On connect the stream sends one ``event: task`` per live (PENDING or RUNNING) task the
 caller may see (its own, or its tenant and app's with ``platform:download:all``, as the
 list shows them), then one whenever such a task's status, processed rows or total rows
-change — the task JSON of ``GET .../export-tasks/{id}`` (``web/serialize.task_json``).
+change — the task JSON of ``GET .../export-tasks/{id}`` (``actors/core/task_json.py``).
 A ``: keep-alive`` comment goes out after 15 s without an event, so proxies keep the
 connection open.
 
@@ -38,9 +38,9 @@ from actors.core.progress import (
     next_step,
     settle_missing,
 )
+from actors.core.task_json import task_json
 from web.auth import request_credentials
 from web.openapi import declare
-from web.serialize import task_json
 from web.services import Services
 
 log = logging.getLogger("web.progress")

@@ -22,6 +22,7 @@ from actors.core.events import TaskEvent, TaskEventKind
 from actors.core.models import OutboxRow, OutboxStatus, Task, TaskStatus
 
 __all__ = [
+    "TROUBLESHOOTING_DOC",
     "Finding",
     "Symptom",
     "TaskInspection",
@@ -29,6 +30,9 @@ __all__ = [
     "diagnose",
     "relative_time",
 ]
+
+#: The file whose troubleshooting table the :class:`Symptom` values are anchors of.
+TROUBLESHOOTING_DOC = "docs/operations.md"
 
 
 class Symptom(StrEnum):

@@ -6,70 +6,17 @@ retry through the API's own transitions."""
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
-import trio
-from click.testing import CliRunner, Result
 
-from actors.cli import main
-from actors.composition import open_database
-from actors.config import Settings
-from actors.core.ids import IdGenerator
 from actors.core.models import Task, TaskStatus
 from actors.pipeline.storage import new_object_key
-from db.sqlite import wall_clock_ms
 from db.store import ExportStore
+from tests.actors.operator_cli import cli, run_store
 from tests.deploy.metric_names import REPO
-from tests.helpers import (
-    MYSQL_TEST_URL,
-    TOPIC,
-    claim,
-    complete,
-    create,
-    exec_sql,
-    make_settings,
-    new_task,
-)
-
-
-@pytest.fixture(params=["sqlite", "mariadb"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty database with the schema, on each dialect; its URL for the commands."""
-    url = f"sqlite:///{tmp_path}/ops.db" if request.param == "sqlite" else MYSQL_TEST_URL
-
-    async def reset(store: ExportStore) -> None:
-        async with store.db.transaction() as tx:
-            for table in ("file_export_task_event", "file_export_outbox", "file_export_task"):
-                await tx.execute(f"DELETE FROM {table}")
-
-    run_store(url, tmp_path, reset, migrate=True)
-    yield url
-
-
-def run_store(
-    url: str,
-    tmp_path: Path,
-    fn: Callable[[ExportStore], Awaitable[Any]],
-    *,
-    migrate: bool = False,
-) -> Any:
-    """Run ``fn`` with a store over ``url`` (real clocks), in a trio run of its own."""
-    settings: Settings = make_settings(tmp_path, database_url=url)
-
-    async def go() -> Any:
-        async with open_database(settings, migrate=migrate) as db:
-            return await fn(ExportStore(db, IdGenerator(wall_clock_ms), topic=TOPIC))
-
-    return trio.run(go)
-
-
-def cli(url: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Result:
-    env = {"FILE_EXPORT_DATABASE_URL": url, "FILE_EXPORT_DATA_DIR": str(tmp_path), **(env or {})}
-    return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
+from tests.helpers import claim, complete, create, exec_sql, new_task
 
 
 def test_list_and_show_every_tenant_by_db_time(database_url: str, tmp_path: Path) -> None:

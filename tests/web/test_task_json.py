@@ -4,12 +4,10 @@ follows (``lastError``); every earlier field kept."""
 
 from __future__ import annotations
 
-from actors.core.models import TaskStatus
 from actors.core.tracing import is_trace_id
 from actors.pipeline.storage import LocalDirectoryStorage
 from db.store import ExportStore
-from tests.helpers import API, api_app, claim, create, headers, task_value
-from web.serialize import last_error, task_json
+from tests.helpers import API, api_app, claim, create, headers
 
 
 async def test_a_created_task_shows_requester_scope_and_parameters(
@@ -43,27 +41,6 @@ async def test_last_error_is_the_failure_a_waiting_retry_follows(
     assert data["status"] == "PENDING"
     assert data["lastError"] == "provider timed out" == data["failureMessage"]
     assert data["nextRetryAt"] is not None
-
-
-def test_last_error_only_while_a_retry_waits() -> None:
-    cases = [
-        (TaskStatus.PENDING, 0, None, None),  # never ran
-        (TaskStatus.PENDING, 1, "timeout", "timeout"),  # retry waits
-        (TaskStatus.RUNNING, 1, "timeout", None),  # the retry runs
-        (TaskStatus.FAILED, 3, "timeout", None),  # failureMessage says it
-        (TaskStatus.CANCELLED, 1, "timeout", None),
-    ]
-    for status, attempts, message, expected in cases:
-        task = task_value(status=status, attempt_count=attempts, failure_message=message)
-        assert last_error(task) == expected, (status, attempts)
-
-
-def test_warnings_read_from_the_stored_json() -> None:
-    assert task_json(task_value())["warnings"] == []
-    stored = task_value(warnings_json='["1 cells truncated to 32767 characters"]')
-    assert task_json(stored)["warnings"] == ["1 cells truncated to 32767 characters"]
-    assert task_json(task_value(warnings_json="not json"))["warnings"] == []
-    assert task_json(task_value(warnings_json='{"a": 1}'))["warnings"] == []
 
 
 async def test_trace_id_is_the_create_requests_trace(

@@ -1,0 +1,43 @@
+"""Helpers of the operator's command tests (``tests/actors/test_cli_ops*.py``): run the
+commands against a database URL, and run store code over the same database."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import trio
+from click.testing import CliRunner, Result
+
+from actors.cli import main
+from actors.composition import open_database
+from actors.config import Settings
+from actors.core.ids import IdGenerator
+from db.sqlite import wall_clock_ms
+from db.store import ExportStore
+from tests.helpers import TOPIC, make_settings
+
+
+def run_store(
+    url: str,
+    tmp_path: Path,
+    fn: Callable[[ExportStore], Awaitable[Any]],
+    *,
+    migrate: bool = False,
+) -> Any:
+    """Run ``fn`` with a store over ``url`` (real clocks), in a trio run of its own."""
+    settings: Settings = make_settings(tmp_path, database_url=url)
+
+    async def go() -> Any:
+        async with open_database(settings, migrate=migrate) as db:
+            return await fn(ExportStore(db, IdGenerator(wall_clock_ms), topic=TOPIC))
+
+    return trio.run(go)
+
+
+def cli(url: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Result:
+    """``export-center ARGS`` over the database at ``url`` (data directory ``tmp_path``);
+    the result keeps stdout and stderr apart (``result.stdout``, ``result.stderr``)."""
+    env = {"FILE_EXPORT_DATABASE_URL": url, "FILE_EXPORT_DATA_DIR": str(tmp_path), **(env or {})}
+    return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
