@@ -189,7 +189,10 @@ class ProviderClient:
         observer: ProviderObserver | None = None,
     ) -> None:
         if not service_token:
-            raise ValueError("service_token must not be empty (§12)")
+            raise ValueError(
+                "service_token must not be empty: every Provider request carries it "
+                "(X-Internal-Service-Token, INTERNAL_SERVICE_TOKEN)"
+            )
         if min(connect_timeout, read_timeout, request_timeout) <= 0:
             raise ValueError("timeouts must be positive seconds")
         if max_response_bytes < 1 or max_columns < 1:
