@@ -245,6 +245,7 @@ async def open_export_worker(
     max_rows: int,
     max_bytes: int,
     nice: int = 10,
+    sched_idle: bool = True,
 ) -> AsyncIterator[ExportWorker]:
     """Start a worker process for one run; stop it when the block ends.
 
@@ -259,6 +260,8 @@ async def open_export_worker(
         max_rows: registry ``max-rows`` of the export.
         max_bytes: largest file, bytes.
         nice: added to the worker's nice value (``FILE_EXPORT_WORKER_NICE``, 0..19).
+        sched_idle: the worker runs under ``SCHED_IDLE`` too
+            (``FILE_EXPORT_WORKER_SCHED_IDLE``; Linux only, ignored elsewhere).
 
     Yields:
         The worker handle. Its ``Start`` request is already sent (its reply is read by
@@ -280,7 +283,7 @@ async def open_export_worker(
         raise StorageUnavailableError(f"cannot start an export worker process: {exc}") from exc
     worker = ExportWorker(process)
     try:
-        await worker._send(Start(fd, max_rows, max_bytes, nice), "starting")
+        await worker._send(Start(fd, max_rows, max_bytes, nice, sched_idle), "starting")
         yield worker
         await _stop(process)
     finally:

@@ -101,6 +101,7 @@ class ExportRunner:
                 max_rows=definition.max_rows,
                 max_bytes=self.settings.max_file_bytes,
                 nice=self.settings.worker_nice,
+                sched_idle=self.settings.worker_sched_idle,
             ) as worker:
                 ctx.worker_pid = worker.pid
                 async with contextlib.aclosing(

@@ -13,9 +13,10 @@ At start it
   group is meant for the parent, whose drain decides when this run ends (it hands the task
   back, then kills the worker). The parent ends the worker by closing its stdin (clean) or
   with SIGKILL (cancel);
-* lowers its own scheduling priority (``nice`` +10, ``FILE_EXPORT_WORKER_NICE``) on the
-  parent's first request, so when every core is busy encoding the parent's event loop —
-  the API, lease renewals — still gets the CPU first;
+* lowers its own scheduling priority (``nice`` +10, ``FILE_EXPORT_WORKER_NICE``, and on
+  Linux the ``SCHED_IDLE`` policy, ``FILE_EXPORT_WORKER_SCHED_IDLE``) on the parent's
+  first request, so when every core is busy encoding the parent's event loop — the API,
+  lease renewals — still gets the CPU first, at once;
 * moves the frame pipe off file descriptor 1 and points 1 at stderr, so a stray print from
   a library cannot corrupt a frame.
 
@@ -107,7 +108,7 @@ class WorkerSession:
     def _handle(self, request: Request, batch: ProviderBatch | None) -> Reply:
         if isinstance(request, Start):
             self._start = request
-            _lower_priority(request.nice)
+            _lower_priority(request.nice, idle=request.sched_idle)
             self._out = os.fdopen(request.out_fd, "wb")  # no truncation: an fd, not a path
             return Started(os.getpid())
         if isinstance(request, Fetch):
@@ -180,8 +181,15 @@ class WorkerSession:
                 pass
 
 
-def _lower_priority(increment: int) -> None:
-    """``nice`` +``increment``, before the first batch (the parent's Start request)."""
+def _lower_priority(increment: int, *, idle: bool) -> None:
+    """``nice`` +``increment`` and, when ``idle``, the ``SCHED_IDLE`` policy, before the
+    first batch (the parent's Start request). The writer thread, started later, inherits
+    both (Linux keeps them per thread)."""
+    if idle and hasattr(os, "SCHED_IDLE"):  # Linux; elsewhere nice is all there is
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        except OSError:  # refused (a seccomp profile): nice alone, rather than not at all
+            pass
     if increment <= 0:
         return
     try:

@@ -11,7 +11,7 @@ surrogates, which those formats cannot carry and pickle can.)
 
 Requests::
 
-    Start(out_fd, max_rows, max_bytes, nice)  ->  Started(pid)
+    Start(out_fd, max_rows, max_bytes, nice, sched_idle)  ->  Started(pid)
     Fetch(batch, spec, limit, max_columns)      ->  Decoded(summary, size, seconds)
     Write(batch)                                ->  Written(rows_written, warnings)
     Close(note)                                 ->  Closed(size, rows_written, warnings)
@@ -67,12 +67,14 @@ class Start:
         max_rows: data rows the whole export may have (registry ``max-rows``).
         max_bytes: largest XLSX file, bytes.
         nice: added to the worker's nice value before any work (0..19).
+        sched_idle: run under Linux's ``SCHED_IDLE`` policy as well (where it exists).
     """
 
     out_fd: int
     max_rows: int
     max_bytes: int
     nice: int = 10
+    sched_idle: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,7 @@ FAST = {
     # Recovery, not priority, is tested here: on a test machine shared with other busy
     # programs, niced export workers get only what those leave and the exports crawl.
     "FILE_EXPORT_WORKER_NICE": "0",
+    "FILE_EXPORT_WORKER_SCHED_IDLE": "false",
 }
 
 

@@ -192,6 +192,19 @@ async def test_a_worker_that_dies_fails_the_run_naming_the_signal_and_the_step(
     assert str(info.value) == f"export worker process died ({sig.name}) while writing batch 1"
 
 
+async def test_without_sched_idle_the_worker_keeps_the_normal_policy(tmp_path: Path) -> None:
+    """FILE_EXPORT_WORKER_SCHED_IDLE=false (hosts kept busy by other programs): nice only."""
+    with open(tmp_path / "out.xlsx", "xb") as out:
+        async with open_export_worker(
+            out, max_rows=10, max_bytes=1 << 20, nice=3, sched_idle=False
+        ) as worker:
+            await decode(worker, answer(rows(0, 1)))  # the worker has applied its Start
+            assert os.sched_getscheduler(worker.pid) == os.SCHED_OTHER
+            assert os.getpriority(os.PRIO_PROCESS, worker.pid) == min(
+                19, os.getpriority(os.PRIO_PROCESS, 0) + 3
+            )
+
+
 async def test_the_worker_runs_niced_and_ignores_the_drain_signals(tmp_path: Path) -> None:
     """Issue 9 item 4: a SIGTERM or SIGINT to the process group is the parent's to handle;
     the worker keeps writing at a lower priority until the parent ends it."""
@@ -200,6 +213,8 @@ async def test_the_worker_runs_niced_and_ignores_the_drain_signals(tmp_path: Pat
         assert os.getpriority(os.PRIO_PROCESS, worker.pid) == min(
             19, os.getpriority(os.PRIO_PROCESS, 0) + 10
         )
+        # FILE_EXPORT_WORKER_SCHED_IDLE (default): a waking event loop preempts it at once
+        assert os.sched_getscheduler(worker.pid) == os.SCHED_IDLE
         os.kill(worker.pid, signal.SIGTERM)
         os.kill(worker.pid, signal.SIGINT)
         await worker.write(1)
