@@ -45,11 +45,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -226,6 +228,19 @@ async def create_to_running(service: bench_workers.Service, count: int) -> list[
     return delays
 
 
+@contextlib.asynccontextmanager
+async def started(max_rows: int, provider: str) -> AsyncIterator[bench_workers.Service]:
+    """The embedded service with ``provider`` ("demo", "replay") in a temporary
+    directory, ready; stopped when the block ends."""
+    with tempfile.TemporaryDirectory(prefix=f"bench-all-{provider}-") as tmp:
+        service = bench_workers.Service(Path(tmp), None, max_rows=max_rows, provider=provider)
+        try:
+            await service.ready()
+            yield service
+        finally:
+            service.stop()
+
+
 async def end_to_end(
     service: bench_workers.Service, rows: int, results: Results, provider: str
 ) -> None:
@@ -244,54 +259,42 @@ async def run_service(args: argparse.Namespace, results: Results) -> None:
     max_rows = max([args.rows, *rss_rows])
     # 1,000,000 demo rows make a file of ~75 MB, over the default 50 MB limit.
     os.environ.setdefault("FILE_EXPORT_MAX_FILE_SIZE_MB", "1024")
-    with tempfile.TemporaryDirectory(prefix="bench-all-") as tmp:
-        service = bench_workers.Service(Path(tmp), None, max_rows=max_rows)
-        try:
-            await service.ready()
+    async with started(max_rows, "demo") as service:
+        print(
+            f"\nservice at {service.url}, {args.rows:,} rows per export; the demo Provider "
+            "in a process of its own on the same cores",
+            flush=True,
+        )
+        results.scaling["demo"] = await bench_workers.measure(service, args.rows, args.idle_samples)
+        bench_workers.print_table(*results.scaling["demo"])
+        await end_to_end(service, args.rows, results, "demo")
+        results.to_running = await create_to_running(service, args.creates)
+        p = bench_workers.percentiles(results.to_running)
+        print(
+            f"create → RUNNING over {len(results.to_running)} exports (startedAt - "
+            f"requestedAt, service wall clock, ms): p50 {p[0]:.1f}, p99 {p[2]:.1f}, "
+            f"max {max(results.to_running):.1f}",
+            flush=True,
+        )
+        for i, rows in enumerate(rss_rows):
+            results.rss.append(r := await one_export(service, rows, 600 + i))
             print(
-                f"\nservice at {service.url}, {args.rows:,} rows per export; the demo Provider "
-                "in a process of its own on the same cores",
+                f"peak RSS during a {r.rows:,}-row export: service + workers "
+                f"{r.peak_total / 1e6:.1f} MB (service alone {r.peak_service / 1e6:.1f} MB)"
+                f"; {r.rows_per_s:,.0f} rows/s",
                 flush=True,
             )
-            results.scaling["demo"] = await bench_workers.measure(
-                service, args.rows, args.idle_samples
-            )
-            bench_workers.print_table(*results.scaling["demo"])
-            await end_to_end(service, args.rows, results, "demo")
-            results.to_running = await create_to_running(service, args.creates)
-            p = bench_workers.percentiles(results.to_running)
-            print(
-                f"create → RUNNING over {len(results.to_running)} exports (startedAt - "
-                f"requestedAt, service wall clock, ms): p50 {p[0]:.1f}, p99 {p[2]:.1f}, "
-                f"max {max(results.to_running):.1f}",
-                flush=True,
-            )
-            for i, rows in enumerate(rss_rows):
-                results.rss.append(r := await one_export(service, rows, 600 + i))
-                print(
-                    f"peak RSS during a {r.rows:,}-row export: service + workers "
-                    f"{r.peak_total / 1e6:.1f} MB (service alone {r.peak_service / 1e6:.1f} MB)"
-                    f"; {r.rows_per_s:,.0f} rows/s",
-                    flush=True,
-                )
-        finally:
-            service.stop()
-    with tempfile.TemporaryDirectory(prefix="bench-all-replay-") as tmp:
-        service = bench_workers.Service(Path(tmp), None, max_rows=max_rows, provider="replay")
-        try:
-            await service.ready()
-            print(
-                "\nthe same scenarios with the Provider elsewhere: its answers replayed at "
-                "almost no CPU (deploy/bench/replay_provider.py)",
-                flush=True,
-            )
-            results.scaling["replay"] = await bench_workers.measure(
-                service, args.rows, args.idle_samples
-            )
-            bench_workers.print_table(*results.scaling["replay"])
-            await end_to_end(service, args.rows, results, "replay")
-        finally:
-            service.stop()
+    async with started(max_rows, "replay") as service:
+        print(
+            "\nthe same scenarios with the Provider elsewhere: its answers replayed at "
+            "almost no CPU (deploy/bench/replay_provider.py)",
+            flush=True,
+        )
+        results.scaling["replay"] = await bench_workers.measure(
+            service, args.rows, args.idle_samples
+        )
+        bench_workers.print_table(*results.scaling["replay"])
+        await end_to_end(service, args.rows, results, "replay")
 
 
 def run_history(quick: bool) -> tuple[dict[str, dict[str, float]], tuple[str, str]]:
