@@ -216,7 +216,8 @@ async def download(task_id: str) -> Any:
     if size is None:
         log.error("task %s: file %s missing from storage", task.id, object_key)
         raise ApiError("404", "the export file is missing from storage")
-    await services().api_store.record_download(task.id, principal.user_id)
+    if request.method != "HEAD":  # a HEAD asks about the file; only a GET hands it over
+        await services().api_store.record_download(task.id, principal.user_id)
     headers = {
         "Content-Disposition": content_disposition(task.file_name or f"{task.task_no}.xlsx"),
         "Content-Length": str(size),

@@ -39,6 +39,10 @@ log = logging.getLogger("web.app")
 RETRY_AFTER_SECONDS = 5
 
 
+#: Largest request body, bytes: create bodies are tiny (§12: parameters at most 4 KB).
+MAX_BODY_BYTES = 64 * 1024
+
+
 def create_app(services: Services, *, extra_blueprints: list[Any] | None = None) -> QuartTrio:
     """Build the app.
 
@@ -49,7 +53,7 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     app = QuartTrio("export-center")
     app.config["SERVICES"] = services
     app.asgi_app = AccessLog(app.asgi_app)  # type: ignore[method-assign,assignment]  # access log
-    app.config["MAX_CONTENT_LENGTH"] = 64 * 1024  # create bodies are tiny (§12: params ≤ 4 KB)
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     # No routing redirects: werkzeug answers a redirect (HTML, not the envelope) for "//"
     # in a path or a missing trailing slash, before any error handler can run.
     app.url_map.merge_slashes = False
@@ -65,12 +69,19 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
 
     @app.errorhandler(ApiError)
     async def _api_error(exc: ApiError) -> Any:
-        return jsonify(envelope(None, code=exc.code, message=exc.message)), exc.http_status
+        body = jsonify(envelope(None, code=exc.code, message=exc.message))
+        if exc.http_status == 401:
+            # RFC 6750 section 3: a 401 names the scheme the client should use.
+            return body, 401, {"WWW-Authenticate": 'Bearer realm="export-center"'}
+        return body, exc.http_status
 
     @app.errorhandler(HTTPException)
     async def _http_error(exc: HTTPException) -> Any:
         code = exc.code or 500
-        body = jsonify(envelope(None, code=str(code), message=exc.description or exc.name))
+        message = exc.description or exc.name
+        if code == 413:
+            message = f"request body over the {MAX_BODY_BYTES // 1024} KB limit"
+        body = jsonify(envelope(None, code=str(code), message=message))
         if code == 413:
             # The rest of the body is never read, so the server ends the connection: say so,
             # or a keep-alive client sends its next request into a closing socket.

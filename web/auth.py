@@ -114,6 +114,17 @@ def principal_from_token(secret: str, token: str) -> tuple[Principal, int]:
         )
     except jwt.ExpiredSignatureError:
         raise ApiError("401", "token expired", http_status=401) from None
+    except jwt.InvalidSignatureError:
+        raise ApiError("401", "invalid token: signature does not match", http_status=401) from None
+    except jwt.MissingRequiredClaimError as exc:
+        raise ApiError("401", f"invalid token: {exc}", http_status=401) from None
+    except jwt.DecodeError:
+        # PyJWT's own text names decoder internals (a codec, a byte offset): say what it is.
+        raise ApiError(
+            "401",
+            "invalid token: not a well-formed JWT (header.payload.signature)",
+            http_status=401,
+        ) from None
     except jwt.InvalidTokenError as exc:
         raise ApiError("401", f"invalid token: {exc}", http_status=401) from None
     try:

@@ -39,6 +39,11 @@ async def test_history_over_the_api_with_the_ownership_rule(  # type: ignore[no-
         rows=0,
         retention_seconds=3600,
     )
+    # A HEAD asks about the file without taking it: not a download (no event).
+    head = await app.test_client().head(
+        f"{API}/{task.id}/download", headers=headers(user=9, perms=("platform:download:all",))
+    )
+    assert head.status_code == 200
     download = await app.test_client().get(
         f"{API}/{task.id}/download", headers=headers(user=9, perms=("platform:download:all",))
     )

@@ -47,3 +47,27 @@ def test_missing_or_malformed_headers_are_401(header: str | None) -> None:
     with pytest.raises(ApiError) as err:
         principal_from_header(SECRET, header)
     assert err.value.http_status == 401
+
+
+@pytest.mark.parametrize(
+    ("token", "message"),
+    [
+        # bytes that are not UTF-8 in the header: PyJWT's text names the codec and offset
+        ("abc.def.ghi", "invalid token: not a well-formed JWT (header.payload.signature)"),
+        ("garbage", "invalid token: not a well-formed JWT (header.payload.signature)"),
+        (
+            jwt.encode({"sub": "5"}, "another-secret-" + "z" * 32, algorithm="HS256"),
+            "invalid token: signature does not match",
+        ),
+        (
+            jwt.encode({"sub": "5", "tenant_id": "0"}, SECRET, algorithm="HS256"),
+            'invalid token: Token is missing the "exp" claim',
+        ),
+    ],
+)
+def test_a_refused_token_is_named_in_words_not_in_decoder_internals(
+    token: str, message: str
+) -> None:
+    with pytest.raises(ApiError) as err:
+        principal_from_header(SECRET, f"Bearer {token}")
+    assert (err.value.http_status, err.value.message) == (401, message)

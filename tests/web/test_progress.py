@@ -197,6 +197,8 @@ async def test_without_a_credential_the_answer_is_a_401_envelope(served_app) -> 
     async with httpx.AsyncClient(base_url=url, timeout=10) as c:
         response = await c.get(PROGRESS)
         assert response.status_code == 401 and response.json()["code"] == "401"
+        # RFC 6750 section 3: the 401 names the scheme to authenticate with
+        assert response.headers["WWW-Authenticate"] == 'Bearer realm="export-center"'
         head = await c.head(PROGRESS, headers=headers())  # answers at once: no stream
         assert head.status_code == 200
         assert head.headers["content-type"].startswith("text/event-stream")

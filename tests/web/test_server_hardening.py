@@ -195,6 +195,7 @@ async def test_a_body_too_large_closes_the_connection_and_says_so(
                 headers={**headers(), "Content-Type": "application/json"},
             )
             assert big.status_code == 413 and big.json()["code"] == "413"
+            assert big.json()["message"] == "request body over the 64 KB limit"
             assert big.headers["Connection"] == "close"
             # The same client goes on, on a new connection.
             assert (await c.get(API, headers=headers())).json()["code"] == "200"
