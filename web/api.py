@@ -21,6 +21,7 @@ from actors.core.access import (
     sees_all_requesters,
     visible_task,
 )
+from actors.core.byte_range import byte_range, etag
 from actors.core.cancel import cancel_message, check_cancelled
 from actors.core.declared_parameters import check_declared_parameters
 from actors.core.errors import Refusal, Refused, RequestError
@@ -206,7 +207,10 @@ async def download(task_id: str) -> Any:
 
     The file itself when the task SUCCEEDED and its file is kept; otherwise the envelope:
     404 (no such task for the caller, or the file is missing), 409 (not finished), 410
-    (expired). The envelope's ``data`` is then null.
+    (expired). The envelope's ``data`` is then null. A single ``Range`` (with
+    ``If-Range: <ETag>``) resumes a download: 206 with those bytes, 416 past the end
+    (``actors/core/byte_range.py``). A download event is recorded for a GET that starts
+    at the first byte; a HEAD or the rest of a resumed download records none.
     """
     principal = caller()
     task = await owned_task(principal, task_id)
@@ -216,16 +220,28 @@ async def download(task_id: str) -> Any:
     if size is None:
         log.error("task %s: file %s missing from storage", task.id, object_key)
         raise ApiError("404", "the export file is missing from storage")
-    if request.method != "HEAD":  # a HEAD asks about the file; only a GET hands it over
+    tag = etag(object_key)
+    part = byte_range(request.headers.get("Range"), request.headers.get("If-Range"), size, tag)
+    if part.status == 416:
+        headers = {"Content-Range": part.content_range or f"bytes */{size}", "ETag": tag}
+        body = envelope(None, code="416", message=f"the range starts past the file's {size} bytes")
+        return jsonify(body), 416, headers
+    # A HEAD asks about the file and a later range resumes one: only the GET that starts
+    # at the first byte hands the file over.
+    if request.method != "HEAD" and part.start == 0:
         await services().api_store.record_download(task.id, principal.user_id)
     headers = {
         "Content-Disposition": content_disposition(task.file_name or f"{task.task_no}.xlsx"),
-        "Content-Length": str(size),
+        "Content-Length": str(part.length),
         "Cache-Control": "no-store",
+        "Accept-Ranges": "bytes",
+        "ETag": tag,
     }
+    if part.content_range is not None:
+        headers["Content-Range"] = part.content_range
     return Response(
-        storage.load(object_key),
-        status=200,
+        storage.load(object_key, part.start, part.length),
+        status=part.status,
         content_type=task.content_type or "application/octet-stream",
         headers=headers,
     )

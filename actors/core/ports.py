@@ -214,8 +214,9 @@ class ExportStorage(Protocol):
         """Size in bytes, or ``None`` if the object does not exist."""
         ...
 
-    def load(self, key: str) -> AsyncIterator[bytes]:
-        """Stream the object's bytes. Raises FileNotFoundError if it does not exist."""
+    def load(self, key: str, start: int = 0, length: int | None = None) -> AsyncIterator[bytes]:
+        """Stream the object's bytes: ``length`` bytes from byte ``start`` (0-based), to
+        the end when ``length`` is ``None``. Raises FileNotFoundError if it does not exist."""
         ...
 
     async def delete(self, key: str) -> bool:

@@ -124,15 +124,25 @@ class LocalDirectoryStorage:
         except FileNotFoundError:
             return None
 
-    async def load(self, key: str) -> AsyncIterator[bytes]:
+    async def load(
+        self, key: str, start: int = 0, length: int | None = None
+    ) -> AsyncIterator[bytes]:
         path = self.path_for(key)
 
         def _open() -> BinaryIO:
-            return open(path, "rb")
+            f = open(path, "rb")  # noqa: SIM115 - closed below, after the last chunk
+            f.seek(start)
+            return f
 
         f = await self._offload(_open)
+        left = length
         try:
-            while chunk := await self._offload(f.read, _CHUNK):
+            while left is None or left > 0:
+                chunk = await self._offload(f.read, _CHUNK if left is None else min(_CHUNK, left))
+                if not chunk:
+                    break
+                if left is not None:
+                    left -= len(chunk)
                 yield chunk
         finally:
             f.close()

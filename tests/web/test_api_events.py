@@ -74,3 +74,50 @@ async def test_a_long_history_keeps_its_newest_events_and_says_it_was_cut(  # ty
     body = await get_events(app, task.id)
     assert [e["kind"] for e in body["data"]["items"]] == ["claimed", "cancelled"]
     assert body["data"]["truncated"] is True
+
+
+async def test_a_download_resumes_with_range_and_counts_once(  # type: ignore[no-untyped-def]
+    app, store: ExportStore, storage: LocalDirectoryStorage
+) -> None:
+    """A client that has the first part of the file asks for the rest (``Range`` with
+    ``If-Range``): 206 with exactly those bytes; the whole file is one download event."""
+    task = await create(store)
+    running = await claim(store, task, "instance-a")
+    key = new_object_key(task.id)
+    content = bytes(range(256)) * 1000  # 256,000 bytes, every offset distinguishable
+    with await storage.create(key) as f:
+        f.write(content)
+    assert await store.complete_task(
+        running,
+        "instance-a",
+        file_name="f.xlsx",
+        object_key=key,
+        content_type="application/x",
+        size_bytes=len(content),
+        rows=1,
+        retention_seconds=3600,
+    )
+    url = f"{API}/{task.id}/download"
+    client = app.test_client()
+    first = await client.get(url, headers={**headers(), "Range": "bytes=0-99999"})
+    assert first.status_code == 206
+    assert first.headers["Content-Range"] == f"bytes 0-99999/{len(content)}"
+    assert first.headers["Accept-Ranges"] == "bytes"
+    assert await first.get_data() == content[:100_000]
+    tag = first.headers["ETag"]
+    rest = await client.get(url, headers={**headers(), "Range": "bytes=100000-", "If-Range": tag})
+    assert rest.status_code == 206
+    assert rest.headers["Content-Length"] == str(len(content) - 100_000)
+    assert await first.get_data() + await rest.get_data() == content
+    # a stale If-Range (another file) gets the whole current file, 200
+    stale = await client.get(
+        url, headers={**headers(), "Range": "bytes=100000-", "If-Range": '"other"'}
+    )
+    assert stale.status_code == 200 and await stale.get_data() == content
+    past = await client.get(url, headers={**headers(), "Range": f"bytes={len(content)}-"})
+    assert past.status_code == 416
+    assert past.headers["Content-Range"] == f"bytes */{len(content)}"
+    assert (await past.get_json())["code"] == "416"
+    kinds = [e["kind"] for e in (await get_events(app, task.id))["data"]["items"]]
+    # the first GET and the stale one started at byte 0: two downloads, not four
+    assert kinds.count("downloaded") == 2
