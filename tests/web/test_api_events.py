@@ -8,7 +8,7 @@ import pytest
 import web.api
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from db.store import ExportStore
-from tests.helpers import API, WokenRuns, api_app, claim, create, headers
+from tests.helpers import API, WokenRuns, api_app, claim, complete, create, headers
 
 
 @pytest.fixture
@@ -87,16 +87,7 @@ async def test_a_download_resumes_with_range_and_counts_once(  # type: ignore[no
     content = bytes(range(256)) * 1000  # 256,000 bytes, every offset distinguishable
     with await storage.create(key) as f:
         f.write(content)
-    assert await store.complete_task(
-        running,
-        "instance-a",
-        file_name="f.xlsx",
-        object_key=key,
-        content_type="application/x",
-        size_bytes=len(content),
-        rows=1,
-        retention_seconds=3600,
-    )
+    assert await complete(store, running, "instance-a", object_key=key, size_bytes=len(content))
     url = f"{API}/{task.id}/download"
     client = app.test_client()
     first = await client.get(url, headers={**headers(), "Range": "bytes=0-99999"})
