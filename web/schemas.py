@@ -41,7 +41,9 @@ class _Model(BaseModel):
 
 
 class CreateTaskRequest(BaseModel):
-    """A new export. Fields not listed are ignored."""
+    """A new export. Any other field is refused (code 400 naming it)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     exportType: str = Field(
         min_length=1,

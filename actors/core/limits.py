@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.core.errors import ParameterError
-from actors.core.text import has_utf8_form
+from actors.core.text import has_utf8_form, quote_outside
 
 MAX_KEYS = 20
 MAX_JSON_BYTES = 4 * 1024
@@ -236,6 +236,10 @@ class CreateRequest:
     parameters: Any
 
 
+#: The fields of a create request body; any other key is refused, not ignored.
+CREATE_FIELDS = ("exportType", "format", "taskName", "parameters")
+
+
 def create_request(body: dict[str, Any]) -> CreateRequest:
     """Check the fields of a create request body (from :func:`parse_json_body`).
 
@@ -246,9 +250,19 @@ def create_request(body: dict[str, Any]) -> CreateRequest:
         The :class:`CreateRequest`.
 
     Raises:
-        ParameterError: ``exportType`` missing, not a string or empty; ``format`` other than XLSX;
-            ``taskName`` not a string of at most :data:`MAX_TASK_NAME` characters.
+        ParameterError: a key that is not one of :data:`CREATE_FIELDS` (a misspelt
+            ``parameters`` would otherwise export with no filter at all, as Stripe's API
+            refuses an unknown parameter rather than drop it); ``exportType`` missing, not
+            a string or empty; ``format`` other than XLSX; ``taskName`` not a string of at
+            most :data:`MAX_TASK_NAME` characters.
     """
+    unknown = sorted(key for key in body if key not in CREATE_FIELDS)
+    if unknown:
+        raise ParameterError(
+            quote_outside(unknown[0], 64),
+            f"unknown field {quote_outside(unknown[0], 64)}: a create takes "
+            f"{', '.join(CREATE_FIELDS)}",
+        )
     export_type = body.get("exportType")
     if export_type is None:
         raise ParameterError("exportType", "exportType is required")

@@ -33,6 +33,22 @@ from web.errors import envelope_code
             CreateRequest("T", "XLSX", "x" * MAX_TASK_NAME, None),
         ),
         ({}, ParameterError("exportType", "exportType is required")),
+        # an unknown key is refused, not ignored: a misspelt "parameters" would export all
+        (
+            {"exportType": "T", "paramters": {"status": "ACTIVE"}},
+            ParameterError(
+                "paramters",
+                "unknown field paramters: a create takes exportType, format, taskName, parameters",
+            ),
+        ),
+        (
+            {"exportType": "T", "evil\r\nX": 1, "zz": 2},
+            ParameterError(
+                "evil\\r\\nX",
+                "unknown field evil\\r\\nX: a create takes exportType, format, taskName, "
+                "parameters",
+            ),
+        ),
         ({"exportType": ""}, ParameterError("exportType", "exportType must not be empty")),
         (
             {"exportType": 5},
