@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from actors.core.command_message import payload_trace_id
 from actors.core.events import TaskEvent
 from actors.core.models import OutboxRow, Task, TaskStatus
-from actors.core.operator_json import command_trace_id
 from actors.core.text import quote_outside
 from actors.core.troubleshooting import (
     TROUBLESHOOTING_DOC,
@@ -104,7 +104,7 @@ def _outbox_line(row: OutboxRow, now: datetime) -> str:
     else:
         when = f"due {relative_time(row.next_retry_at, now)}"
     error = f"  last error: {one_line(row.last_error)}" if row.last_error else ""
-    trace = command_trace_id(row.payload_json)  # to find the run in the logs
+    trace = payload_trace_id(row.payload_json)  # to find the run in the logs
     told = f"  trace {one_line(trace, 40)}" if trace else ""
     return (
         f"  v{row.dispatch_version:<3} {row.status.value:<11} attempts {row.attempt_count:<3} "

@@ -14,11 +14,11 @@ Plain functions over values: no IO, no clock of its own.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from actors.core.command_message import payload_trace_id
 from actors.core.models import OutboxRow, Task, TaskStatus
 from actors.core.outcomes import CancelOutcome, CreateOutcome
 from actors.core.task_json import event_json, iso_ms, task_json
@@ -27,7 +27,6 @@ from actors.core.troubleshooting import TROUBLESHOOTING_DOC, Finding, TaskInspec
 __all__ = [
     "OperatorOutcome",
     "cancel_outcome",
-    "command_trace_id",
     "error_json",
     "inspection_json",
     "outcome_json",
@@ -142,16 +141,6 @@ def seconds_from(at: datetime | None, now: datetime) -> float | None:
     return round((at - now).total_seconds(), 3) + 0.0  # + 0.0: never "-0.0" in the output
 
 
-def command_trace_id(payload_json: str) -> str | None:
-    """The ``traceId`` a command's body carries (``Command.to_json``), or ``None`` when
-    the body is not a JSON object with a non-empty string there."""
-    try:
-        trace = json.loads(payload_json).get("traceId")
-    except (ValueError, AttributeError):
-        return None
-    return trace if isinstance(trace, str) and trace else None
-
-
 def _lease_json(task: Task, now: datetime) -> dict[str, Any] | None:
     """The lease as ``inspect`` shows it: only when the task has an owner or an end."""
     if task.lease_until is None and not task.lease_owner:
@@ -179,7 +168,7 @@ def _outbox_json(row: OutboxRow, now: datetime) -> dict[str, Any]:
         "status": row.status.value,
         "attemptCount": row.attempt_count,
         "eventId": row.event_id,
-        "traceId": command_trace_id(row.payload_json),
+        "traceId": payload_trace_id(row.payload_json),
         "nextRetryAt": iso_ms(row.next_retry_at),
         "nextRetryInSeconds": seconds_from(row.next_retry_at, now),
         "sentAt": iso_ms(row.sent_at),

@@ -14,7 +14,6 @@ from actors.core.models import OutboxRow, OutboxStatus, TaskStatus
 from actors.core.operator_json import (
     OperatorOutcome,
     cancel_outcome,
-    command_trace_id,
     inspection_json,
     outcome_json,
     retry_outcome,
@@ -85,21 +84,6 @@ def test_seconds_from_db_now_to_the_millisecond(moment: datetime | None, printed
     assert str(seconds_from(moment, NOW)) == printed
 
 
-@pytest.mark.parametrize(
-    ("payload", "trace"),
-    [
-        ('{"traceId": "4bf92f3577b34da6a3ce929d0e0e4736"}', "4bf92f3577b34da6a3ce929d0e0e4736"),
-        ('{"traceId": ""}', None),
-        ('{"traceId": 7}', None),
-        ("{}", None),
-        ("[1]", None),  # JSON, but no object
-        ("not json", None),
-    ],
-)
-def test_command_trace_id(payload: str, trace: str | None) -> None:
-    assert command_trace_id(payload) == trace
-
-
 def command(**overrides: Any) -> OutboxRow:
     fields: dict[str, Any] = dict(
         id=11,
@@ -109,7 +93,7 @@ def command(**overrides: Any) -> OutboxRow:
         topic="t",
         tag="EXPORT_TASK",
         message_key="1",
-        payload_json='{"traceId": "abc"}',
+        payload_json='{"traceId": "4bf92f3577b34da6a3ce929d0e0e4736"}',
         status=OutboxStatus.SENT,
         attempt_count=1,
         next_retry_at=at(-5),
@@ -219,7 +203,7 @@ def test_inspection_json_lists_outbox_events_and_rows() -> None:
             "status": "SENT",
             "attemptCount": 1,
             "eventId": "e1",
-            "traceId": "abc",
+            "traceId": "4bf92f3577b34da6a3ce929d0e0e4736",
             "nextRetryAt": at(-5).isoformat(timespec="milliseconds"),
             "nextRetryInSeconds": -5.0,
             "sentAt": at(-4.5).isoformat(timespec="milliseconds"),
