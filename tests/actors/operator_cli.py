@@ -14,9 +14,10 @@ from actors.cli import main
 from actors.composition import open_database
 from actors.config import Settings
 from actors.core.ids import IdGenerator
+from actors.core.models import Task
 from db.sqlite import wall_clock_ms
 from db.store import ExportStore
-from tests.helpers import TOPIC, make_settings
+from tests.helpers import TOPIC, claim, create, exec_sql, make_settings
 
 
 def run_store(
@@ -41,3 +42,16 @@ def cli(url: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None)
     the result keeps stdout and stderr apart (``result.stdout``, ``result.stderr``)."""
     env = {"FILE_EXPORT_DATABASE_URL": url, "FILE_EXPORT_DATA_DIR": str(tmp_path), **(env or {})}
     return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
+
+
+async def seed_dead_run(store: ExportStore) -> Task:
+    """A RUNNING task whose instance died long ago: its lease ended 40 s and its
+    execution deadline 4 s ago (by DB time)."""
+    task = await claim(store, await create(store), "host-a:1", lease=300, max_duration=1800)
+    await exec_sql(
+        store,
+        "UPDATE file_export_task SET lease_until = {now-:lease}, "
+        "execution_deadline_at = {now-:deadline} WHERE id = :id",
+        {"lease": 40, "deadline": 4, "id": task.id},
+    )
+    return task

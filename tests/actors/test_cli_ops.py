@@ -14,7 +14,7 @@ import pytest
 from actors.core.models import Task, TaskStatus
 from actors.pipeline.storage import new_object_key
 from db.store import ExportStore
-from tests.actors.operator_cli import cli, run_store
+from tests.actors.operator_cli import cli, run_store, seed_dead_run
 from tests.deploy.metric_names import REPO
 from tests.helpers import claim, complete, create, exec_sql, new_task
 
@@ -63,18 +63,7 @@ def test_list_and_show_every_tenant_by_db_time(database_url: str, tmp_path: Path
 
 
 def test_inspect_names_the_troubleshooting_row(database_url: str, tmp_path: Path) -> None:
-    async def seed(store: ExportStore) -> Task:
-        task = await claim(store, await create(store), "host-a:1", lease=300, max_duration=1800)
-        # The instance died long ago: its lease ended 40 s and its deadline 4 s ago.
-        await exec_sql(
-            store,
-            "UPDATE file_export_task SET lease_until = {now-:lease}, "
-            "execution_deadline_at = {now-:deadline} WHERE id = :id",
-            {"lease": 40, "deadline": 4, "id": task.id},
-        )
-        return task
-
-    task = run_store(database_url, tmp_path, seed)
+    task = run_store(database_url, tmp_path, seed_dead_run)
     seen = cli(database_url, tmp_path, "inspect", str(task.id))
     assert seen.exit_code == 0, seen.output
     out = seen.output

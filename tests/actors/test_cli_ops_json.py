@@ -22,7 +22,7 @@ from actors.core.models import Task
 from actors.core.operator_json import OperatorOutcome
 from actors.pipeline.storage import LocalDirectoryStorage
 from db.store import ExportStore
-from tests.actors.operator_cli import cli, run_store
+from tests.actors.operator_cli import cli, run_store, seed_dead_run
 from tests.deploy.metric_names import REPO
 from tests.helpers import API, api_app, claim, complete, create, exec_sql, headers, new_task
 
@@ -107,18 +107,7 @@ def test_inspect_json_tells_lease_deadline_outbox_events_and_rows(
     seconds from DB time (negative: passed), the outbox rows with their trace, the events
     as the API's history shows them, and the troubleshooting rows by id and text."""
 
-    async def seed_dead(store: ExportStore) -> Task:
-        task = await claim(store, await create(store), "host-a:1", lease=300, max_duration=1800)
-        # The instance died long ago: its lease ended 40 s and its deadline 4 s ago.
-        await exec_sql(
-            store,
-            "UPDATE file_export_task SET lease_until = {now-:lease}, "
-            "execution_deadline_at = {now-:deadline} WHERE id = :id",
-            {"lease": 40, "deadline": 4, "id": task.id},
-        )
-        return task
-
-    task = run_store(database_url, tmp_path, seed_dead)
+    task = run_store(database_url, tmp_path, seed_dead_run)
     seen = cli(database_url, tmp_path, "inspect", str(task.id), "--json")
     assert seen.exit_code == 0, seen.output
     doc = document(seen)
