@@ -39,7 +39,7 @@ from quart_trio import QuartTrio
 from actors.config import Settings, load_settings
 from actors.consumer import ConsumerSlot
 from actors.core.limits import normalise_parameters
-from actors.core.models import AppCode, ExportDefinition, Principal, Registry, Task
+from actors.core.models import AppCode, ExportDefinition, OutboxRow, Principal, Registry, Task
 from actors.core.outcomes import ExportResult, NewTask
 from actors.execution import TaskExecutor
 from actors.local_claims import LocalClaims
@@ -297,6 +297,35 @@ def task_value(**overrides: Any) -> Task:
     )
     fields.update(overrides)
     return Task(**fields)
+
+
+def outbox_row_value(version: int = 1, **overrides: Any) -> OutboxRow:
+    """An ``OutboxRow`` value for pure tests (no database): the SENT command of task 1's
+    ``version``, due and sent 5 s before DB time ``DB_EPOCH_MS``, unless ``overrides``
+    say otherwise (any field of ``OutboxRow``)."""
+    from datetime import UTC, datetime, timedelta
+
+    from actors.core.models import OutboxStatus
+
+    before = datetime.fromtimestamp(DB_EPOCH_MS / 1000, tz=UTC) - timedelta(seconds=5)
+    fields: dict[str, Any] = dict(
+        id=10 + version,
+        event_id=f"e{version}",
+        task_id=1,
+        dispatch_version=version,
+        topic="t",
+        tag="EXPORT_TASK",
+        message_key="1",
+        payload_json="{}",
+        status=OutboxStatus.SENT,
+        attempt_count=1,
+        next_retry_at=before,
+        lease_owner=None,
+        lease_until=None,
+        sent_at=before,
+        last_error=None,
+    )
+    return OutboxRow(**{**fields, **overrides})
 
 
 async def exec_sql(store: ExportStore, sql: str, params: dict[str, Any] | None = None) -> int:

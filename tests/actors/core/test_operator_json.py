@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from actors.core.events import TaskEvent, TaskEventKind
-from actors.core.models import OutboxRow, OutboxStatus, TaskStatus
+from actors.core.models import OutboxStatus, TaskStatus
 from actors.core.operator_json import (
     OperatorOutcome,
     cancel_outcome,
@@ -23,7 +23,7 @@ from actors.core.operator_json import (
 from actors.core.outcomes import CancelOutcome, CreateOutcome
 from actors.core.task_json import task_json
 from actors.core.troubleshooting import Finding, Symptom, TaskInspection
-from tests.helpers import DB_EPOCH_MS, task_value
+from tests.helpers import DB_EPOCH_MS, outbox_row_value, task_value
 
 NOW = datetime.fromtimestamp(DB_EPOCH_MS / 1000, tz=UTC)
 NOW_ISO = NOW.isoformat(timespec="milliseconds")
@@ -82,27 +82,6 @@ def test_outcome_json_carries_the_task_and_the_error_only_when_given() -> None:
 )
 def test_seconds_from_db_now_to_the_millisecond(moment: datetime | None, printed: str) -> None:
     assert str(seconds_from(moment, NOW)) == printed
-
-
-def command(**overrides: Any) -> OutboxRow:
-    fields: dict[str, Any] = dict(
-        id=11,
-        event_id="e1",
-        task_id=1,
-        dispatch_version=1,
-        topic="t",
-        tag="EXPORT_TASK",
-        message_key="1",
-        payload_json='{"traceId": "4bf92f3577b34da6a3ce929d0e0e4736"}',
-        status=OutboxStatus.SENT,
-        attempt_count=1,
-        next_retry_at=at(-5),
-        lease_owner=None,
-        lease_until=None,
-        sent_at=at(-4.5),
-        last_error=None,
-    )
-    return OutboxRow(**{**fields, **overrides})
 
 
 PENDING: dict[str, Any] = dict(status=TaskStatus.PENDING, next_retry_at=at(30))
@@ -178,12 +157,11 @@ def test_inspection_json_lists_outbox_events_and_rows() -> None:
     seen = TaskInspection(
         task_value(object_key="exports/1/f.xlsx"),
         (
-            command(),
-            command(
-                id=12,
-                event_id="e2",
-                dispatch_version=2,
-                payload_json="{}",
+            outbox_row_value(
+                payload_json='{"traceId": "4bf92f3577b34da6a3ce929d0e0e4736"}', sent_at=at(-4.5)
+            ),
+            outbox_row_value(
+                2,
                 status=OutboxStatus.PENDING,
                 attempt_count=3,
                 next_retry_at=at(15),

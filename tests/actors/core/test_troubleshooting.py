@@ -18,7 +18,7 @@ from actors.core.troubleshooting import (
     diagnose,
     relative_time,
 )
-from tests.helpers import DB_EPOCH_MS, task_value
+from tests.helpers import DB_EPOCH_MS, outbox_row_value, task_value
 
 NOW = datetime.fromtimestamp(DB_EPOCH_MS / 1000, tz=UTC)
 
@@ -27,26 +27,8 @@ def ago(seconds: float) -> datetime:
     return NOW - timedelta(seconds=seconds)
 
 
-def command(version: int = 1, **overrides: Any) -> OutboxRow:
-    fields: dict[str, Any] = dict(
-        id=10 + version,
-        event_id=f"e{version}",
-        task_id=1,
-        dispatch_version=version,
-        topic="t",
-        tag="EXPORT_TASK",
-        message_key="1",
-        payload_json="{}",
-        status=OutboxStatus.SENT,
-        attempt_count=1,
-        next_retry_at=ago(5),
-        lease_owner=None,
-        lease_until=None,
-        sent_at=ago(5),
-        last_error=None,
-    )
-    fields.update(overrides)
-    return OutboxRow(**fields)
+#: The SENT command of task 1's version (the shared factory, by its short name here).
+command = outbox_row_value
 
 
 def facts(
