@@ -84,8 +84,10 @@ async def test_a_worker_killed_mid_run_costs_one_attempt_and_the_retry_succeeds(
     assert task["processedRows"] == "30000"
     failures = [r.getMessage() for r in caplog.records if "transient failure" in r.getMessage()]
     assert len(failures) == 1, failures
+    # The worker fetches, decodes and writes; the kill lands during a Fetch or a Write
+    # request (the only two a run sends per batch: ExportWorker.fetch / .write).
     assert re.search(
-        r"export worker process died \(SIGKILL\) while (writing|decoding) batch \d+", failures[0]
+        r"export worker process died \(SIGKILL\) while (fetching|writing) batch \d+", failures[0]
     ), failures
     assert not alive(pid)
     keys = [o.key for o in await service.storage.list_objects()]
