@@ -19,9 +19,10 @@ crash-isolated processes, but
 * the worker writes the XLSX straight into the storage file: a child we start inherits its
   descriptor (``pass_fds``). trio-parallel pickles arguments, so the file would have to be
   spooled elsewhere and copied;
-* a frame protocol lets the worker answer a batch's summary as soon as it is decoded, and
-  the parent send the write of batch n and the fetch of n+1 without waiting: the worker
-  encodes one while it fetches the other (read-ahead); ``run_sync`` is one call, one answer;
+* a frame protocol lets the worker answer a batch's summary as soon as it is decoded and
+  write the batch behind that answer: the worker encodes batch n while the parent checks
+  it and asks for n+1, and fetches n+1 while it encodes n (write-behind); ``run_sync`` is
+  one call, one answer;
 * ``spawn`` workers re-import the parent's ``__main__`` (the whole service: Quart,
   hypercorn, httpx) in every worker; ``python -m actors.pipeline.worker_main`` imports the
   HTTP client, the decoder and the writer only, so it starts in a fraction of the time
@@ -37,7 +38,7 @@ key).
 A worker that dies on its own (SIGKILL by the OOM killer, a segfault, ``os._exit``) shows
 as the end of its reply pipe: the run fails with :class:`ExportWorkerDiedError`
 (transient), naming the signal or exit status and what the worker was doing, e.g.
-"export worker process died (SIGKILL) while writing batch 3".
+"export worker process died (SIGKILL) while fetching batch 4 (batch 3 being written)".
 """
 
 from __future__ import annotations
@@ -64,10 +65,10 @@ from actors.pipeline.worker_protocol import (
     Decoded,
     Failed,
     Fetch,
+    Finish,
     Reply,
     Request,
     Start,
-    Write,
     Written,
     decode_payload,
     encode_frame,
@@ -98,9 +99,9 @@ _READ_CHUNK = 64 * 1024
 class ExportWorker:
     """The parent's handle on one run's worker process. Made by :func:`open_export_worker`.
 
-    Requests are pipelined: :meth:`write` only sends, and the reply is collected by the
-    next call that waits (:meth:`fetch`, :meth:`finish_writes` or :meth:`close`). Use it
-    from one task at a time.
+    The worker writes each batch it fetched behind its answer; :attr:`rows_written` and
+    :attr:`warnings` follow the writes as each reply reports them, and
+    :meth:`finish_writes` waits for the last one. Use it from one task at a time.
 
     Attributes:
         pid: the worker's process id.
@@ -120,8 +121,8 @@ class ExportWorker:
         self.last_request_seconds: float | None = None
 
     async def fetch(self, spec: FetchSpec, *, limit: int, max_columns: int) -> FetchedBatch:
-        """Have the worker make one batch request, decode and check the answer; it keeps
-        the rows.
+        """Have the worker make one batch request, decode and check the answer; it writes
+        the rows after those of the batches before (without being asked).
 
         The signature matches the ``fetch`` hook of
         :meth:`actors.pipeline.provider_client.ProviderClient.fetch_batch`. After a
@@ -135,35 +136,33 @@ class ExportWorker:
             ProviderUnavailableError, ProviderContractError, LimitExceededError: as
                 :func:`actors.pipeline.provider_http.fetch_body` and
                 :func:`actors.pipeline.provider_decode.parse_batch_response`; or an error
-                of the previous :meth:`write`, reported first.
-            ExportWorkerDiedError: the worker died (the message names the batch fetched).
+                of writing an earlier batch, reported first (e.g. ``LimitExceededError``
+                for max-rows).
+            ExportWorkerDiedError: the worker died (the message names the batch fetched
+                and the one being written).
         """
         self._batches_sent += 1
         batch = self._batches_sent
         self.last_request_seconds = None
-        await self._send(Fetch(batch, spec, limit, max_columns), f"fetching batch {batch}")
-        while True:
+        doing = f"fetching batch {batch}"
+        if batch > 1:
+            doing += f" (batch {batch - 1} being written)"
+        await self._send(Fetch(batch, spec, limit, max_columns), doing)
+        while True:  # the Start's reply comes first, on the first call
             reply = await self._reply()
             if isinstance(reply, Decoded):
                 self.last_request_seconds = reply.seconds
                 return FetchedBatch(reply.summary, reply.size, reply.seconds)
 
-    async def write(self, batch: int) -> None:
-        """Ask the worker to write the batch it decoded last, without waiting for it.
-
-        Args:
-            batch: the batch's 1-based number in the run, for messages.
-        """
-        await self._send(Write(batch), f"writing batch {batch}")
-
     async def finish_writes(self) -> int:
-        """Wait for every write sent so far; return the data rows written.
+        """Wait until every batch fetched is written; return the data rows written.
 
         Raises:
             ExportError: a write failed (e.g. ``LimitExceededError`` for max-rows or the
                 file size, ``ProviderContractError`` for a value no cell can hold).
             ExportWorkerDiedError: the worker died.
         """
+        await self._send(Finish(), f"writing batch {self._batches_sent}")
         while self._waiting:
             await self._reply()
         return self.rows_written
@@ -198,7 +197,7 @@ class ExportWorker:
         header = await self._receive_exactly(HEADER.size)
         reply = decode_payload(await self._receive_exactly(frame_length(header)))
         self._waiting.popleft()
-        if isinstance(reply, Written | Closed | Failed):
+        if isinstance(reply, Decoded | Written | Closed | Failed):
             self.rows_written = reply.rows_written
             self.warnings = reply.warnings
         if isinstance(reply, Failed):

@@ -439,9 +439,10 @@ async def iterate_batches(
 
     The first request has no cursor and no token and asks for ``definition.batch_size``
     rows. Each later request sends the previous ``nextCursor`` and the first batch's
-    ``snapshotToken`` unchanged. A batch is yielded only after it passed every check, so
-    the writer never sees rows of a run that is already known to fail. Iteration ends after
-    the batch with ``hasMore`` false.
+    ``snapshotToken`` unchanged. A batch is yielded only after it passed every check.
+    (An export run's worker writes each batch behind its answer, before these checks:
+    a batch that fails one fails the run, and a failed run's file is deleted.) Iteration
+    ends after the batch with ``hasMore`` false.
 
     Use it as ``async with contextlib.aclosing(iterate_batches(...)) as batches:`` so an
     abandoned iteration is closed in the caller's task (trio's rule for async generators).

@@ -124,10 +124,9 @@ class ExportRunner:
                         # keep the last one known rather than blanking the total.
                         if summary.total_rows is not None:
                             total_estimate = summary.total_rows
-                        # One batch of read-ahead: the write is sent without waiting, and
-                        # the worker encodes this batch while it fetches the next one.
-                        await worker.write(batches)
-                        if batches > 1:  # the rows the worker confirmed, up to the last batch
+                        # The worker is already writing this batch (write-behind); the
+                        # progress is the rows it has confirmed, up to an earlier batch.
+                        if batches > 1:
                             await progress.report(worker.rows_written, total_estimate)
                 rows = await worker.finish_writes()
                 await progress.report(rows, total_estimate)

@@ -27,11 +27,12 @@ web stack), which keeps its start fast and its memory small.
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import sys
+import threading
 import time
 import traceback
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import BinaryIO
 
 from actors.core.errors import ExportError, StorageUnavailableError
@@ -45,11 +46,11 @@ from actors.pipeline.worker_protocol import (
     Decoded,
     Failed,
     Fetch,
+    Finish,
     Reply,
     Request,
     Start,
     Started,
-    Write,
     Written,
     read_frame,
     write_frame,
@@ -58,90 +59,126 @@ from actors.pipeline.xlsx_stream import XlsxStreamWriter
 
 
 class WorkerSession:
-    """One run's state in the worker: the output file, the writer, the batch decoded last.
+    """One run's state in the worker: the output file, the writer, its progress, the
+    run's first failure.
 
-    :meth:`handle` answers one request; it never raises for a failure of the export (that
-    becomes a :class:`Failed` reply), and after the first failure it answers every request
-    with that same failure.
+    The main thread calls :meth:`start`, :meth:`fetch` and :meth:`close`, which raise;
+    the writer thread calls :meth:`write`, which keeps its failure instead. :meth:`fail`
+    turns an exception into the :class:`Failed` reply and keeps the first one as
+    :attr:`failed`: after it, every request is answered with that same failure.
     """
 
     def __init__(self) -> None:
         self._start: Start | None = None
         self._out: BinaryIO | None = None
         self._writer: XlsxStreamWriter | None = None
-        self._pending: ProviderBatch | None = None
-        self._failed: Failed | None = None
+        self._lock = threading.Lock()  # the first failure wins, whichever thread has it
+        #: The run's first failure, of a request or of a write.
+        self.failed: Failed | None = None
+        #: (rows written, data warnings) after the last batch written, replaced whole by
+        #: the writer thread, so the main thread reads a consistent pair.
+        self.progress: tuple[int, tuple[str, ...]] = (0, ())
         self._pool = new_pool()  # keep-alive across the run's batches
         self._fetch_seconds: float | None = None  # of the Fetch being handled
+        self._fetch_size = 0
 
-    def take_pending(self) -> ProviderBatch | None:
-        """The batch fetched last, for the :class:`Write` that follows it (main thread)."""
-        batch, self._pending = self._pending, None
-        return batch
+    def start(self, request: Start) -> Started:
+        """Lower the priority, open the output descriptor."""
+        self._start = request
+        _lower_priority(request.nice, idle=request.sched_idle)
+        self._out = os.fdopen(request.out_fd, "wb")  # no truncation: an fd, not a path
+        return Started(os.getpid())
 
-    def handle(self, request: Request, batch: ProviderBatch | None = None) -> Reply:
-        """Carry out one request and return its reply.
+    def fetch(self, request: Fetch) -> ProviderBatch:
+        """Make the batch request, decode and check the answer (main thread).
+
+        Raises:
+            ExportError: as :func:`fetch_body` and :func:`parse_batch_response`.
+        """
+        spec = request.spec
+        self._fetch_seconds = None
+        started = time.monotonic()
+        try:
+            raw = fetch_body(spec, self._pool)
+        finally:
+            self._fetch_seconds = time.monotonic() - started
+        self._fetch_size = len(raw)
+        return parse_batch_response(
+            raw, service=spec.service, limit=request.limit, max_columns=request.max_columns
+        )
+
+    def decoded(self, batch: ProviderBatch) -> Decoded:
+        """The reply to the Fetch of ``batch``: its summary and the progress so far."""
+        rows_written, warnings = self.progress
+        seconds = self._fetch_seconds or 0.0
+        return Decoded(batch.summary(), self._fetch_size, seconds, rows_written, warnings)
+
+    def write(self, number: int, batch: ProviderBatch) -> None:
+        """Type and write one decoded batch (writer thread). A failure is kept, and the
+        batches still queued after it are dropped."""
+        if self.failed is not None:
+            return
+        try:
+            writer = self._writer or self._open_writer(batch)
+            writer.write_rows(batch.rows, number)
+            self.progress = (writer.rows_written, tuple(writer.warnings.lines()))
+        except Exception as exc:
+            self.fail(None, exc)
+
+    def close(self, request: Close) -> Closed:
+        """Finish, flush and fsync the file (main thread, every write done).
+
+        Raises:
+            ExportError: the file cannot be finished (size limit); OSError: the disk.
+        """
+        writer = self._writer
+        if writer is None or self._out is None:
+            raise RuntimeError("close before any batch was written")
+        size = writer.close()
+        self._out.flush()
+        os.fsync(self._out.fileno())  # before the parent's commit says the file exists
+        if request.note:
+            writer.warnings.note(request.note)
+        return Closed(size, writer.rows_written, tuple(writer.warnings.lines()))
+
+    def fail(self, request: Request | Reply | None, exc: Exception) -> Failed:
+        """The :class:`Failed` reply for ``exc``; the run's first failure is kept and
+        returned from then on.
 
         Args:
-            request: the request.
-            batch: for a :class:`Write`, the batch it writes (:meth:`take_pending`, taken
-                when the request arrived: the write may run in the writer thread while
-                the next batch is fetched).
+            request: the request that failed; ``None`` for a write of the writer thread.
+            exc: an :class:`ExportError` (the verdict), an ``OSError`` (the disk: the
+                transient storage error) or anything else (a bug, printed on stderr).
         """
-        if self._failed is not None:
-            return self._failed
-        try:
-            return self._handle(request, batch)
-        except ExportError as exc:
-            failed = self._failure(request, type(exc).__name__, str(exc), internal=False)
-        except OSError as exc:
+        if isinstance(exc, ExportError):
+            error, message, internal = type(exc).__name__, str(exc), False
+        elif isinstance(exc, OSError):
             # The disk (full, gone): the transient storage error, as the runner's thread
             # calls translated it before the work moved here.
-            error = StorageUnavailableError(f"storage write failed: {exc.strerror or exc}")
-            failed = self._failure(request, type(error).__name__, str(error), internal=False)
-        except Exception as exc:  # a bug: report it, and show where on stderr
-            traceback.print_exc(file=sys.stderr)
-            failed = self._failure(request, type(exc).__name__, str(exc), internal=True)
-        self._failed = failed
-        return failed
-
-    def _handle(self, request: Request, batch: ProviderBatch | None) -> Reply:
-        if isinstance(request, Start):
-            self._start = request
-            _lower_priority(request.nice, idle=request.sched_idle)
-            self._out = os.fdopen(request.out_fd, "wb")  # no truncation: an fd, not a path
-            return Started(os.getpid())
-        if isinstance(request, Fetch):
-            spec = request.spec
-            self._fetch_seconds = None
-            started = time.monotonic()
-            try:
-                raw = fetch_body(spec, self._pool)
-            finally:
-                self._fetch_seconds = time.monotonic() - started
-            seconds = self._fetch_seconds
-            self._pending = parse_batch_response(
-                raw, service=spec.service, limit=request.limit, max_columns=request.max_columns
-            )
-            return Decoded(self._pending.summary(), len(raw), seconds)
-        if isinstance(request, Write):
-            if batch is None:
-                raise RuntimeError(f"write of batch {request.batch} without a decoded batch")
-            writer = self._writer or self._open_writer(batch)
-            writer.write_rows(batch.rows, request.batch)
-            return Written(writer.rows_written, tuple(writer.warnings.lines()))
-        if isinstance(request, Close):
-            open_writer = self._writer
-            if open_writer is None or self._out is None:
-                raise RuntimeError("close before any batch was written")
-            writer = open_writer
-            size = writer.close()
-            self._out.flush()
-            os.fsync(self._out.fileno())  # before the parent's commit says the file exists
-            if request.note:
-                writer.warnings.note(request.note)
-            return Closed(size, writer.rows_written, tuple(writer.warnings.lines()))
-        raise RuntimeError(f"unknown request {type(request).__name__}")
+            storage = StorageUnavailableError(f"storage write failed: {exc.strerror or exc}")
+            error, message, internal = type(storage).__name__, str(storage), False
+        else:
+            traceback.print_exception(exc, file=sys.stderr)
+            error, message, internal = type(exc).__name__, str(exc), True
+        with self._lock:
+            if self.failed is None:
+                # The writer is idle here (this is its thread, or the main thread after
+                # the writes were drained): its figures count the rows of a failed batch.
+                writer = self._writer
+                rows_written, warnings = (
+                    (writer.rows_written, tuple(writer.warnings.lines()))
+                    if writer is not None
+                    else self.progress
+                )
+                self.failed = Failed(
+                    error=error if internal or error in EXPORT_ERRORS else "ExportError",
+                    message=message,
+                    internal=internal,
+                    rows_written=rows_written,
+                    warnings=warnings,
+                    seconds=self._fetch_seconds if isinstance(request, Fetch) else None,
+                )
+            return self.failed
 
     def _open_writer(self, first: ProviderBatch) -> XlsxStreamWriter:
         start = self._start
@@ -158,17 +195,6 @@ class WorkerSession:
         )
         return self._writer
 
-    def _failure(self, request: Request, error: str, message: str, *, internal: bool) -> Failed:
-        writer = self._writer
-        return Failed(
-            error=error if internal or error in EXPORT_ERRORS else "ExportError",
-            message=message,
-            internal=internal,
-            rows_written=writer.rows_written if writer else 0,
-            warnings=tuple(writer.warnings.lines()) if writer else (),
-            seconds=self._fetch_seconds if isinstance(request, Fetch) else None,
-        )
-
     def discard(self) -> None:
         """Drop an unfinished file and the writer's temporary files (best effort)."""
         self._pool.clear()
@@ -179,6 +205,47 @@ class WorkerSession:
                 self._out.close()
             except OSError:
                 pass
+
+
+class _WriterThread:
+    """The thread that writes decoded batches in order while the main thread fetches.
+
+    At most one batch waits for it (:meth:`put` blocks while one does), so a run holds
+    at most three batches: one being written, one waiting, one being decoded. The thread
+    starts with the first batch, after the Start request lowered the process's priority:
+    Linux keeps the scheduling policy and nice value per thread, and a thread inherits
+    them only when it is created.
+    """
+
+    def __init__(self, session: WorkerSession) -> None:
+        self._session = session
+        self._queue: queue.Queue[tuple[int, ProviderBatch] | None] = queue.Queue(maxsize=1)
+        self._thread: threading.Thread | None = None
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            try:
+                self._session.write(*item)
+            finally:
+                self._queue.task_done()
+        self._queue.task_done()
+
+    def put(self, number: int, batch: ProviderBatch) -> None:
+        """Queue batch ``number`` for writing; blocks while another batch waits."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="xlsx-writer", daemon=True)
+            self._thread.start()
+        self._queue.put((number, batch))
+
+    def drain(self) -> None:
+        """Wait until every queued batch is written (or dropped after a failure)."""
+        self._queue.join()
+
+    def stop(self) -> None:
+        """Let the thread end after what is queued."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
 
 
 def _lower_priority(increment: int, *, idle: bool) -> None:
@@ -214,43 +281,56 @@ def _prepare_process() -> tuple[BinaryIO, BinaryIO]:
 def main() -> int:
     """Serve one run until the parent closes the request pipe; exit status 0.
 
-    Read-ahead: a :class:`Write` runs in a writer thread while this (main) thread serves
-    the next request — the next batch's :class:`Fetch`, which the parent sends right after
-    — so batch n is encoded while batch n+1 is on the wire. Replies still go out in request
-    order: the write's before the fetch's. The fetch stays in the main thread, where the
-    total-limit timer of :mod:`actors.pipeline.provider_http` can interrupt it.
+    Write-behind: each batch the main thread has decoded goes to the writer thread at
+    once, and its :class:`Decoded` reply goes out without waiting for the write, so batch
+    n is typed, encoded and compressed while the parent checks it and batch n+1 is on the
+    wire — without a round trip through the parent per batch. The fetch stays in the main
+    thread, where the total-limit timer of :mod:`actors.pipeline.provider_http` can
+    interrupt it. A failed write is answered to the next request; a failed fetch waits
+    for the writes before it, so the earliest failure of the run is the one reported.
     """
     requests, replies = _prepare_process()
     session = WorkerSession()
-    writing: Future[None] | None = None  # the Write in the writer thread, with its reply
-
-    def write(request: Write, batch: ProviderBatch | None) -> None:
-        # Answered as soon as done, so a worker that dies later is found dying while
-        # fetching the next batch; the main thread sends nothing until this is done.
-        write_frame(replies, session.handle(request, batch))
-
+    writer = _WriterThread(session)
     try:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="xlsx-writer") as writer:
-            while (request := read_frame(requests)) is not None:
-                if isinstance(request, Write):
-                    if writing is not None:  # not sent by the parent; keep the order anyway
-                        writing.result()
-                    writing = writer.submit(write, request, session.take_pending())
-                    continue
-                reply = session.handle(request) if isinstance(request, Fetch) else None
-                if writing is not None:
-                    writing.result()  # its reply is out, or it raised BrokenPipeError
-                    writing = None
-                if reply is None:
-                    reply = session.handle(request)  # type: ignore[arg-type]
-                write_frame(replies, reply)
-            if writing is not None:
-                writing.result()
+        while (request := read_frame(requests)) is not None:
+            write_frame(replies, _answer(session, writer, request))
     except (BrokenPipeError, EOFError):
         pass  # the parent went away: nothing is waiting for an answer
     finally:
+        writer.stop()
         session.discard()
     return 0
+
+
+def _answer(session: WorkerSession, writer: _WriterThread, request: Request | Reply) -> Reply:
+    """Carry out one request of the parent (main thread) and return its reply (a reply
+    read as a request is an unknown request: a bug, answered as one)."""
+    if session.failed is not None:
+        return session.failed
+    try:
+        if isinstance(request, Start):
+            return session.start(request)
+        if isinstance(request, Fetch):
+            try:
+                batch = session.fetch(request)
+            except Exception:
+                writer.drain()  # a write before it may have failed first: that one counts
+                raise
+            if session.failed is not None:
+                return session.failed
+            writer.put(request.batch, batch)
+            return session.decoded(batch)
+        writer.drain()
+        if session.failed is not None:
+            return session.failed
+        if isinstance(request, Finish):
+            return Written(*session.progress)
+        if isinstance(request, Close):
+            return session.close(request)
+        raise RuntimeError(f"unknown request {type(request).__name__}")
+    except Exception as exc:
+        return session.fail(request, exc)
 
 
 if __name__ == "__main__":

@@ -12,12 +12,16 @@ surrogates, which those formats cannot carry and pickle can.)
 Requests::
 
     Start(out_fd, max_rows, max_bytes, nice, sched_idle)  ->  Started(pid)
-    Fetch(batch, spec, limit, max_columns)      ->  Decoded(summary, size, seconds)
-    Write(batch)                                ->  Written(rows_written, warnings)
-    Close(note)                                 ->  Closed(size, rows_written, warnings)
+    Fetch(batch, spec, limit, max_columns)  ->  Decoded(summary, size, seconds,
+                                                        rows_written, warnings)
+    Finish()                                ->  Written(rows_written, warnings)
+    Close(note)                             ->  Closed(size, rows_written, warnings)
 
-Any request may instead be answered by :class:`Failed`. After a failure the worker answers
-every later request with the same :class:`Failed`; the parent stops at the first one.
+A fetched batch is written by the worker as soon as it is decoded (write-behind): the
+parent's :class:`Decoded` carries the progress of the writes before it, :class:`Finish`
+waits for the last one. Any request may instead be answered by :class:`Failed` — a failed
+write by the next request's reply. After a failure the worker answers every later request
+with the same :class:`Failed`; the parent stops at the first one.
 
 This module is imported by the worker process, so it imports neither trio nor httpx.
 """
@@ -79,8 +83,8 @@ class Start:
 
 @dataclass(frozen=True, slots=True)
 class Fetch:
-    """Request one Provider batch, decode and check it; keep its rows for the next
-    :class:`Write`.
+    """Request one Provider batch, decode and check it, and write its rows after those of
+    the batches before it.
 
     Attributes:
         batch: 1-based batch number in the run.
@@ -96,10 +100,8 @@ class Fetch:
 
 
 @dataclass(frozen=True, slots=True)
-class Write:
-    """Type and write the rows of the batch decoded last (the parent has checked it)."""
-
-    batch: int
+class Finish:
+    """Wait until every fetched batch is written; answered by :class:`Written`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,16 +127,21 @@ class Decoded:
         size: body bytes received (after Content-Encoding).
         seconds: from sending the request to the last byte of the body, measured by the
             worker (``time.monotonic``); decoding is not counted.
+        rows_written: data rows in the file so far (the batches before this one that
+            the writer has finished).
+        warnings: the run's data warnings so far, as in :class:`Written`.
     """
 
     summary: BatchSummary
     size: int
     seconds: float
+    rows_written: int
+    warnings: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Written:
-    """The batch is written. ``warnings`` are the run's data warnings so far
+    """Every batch fetched is written. ``warnings`` are the run's data warnings so far
     (:meth:`~actors.core.data_warnings.DataWarnings.lines`, empty when none);
     ``rows_written`` counts data rows in the file so far."""
 
@@ -174,7 +181,7 @@ class Failed:
     seconds: float | None = None
 
 
-Request = Start | Fetch | Write | Close
+Request = Start | Fetch | Finish | Close
 Reply = Started | Decoded | Written | Closed | Failed
 
 

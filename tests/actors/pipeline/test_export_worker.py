@@ -86,10 +86,9 @@ async def test_a_run_decodes_writes_and_closes_a_file_openpyxl_reads(tmp_path: P
         first = await decode(worker, answer(rows(0, 500)))
         assert first.columns is not None and first.row_count == 500
         assert (first.next_cursor, first.has_more, first.total_rows) == ("next", True, 500)
-        await worker.write(1)
         second = await decode(worker, answer(rows(500, 300), first=False))
         assert second.columns is None
-        await worker.write(2)
+        assert worker.rows_written in (0, 500)  # batch 1, written behind its answer
         assert await worker.finish_writes() == 800
         size = await worker.close("provider announced 900 rows")
     assert size == (tmp_path / "out.xlsx").stat().st_size > 0
@@ -109,8 +108,8 @@ async def test_a_cancelled_run_kills_its_busy_worker_within_a_second(tmp_path: P
     with trio.CancelScope() as scope:
         async with worker_for(tmp_path) as (worker, _):
             pid = worker.pid
+            # written behind the answer: a few hundred ms of encoding
             await decode(worker, answer(rows(0, 1000, width=3000)))
-            await worker.write(1)  # a few hundred ms of encoding
             scope.cancel()
             cancelled_at = trio.current_time()
             await trio.sleep_forever()  # cancelled at once: the block ends by the cancel
@@ -171,10 +170,26 @@ async def test_hostile_answers_decode_in_the_worker_exactly_as_in_process(
 async def test_a_write_failure_comes_back_as_its_export_error(tmp_path: Path) -> None:
     async with worker_for(tmp_path, max_rows=100) as (worker, _):
         await decode(worker, answer(rows(0, 150)), limit=1000)
-        await worker.write(1)
         with pytest.raises(LimitExceededError, match="max-rows 100"):
             await worker.finish_writes()
     assert worker.rows_written == 100
+
+
+@pytest.mark.parametrize(
+    "second", [answer(rows(150, 10), first=False), b"not json"], ids=["good", "non-json"]
+)
+async def test_a_failed_write_is_the_answer_to_the_next_fetch(
+    tmp_path: Path, second: bytes
+) -> None:
+    """Write-behind: batch 1's write fails after its answer went out; the next fetch is
+    answered with that failure — also when the next answer is itself bad: the earliest
+    failure of the run is the one reported."""
+    async with worker_for(tmp_path, max_rows=100) as (worker, _):
+        await decode(worker, answer(rows(0, 150)), limit=1000)
+        with pytest.raises(LimitExceededError, match="max-rows 100"):
+            await decode(worker, second, limit=1000)
+        with pytest.raises(LimitExceededError, match="max-rows 100"):  # and every request after
+            await worker.finish_writes()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV])
@@ -184,8 +199,7 @@ async def test_a_worker_that_dies_fails_the_run_naming_the_signal_and_the_step(
     """Issue 9 item 3: the OOM killer's SIGKILL, a segfault: a transient error that says
     how the worker died and what it was doing."""
     async with worker_for(tmp_path) as (worker, _):
-        await decode(worker, answer(rows(0, 1000, width=3000)))
-        await worker.write(1)
+        await decode(worker, answer(rows(0, 1000, width=3000)))  # written behind the answer
         os.kill(worker.pid, sig)
         with pytest.raises(ExportWorkerDiedError) as info:
             await worker.finish_writes()
@@ -213,10 +227,16 @@ async def test_the_worker_runs_niced_and_ignores_the_drain_signals(tmp_path: Pat
         assert os.getpriority(os.PRIO_PROCESS, worker.pid) == min(
             19, os.getpriority(os.PRIO_PROCESS, 0) + 10
         )
-        # FILE_EXPORT_WORKER_SCHED_IDLE (default): a waking event loop preempts it at once
-        assert os.sched_getscheduler(worker.pid) == os.SCHED_IDLE
         os.kill(worker.pid, signal.SIGTERM)
         os.kill(worker.pid, signal.SIGINT)
-        await worker.write(1)
         assert await worker.finish_writes() == 10
+        # FILE_EXPORT_WORKER_SCHED_IDLE (default): a waking event loop preempts it at once.
+        # Every thread (Linux keeps the policy per thread): the writer thread too.
+        threads = [int(t) for t in os.listdir(f"/proc/{worker.pid}/task")]
+        assert len(threads) == 2
+        for thread in threads:
+            assert os.sched_getscheduler(thread) == os.SCHED_IDLE
+            assert os.getpriority(os.PRIO_PROCESS, thread) == os.getpriority(
+                os.PRIO_PROCESS, worker.pid
+            )
         assert await worker.close(None) > 0
