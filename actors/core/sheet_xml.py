@@ -266,12 +266,41 @@ def _date_formatter(column: ColumnDef) -> Formatter:
     return date_cell
 
 
+# What may follow "YYYY-MM-DDTHH:MM:SS" in the DATETIME form cells accepts, for the fast
+# path below: nothing, Z, or an offset ±HH:MM with hours 00-23 and minutes 00-59. (The
+# other forms — fractions, ±HHMM, ±HH, no seconds — take cells' own parser.)
+_PLAIN_OFFSETS = frozenset(
+    ["", "Z", "z"]
+    + [f"{sign}{h:02d}:{m:02d}" for sign in "+-" for h in range(24) for m in range(60)]
+)
+
+
 def _datetime(value: Any) -> str | None:
-    # Clean text is parsed here with the function cells uses; the rest goes to cells.
+    # Clean text is parsed here; the rest goes to cells, which decides and warns.
     if type(value) is not str:
         return None
-    moment = parse_datetime_text(value)
-    if isinstance(moment, str) or moment < EXCEL_MIN_DATETIME:
+    if (
+        len(value) >= 19
+        and value[19:] in _PLAIN_OFFSETS
+        and value[4] == "-"
+        and value[7] == "-"
+        and value[10] in "Tt "
+        and value[13] == ":"
+        and value[16] == ":"
+    ):
+        # The commonest form, e.g. "2024-02-03T23:18:30+08:00", without the pattern match
+        # (a third of this formatter's time): with its separators in place, fromisoformat
+        # accepts exactly ASCII digits where the pattern wants them, and the wall time is
+        # the first 19 characters, as cells.parse_datetime_text cuts it.
+        try:
+            moment: datetime | str = datetime.fromisoformat(value[:19])
+        except ValueError:
+            return None
+    else:
+        moment = parse_datetime_text(value)
+        if isinstance(moment, str):
+            return None
+    if moment < EXCEL_MIN_DATETIME:
         return None
     return f' s="{STYLE_DATETIME}"><v>{excel_serial(moment)!r}</v></c>'
 

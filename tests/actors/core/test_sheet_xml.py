@@ -179,6 +179,40 @@ def test_fast_formatter_agrees_with_the_typing_rules_or_hands_over(
     assert xml == cell_xml(cell)
 
 
+# Characters to put in every position of a clean date-time: ASCII and other digits, the
+# separators of this and of other ISO forms, letters fromisoformat knows (W, T), space.
+_MUTANTS = "0912-:Tt Z+W.,x\u0660\uff11\U0001d7ce"
+
+
+@pytest.mark.parametrize(
+    "clean",
+    [
+        "2024-02-03T23:18:30",
+        "2024-02-03 23:18:30Z",
+        "2024-02-03t23:18:30+08:00",
+        "1900-01-01T00:00:00-23:59",
+    ],
+)
+def test_the_datetime_fast_path_writes_only_what_the_typing_rules_write(clean: str) -> None:
+    """The DATETIME formatter parses the commonest form itself, without the pattern of
+    cells: every value one character away from a clean one (any position, any of
+    _MUTANTS, or cut short, or one character longer) is either handed over or written
+    exactly as cells.to_cell + cell_xml write it."""
+    column = COLUMNS[ColumnType.DATETIME]
+    fast = column_formatter(column)
+    values = [clean[:i] + c + clean[i + 1 :] for i in range(len(clean)) for c in _MUTANTS]
+    values += [clean[:i] for i in range(len(clean))] + [clean + c for c in _MUTANTS]
+    written = 0
+    for value in values:
+        xml = fast(value)
+        if xml is not None:
+            cell = to_cell(column, value)
+            assert cell.warning is None, value
+            assert xml == cell_xml(cell), value
+            written += 1
+    assert written > len(clean)  # the digit mutants at least took the fast path
+
+
 @pytest.mark.parametrize(
     ("column_type", "value"),
     [
