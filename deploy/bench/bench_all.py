@@ -10,9 +10,10 @@ Figures, no pass/fail: a target is printed next to its figure, never asserted. T
    real HTTP in a process of its own (``export-center demo-provider``, at the export
    workers' priority): the Provider's CPU is another service's and is not counted as ours.
 
-   * after one unmeasured warm-up export, API ``GET …/export-tasks`` p50/p95/p99 idle and
-     during 1, 2 and 4 concurrent exports of ROWS rows, aggregate rows/s and CPU per wall
-     second (``bench_workers.measure``);
+   * after one unmeasured warm-up export, aggregate rows/s and CPU per wall second of 1,
+     2 and 4 concurrent exports of ROWS rows, then API ``GET …/export-tasks``
+     p50/p95/p99 idle and during 1 and 4 concurrent exports run again for it
+     (``bench_workers.measure``: the probe's own CPU is kept out of the throughput);
    * one export of ROWS rows end to end, alone: rows/s from ``startedAt`` to
      ``completedAt`` (the service's clock) and rows per CPU-second of the whole process
      tree (service + its export worker), as ratios to the two bare library loops;
