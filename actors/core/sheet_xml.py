@@ -293,13 +293,14 @@ def _datetime(value: Any) -> str | None:
         # accepts exactly ASCII digits where the pattern wants them, and the wall time is
         # the first 19 characters, as cells.parse_datetime_text cuts it.
         try:
-            moment: datetime | str = datetime.fromisoformat(value[:19])
+            moment = datetime.fromisoformat(value[:19])
         except ValueError:
             return None
     else:
-        moment = parse_datetime_text(value)
-        if isinstance(moment, str):
+        parsed = parse_datetime_text(value)
+        if isinstance(parsed, str):
             return None
+        moment = parsed
     if moment < EXCEL_MIN_DATETIME:
         return None
     return f' s="{STYLE_DATETIME}"><v>{excel_serial(moment)!r}</v></c>'
