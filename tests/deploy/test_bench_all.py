@@ -68,9 +68,13 @@ def test_quick_run_prints_every_figure() -> None:
     for writer in ("stream level 1", "xlsxwriter cm", "openpyxl wo"):
         assert re.search(rf"^{writer} +[\d.]+ +\d+", text, re.M), writer
     # the latency / throughput table, from bench_workers.py
-    # twice: with the demo Provider, then with the replayed one
-    for scenario in ("idle", "1 export", "2 exports", "4 exports"):
+    # twice: with the demo Provider, then with the replayed one; the API's latency idle
+    # and during 1 and 4 exports, the throughput of 1, 2 and 4 (rows/s, the 6th cell)
+    for scenario in ("idle", "1 export", "4 exports"):
         found = re.findall(rf"^\| {scenario} \| [\d.]+ \|", text, re.M)
+        assert len(found) == 2, (scenario, found)
+    for scenario in ("1 export", "2 exports", "4 exports"):
+        found = re.findall(rf"^\| {scenario} \|(?: [^|]+ \|){{4}} [\d,]+ \|", text, re.M)
         assert len(found) == 2, (scenario, found)
     assert "answers replayed at almost no CPU" in text
     for provider in ("demo", "replay"):
