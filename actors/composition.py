@@ -39,6 +39,7 @@ from actors.core.ports import CommandTransport
 from actors.dlq import DlqHandler
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
+from actors.pipeline.export_worker import WorkerPool
 from actors.pipeline.provider_client import ProviderClient
 from actors.pipeline.runner import ExportRunner
 from actors.pipeline.storage import LocalDirectoryStorage
@@ -91,6 +92,8 @@ class Components:
         stopping: set when consumer slots must stop taking commands.
         publisher: ``None`` when ``FILE_EXPORT_PUBLISHER_ENABLED`` is off.
         slots: the consumer slots; empty when ``FILE_EXPORT_CONSUMER_ENABLED`` is off.
+        workers: the spare export worker processes of the slots' runs; ``None`` with
+            no slots.
         reconciler: ``None`` when ``FILE_EXPORT_RECONCILER_ENABLED`` is off.
         dlq_handler: the DLQ handler (always on: poison must never pile up).
         sampler: refreshes the queue, outbox and storage gauges (always on: every
@@ -118,6 +121,7 @@ class Components:
     dlq_handler: DlqHandler
     sampler: GaugeSampler
     slots: list[ConsumerSlot] = field(default_factory=list)
+    workers: WorkerPool | None = None
 
 
 @asynccontextmanager
@@ -390,8 +394,10 @@ async def build_components(
 
     stopping = trio.Event()
     slots: list[ConsumerSlot] = []
+    workers: WorkerPool | None = None
     if consume_commands:
-        runner = ExportRunner(store, storage, provider, registry, settings)
+        workers = WorkerPool(nice=settings.worker_nice, sched_idle=settings.worker_sched_idle)
+        runner = ExportRunner(store, storage, provider, registry, settings, workers)
         gate = ClaimGate(store, settings)  # one per instance: fair share
         slots = [
             ConsumerSlot(
@@ -438,4 +444,5 @@ async def build_components(
         dlq_handler=DlqHandler(store, transport, metrics),
         sampler=GaugeSampler(store, storage, registry, metrics, settings.metrics_sample_seconds),
         slots=slots,
+        workers=workers,
     )

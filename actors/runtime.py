@@ -132,6 +132,8 @@ async def _serve(
             raise ConfigError(
                 f"FILE_EXPORT_HTTP_BIND ({settings.http_bind}): cannot listen: {cause}"
             ) from None
+        if c.workers is not None:
+            await c.workers.fill()  # a worker ready for the first export
         async with trio.open_nursery() as root:
             # Supervised like every actor: a failure of the web server restarts it on the
             # same sockets and never cancels the actors beside it (web/server.py).
@@ -160,6 +162,8 @@ async def _serve(
             await stop_in_order(c, actors, web_stop, root.cancel_scope)
     finally:
         c.web.close()
+        if c.workers is not None:
+            await c.workers.aclose()  # the spare workers: no child outlives the service
         await c.provider.aclose()
         await c.transport.aclose()
     log.info("stopped")

@@ -41,7 +41,7 @@ from actors.core.outcomes import AbortReason, ExportResult
 from actors.core.ports import RunStore
 from actors.core.text import safe_file_name
 from actors.pipeline.context import RunContext
-from actors.pipeline.export_worker import ExportWorker, open_export_worker
+from actors.pipeline.export_worker import ExportWorker, WorkerPool, open_export_worker
 from actors.pipeline.provider_client import ProviderClient, iterate_batches
 from actors.pipeline.storage import XLSX_CONTENT_TYPE, ExportStorage, new_object_key
 from actors.registry_source import RegistryHolder
@@ -72,12 +72,15 @@ class ExportRunner:
         provider: ProviderClient,
         registry: RegistryHolder,
         settings: Settings,
+        workers: WorkerPool | None = None,
     ) -> None:
         self.store = store
         self.storage = storage
         self.provider = provider
         self.registry = registry
         self.settings = settings
+        #: Spare worker processes (``None``: each run starts its own).
+        self.workers = workers
 
     async def __call__(self, ctx: RunContext) -> ExportResult:
         task = ctx.task
@@ -102,6 +105,7 @@ class ExportRunner:
                 max_bytes=self.settings.max_file_bytes,
                 nice=self.settings.worker_nice,
                 sched_idle=self.settings.worker_sched_idle,
+                pool=self.workers,
             ) as worker:
                 ctx.worker_pid = worker.pid
                 async with contextlib.aclosing(

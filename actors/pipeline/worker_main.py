@@ -1,22 +1,21 @@
-"""The export worker process: fetches and decodes one run's Provider batches, writes its XLSX.
+"""The export worker process: one run's Provider batches fetched, decoded and written.
 
-Started by :func:`actors.pipeline.export_worker.open_export_worker` as
-``python -m actors.pipeline.worker_main``, one process per export run, and spoken to with
-the frames of :mod:`actors.pipeline.worker_protocol` over its stdin/stdout. It holds the
-run's writer across batches, so every batch of a run goes to this one process. It never
-touches the database, the network or the storage interface: it writes the one file
-descriptor it was given.
+Started by :mod:`actors.pipeline.export_worker` as ``python -m actors.pipeline.worker_main
+NICE SCHED_IDLE FD_SOCKET`` — ahead of the run that will use it (a spare) or for it — and
+spoken to with the frames of :mod:`actors.pipeline.worker_protocol` over its stdin/stdout;
+:mod:`actors.pipeline.worker_session` does the run's work.
 
-At start it
+At start, before it imports anything heavy, it
 
 * ignores SIGINT and SIGTERM: a Ctrl-C or a service manager's SIGTERM to the process
   group is meant for the parent, whose drain decides when this run ends (it hands the task
   back, then kills the worker). The parent ends the worker by closing its stdin (clean) or
   with SIGKILL (cancel);
-* lowers its own scheduling priority (``nice`` +10, ``FILE_EXPORT_WORKER_NICE``, and on
-  Linux the ``SCHED_IDLE`` policy, ``FILE_EXPORT_WORKER_SCHED_IDLE``) on the parent's
-  first request, so when every core is busy encoding the parent's event loop — the API,
-  lease renewals — still gets the CPU first, at once;
+* lowers its own scheduling priority (``nice`` +NICE, ``FILE_EXPORT_WORKER_NICE``, and on
+  Linux the ``SCHED_IDLE`` policy when SCHED_IDLE is 1, ``FILE_EXPORT_WORKER_SCHED_IDLE``),
+  so when every core is busy encoding the parent's event loop — the API, lease renewals —
+  still gets the CPU first, at once; its imports already run at that priority, and every
+  thread it starts later inherits it (Linux keeps both per thread);
 * moves the frame pipe off file descriptor 1 and points 1 at stderr, so a stray print from
   a library cannot corrupt a frame.
 
@@ -27,231 +26,14 @@ web stack), which keeps its start fast and its memory small.
 from __future__ import annotations
 
 import os
-import queue
 import signal
+import socket
 import sys
-import threading
-import time
-import traceback
 from typing import BinaryIO
-
-from actors.core.errors import ExportError, StorageUnavailableError
-from actors.core.models import ProviderBatch
-from actors.pipeline.provider_decode import parse_batch_response
-from actors.pipeline.provider_http import fetch_body, new_pool
-from actors.pipeline.worker_protocol import (
-    EXPORT_ERRORS,
-    Close,
-    Closed,
-    Decoded,
-    Failed,
-    Fetch,
-    Finish,
-    Reply,
-    Request,
-    Start,
-    Started,
-    Written,
-    read_frame,
-    write_frame,
-)
-from actors.pipeline.xlsx_stream import XlsxStreamWriter
-
-
-class WorkerSession:
-    """One run's state in the worker: the output file, the writer, its progress, the
-    run's first failure.
-
-    The main thread calls :meth:`start`, :meth:`fetch` and :meth:`close`, which raise;
-    the writer thread calls :meth:`write`, which keeps its failure instead. :meth:`fail`
-    turns an exception into the :class:`Failed` reply and keeps the first one as
-    :attr:`failed`: after it, every request is answered with that same failure.
-    """
-
-    def __init__(self) -> None:
-        self._start: Start | None = None
-        self._out: BinaryIO | None = None
-        self._writer: XlsxStreamWriter | None = None
-        self._lock = threading.Lock()  # the first failure wins, whichever thread has it
-        #: The run's first failure, of a request or of a write.
-        self.failed: Failed | None = None
-        #: (rows written, data warnings) after the last batch written, replaced whole by
-        #: the writer thread, so the main thread reads a consistent pair.
-        self.progress: tuple[int, tuple[str, ...]] = (0, ())
-        self._pool = new_pool()  # keep-alive across the run's batches
-        self._fetch_seconds: float | None = None  # of the Fetch being handled
-        self._fetch_size = 0
-
-    def start(self, request: Start) -> Started:
-        """Lower the priority, open the output descriptor."""
-        self._start = request
-        _lower_priority(request.nice, idle=request.sched_idle)
-        self._out = os.fdopen(request.out_fd, "wb")  # no truncation: an fd, not a path
-        return Started(os.getpid())
-
-    def fetch(self, request: Fetch) -> ProviderBatch:
-        """Make the batch request, decode and check the answer (main thread).
-
-        Raises:
-            ExportError: as :func:`fetch_body` and :func:`parse_batch_response`.
-        """
-        spec = request.spec
-        self._fetch_seconds = None
-        started = time.monotonic()
-        try:
-            raw = fetch_body(spec, self._pool)
-        finally:
-            self._fetch_seconds = time.monotonic() - started
-        self._fetch_size = len(raw)
-        return parse_batch_response(
-            raw, service=spec.service, limit=request.limit, max_columns=request.max_columns
-        )
-
-    def decoded(self, batch: ProviderBatch) -> Decoded:
-        """The reply to the Fetch of ``batch``: its summary and the progress so far."""
-        rows_written, warnings = self.progress
-        seconds = self._fetch_seconds or 0.0
-        return Decoded(batch.summary(), self._fetch_size, seconds, rows_written, warnings)
-
-    def write(self, number: int, batch: ProviderBatch) -> None:
-        """Type and write one decoded batch (writer thread). A failure is kept, and the
-        batches still queued after it are dropped."""
-        if self.failed is not None:
-            return
-        try:
-            writer = self._writer or self._open_writer(batch)
-            writer.write_rows(batch.rows, number)
-            self.progress = (writer.rows_written, tuple(writer.warnings.lines()))
-        except Exception as exc:
-            self.fail(None, exc)
-
-    def close(self, request: Close) -> Closed:
-        """Finish, flush and fsync the file (main thread, every write done).
-
-        Raises:
-            ExportError: the file cannot be finished (size limit); OSError: the disk.
-        """
-        writer = self._writer
-        if writer is None or self._out is None:
-            raise RuntimeError("close before any batch was written")
-        size = writer.close()
-        self._out.flush()
-        os.fsync(self._out.fileno())  # before the parent's commit says the file exists
-        if request.note:
-            writer.warnings.note(request.note)
-        return Closed(size, writer.rows_written, tuple(writer.warnings.lines()))
-
-    def fail(self, request: Request | Reply | None, exc: Exception) -> Failed:
-        """The :class:`Failed` reply for ``exc``; the run's first failure is kept and
-        returned from then on.
-
-        Args:
-            request: the request that failed; ``None`` for a write of the writer thread.
-            exc: an :class:`ExportError` (the verdict), an ``OSError`` (the disk: the
-                transient storage error) or anything else (a bug, printed on stderr).
-        """
-        if isinstance(exc, ExportError):
-            error, message, internal = type(exc).__name__, str(exc), False
-        elif isinstance(exc, OSError):
-            # The disk (full, gone): the transient storage error, as the runner's thread
-            # calls translated it before the work moved here.
-            storage = StorageUnavailableError(f"storage write failed: {exc.strerror or exc}")
-            error, message, internal = type(storage).__name__, str(storage), False
-        else:
-            traceback.print_exception(exc, file=sys.stderr)
-            error, message, internal = type(exc).__name__, str(exc), True
-        with self._lock:
-            if self.failed is None:
-                # The writer is idle here (this is its thread, or the main thread after
-                # the writes were drained): its figures count the rows of a failed batch.
-                writer = self._writer
-                rows_written, warnings = (
-                    (writer.rows_written, tuple(writer.warnings.lines()))
-                    if writer is not None
-                    else self.progress
-                )
-                self.failed = Failed(
-                    error=error if internal or error in EXPORT_ERRORS else "ExportError",
-                    message=message,
-                    internal=internal,
-                    rows_written=rows_written,
-                    warnings=warnings,
-                    seconds=self._fetch_seconds if isinstance(request, Fetch) else None,
-                )
-            return self.failed
-
-    def _open_writer(self, first: ProviderBatch) -> XlsxStreamWriter:
-        start = self._start
-        if start is None or self._out is None:
-            raise RuntimeError("write before start")
-        if not first.columns:
-            raise RuntimeError("the first batch written carries no columns")
-        # No abort event: the parent stops this process instead (SIGKILL on cancel).
-        self._writer = XlsxStreamWriter(
-            self._out,
-            first.columns,
-            max_rows=start.max_rows,
-            max_bytes=start.max_bytes,
-        )
-        return self._writer
-
-    def discard(self) -> None:
-        """Drop an unfinished file and the writer's temporary files (best effort)."""
-        self._pool.clear()
-        if self._writer is not None:
-            self._writer.discard()
-        if self._out is not None:
-            try:
-                self._out.close()
-            except OSError:
-                pass
-
-
-class _WriterThread:
-    """The thread that writes decoded batches in order while the main thread fetches.
-
-    At most one batch waits for it (:meth:`put` blocks while one does), so a run holds
-    at most three batches: one being written, one waiting, one being decoded. The thread
-    starts with the first batch, after the Start request lowered the process's priority:
-    Linux keeps the scheduling policy and nice value per thread, and a thread inherits
-    them only when it is created.
-    """
-
-    def __init__(self, session: WorkerSession) -> None:
-        self._session = session
-        self._queue: queue.Queue[tuple[int, ProviderBatch] | None] = queue.Queue(maxsize=1)
-        self._thread: threading.Thread | None = None
-
-    def _run(self) -> None:
-        while (item := self._queue.get()) is not None:
-            try:
-                self._session.write(*item)
-            finally:
-                self._queue.task_done()
-        self._queue.task_done()
-
-    def put(self, number: int, batch: ProviderBatch) -> None:
-        """Queue batch ``number`` for writing; blocks while another batch waits."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="xlsx-writer", daemon=True)
-            self._thread.start()
-        self._queue.put((number, batch))
-
-    def drain(self) -> None:
-        """Wait until every queued batch is written (or dropped after a failure)."""
-        self._queue.join()
-
-    def stop(self) -> None:
-        """Let the thread end after what is queued."""
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
 
 
 def _lower_priority(increment: int, *, idle: bool) -> None:
-    """``nice`` +``increment`` and, when ``idle``, the ``SCHED_IDLE`` policy, before the
-    first batch (the parent's Start request). The writer thread, started later, inherits
-    both (Linux keeps them per thread)."""
+    """``nice`` +``increment`` and, when ``idle``, the ``SCHED_IDLE`` policy."""
     if idle and hasattr(os, "SCHED_IDLE"):  # Linux; elsewhere nice is all there is
         try:
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
@@ -266,7 +48,7 @@ def _lower_priority(increment: int, *, idle: bool) -> None:
 
 
 def _prepare_process() -> tuple[BinaryIO, BinaryIO]:
-    """Signals, priority and the frame pipes (module docstring); returns (requests, replies)."""
+    """Signals and the frame pipes (module docstring); returns (requests, replies)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     requests = os.fdopen(os.dup(0), "rb")
@@ -278,60 +60,23 @@ def _prepare_process() -> tuple[BinaryIO, BinaryIO]:
     return requests, replies
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
     """Serve one run until the parent closes the request pipe; exit status 0.
 
-    Write-behind: each batch the main thread has decoded goes to the writer thread at
-    once, and its :class:`Decoded` reply goes out without waiting for the write, so batch
-    n is typed, encoded and compressed while the parent checks it and batch n+1 is on the
-    wire — without a round trip through the parent per batch. The fetch stays in the main
-    thread, where the total-limit timer of :mod:`actors.pipeline.provider_http` can
-    interrupt it. A failed write is answered to the next request; a failed fetch waits
-    for the writes before it, so the earliest failure of the run is the one reported.
+    Args:
+        argv: ``[NICE, SCHED_IDLE, FD_SOCKET]``: the nice increment (0..19), ``1`` for
+            the ``SCHED_IDLE`` policy, the descriptor of the Unix socket the run's output
+            file arrives on.
     """
+    nice, idle, fd_socket = (int(arg) for arg in argv)
+    _lower_priority(nice, idle=idle == 1)
     requests, replies = _prepare_process()
-    session = WorkerSession()
-    writer = _WriterThread(session)
-    try:
-        while (request := read_frame(requests)) is not None:
-            write_frame(replies, _answer(session, writer, request))
-    except (BrokenPipeError, EOFError):
-        pass  # the parent went away: nothing is waiting for an answer
-    finally:
-        writer.stop()
-        session.discard()
+    from actors.pipeline.worker_session import serve  # the heavy imports, at low priority
+
+    with socket.socket(fileno=fd_socket) as fds:
+        serve(requests, replies, fds)
     return 0
 
 
-def _answer(session: WorkerSession, writer: _WriterThread, request: Request | Reply) -> Reply:
-    """Carry out one request of the parent (main thread) and return its reply (a reply
-    read as a request is an unknown request: a bug, answered as one)."""
-    if session.failed is not None:
-        return session.failed
-    try:
-        if isinstance(request, Start):
-            return session.start(request)
-        if isinstance(request, Fetch):
-            try:
-                batch = session.fetch(request)
-            except Exception:
-                writer.drain()  # a write before it may have failed first: that one counts
-                raise
-            if session.failed is not None:
-                return session.failed
-            writer.put(request.batch, batch)
-            return session.decoded(batch)
-        writer.drain()
-        if session.failed is not None:
-            return session.failed
-        if isinstance(request, Finish):
-            return Written(*session.progress)
-        if isinstance(request, Close):
-            return session.close(request)
-        raise RuntimeError(f"unknown request {type(request).__name__}")
-    except Exception as exc:
-        return session.fail(request, exc)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

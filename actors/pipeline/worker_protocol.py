@@ -11,7 +11,7 @@ surrogates, which those formats cannot carry and pickle can.)
 
 Requests::
 
-    Start(out_fd, max_rows, max_bytes, nice, sched_idle)  ->  Started(pid)
+    Start(max_rows, max_bytes)              ->  Started(pid)
     Fetch(batch, spec, limit, max_columns)  ->  Decoded(summary, size, seconds,
                                                         rows_written, warnings)
     Finish()                                ->  Written(rows_written, warnings)
@@ -63,22 +63,17 @@ EXPORT_ERRORS: dict[str, type[ExportError]] = _export_error_classes()
 
 @dataclass(frozen=True, slots=True)
 class Start:
-    """Open the run: the XLSX goes to the inherited descriptor ``out_fd``.
+    """Open the run. The output file's descriptor comes with it on the worker's Unix
+    socket (``SCM_RIGHTS``): the XLSX is written from its current position, flushed and
+    fsynced by :class:`Close`.
 
     Attributes:
-        out_fd: file descriptor of the storage file, passed to the worker at spawn; written
-            from its current position, flushed and fsynced by :class:`Close`.
         max_rows: data rows the whole export may have (registry ``max-rows``).
         max_bytes: largest XLSX file, bytes.
-        nice: added to the worker's nice value before any work (0..19).
-        sched_idle: run under Linux's ``SCHED_IDLE`` policy as well (where it exists).
     """
 
-    out_fd: int
     max_rows: int
     max_bytes: int
-    nice: int = 10
-    sched_idle: bool = True
 
 
 @dataclass(frozen=True, slots=True)

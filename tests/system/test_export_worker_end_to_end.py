@@ -118,3 +118,32 @@ async def test_a_lost_lease_kills_the_worker_within_a_second(service: Runtime) -
         while await service.storage.size(ctx.object_key) is not None:
             await trio.sleep(0.02)
     assert ctx.abort_reason.value == "lease_lost"
+
+
+def worker_children() -> list[int]:
+    """Export worker processes that are children of this (test) process."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:  # gone meanwhile
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == os.getpid() and b"actors.pipeline.worker_main" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+async def test_a_spare_worker_waits_from_the_start_and_is_gone_after_the_stop(
+    tmp_path: Path,
+) -> None:
+    """The service starts one worker ahead of its first export (~0.2 s of Python start and
+    imports off the export's time); stopping the service kills and reaps it."""
+    async with running_service(make_settings(tmp_path, consumer_concurrency=2)):
+        spares = worker_children()
+        assert len(spares) == 1
+    assert worker_children() == []
+    assert not alive(spares[0])

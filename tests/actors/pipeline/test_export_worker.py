@@ -22,7 +22,7 @@ from actors.core.errors import (
     ProviderContractError,
 )
 from actors.core.provider_contract import MAX_RESPONSE_BYTES
-from actors.pipeline.export_worker import ExportWorker, open_export_worker
+from actors.pipeline.export_worker import ExportWorker, WorkerPool, open_export_worker
 from actors.pipeline.provider_decode import parse_batch_response
 from actors.pipeline.provider_http import FetchSpec
 from tests.provider_server import serve_provider
@@ -240,3 +240,60 @@ async def test_the_worker_runs_niced_and_ignores_the_drain_signals(tmp_path: Pat
                 os.PRIO_PROCESS, worker.pid
             )
         assert await worker.close(None) > 0
+
+
+async def wait_for(condition: Any, seconds: float = 10.0) -> None:
+    with trio.fail_after(seconds):
+        while not condition():
+            await trio.sleep(0.01)
+
+
+async def test_a_run_takes_the_spare_worker_and_a_new_spare_starts(tmp_path: Path) -> None:
+    """The pool keeps a started worker: a run takes it (its output file passed over the
+    worker's socket) and another spare starts for the next run; closing the pool kills
+    the spares."""
+    pool = WorkerPool(nice=10, sched_idle=True)
+    try:
+        await pool.fill()
+        (spare,) = pool.spare_pids
+        # Waiting spares already run at the workers' priority (set before their imports).
+        await wait_for(lambda: os.sched_getscheduler(spare) == os.SCHED_IDLE)
+        with open(tmp_path / "out.xlsx", "xb") as out:
+            async with open_export_worker(
+                out, max_rows=100, max_bytes=1 << 20, pool=pool
+            ) as worker:
+                assert worker.pid == spare
+                (next_spare,) = pool.spare_pids
+                assert next_spare != spare and alive(next_spare)
+                await decode(worker, answer(rows(0, 3)))
+                assert await worker.finish_writes() == 3
+                assert await worker.close(None) == (tmp_path / "out.xlsx").stat().st_size
+        assert not alive(spare)
+        book = openpyxl.load_workbook(tmp_path / "out.xlsx", read_only=True)
+        assert [r[0] for r in book.active.values] == ["ID", 0, 1, 2]
+        book.close()
+    finally:
+        await pool.aclose()
+    assert not alive(next_spare) and pool.spare_pids == []
+
+
+async def test_a_spare_that_died_while_waiting_is_replaced(tmp_path: Path) -> None:
+    """The OOM killer may take a waiting spare: the next run starts a new worker instead
+    of failing on the dead one."""
+    pool = WorkerPool(nice=10, sched_idle=True)
+    try:
+        await pool.fill()
+        (dead,) = pool.spare_pids
+        os.kill(dead, signal.SIGKILL)
+        await wait_for(lambda: Path(f"/proc/{dead}/stat").read_text().split()[2] in "ZX")
+        with open(tmp_path / "out.xlsx", "xb") as out:
+            async with open_export_worker(
+                out, max_rows=100, max_bytes=1 << 20, pool=pool
+            ) as worker:
+                assert worker.pid != dead
+                await decode(worker, answer(rows(0, 2)))
+                assert await worker.finish_writes() == 2
+                assert await worker.close(None) > 0
+        assert len(pool.spare_pids) == 1
+    finally:
+        await pool.aclose()
