@@ -270,6 +270,9 @@ async def _spawn(nice: int, sched_idle: bool) -> _Spawned:
     except OSError as exc:
         ours.close()
         raise StorageUnavailableError(f"cannot start an export worker process: {exc}") from exc
+    except BaseException:
+        ours.close()  # cancelled before the process started
+        raise
     finally:
         theirs.close()
     return _Spawned(process, ours)
@@ -347,7 +350,14 @@ class WorkerPool:
                 spawned = None
         if spawned is None:
             spawned = await _spawn(self.nice, self.sched_idle)
-        await self.fill()
+        try:
+            await self.fill()
+        except BaseException:
+            # Cancelled while the next spare started (the run's lease lost, shutdown):
+            # the worker taken belongs to no run and no pool now, so nothing else would
+            # ever kill or reap it.
+            await _reap(spawned)
+            raise
         return spawned
 
     async def aclose(self) -> None:

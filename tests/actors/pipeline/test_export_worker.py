@@ -297,3 +297,20 @@ async def test_a_spare_that_died_while_waiting_is_replaced(tmp_path: Path) -> No
         assert len(pool.spare_pids) == 1
     finally:
         await pool.aclose()
+
+
+async def test_a_run_cancelled_while_the_next_spare_starts_leaves_no_worker_behind() -> None:
+    """A run cancelled inside :meth:`WorkerPool.take` (its lease lost as it starts) is
+    cancelled while the replacement spare starts, after it took the waiting one: that
+    worker belongs to no run and no pool then, so the pool must kill and reap it."""
+    pool = WorkerPool(nice=10, sched_idle=True)
+    try:
+        await pool.fill()
+        (spare,) = pool.spare_pids
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await pool.take()
+        assert scope.cancelled_caught
+        assert not alive(spare)  # reaped, not left running or a zombie
+    finally:
+        await pool.aclose()
