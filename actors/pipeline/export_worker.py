@@ -316,6 +316,7 @@ class WorkerPool:
         self._size = spares
         self._spares: deque[_Spawned] = deque()
         self._closed = False
+        self._starting = 0  # spares being started now (by concurrent takes)
 
     @property
     def spare_pids(self) -> list[int]:
@@ -325,12 +326,17 @@ class WorkerPool:
     async def fill(self) -> None:
         """Start spares up to the pool's size. A spare that cannot start is left out
         (logged): the next run starts its own worker and says why if it cannot."""
-        while not self._closed and len(self._spares) < self._size:
+        # Spares still starting count: runs that start together would each start one
+        # otherwise, and the pool would keep as many spares as runs started at once.
+        while not self._closed and len(self._spares) + self._starting < self._size:
+            self._starting += 1
             try:
                 spawned = await _spawn(self.nice, self.sched_idle)
             except StorageUnavailableError as exc:
                 log.warning("no spare export worker: %s", exc)
                 return
+            finally:
+                self._starting -= 1
             if self._closed:  # closed while it started
                 await _reap(spawned)
                 return

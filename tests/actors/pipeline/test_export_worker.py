@@ -314,3 +314,27 @@ async def test_a_run_cancelled_while_the_next_spare_starts_leaves_no_worker_behi
         assert not alive(spare)  # reaped, not left running or a zombie
     finally:
         await pool.aclose()
+
+
+async def test_runs_that_start_together_leave_one_spare_not_one_each() -> None:
+    """Consumer slots start runs at once: each take starts a replacement while the others
+    do, and the pool must still keep one spare, not one per run started together."""
+    pool = WorkerPool(nice=10, sched_idle=True)
+    taken: list[int] = []
+    try:
+        await pool.fill()
+
+        async def run() -> None:
+            spawned = await pool.take()
+            taken.append(spawned.process.pid)
+            spawned.process.kill()
+            await spawned.process.wait()
+            spawned.fds.close()
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(4):
+                nursery.start_soon(run)
+        assert len(taken) == 4
+        assert len(pool.spare_pids) == 1
+    finally:
+        await pool.aclose()
