@@ -16,6 +16,7 @@ import logging
 import os
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ import pytest
 from actors.config import Settings
 from actors.core.errors import (
     ExportAbortedError,
+    LimitExceededError,
     PermanentExportError,
     ProviderContractError,
     ProviderUnavailableError,
@@ -248,6 +250,29 @@ async def test_a_provider_error_propagates_and_leaves_the_partial_file_for_the_s
     assert ctx.worker_pid is not None and not Path(f"/proc/{ctx.worker_pid}").exists()
     assert (await store.get_task(ctx.task.id)).object_key == ctx.object_key
     assert [o.key for o in await storage.list_objects()] == [ctx.object_key]
+
+
+@on_sqlite
+async def test_a_failed_write_outranks_a_later_batchs_failed_check(
+    store: ExportStore, storage: LocalDirectoryStorage, settings: Settings
+) -> None:
+    """Write-behind: batch 1's write hits max-rows after the worker answered it, then
+    batch 2 breaks a rule this process checks (a cursor that does not advance). The run
+    fails with the earlier failure — permanent max-rows, not a transient cursor error that
+    would be retried — whichever the worker reported first."""
+    ctx = await claimed(store, settings)
+    slow = "&" * 20_000  # escaped character by character: batch 1 takes a while to write
+
+    async def answer(n: int) -> httpx.Response:
+        data = batch(n, 5, name=lambda i: slow)
+        data["totalRows"] = None
+        if n == 1:
+            data["nextCursor"] = ""
+        return ok(data)
+
+    registry = Registry({"CUSTOMER_LIST": replace(DEFINITION, max_rows=40)})
+    with pytest.raises(LimitExceededError, match="max-rows 40"):
+        await run(store, storage, settings, answer, ctx, registry)
 
 
 @on_sqlite
