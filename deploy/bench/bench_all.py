@@ -4,7 +4,10 @@ Figures, no pass/fail: a target is printed next to its figure, never asserted. T
 
 1. ``bench_xlsx_writer.py`` as a subprocess: the writers side by side over ROWS pre-made
    demo rows (its table is printed as is); the bare xlsxwriter ``constant_memory`` loop and
-   openpyxl ``write_only`` rows/s are taken from it.
+   openpyxl ``write_only`` rows/s are taken from it. Then ``bench_cores.py``: the same
+   rows decoded and written (the worker's CPU work without HTTP and pipes) by one process
+   alone and by one per core at once: the ceiling this machine puts on the scaling
+   figures below.
 2. The embedded service (``bench_workers.Service``: ``python -m actors`` in a temporary
    directory, SQLite, in-process bus, four consumer slots) calling the demo Provider over
    real HTTP in a process of its own (``export-center demo-provider``, at the export
@@ -63,6 +66,7 @@ import trio
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import bench_cores  # noqa: E402
 import bench_workers  # noqa: E402
 
 #: Sizes of a full run and of ``--quick`` (a smoke run: seconds, not minutes).
@@ -154,6 +158,8 @@ class Results:
     """Everything the summary needs; absent figures stay None."""
 
     writers: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: (rows/s of the bare decode + write loop alone, aggregate of one per core at once)
+    cores: tuple[float, float] | None = None
     #: Provider kind ("demo", "replay") -> (idle latency, scenario results by exports)
     scaling: dict[str, tuple[tuple[float, float, float], dict[int, dict[str, Any]]]] = field(
         default_factory=dict
@@ -354,6 +360,15 @@ def summary(results: Results, cores: int) -> list[tuple[str, str, str]]:
                     f"{got:,.0f} vs {one:,.0f} (x{got / one:.2f})",
                 )
             )
+    if results.cores is not None:
+        alone, together = results.cores
+        rows.append(
+            (
+                "this machine's ceiling: bare decode + write loop, one process per core vs one",
+                "- (reference)",
+                f"{together:,.0f} vs {alone:,.0f} rows/s (x{together / alone:.2f})",
+            )
+        )
     for provider, e2e in results.end_to_end.items():
         label = PROVIDER_LABELS[provider]
         per_cpu = e2e.rows / e2e.cpu_seconds
@@ -426,6 +441,8 @@ def main() -> None:
     results = Results()
     print(f"\n## XLSX writers over {args.rows:,} pre-made demo rows\n", flush=True)
     results.writers = run_writers(args.rows)
+    print(f"\n## What {cores} cores give the same work here (bench_cores.py)\n", flush=True)
+    results.cores = bench_cores.measure(args.rows, cores)
     print("\n## The embedded service", flush=True)
     trio.run(run_service, args, results)
     if not args.skip_history:

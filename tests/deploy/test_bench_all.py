@@ -26,6 +26,7 @@ SUMMARY_FIGURES = (
     "API p95 during 4 exports, Provider elsewhere (replayed)",
     "aggregate rows/s, 2 vs 1 export, Provider elsewhere (replayed)",
     "aggregate rows/s, 4 vs 1 export, Provider elsewhere (replayed)",
+    "this machine's ceiling: bare decode + write loop, one process per core vs one",
     "one export end to end vs xlsxwriter constant_memory, demo Provider on the same cores",
     "one export end to end vs openpyxl write_only, demo Provider on the same cores",
     "one export end to end, rows per service CPU-s, demo Provider on the same cores",
