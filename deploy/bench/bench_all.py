@@ -272,7 +272,9 @@ async def run_service(args: argparse.Namespace, results: Results) -> None:
             "in a process of its own on the same cores",
             flush=True,
         )
-        results.scaling["demo"] = await bench_workers.measure(service, args.rows, args.idle_samples)
+        results.scaling["demo"] = await bench_workers.measure(
+            service, args.rows, args.idle_samples, rounds=1 if args.quick else 3
+        )
         bench_workers.print_table(*results.scaling["demo"])
         await end_to_end(service, args.rows, results, "demo")
         results.to_running = await create_to_running(service, args.creates)
@@ -298,7 +300,7 @@ async def run_service(args: argparse.Namespace, results: Results) -> None:
             flush=True,
         )
         results.scaling["replay"] = await bench_workers.measure(
-            service, args.rows, args.idle_samples
+            service, args.rows, args.idle_samples, rounds=1 if args.quick else 3
         )
         bench_workers.print_table(*results.scaling["replay"])
         await end_to_end(service, args.rows, results, "replay")
@@ -442,7 +444,7 @@ def main() -> None:
     print(f"\n## XLSX writers over {args.rows:,} pre-made demo rows\n", flush=True)
     results.writers = run_writers(args.rows)
     print(f"\n## What {cores} cores give the same work here (bench_cores.py)\n", flush=True)
-    results.cores = bench_cores.measure(args.rows, cores)
+    results.cores = bench_cores.measure(args.rows, cores, rounds=1 if args.quick else 3)
     print("\n## The embedded service", flush=True)
     trio.run(run_service, args, results)
     if not args.skip_history:

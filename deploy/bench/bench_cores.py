@@ -10,9 +10,9 @@ them with the service's own :class:`XlsxStreamWriter` (deflate level 1) into a t
 file, as an export worker does, minus HTTP and pipes.
 
 It runs the loop in one process alone, then in PROCESSES processes started together (all
-made ready first, then released at once), and prints rows/s of each and the aggregate
-ratio. A ratio of 1.6 means the service's N-export figure cannot exceed ~1.6 × one export
-here, however well it shares the cores.
+made ready first, then released at once), three rounds alternated, and prints rows/s of
+each and the ratio of the medians. A ratio of 1.6 means the service's N-export figure
+cannot exceed ~1.6 × one export here, however well it shares the cores.
 
 Usage::
 
@@ -23,6 +23,7 @@ Usage::
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -86,19 +87,27 @@ def together(rows: int, processes: int) -> list[float]:
     return seconds
 
 
-def measure(rows: int, processes: int) -> tuple[float, float]:
-    """(rows/s of one process alone, aggregate rows/s of ``processes`` at once); prints
-    both and their ratio."""
-    (alone,) = together(rows, 1)
-    many = together(rows, processes)
-    one = rows / alone
-    aggregate = processes * rows / max(many)
-    each = ", ".join(f"{rows / s:,.0f}" for s in many)
-    print(f"decode + write {rows:,} rows, one process alone: {one:,.0f} rows/s")
+def measure(rows: int, processes: int, rounds: int = 3) -> tuple[float, float]:
+    """(rows/s of one process alone, aggregate rows/s of ``processes`` at once), each the
+    median of ``rounds`` rounds that alternate the two (the machine's speed drifts);
+    prints every round and the ratio of the medians."""
+    ones, aggregates = [], []
+    for round_ in range(1, rounds + 1):
+        (alone,) = together(rows, 1)
+        many = together(rows, processes)
+        ones.append(rows / alone)
+        aggregates.append(processes * rows / max(many))
+        each = ", ".join(f"{rows / s:,.0f}" for s in many)
+        print(
+            f"round {round_}: decode + write {rows:,} rows, one process alone "
+            f"{ones[-1]:,.0f} rows/s; {processes} at once {each} rows/s each, "
+            f"aggregate {aggregates[-1]:,.0f}",
+            flush=True,
+        )
+    one, aggregate = statistics.median(ones), statistics.median(aggregates)
     print(
-        f"{processes} processes at once: {each} rows/s each; aggregate {aggregate:,.0f} rows/s "
-        f"(x{aggregate / one:.2f} one)",
-        flush=True,
+        f"medians: one {one:,.0f} rows/s, {processes} at once {aggregate:,.0f} "
+        f"(x{aggregate / one:.2f})"
     )
     return one, aggregate
 
