@@ -31,7 +31,6 @@ import trio
 from actors.cli_ops_text import inspection_lines, list_line, task_lines
 from actors.config import Settings, load_settings
 from actors.core.access import check_requestable, check_retryable, parse_task_id
-from actors.core.admission import CreateLimits
 from actors.core.errors import ConfigError, ParameterError, Refused
 from actors.core.models import Task, TaskStatus
 from actors.core.operator_json import (
@@ -338,12 +337,7 @@ def retry_task(task_id: str, as_json: bool) -> None:
             ) from None
         if task.object_key:  # leftover of the failed attempt, as the API deletes it
             await _delete_leftover(settings, task.object_key)
-        limits = CreateLimits(
-            max_active_per_user=settings.max_active_per_user,
-            max_active_per_type=settings.max_active_per_type,
-            type_reserved_places=settings.type_reserved_places,
-        )
-        created, retried = await store.manual_retry(task, limits)
+        created, retried = await store.manual_retry(task, settings.create_limits)
         outcome = retry_outcome(created)
         if outcome != OperatorOutcome.RETRIED or retried is None:
             why = retry_refusal(outcome)

@@ -30,7 +30,6 @@ from hypercorn.config import Config as HypercornConfig
 from actors.claim_gate import ClaimGate
 from actors.config import Settings
 from actors.consumer import ConsumerSlot
-from actors.core.admission import CreateLimits
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.errors import ConfigError, RegistryError, sole_exception
 from actors.core.ids import IdGenerator
@@ -377,11 +376,7 @@ async def build_components(
         runs=local,  # the API wakes this process's run of a task it cancels
         cookie_secure=settings.cookie_secure,
         progress_poll_seconds=settings.progress_poll_seconds,
-        create_limits=CreateLimits(
-            max_active_per_user=settings.max_active_per_user,
-            max_active_per_type=settings.max_active_per_type,
-            type_reserved_places=settings.type_reserved_places,
-        ),
+        create_limits=settings.create_limits,
     )
     blueprints = []
     if settings.demo_provider:

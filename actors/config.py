@@ -21,6 +21,7 @@ from pydantic import AliasChoices, Field, ValidationError, field_validator, mode
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
+from actors.core.admission import CreateLimits
 from actors.core.errors import ConfigError
 from actors.core.session import CookieSecure
 
@@ -316,6 +317,17 @@ class Settings(BaseSettings):
     @property
     def max_file_bytes(self) -> int:
         return int(self.max_file_size_mb * 1024 * 1024)
+
+    @property
+    def create_limits(self) -> CreateLimits:
+        """The admission limits a create (API) or a manual retry (CLI) is checked against:
+        ``FILE_EXPORT_MAX_ACTIVE_TASKS_PER_USER``, ``FILE_EXPORT_MAX_ACTIVE_TASKS_PER_TYPE`` and
+        ``FILE_EXPORT_TYPE_RESERVED_PLACES``."""
+        return CreateLimits(
+            max_active_per_user=self.max_active_per_user,
+            max_active_per_type=self.max_active_per_type,
+            type_reserved_places=self.type_reserved_places,
+        )
 
     @property
     def bind_host_port(self) -> tuple[str, int]:

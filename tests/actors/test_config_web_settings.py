@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from actors.config import load_settings
+from actors.core.admission import CreateLimits
 from actors.core.errors import ConfigError
 from actors.core.session import CookieSecure
 
@@ -38,3 +39,13 @@ def test_progress_poll_refuses_out_of_range(monkeypatch: pytest.MonkeyPatch, raw
     monkeypatch.setenv("FILE_EXPORT_PROGRESS_POLL_SECONDS", raw)
     with pytest.raises(ConfigError, match="FILE_EXPORT_PROGRESS_POLL_SECONDS"):
         load_settings()
+
+
+def test_create_limits_come_from_their_three_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API's create and the CLI's manual retry are admitted against the same limits."""
+    monkeypatch.setenv("FILE_EXPORT_MAX_ACTIVE_TASKS_PER_USER", "7")
+    monkeypatch.setenv("FILE_EXPORT_MAX_ACTIVE_TASKS_PER_TYPE", "9")
+    monkeypatch.setenv("FILE_EXPORT_TYPE_RESERVED_PLACES", "2")
+    assert load_settings().create_limits == CreateLimits(
+        max_active_per_user=7, max_active_per_type=9, type_reserved_places=2
+    )
