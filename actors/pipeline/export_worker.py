@@ -305,12 +305,13 @@ class WorkerPool:
     at the end (kills the spares).
 
     Args:
-        nice: the workers' nice increment (``FILE_EXPORT_WORKER_NICE``).
-        sched_idle: the workers' ``SCHED_IDLE`` policy (``FILE_EXPORT_WORKER_SCHED_IDLE``).
-        spares: workers kept waiting.
+        nice: the workers' nice increment (``FILE_EXPORT_WORKER_NICE``, 0..19).
+        sched_idle: the workers' ``SCHED_IDLE`` policy (``FILE_EXPORT_WORKER_SCHED_IDLE``;
+            Linux only, ignored elsewhere).
+        spares: workers kept waiting; 0: each run starts its own.
     """
 
-    def __init__(self, *, nice: int, sched_idle: bool, spares: int = 1) -> None:
+    def __init__(self, *, nice: int = 10, sched_idle: bool = True, spares: int = 1) -> None:
         self.nice = nice
         self.sched_idle = sched_idle
         self._size = spares
@@ -379,11 +380,9 @@ async def open_export_worker(
     *,
     max_rows: int,
     max_bytes: int,
-    nice: int = 10,
-    sched_idle: bool = True,
     pool: WorkerPool | None = None,
 ) -> AsyncIterator[ExportWorker]:
-    """Start a worker process for one run (or take a spare); stop it when the block ends.
+    """Take a worker process from ``pool`` for one run; stop it when the block ends.
 
     The worker writes the XLSX into ``out``'s descriptor (passed over its Unix socket),
     from its current position. Leaving the block normally closes the worker's request
@@ -395,11 +394,8 @@ async def open_export_worker(
         out: the storage file, opened for writing (a real file with a descriptor).
         max_rows: registry ``max-rows`` of the export.
         max_bytes: largest file, bytes.
-        nice: added to the worker's nice value (``FILE_EXPORT_WORKER_NICE``, 0..19).
-        sched_idle: the worker runs under ``SCHED_IDLE`` too
-            (``FILE_EXPORT_WORKER_SCHED_IDLE``; Linux only, ignored elsewhere).
-        pool: take a spare from this pool (its ``nice`` and ``sched_idle`` apply);
-            ``None``: start a worker now.
+        pool: where the worker comes from (a spare, or one started now, at the pool's
+            priority); ``None``: a worker started now at the default priority.
 
     Yields:
         The worker handle. Its ``Start`` request is already sent (its reply is read by
@@ -409,7 +405,7 @@ async def open_export_worker(
     Raises:
         StorageUnavailableError: the process cannot be started.
     """
-    spawned = await pool.take() if pool is not None else await _spawn(nice, sched_idle)
+    spawned = await (pool or WorkerPool(spares=0)).take()
     process = spawned.process
     worker = ExportWorker(process)
     try:

@@ -86,8 +86,11 @@ class ExportRunner:
         self.provider = provider
         self.registry = registry
         self.settings = settings
-        #: Spare worker processes (``None``: each run starts its own).
-        self.workers = workers
+        #: Where each run's worker process comes from; without a pool given, each run
+        #: starts its own.
+        self.workers = workers or WorkerPool(
+            nice=settings.worker_nice, sched_idle=settings.worker_sched_idle, spares=0
+        )
 
     async def __call__(self, ctx: RunContext) -> ExportResult:
         task = ctx.task
@@ -110,8 +113,6 @@ class ExportRunner:
                 out,
                 max_rows=definition.max_rows,
                 max_bytes=self.settings.max_file_bytes,
-                nice=self.settings.worker_nice,
-                sched_idle=self.settings.worker_sched_idle,
                 pool=self.workers,
             ) as worker:
                 ctx.worker_pid = worker.pid

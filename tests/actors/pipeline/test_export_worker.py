@@ -210,7 +210,7 @@ async def test_without_sched_idle_the_worker_keeps_the_normal_policy(tmp_path: P
     """FILE_EXPORT_WORKER_SCHED_IDLE=false (hosts kept busy by other programs): nice only."""
     with open(tmp_path / "out.xlsx", "xb") as out:
         async with open_export_worker(
-            out, max_rows=10, max_bytes=1 << 20, nice=3, sched_idle=False
+            out, max_rows=10, max_bytes=1 << 20, pool=WorkerPool(nice=3, sched_idle=False, spares=0)
         ) as worker:
             await decode(worker, answer(rows(0, 1)))  # the worker has applied its Start
             assert os.sched_getscheduler(worker.pid) == os.SCHED_OTHER
