@@ -221,16 +221,16 @@ class _WriterThread:
     """The thread that writes decoded batches in order while the main thread fetches.
 
     At most one batch waits for it (:meth:`put` blocks while one does), so a run holds
-    at most three batches: one being written, one waiting, one being decoded. The thread
-    starts with the first batch, after the Start request lowered the process's priority:
-    Linux keeps the scheduling policy and nice value per thread, and a thread inherits
-    them only when it is created.
+    at most three batches: one being written, one waiting, one being decoded. Made after
+    :mod:`actors.pipeline.worker_main` lowered the process's priority: Linux keeps the
+    scheduling policy and nice value per thread, and a thread inherits them when created.
     """
 
     def __init__(self, session: WorkerSession) -> None:
         self._session = session
         self._queue: queue.Queue[tuple[int, ProviderBatch] | None] = queue.Queue(maxsize=1)
-        self._thread: threading.Thread | None = None
+        self._thread = threading.Thread(target=self._run, name="xlsx-writer", daemon=True)
+        self._thread.start()
 
     def _run(self) -> None:
         while (item := self._queue.get()) is not None:
@@ -242,9 +242,6 @@ class _WriterThread:
 
     def put(self, number: int, batch: ProviderBatch) -> None:
         """Queue batch ``number`` for writing; blocks while another batch waits."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="xlsx-writer", daemon=True)
-            self._thread.start()
         self._queue.put((number, batch))
 
     def drain(self) -> None:
@@ -253,9 +250,8 @@ class _WriterThread:
 
     def stop(self) -> None:
         """Let the thread end after what is queued."""
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
+        self._queue.put(None)
+        self._thread.join()
 
 
 def _answer(
