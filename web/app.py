@@ -78,15 +78,16 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     @app.errorhandler(HTTPException)
     async def _http_error(exc: HTTPException) -> Any:
         code = exc.code or 500
-        message = exc.description or exc.name
         if code == 413:
             message = f"request body over the {MAX_BODY_BYTES // 1024} KB limit"
-        body = jsonify(envelope(None, code=str(code), message=message))
-        if code == 413:
             # The rest of the body is never read, so the server ends the connection: say so,
             # or a keep-alive client sends its next request into a closing socket.
-            return body, code, {"Connection": "close"}
-        return body, code
+            return (
+                jsonify(envelope(None, code="413", message=message)),
+                413,
+                {"Connection": "close"},
+            )
+        return jsonify(envelope(None, code=str(code), message=exc.description or exc.name)), code
 
     @app.errorhandler(TransientDatabaseError)
     async def _database_unavailable(exc: TransientDatabaseError) -> Any:
