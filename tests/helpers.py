@@ -25,6 +25,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from types import ModuleType
@@ -39,7 +40,16 @@ from quart_trio import QuartTrio
 from actors.config import Settings, load_settings
 from actors.consumer import ConsumerSlot
 from actors.core.limits import normalise_parameters
-from actors.core.models import AppCode, ExportDefinition, OutboxRow, Principal, Registry, Task
+from actors.core.models import (
+    AppCode,
+    ExportDefinition,
+    OutboxRow,
+    OutboxStatus,
+    Principal,
+    Registry,
+    Task,
+    TaskStatus,
+)
 from actors.core.outcomes import ExportResult, NewTask
 from actors.execution import TaskExecutor
 from actors.local_claims import LocalClaims
@@ -259,10 +269,6 @@ def make_executor(
 
 def task_value(**overrides: Any) -> Task:
     """A ``Task`` value for pure tests (no database)."""
-    from datetime import UTC, datetime
-
-    from actors.core.models import TaskStatus
-
     now = datetime.fromtimestamp(DB_EPOCH_MS / 1000, tz=UTC)
     fields: dict[str, Any] = dict(
         id=1,
@@ -303,10 +309,6 @@ def outbox_row_value(version: int = 1, **overrides: Any) -> OutboxRow:
     """An ``OutboxRow`` value for pure tests (no database): the SENT command of task 1's
     ``version``, due and sent 5 s before DB time ``DB_EPOCH_MS``, unless ``overrides``
     say otherwise (any field of ``OutboxRow``)."""
-    from datetime import UTC, datetime, timedelta
-
-    from actors.core.models import OutboxStatus
-
     before = datetime.fromtimestamp(DB_EPOCH_MS / 1000, tz=UTC) - timedelta(seconds=5)
     fields: dict[str, Any] = dict(
         id=10 + version,
