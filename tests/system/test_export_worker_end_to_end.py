@@ -84,8 +84,9 @@ async def test_a_worker_killed_mid_run_costs_one_attempt_and_the_retry_succeeds(
     assert task["processedRows"] == "30000"
     failures = [r.getMessage() for r in caplog.records if "transient failure" in r.getMessage()]
     assert len(failures) == 1, failures
-    # The worker fetches, decodes and writes; the kill lands during a Fetch or a Write
-    # request (the only two a run sends per batch: ExportWorker.fetch / .write).
+    # The worker fetches, decodes and writes behind; the kill lands during a Fetch ("while
+    # fetching batch n (batch n-1 being written)") or the Finish after the last batch
+    # ("while writing batch n"): the two requests a run waits on.
     assert re.search(
         r"export worker process died \(SIGKILL\) while (fetching|writing) batch \d+", failures[0]
     ), failures
