@@ -70,8 +70,8 @@ import bench_cores  # noqa: E402
 import bench_workers  # noqa: E402
 
 #: Sizes of a full run and of ``--quick`` (a smoke run: seconds, not minutes).
-FULL = {"rows": 200_000, "rss_rows": "100000,1000000", "creates": 50}
-QUICK = {"rows": 2_000, "rss_rows": "1000,4000", "creates": 5}
+FULL = {"rows": 200_000, "rss_rows": "100000,1000000", "creates": 50, "rounds": 3}
+QUICK = {"rows": 2_000, "rss_rows": "1000,4000", "creates": 5, "rounds": 1}
 QUICK_HISTORY = ["--sizes", "100,1000", "--db", "sqlite", "--repeat", "3"]
 #: Pause between two samples of the process tree's memory, seconds.
 RSS_SAMPLE_PAUSE = 0.05
@@ -273,7 +273,7 @@ async def run_service(args: argparse.Namespace, results: Results) -> None:
             flush=True,
         )
         results.scaling["demo"] = await bench_workers.measure(
-            service, args.rows, args.idle_samples, rounds=1 if args.quick else 3
+            service, args.rows, args.idle_samples, rounds=args.rounds
         )
         bench_workers.print_table(*results.scaling["demo"])
         await end_to_end(service, args.rows, results, "demo")
@@ -300,7 +300,7 @@ async def run_service(args: argparse.Namespace, results: Results) -> None:
             flush=True,
         )
         results.scaling["replay"] = await bench_workers.measure(
-            service, args.rows, args.idle_samples, rounds=1 if args.quick else 3
+            service, args.rows, args.idle_samples, rounds=args.rounds
         )
         bench_workers.print_table(*results.scaling["replay"])
         await end_to_end(service, args.rows, results, "replay")
@@ -429,6 +429,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, help="rows per export and per writer loop")
     parser.add_argument("--rss-rows", help="comma-separated export sizes for peak RSS")
     parser.add_argument("--creates", type=int, help="exports timed for create -> RUNNING")
+    parser.add_argument(
+        "--rounds", type=int, help="alternated rounds of the scaling and cores figures (median)"
+    )
     parser.add_argument("--idle-samples", type=int, default=bench_workers.IDLE_SAMPLES)
     args = parser.parse_args()
     for key, value in (QUICK if args.quick else FULL).items():
@@ -444,7 +447,7 @@ def main() -> None:
     print(f"\n## XLSX writers over {args.rows:,} pre-made demo rows\n", flush=True)
     results.writers = run_writers(args.rows)
     print(f"\n## What {cores} cores give the same work here (bench_cores.py)\n", flush=True)
-    results.cores = bench_cores.measure(args.rows, cores, rounds=1 if args.quick else 3)
+    results.cores = bench_cores.measure(args.rows, cores, args.rounds)
     print("\n## The embedded service", flush=True)
     trio.run(run_service, args, results)
     if not args.skip_history:

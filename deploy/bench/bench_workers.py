@@ -295,9 +295,12 @@ async def scenario(
         result.update(await run_exports(service.url, count, rows, user))
         stop.set()
 
-    async with client(service.url, 1) as prober, trio.open_nursery() as n:
+    samples: list[float] = []
+    async with trio.open_nursery() as n:
         n.start_soon(exports)
-        samples = await sample_latency(prober, stop, None) if probe else []
+        if probe:
+            async with client(service.url, 1) as prober:
+                samples = await sample_latency(prober, stop, None)
     (own1, children1), wall = service.cpu_seconds(), time.monotonic() - wall0
     result["cpu_own"] = (own1 - own0) / wall
     result["cpu_children"] = (children1 - children0) / wall
