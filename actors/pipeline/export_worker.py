@@ -20,9 +20,9 @@ crash-isolated processes, but
   passes it over a Unix socket (``SCM_RIGHTS``). trio-parallel pickles arguments, so the
   file would have to be spooled elsewhere and copied;
 * a frame protocol lets the worker answer a batch's summary as soon as it is decoded and
-  write the batch behind that answer: the worker encodes batch n while the parent checks
-  it and asks for n+1, and fetches n+1 while it encodes n (write-behind); ``run_sync`` is
-  one call, one answer;
+  write the batch behind that answer: the parent checks batch n and asks for n+1, and the
+  worker sends n+1's request, encodes n while the Provider prepares n+1, then reads it
+  (write-behind); ``run_sync`` is one call, one answer;
 * ``spawn`` workers re-import the parent's ``__main__`` (the whole service: Quart,
   hypercorn, httpx) in every worker; ``python -m actors.pipeline.worker_main`` imports the
   HTTP client, the decoder and the writer only, so it starts in a fraction of the time

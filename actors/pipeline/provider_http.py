@@ -1,15 +1,16 @@
 """One Provider batch request, synchronous: the service's one HTTP client for Providers.
 
-The export worker (:mod:`actors.pipeline.worker_main`) makes its run's batch requests
+The export worker (:mod:`actors.pipeline.worker_session`) makes its run's batch requests
 itself, so the event-loop process spends no CPU on HTTP. The parent builds a
 :class:`FetchSpec` (URL, body, headers, timeouts, limits: :meth:`ProviderClient.fetch_spec
-<actors.pipeline.provider_client.ProviderClient.fetch_spec>`) and the worker calls
-:func:`fetch_body`. ``export-center provider-check`` sends its requests through the same
-code from a thread (:func:`fetch_body_in_thread`, called by
+<actors.pipeline.provider_client.ProviderClient.fetch_spec>`) and the worker sends it on
+its run's :class:`ProviderConnection`, reading the answer after it wrote the batch before
+(:func:`fetch_body` does both at once). ``export-center provider-check`` sends its requests
+from a thread through urllib3's pool (:func:`fetch_body_in_thread`, called by
 :class:`~actors.pipeline.provider_client.ProviderClient` when no worker is given), the
-ones it tampers with included (:meth:`FetchSpec.with_body`, :meth:`FetchSpec.with_header`).
-Both return the bytes of an HTTP 200 body or raise the export error classes of
-:mod:`actors.core.errors`::
+ones it tampers with included (:meth:`FetchSpec.with_body`, :meth:`FetchSpec.with_header`),
+with the same status, body and error rules. Both return the bytes of an HTTP 200 body or
+raise the export error classes of :mod:`actors.core.errors`::
 
     ProviderUnavailableError  (transient)  connect error / timeout, read timeout, the
                                            request over its total time limit, any other
@@ -23,7 +24,7 @@ Both return the bytes of an HTTP 200 body or raise the export error classes of
 The HTTP library is urllib3 (a well-kept library, already installed; measured cheapest in
 CPU per batch of the synchronous clients that decode Content-Encoding — see the closing
 note of issue 9). The total time limit of one request is a ``SIGALRM`` timer in
-:func:`fetch_body`: urllib3's timeouts bound each socket operation, not the whole request,
+:class:`ProviderConnection`: urllib3's timeouts bound each socket operation, not the whole request,
 and a Provider dripping one byte every few seconds would otherwise hold the run until its
 deadline. The timer needs the main thread of the process, which is where the worker serves
 its requests; :func:`fetch_body_in_thread` leaves that limit to its caller.
@@ -35,11 +36,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import signal
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http.client import HTTPException
 
 import urllib3
+from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import (
     ConnectTimeoutError,
     DecodeError,
@@ -49,6 +54,7 @@ from urllib3.exceptions import (
     ProtocolError,
     ReadTimeoutError,
 )
+from urllib3.util import parse_url
 
 from actors.core.errors import (
     ProviderContractError,
@@ -64,7 +70,13 @@ from actors.core.provider_contract import (
 )
 from actors.core.text import quote_outside
 
-__all__ = ["FetchSpec", "fetch_body", "fetch_body_in_thread", "new_pool"]
+__all__ = [
+    "FetchSpec",
+    "ProviderConnection",
+    "fetch_body",
+    "fetch_body_in_thread",
+    "new_pool",
+]
 
 _CHUNK = 64 * 1024
 
@@ -123,14 +135,18 @@ class _TotalLimit(BaseException):
 
 
 @contextlib.contextmanager
-def _total_limit(seconds: float) -> Iterator[None]:
-    """Raise :class:`_TotalLimit` in the main thread once ``seconds`` have passed."""
+def _total_limit(spec: FetchSpec, deadline: float) -> Iterator[None]:
+    """Raise :class:`_TotalLimit` in the main thread once ``deadline`` (``time.monotonic``)
+    has passed; at once if it already has."""
 
     def expire(signum: int, frame: object) -> None:
         raise _TotalLimit
 
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise _TotalLimit
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, remaining)
     try:
         yield
     finally:
@@ -138,32 +154,147 @@ def _total_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def fetch_body(spec: FetchSpec, pool: urllib3.PoolManager | None = None) -> bytes:
-    """POST ``spec`` and return the body of an HTTP 200 answer, within its total time limit.
+class ProviderConnection:
+    """One export run's keep-alive connection to its Provider: a batch request is sent,
+    and its answer read later.
 
-    The body is streamed and counted while it arrives; reading stops as soon as it passes
-    ``spec.max_response_bytes``. Redirects are not followed (the target must stay the
-    allow-listed service: no SSRF), no proxy from the environment is used (it must not see
-    the internal token). Must run in the process's main thread (the total-limit timer).
+    The export worker sends batch n+1's request, writes batch n, then reads n+1's answer
+    (:mod:`actors.pipeline.worker_session`): the Provider prepares its answer while the
+    worker types, encodes and compresses, and the bytes wait in the sockets' buffers
+    meanwhile (an answer larger than they hold keeps the Provider in its send until the
+    worker reads). One request at a time, as HTTP/1.1 without pipelining: the next is sent
+    after this one's answer was read to its end. The connection is made at the first
+    request and again when the Provider closed it (its keep-alive timeout, ``Connection:
+    close``) or the URL names another host; an answer not read to its end closes it, so
+    its rest is never read as the next answer. No proxy is used, redirects are not
+    followed (the target must stay the allow-listed service: no SSRF; the proxy must not
+    see the internal token).
+
+    The total time limit of a request (``spec.request_timeout``) runs from :meth:`send`
+    to the last byte read by :meth:`receive`, the time between them included; it is a
+    ``SIGALRM`` timer, armed only while this class sends or reads (never while the worker
+    writes), so both must be called from the process's main thread.
+
+    urllib3's connection classes do the HTTP (``request`` sends, ``getresponse`` reads:
+    their public API); this class keeps the connection, the limits and the error
+    translation of the module docstring.
+    """
+
+    def __init__(self) -> None:
+        self._conn: HTTPConnection | None = None
+        self._origin: tuple[str, str, int | None] | None = None
+        self._spec: FetchSpec | None = None  # of the request whose answer is unread
+        self._deadline = 0.0  # time.monotonic() by which that answer must be complete
+
+    def send(self, spec: FetchSpec) -> None:
+        """Send the request of ``spec``; :meth:`receive` reads its answer.
+
+        Raises:
+            ProviderUnavailableError: the connection or the send failed or timed out
+                (``spec.connect_timeout`` bounds both), the URL cannot be used, or the
+                total limit passed.
+            RuntimeError: the previous request's answer was not read.
+        """
+        if self._spec is not None:
+            raise RuntimeError("the previous request's answer was not read")
+        self._deadline = time.monotonic() + spec.request_timeout
+        with _translated(spec, self), _total_limit(spec, self._deadline):
+            url = parse_url(spec.url)
+            conn = self._connection(url.scheme or "http", url.host or "", url.port, spec)
+            conn.timeout = spec.connect_timeout  # connect and send; the read sets its own
+            try:
+                conn.request(
+                    "POST",
+                    url.request_uri,
+                    body=spec.body,
+                    headers=dict(spec.headers),
+                    preload_content=False,
+                )
+            except OSError as exc:
+                # As urllib3's pool: the Provider may close its side after answering
+                # early (a 413 before the whole body); the answer is still readable.
+                if exc.errno not in (errno.EPIPE, errno.ECONNRESET, errno.EPROTOTYPE):
+                    raise
+        self._spec = spec
+
+    def receive(self) -> bytes:
+        """Read the answer of the request sent last: the body of an HTTP 200 answer,
+        decoded from its Content-Encoding, streamed and counted while it arrives (reading
+        stops as soon as it passes ``spec.max_response_bytes``).
+
+        Raises:
+            ProviderUnavailableError, ProviderContractError, LimitExceededError: see the
+                module docstring; over ``spec.request_timeout`` since :meth:`send`, the
+                transient :func:`~actors.core.provider_contract.total_limit_exceeded`.
+            RuntimeError: no request was sent.
+        """
+        spec, conn = self._spec, self._conn
+        if spec is None or conn is None:
+            raise RuntimeError("no request was sent")
+        self._spec = None
+        with _translated(spec, self), _total_limit(spec, self._deadline):
+            conn.timeout = spec.read_timeout  # the head, and between bytes of the body
+            try:
+                response = conn.getresponse()
+            except TimeoutError as exc:  # urllib3's pool says the same for a silent peer
+                raise ReadTimeoutError(None, spec.url, "Read timed out.") from exc  # type: ignore[arg-type]
+            try:
+                _check_status(response, spec.service)
+                return _read_limited(response, spec.max_response_bytes)
+            except BaseException:
+                response.close()  # and the connection, below: its rest is not read
+                raise
+
+    def close(self) -> None:
+        """Close the connection (idempotent); the next :meth:`send` makes a new one."""
+        conn, self._conn, self._spec = self._conn, None, None
+        if conn is not None:
+            conn.close()
+
+    def _connection(
+        self, scheme: str, host: str, port: int | None, spec: FetchSpec
+    ) -> HTTPConnection:
+        origin = (scheme, host, port)
+        conn = self._conn
+        # A kept connection the Provider closed reads as readable (EOF): make a new one.
+        if conn is not None and (origin != self._origin or not conn.is_connected):
+            self.close()
+            conn = None
+        if conn is None:
+            if scheme not in ("http", "https"):
+                raise ValueError(f"unsupported scheme {scheme!r}")
+            # Certificates are verified against the system's CAs by default, as urllib3's
+            # pools do.
+            kind = HTTPSConnection if scheme == "https" else HTTPConnection
+            conn = kind(host, port, timeout=spec.connect_timeout)
+            self._conn, self._origin = conn, origin
+        return conn
+
+
+def fetch_body(spec: FetchSpec, connection: ProviderConnection | None = None) -> bytes:
+    """POST ``spec`` and return the body of an HTTP 200 answer, within its total time limit
+    (:meth:`ProviderConnection.send`, then :meth:`~ProviderConnection.receive`). Must run in
+    the process's main thread (the total-limit timer).
 
     Args:
         spec: the request.
-        pool: connections to reuse across a run's batches; ``None``: one made here.
+        connection: the run's connection to reuse; ``None``: one made (and closed) here.
 
     Returns:
         The body bytes, decoded from its Content-Encoding.
 
     Raises:
         ProviderUnavailableError, ProviderContractError, LimitExceededError: see the
-            module docstring; over ``spec.request_timeout`` in all, the transient
-            :func:`~actors.core.provider_contract.total_limit_exceeded`.
+            module docstring and :class:`ProviderConnection`.
     """
+    own = connection is None
+    conn = ProviderConnection() if connection is None else connection
     try:
-        with _total_limit(spec.request_timeout):
-            return _exchange(spec, pool if pool is not None else new_pool())
-    except _TotalLimit:
-        # The connection is closed with the response; nothing of the answer is kept.
-        raise total_limit_exceeded(spec.service, spec.request_timeout) from None
+        conn.send(spec)
+        return conn.receive()
+    finally:
+        if own:
+            conn.close()
 
 
 def fetch_body_in_thread(spec: FetchSpec, pool: urllib3.PoolManager) -> bytes:
@@ -189,15 +320,9 @@ def fetch_body_in_thread(spec: FetchSpec, pool: urllib3.PoolManager) -> bytes:
         ProviderUnavailableError, ProviderContractError, LimitExceededError: see the
             module docstring.
     """
-    return _exchange(spec, pool)
-
-
-def _exchange(spec: FetchSpec, http: urllib3.PoolManager) -> bytes:
-    """Send ``spec``, check the status, read the body; urllib3's errors translated."""
-    service = spec.service
     timeout = urllib3.Timeout(connect=spec.connect_timeout, read=spec.read_timeout)
-    try:
-        response = http.request(
+    with _translated(spec, None):
+        response = pool.request(
             "POST",
             spec.url,
             body=spec.body,
@@ -208,7 +333,7 @@ def _exchange(spec: FetchSpec, http: urllib3.PoolManager) -> bytes:
             preload_content=False,
         )
         try:
-            _check_status(response, service)
+            _check_status(response, spec.service)
             return _read_limited(response, spec.max_response_bytes)
         except BaseException:
             # An answer not read to its end must not go back to the pool: the next request
@@ -217,33 +342,54 @@ def _exchange(spec: FetchSpec, http: urllib3.PoolManager) -> bytes:
             raise
         finally:
             response.release_conn()
-    except NewConnectionError as exc:  # refused, unresolvable: urllib3 files it under timeouts
-        raise ProviderUnavailableError(
-            f"provider {service} unreachable: ConnectError: {quote_outside(_os_error_text(exc))}"
-        ) from exc
-    except ConnectTimeoutError as exc:
-        raise ProviderUnavailableError(
-            f"provider {service} connect timeout ({spec.connect_timeout:g} s)"
-        ) from exc
-    except ReadTimeoutError as exc:
-        raise ProviderUnavailableError(
-            f"provider {service} read timeout ({spec.read_timeout:g} s)"
-        ) from exc
-    except DecodeError as exc:
-        # The bytes arrived but their Content-Encoding is broken: a bad answer, not a
-        # broken link.
-        raise ProviderContractError(
-            f"provider {service} sent an undecodable body: {quote_outside(str(exc))}"
-        ) from exc
-    except (LocationParseError, ValueError) as exc:  # urllib3 refuses the URL itself
-        raise ProviderUnavailableError(
-            f"provider {service} has an invalid base URL: {quote_outside(str(exc))}"
-        ) from exc
-    except (HTTPError, OSError) as exc:
-        cause = _transport_cause(exc)
-        raise ProviderUnavailableError(
-            f"provider {service} unreachable: {type(cause).__name__}: {quote_outside(str(cause))}"
-        ) from exc
+
+
+@contextlib.contextmanager
+def _translated(spec: FetchSpec, connection: ProviderConnection | None) -> Iterator[None]:
+    """urllib3's and the socket's errors as the module docstring's export errors; the
+    connection, when given, is closed on any error (a half-done exchange is not reused)."""
+    service = spec.service
+    try:
+        yield
+    except BaseException:
+        if connection is not None:
+            connection.close()
+        try:
+            raise
+        except _TotalLimit:
+            # The connection is closed; nothing of the answer is kept.
+            raise total_limit_exceeded(service, spec.request_timeout) from None
+        except NewConnectionError as exc:  # refused, unresolvable: urllib3 files it under timeouts
+            raise ProviderUnavailableError(
+                f"provider {service} unreachable: ConnectError: "
+                f"{quote_outside(_os_error_text(exc))}"
+            ) from exc
+        except ConnectTimeoutError as exc:
+            raise ProviderUnavailableError(
+                f"provider {service} connect timeout ({spec.connect_timeout:g} s)"
+            ) from exc
+        except ReadTimeoutError as exc:
+            raise ProviderUnavailableError(
+                f"provider {service} read timeout ({spec.read_timeout:g} s)"
+            ) from exc
+        except DecodeError as exc:
+            # The bytes arrived but their Content-Encoding is broken: a bad answer, not a
+            # broken link.
+            raise ProviderContractError(
+                f"provider {service} sent an undecodable body: {quote_outside(str(exc))}"
+            ) from exc
+        except (LocationParseError, ValueError) as exc:  # the URL itself is refused
+            raise ProviderUnavailableError(
+                f"provider {service} has an invalid base URL: {quote_outside(str(exc))}"
+            ) from exc
+        except (HTTPError, HTTPException, OSError) as exc:
+            # HTTPException: a status line or header http.client cannot read (a peer that
+            # is not speaking HTTP), which urllib3's pool wraps in ProtocolError.
+            cause = _transport_cause(exc)
+            raise ProviderUnavailableError(
+                f"provider {service} unreachable: {type(cause).__name__}: "
+                f"{quote_outside(str(cause))}"
+            ) from exc
 
 
 def new_pool() -> urllib3.PoolManager:

@@ -139,8 +139,9 @@ class ExportRunner:
                         # keep the last one known rather than blanking the total.
                         if summary.total_rows is not None:
                             total_estimate = summary.total_rows
-                        # The worker is already writing this batch (write-behind); the
-                        # progress is the rows it has confirmed, up to an earlier batch.
+                        # The worker writes this batch during the next request
+                        # (write-behind); the progress is the rows it has confirmed, up
+                        # to an earlier batch.
                         if batches > 1:
                             await progress.report(worker.rows_written, total_estimate)
                 rows = await worker.finish_writes()

@@ -14,8 +14,8 @@ At start, before it imports anything heavy, it
 * lowers its own scheduling priority (``nice`` +NICE, ``FILE_EXPORT_WORKER_NICE``, and on
   Linux the ``SCHED_IDLE`` policy when SCHED_IDLE is 1, ``FILE_EXPORT_WORKER_SCHED_IDLE``),
   so when every core is busy encoding the parent's event loop — the API, lease renewals —
-  still gets the CPU first, at once; its imports already run at that priority, and every
-  thread it starts later inherits it (Linux keeps both per thread);
+  still gets the CPU first, at once; its imports already run at that priority, and any
+  thread a library might start inherits it (Linux keeps both per thread);
 * moves the frame pipe off file descriptor 1 and points 1 at stderr, so a stray print from
   a library cannot corrupt a frame.
 

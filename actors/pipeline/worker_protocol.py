@@ -17,11 +17,12 @@ Requests::
     Finish()                                ->  Written(rows_written, warnings)
     Close(note)                             ->  Closed(size, rows_written, warnings)
 
-A fetched batch is written by the worker as soon as it is decoded (write-behind): the
+A fetched batch is written by the worker during the next request (write-behind): the
+next Fetch sends its Provider request, writes the batch, then reads the answer; the
 parent's :class:`Decoded` carries the progress of the writes before it, :class:`Finish`
-waits for the last one. Any request may instead be answered by :class:`Failed` — a failed
-write by the next request's reply. After a failure the worker answers every later request
-with the same :class:`Failed`; the parent stops at the first one.
+writes the last one. Any request may instead be answered by :class:`Failed` — a failed
+write by the reply of the request it happened in. After a failure the worker answers
+every later request with the same :class:`Failed`; the parent stops at the first one.
 
 This module is imported by the worker process, so it imports neither trio nor httpx.
 """
@@ -78,8 +79,8 @@ class Start:
 
 @dataclass(frozen=True, slots=True)
 class Fetch:
-    """Request one Provider batch, decode and check it, and write its rows after those of
-    the batches before it.
+    """Request one Provider batch, write the batch before it meanwhile, then decode and
+    check the answer; its rows are written during the next request.
 
     Attributes:
         batch: 1-based batch number in the run.
@@ -96,7 +97,7 @@ class Fetch:
 
 @dataclass(frozen=True, slots=True)
 class Finish:
-    """Wait until every fetched batch is written; answered by :class:`Written`."""
+    """Write the last fetched batch; answered by :class:`Written`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +122,8 @@ class Decoded:
         summary: the batch without its rows.
         size: body bytes received (after Content-Encoding).
         seconds: from sending the request to the last byte of the body, measured by the
-            worker (``time.monotonic``); decoding is not counted.
+            worker (``time.monotonic``); decoding is not counted. The worker writes the
+            previous batch in between, so an answer that came sooner counts that write.
         rows_written: data rows in the file so far (the batches before this one that
             the writer has finished).
         warnings: the run's data warnings so far, as in :class:`Written`.

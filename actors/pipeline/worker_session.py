@@ -1,4 +1,4 @@
-"""One export run inside the worker process: its requests, its writer thread, its file.
+"""One export run inside the worker process: its requests, its file, in one thread.
 
 :func:`serve` answers the frames of :mod:`actors.pipeline.worker_protocol` that the parent
 (:mod:`actors.pipeline.export_worker`) sends, until the request pipe closes; the process
@@ -7,22 +7,23 @@ run's writer across batches, so every batch of a run goes to this one process. I
 touches the database or the storage interface: it writes the one file descriptor the
 parent passed it (``SCM_RIGHTS`` over a Unix socket, with the Start request).
 
-Write-behind: each batch the main thread has decoded goes to the writer thread at once,
-and its :class:`Decoded` reply goes out without waiting for the write, so batch n is
-typed, encoded and compressed while the parent checks it and batch n+1 is on the wire —
-without a round trip through the parent per batch. The fetch stays in the main thread,
-where the total-limit timer of :mod:`actors.pipeline.provider_http` can interrupt it. A
-failed write is answered to the next request; a failed fetch waits for the writes before
-it, so the earliest failure of the run is the one reported.
+Write-behind, one thread: a decoded batch is written during the *next* request. A Fetch
+sends its Provider request, then types, encodes and compresses the batch before it, then
+reads the answer, which the Provider prepared meanwhile
+(:class:`~actors.pipeline.provider_http.ProviderConnection`); a Finish writes the last
+batch. So the Provider's time overlaps the worker's writing without a second thread —
+two threads of one process share its GIL, and with two exports on two cores they turned
+out ~20 % fewer rows per CPU-second than one (README, "Benchmarks"). At most two batches
+are held: the one waiting to be written and the one being read and decoded. A failed write
+is the answer to the request it happened in, before anything about that request's own
+batch: the earliest failure of the run is the one reported.
 """
 
 from __future__ import annotations
 
 import os
-import queue
 import socket
 import sys
-import threading
 import time
 import traceback
 from typing import BinaryIO
@@ -30,7 +31,7 @@ from typing import BinaryIO
 from actors.core.errors import ExportError, StorageUnavailableError
 from actors.core.models import ProviderBatch
 from actors.pipeline.provider_decode import parse_batch_response
-from actors.pipeline.provider_http import fetch_body, new_pool
+from actors.pipeline.provider_http import ProviderConnection
 from actors.pipeline.worker_protocol import (
     EXPORT_ERRORS,
     Close,
@@ -58,40 +59,69 @@ def serve(requests: BinaryIO, replies: BinaryIO, fds: socket.socket) -> None:
         fds: the Unix socket the output descriptor arrives on.
     """
     session = WorkerSession()
-    writer = _WriterThread(session)
     try:
         while (request := read_frame(requests)) is not None:
-            write_frame(replies, _answer(session, writer, request, fds))
+            write_frame(replies, session.answer(request, fds))
     except (BrokenPipeError, EOFError):
         pass  # the parent went away: nothing is waiting for an answer
     finally:
-        writer.stop()
         session.discard()
 
 
 class WorkerSession:
-    """One run's state in the worker: the output file, the writer, its progress, the
-    run's first failure.
+    """One run's state in the worker: the output file, the writer, the batch waiting to be
+    written, the Provider connection, the run's first failure.
 
-    The main thread calls :meth:`start`, :meth:`fetch` and :meth:`close`, which raise;
-    the writer thread calls :meth:`write`, which keeps its failure instead. :meth:`fail`
-    turns an exception into the :class:`Failed` reply and keeps the first one as
-    :attr:`failed`: after it, every request is answered with that same failure.
+    :meth:`answer` carries out one request. The first failure — of a request or of a
+    write — is kept as :attr:`failed`; every later request is answered with it.
     """
 
     def __init__(self) -> None:
         self._start: Start | None = None
         self._out: BinaryIO | None = None
         self._writer: XlsxStreamWriter | None = None
-        self._lock = threading.Lock()  # the first failure wins, whichever thread has it
+        #: The decoded batch not yet written, with its 1-based number.
+        self._pending: tuple[int, ProviderBatch] | None = None
+        self._connection = ProviderConnection()  # keep-alive across the run's batches
+        self._fetch_seconds: float | None = None  # of the Fetch being handled, once read
         #: The run's first failure, of a request or of a write.
         self.failed: Failed | None = None
-        #: (rows written, data warnings) after the last batch written, replaced whole by
-        #: the writer thread, so the main thread reads a consistent pair.
-        self.progress: tuple[int, tuple[str, ...]] = (0, ())
-        self._pool = new_pool()  # keep-alive across the run's batches
-        self._fetch_seconds: float | None = None  # of the Fetch being handled
-        self._fetch_size = 0
+
+    @property
+    def progress(self) -> tuple[int, tuple[str, ...]]:
+        """(rows written, data-warning lines) of the batches written so far."""
+        writer = self._writer
+        if writer is None:
+            return 0, ()
+        return writer.rows_written, tuple(writer.warnings.lines())
+
+    def answer(self, request: Request | Reply, fds: socket.socket) -> Reply:
+        """Carry out one request of the parent and return its reply (a reply read as a
+        request is an unknown request: a bug, answered as one).
+
+        Args:
+            request: the frame read.
+            fds: the Unix socket the Start request's descriptor arrives on.
+        """
+        if self.failed is not None:
+            return self.failed
+        try:
+            if isinstance(request, Start):
+                # The parent sends the output file's descriptor just before the request.
+                _, (out_fd,), _, _ = socket.recv_fds(fds, 1, 1)
+                return self.start(request, out_fd)
+            if isinstance(request, Fetch):
+                return self.fetch(request)
+            if not self._write_pending():
+                assert self.failed is not None
+                return self.failed
+            if isinstance(request, Finish):
+                return Written(*self.progress)
+            if isinstance(request, Close):
+                return self.close(request)
+            raise RuntimeError(f"unknown request {type(request).__name__}")
+        except Exception as exc:
+            return self.fail(request, exc)
 
     def start(self, request: Start, out_fd: int) -> Started:
         """Open the run's output descriptor (``out_fd``, received with the request)."""
@@ -99,44 +129,62 @@ class WorkerSession:
         self._out = os.fdopen(out_fd, "wb")  # no truncation: an fd, not a path
         return Started(os.getpid())
 
-    def fetch(self, request: Fetch) -> ProviderBatch:
-        """Make the batch request, decode and check the answer (main thread).
+    def fetch(self, request: Fetch) -> Reply:
+        """Send the batch request, write the batch before it, then read, decode and check
+        the answer; the batch waits to be written during the next request.
+
+        Returns:
+            :class:`Decoded`, or the :class:`Failed` of the earlier batch's write.
 
         Raises:
-            ExportError: as :func:`fetch_body` and :func:`parse_batch_response`.
+            ExportError: as :class:`ProviderConnection` and :func:`parse_batch_response`.
         """
         spec = request.spec
         self._fetch_seconds = None
         started = time.monotonic()
         try:
-            raw = fetch_body(spec, self._pool)
+            self._connection.send(spec)
+        except Exception:
+            seconds = time.monotonic() - started
+            if not self._write_pending():  # the earlier batch's failure comes first
+                assert self.failed is not None
+                return self.failed
+            self._fetch_seconds = seconds
+            raise
+        if not self._write_pending():
+            self._connection.close()  # its answer stays unread
+            assert self.failed is not None
+            return self.failed
+        try:
+            raw = self._connection.receive()
         finally:
+            # From sending to the last byte, the earlier batch's write included: the
+            # answer may have waited in the socket meanwhile.
             self._fetch_seconds = time.monotonic() - started
-        self._fetch_size = len(raw)
-        return parse_batch_response(
+        batch = parse_batch_response(
             raw, service=spec.service, limit=request.limit, max_columns=request.max_columns
         )
-
-    def decoded(self, batch: ProviderBatch) -> Decoded:
-        """The reply to the Fetch of ``batch``: its summary and the progress so far."""
+        self._pending = (request.batch, batch)
         rows_written, warnings = self.progress
-        seconds = self._fetch_seconds or 0.0
-        return Decoded(batch.summary(), self._fetch_size, seconds, rows_written, warnings)
+        return Decoded(batch.summary(), len(raw), self._fetch_seconds, rows_written, warnings)
 
-    def write(self, number: int, batch: ProviderBatch) -> None:
-        """Type and write one decoded batch (writer thread). A failure is kept, and the
-        batches still queued after it are dropped."""
-        if self.failed is not None:
-            return
+    def _write_pending(self) -> bool:
+        """Type and write the batch waiting, if any; False when it failed (the failure is
+        kept as :attr:`failed`)."""
+        if self._pending is None:
+            return True
+        number, batch = self._pending
+        self._pending = None
         try:
             writer = self._writer or self._open_writer(batch)
             writer.write_rows(batch.rows, number)
-            self.progress = (writer.rows_written, tuple(writer.warnings.lines()))
         except Exception as exc:
             self.fail(None, exc)
+            return False
+        return True
 
     def close(self, request: Close) -> Closed:
-        """Finish, flush and fsync the file (main thread, every write done).
+        """Finish, flush and fsync the file (every batch written).
 
         Raises:
             ExportError: the file cannot be finished (size limit); OSError: the disk.
@@ -156,10 +204,12 @@ class WorkerSession:
         returned from then on.
 
         Args:
-            request: the request that failed; ``None`` for a write of the writer thread.
+            request: the request that failed; ``None`` for the write of a batch.
             exc: an :class:`ExportError` (the verdict), an ``OSError`` (the disk: the
                 transient storage error) or anything else (a bug, printed on stderr).
         """
+        if self.failed is not None:
+            return self.failed
         if isinstance(exc, ExportError):
             error, message, internal = type(exc).__name__, str(exc), False
         elif isinstance(exc, OSError):
@@ -170,25 +220,17 @@ class WorkerSession:
         else:
             traceback.print_exception(exc, file=sys.stderr)
             error, message, internal = type(exc).__name__, str(exc), True
-        with self._lock:
-            if self.failed is None:
-                # The writer is idle here (this is its thread, or the main thread after
-                # the writes were drained): its figures count the rows of a failed batch.
-                writer = self._writer
-                rows_written, warnings = (
-                    (writer.rows_written, tuple(writer.warnings.lines()))
-                    if writer is not None
-                    else self.progress
-                )
-                self.failed = Failed(
-                    error=error if internal or error in EXPORT_ERRORS else "ExportError",
-                    message=message,
-                    internal=internal,
-                    rows_written=rows_written,
-                    warnings=warnings,
-                    seconds=self._fetch_seconds if isinstance(request, Fetch) else None,
-                )
-            return self.failed
+        # The writer's figures count the rows of a failed batch written before the error.
+        rows_written, warnings = self.progress
+        self.failed = Failed(
+            error=error if internal or error in EXPORT_ERRORS else "ExportError",
+            message=message,
+            internal=internal,
+            rows_written=rows_written,
+            warnings=warnings,
+            seconds=self._fetch_seconds if isinstance(request, Fetch) else None,
+        )
+        return self.failed
 
     def _open_writer(self, first: ProviderBatch) -> XlsxStreamWriter:
         start = self._start
@@ -206,8 +248,8 @@ class WorkerSession:
         return self._writer
 
     def discard(self) -> None:
-        """Drop an unfinished file and the writer's temporary files (best effort)."""
-        self._pool.clear()
+        """Drop an unfinished file and the Provider connection (best effort)."""
+        self._connection.close()
         if self._writer is not None:
             self._writer.discard()
         if self._out is not None:
@@ -215,74 +257,3 @@ class WorkerSession:
                 self._out.close()
             except OSError:
                 pass
-
-
-class _WriterThread:
-    """The thread that writes decoded batches in order while the main thread fetches.
-
-    At most one batch waits for it (:meth:`put` blocks while one does), so a run holds
-    at most three batches: one being written, one waiting, one being decoded. Made after
-    :mod:`actors.pipeline.worker_main` lowered the process's priority: Linux keeps the
-    scheduling policy and nice value per thread, and a thread inherits them when created.
-    """
-
-    def __init__(self, session: WorkerSession) -> None:
-        self._session = session
-        self._queue: queue.Queue[tuple[int, ProviderBatch] | None] = queue.Queue(maxsize=1)
-        self._thread = threading.Thread(target=self._run, name="xlsx-writer", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while (item := self._queue.get()) is not None:
-            try:
-                self._session.write(*item)
-            finally:
-                self._queue.task_done()
-        self._queue.task_done()
-
-    def put(self, number: int, batch: ProviderBatch) -> None:
-        """Queue batch ``number`` for writing; blocks while another batch waits."""
-        self._queue.put((number, batch))
-
-    def drain(self) -> None:
-        """Wait until every queued batch is written (or dropped after a failure)."""
-        self._queue.join()
-
-    def stop(self) -> None:
-        """Let the thread end after what is queued."""
-        self._queue.put(None)
-        self._thread.join()
-
-
-def _answer(
-    session: WorkerSession, writer: _WriterThread, request: Request | Reply, fds: socket.socket
-) -> Reply:
-    """Carry out one request of the parent (main thread) and return its reply (a reply
-    read as a request is an unknown request: a bug, answered as one)."""
-    if session.failed is not None:
-        return session.failed
-    try:
-        if isinstance(request, Start):
-            # The parent sends the output file's descriptor just before the request.
-            _, (out_fd,), _, _ = socket.recv_fds(fds, 1, 1)
-            return session.start(request, out_fd)
-        if isinstance(request, Fetch):
-            try:
-                batch = session.fetch(request)
-            except Exception:
-                writer.drain()  # a write before it may have failed first: that one counts
-                raise
-            if session.failed is not None:
-                return session.failed
-            writer.put(request.batch, batch)
-            return session.decoded(batch)
-        writer.drain()
-        if session.failed is not None:
-            return session.failed
-        if isinstance(request, Finish):
-            return Written(*session.progress)
-        if isinstance(request, Close):
-            return session.close(request)
-        raise RuntimeError(f"unknown request {type(request).__name__}")
-    except Exception as exc:
-        return session.fail(request, exc)

@@ -181,9 +181,9 @@ async def test_a_write_failure_comes_back_as_its_export_error(tmp_path: Path) ->
 async def test_a_failed_write_is_the_answer_to_the_next_fetch(
     tmp_path: Path, second: bytes
 ) -> None:
-    """Write-behind: batch 1's write fails after its answer went out; the next fetch is
-    answered with that failure — also when the next answer is itself bad: the earliest
-    failure of the run is the one reported."""
+    """Write-behind: batch 1's write fails after its answer went out, during the next
+    fetch, which is answered with that failure — also when the next answer is itself bad:
+    the earliest failure of the run is the one reported."""
     async with worker_for(tmp_path, max_rows=100) as (worker, _):
         await decode(worker, answer(rows(0, 150)), limit=1000)
         with pytest.raises(LimitExceededError, match="max-rows 100"):
@@ -231,9 +231,8 @@ async def test_the_worker_runs_niced_and_ignores_the_drain_signals(tmp_path: Pat
         os.kill(worker.pid, signal.SIGINT)
         assert await worker.finish_writes() == 10
         # FILE_EXPORT_WORKER_SCHED_IDLE (default): a waking event loop preempts it at once.
-        # Every thread (Linux keeps the policy per thread): the writer thread too.
+        # Every thread (Linux keeps the policy per thread), should a library start one.
         threads = [int(t) for t in os.listdir(f"/proc/{worker.pid}/task")]
-        assert len(threads) == 2
         for thread in threads:
             assert os.sched_getscheduler(thread) == os.SCHED_IDLE
             assert os.getpriority(os.PRIO_PROCESS, thread) == os.getpriority(

@@ -12,18 +12,26 @@ makes (:meth:`FetchSpec.with_body`, :meth:`FetchSpec.with_header`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gzip
+import http.server
 import json
 import logging
 import os
+import re
 import signal
-from collections.abc import AsyncIterator
+import socket
+import struct
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
 import trio
+import urllib3
 
 from actors.core.errors import (
     ExportWorkerDiedError,
@@ -36,15 +44,17 @@ from actors.core.provider_contract import BatchRequest
 from actors.core.tracing import parse_traceparent
 from actors.pipeline.export_worker import ExportWorker, open_export_worker
 from actors.pipeline.provider_client import ProviderClient
-from actors.pipeline.provider_http import FetchSpec, fetch_body, fetch_body_in_thread
+from actors.pipeline.provider_http import (
+    FetchSpec,
+    ProviderConnection,
+    fetch_body,
+    fetch_body_in_thread,
+)
 from tests.actors.pipeline.test_provider_client import (
     DEFINITION,
     SERVICE,
     TASK,
     TOKEN,
-    TRANSPORT_ERROR_IDS,
-    TRANSPORT_ERRORS,
-    FakePool,
     RecordingObserver,
     batch_data,
     envelope,
@@ -282,17 +292,103 @@ SPEC = FetchSpec(
 )
 
 
-@pytest.mark.parametrize(("error", "message"), TRANSPORT_ERRORS, ids=TRANSPORT_ERROR_IDS)
-def test_the_worker_and_the_thread_entry_points_translate_errors_alike(
-    error: BaseException, message: str
+def _raw_peer(behaviour: str) -> Callable[[socket.socket], None]:
+    """What a broken Provider does with one connection, on the wire (``_serve_raw``)."""
+
+    def serve(conn: socket.socket) -> None:
+        received = b""
+        while b"\r\n\r\n" not in received:  # the whole request, so the send never fails
+            received += conn.recv(65536)
+        head, _, body = received.partition(b"\r\n\r\n")
+        length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
+        while len(body) < length:
+            body += conn.recv(65536)
+        if behaviour == "reset":  # RST instead of an answer
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        elif behaviour == "garbage":  # not HTTP
+            conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+        elif behaviour == "short-body":  # closes 90 bytes early
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x" * 10)
+        elif behaviour == "silent":
+            time.sleep(1.0)
+        # "eof": nothing; every behaviour then closes
+        conn.close()
+
+    return serve
+
+
+@contextlib.contextmanager
+def _serve_raw(behaviour: str) -> Iterator[str]:
+    """A TCP server on a free port whose every connection gets ``behaviour``; yields the
+    request URL."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    serve = _raw_peer(behaviour)
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return  # closed
+            serve(conn)
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}{DEFINITION.provider_path}"
+    finally:
+        listener.close()
+        thread.join(5)
+
+
+RAW_FAULTS = [
+    ("reset", f"provider {SERVICE} unreachable: ConnectionResetError: "),
+    ("eof", f"provider {SERVICE} unreachable: RemoteDisconnected: "),
+    ("garbage", f"provider {SERVICE} unreachable: BadStatusLine: "),
+    ("short-body", f"provider {SERVICE} unreachable: IncompleteRead: "),
+    ("silent", f"provider {SERVICE} read timeout (0.3 s)"),
+]
+
+
+@pytest.mark.parametrize(("behaviour", "message"), RAW_FAULTS, ids=[b for b, _ in RAW_FAULTS])
+def test_the_worker_and_the_thread_entry_points_translate_wire_faults_alike(
+    behaviour: str, message: str
 ) -> None:
-    """fetch_body (the worker's, with its SIGALRM limit) and fetch_body_in_thread
-    (provider-check's) give one class and one message for each urllib3 error."""
-    for send in (fetch_body, fetch_body_in_thread):
+    """A real peer that resets, closes, speaks something else, cuts the body or stays
+    silent: the worker's connection (its own send and read, :class:`ProviderConnection`)
+    and provider-check's pooled request give one class and one message, and the worker's
+    connection is closed and made again for the next request."""
+    with _serve_raw(behaviour) as url:
+        spec = dataclasses.replace(SPEC, url=url, read_timeout=0.3)
+        texts = []
+        connection = ProviderConnection()
+        for send in (
+            lambda: fetch_body(spec, connection),
+            lambda: fetch_body_in_thread(spec, urllib3.PoolManager()),
+        ):
+            with pytest.raises(ProviderUnavailableError) as raised:
+                send()
+            texts.append(str(raised.value))
+        assert texts[0] == texts[1]
+        assert texts[0].startswith(message)
+        with pytest.raises(ProviderUnavailableError, match=re.escape(message)):
+            fetch_body(spec, connection)  # a new connection, the same fault
+
+
+def test_a_refused_connection_reads_the_same_from_both_entry_points() -> None:
+    spec = dataclasses.replace(SPEC, url="http://127.0.0.1:1/x")
+    texts = []
+    for send in (
+        lambda: fetch_body(spec),
+        lambda: fetch_body_in_thread(spec, urllib3.PoolManager()),
+    ):
         with pytest.raises(ProviderUnavailableError) as raised:
-            send(SPEC, FakePool(error))  # type: ignore[arg-type]
-        assert str(raised.value) == message, send.__name__
-        assert raised.value.__cause__ is error
+            send()
+        texts.append(str(raised.value))
+    assert (
+        texts
+        == [f"provider {SERVICE} unreachable: ConnectError: [Errno 111] Connection refused"] * 2
+    )
 
 
 def test_with_header_replaces_a_header_in_any_case_and_keeps_the_rest() -> None:
@@ -315,3 +411,71 @@ def test_with_body_replaces_only_the_body() -> None:
 
 def _fields(spec: FetchSpec) -> dict[str, Any]:
     return {name: getattr(spec, name) for name in FetchSpec.__slots__}
+
+
+class _KeepAliveHandler(http.server.BaseHTTPRequestHandler):
+    """Answers every POST with a small 200; ``close`` in the path asks to close after it.
+    Records the client port of each request (one port: one connection)."""
+
+    protocol_version = "HTTP/1.1"
+    ports: ClassVar[list[int]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.ports.append(self.client_address[1])
+        body = json.dumps(envelope(batch_data())).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        if "close" in self.path:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _keep_alive_server() -> Iterator[str]:
+    _KeepAliveHandler.ports = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KeepAliveHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_run_keeps_one_connection_and_makes_a_new_one_after_the_provider_closed_it() -> None:
+    with _keep_alive_server() as base:
+        connection = ProviderConnection()
+        keep = dataclasses.replace(SPEC, url=base + "/batch")
+        close = dataclasses.replace(SPEC, url=base + "/batch?close")
+        for spec in (keep, keep, close, keep, keep):
+            assert json.loads(fetch_body(spec, connection))["code"] == "200"
+        connection.close()
+    first, second, third, fourth, fifth = _KeepAliveHandler.ports
+    assert first == second == third  # kept alive until the Provider said close
+    assert fourth == fifth != third
+
+
+def test_the_answer_waits_while_the_worker_writes_and_the_total_limit_counts_that_time() -> None:
+    """The worker writes the previous batch between send and receive: no timer runs then
+    (a SIGALRM there would break the write), but the time counts toward the request's total
+    limit, checked when the read starts."""
+    with _keep_alive_server() as base:
+        connection = ProviderConnection()
+        spec = dataclasses.replace(SPEC, url=base + "/batch", request_timeout=0.3)
+        connection.send(spec)
+        time.sleep(0.1)  # a short write: the answer is read from the socket's buffer
+        assert json.loads(connection.receive())["code"] == "200"
+        connection.send(spec)
+        time.sleep(0.4)  # a write longer than the whole limit: no signal interrupts it
+        with pytest.raises(ProviderUnavailableError, match="within the total limit of 0.3 s"):
+            connection.receive()
+        # The unread answer was dropped with its connection; the next request makes another.
+        assert json.loads(fetch_body(spec, connection))["code"] == "200"
+        connection.close()
+    assert len(set(_KeepAliveHandler.ports)) == 2
