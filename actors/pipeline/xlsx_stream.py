@@ -21,33 +21,29 @@ per run::
 
 Why our own writer and not a library — measured with ``deploy/bench/bench_xlsx_writer.py``
 over the same 200,000 pre-made rows of the demo Provider's 8 columns, in batches of 500,
-one process on this 2-core machine shared with other work (load average 5-9 during the
-run, so wall times are long; rows per CPU-second of the process are the fair figure):
+one process on this 2-core machine (load average 0.5-0.7 during the run):
 
 =====================================  ===========  =================  =======  =========
 writer                                  rows/CPU-s   × xlsxwriter (CPU)  file MB  +peak MiB
 =====================================  ===========  =================  =======  =========
-this writer, deflate level 1                40,400              6.7      14.8       1.6
-this writer, deflate level 6                28,400              4.7      11.3       0.3
-xlsxwriter ``constant_memory`` loop          6,000              1.0      11.3       2.2
-openpyxl ``write_only``                      3,200              0.53     11.2       4.7
-rustpy-xlsxwriter 0.8 (Rust)                47,300              7.9      11.4      82.1
+this writer, ISA-L deflate level 1         105,545              5.3      14.4       1.7
+this writer, zlib deflate level 6           64,725              3.2      11.3       0.2
+xlsxwriter ``constant_memory`` loop         20,017              1.0      11.3       1.7
+openpyxl ``write_only``                     12,136              0.61     11.2       4.6
 =====================================  ===========  =================  =======  =========
 
-A second run (load average 7.5-10) gave 51,600 rows/CPU-s for this writer at level 1
-(6.9 ×), 31,900 at level 6 (4.2 ×), 7,500 for xlsxwriter, 3,500 for openpyxl and 48,200
-for rustpy-xlsxwriter (6.4 ×): the ranking holds, the absolute figures follow the load.
-
-The Rust-backed package is about as fast, but it takes a whole sheet of records at once
-(no way to append batch after batch as they arrive), holds far more memory (+82 MiB at
-200k rows where the streaming writers add under 5 MiB), refuses a cell over 32,767
-characters instead of cutting it, and is a young 0.x package. xlsxwriter and openpyxl
-spend their time in per-cell Python calls. This writer types each cell with a formatter
-chosen once per column and writes sheet XML text directly. Deflate level 1 makes files
-~30 % larger than level 6 (and than xlsxwriter's) but writes ~1.4 × faster; level 5 gives
-level 6's size at ~0.85 × level 1's speed (one constant, :data:`COMPRESS_LEVEL`, if file
-size matters more than speed). Inline strings (``t="inlineStr"``) beat a shared-string
-table: no table in memory, no second pass.
+An earlier run, under load and with zlib's level 1 for this writer, measured the
+Rust-backed rustpy-xlsxwriter 0.8 at 7.9 × xlsxwriter and this writer at 6.7 ×. It is
+about as fast, but it takes a whole sheet of records at once (no way to append batch after
+batch as they arrive), holds far more memory (+82 MiB at 200k rows where the streaming
+writers add under 5 MiB), refuses a cell over 32,767 characters instead of cutting it,
+and is a young 0.x package. xlsxwriter and openpyxl spend their time in per-cell Python
+calls. This writer types each cell with a formatter chosen once per column and writes
+sheet XML text directly. ISA-L's deflate (:mod:`actors.pipeline.zip_stream`) makes files
+~27 % larger than zlib's level 6 (and than xlsxwriter's) but compresses ~12 × faster;
+levels 4-9 (zlib) are one constant away, :data:`COMPRESS_LEVEL`, if file size matters more
+than speed. Inline strings (``t="inlineStr"``) beat a shared-string table: no table in
+memory, no second pass.
 
 Guards, the same as the xlsxwriter-based writer had: formula-injection prefix and
 32,767-character truncation (``cells``), characters XML forbids removed, roll-over to a
@@ -98,7 +94,8 @@ EXCEL_MAX_DATA_ROWS = 1_048_575
 EXCEL_MAX_COLUMNS = 16_384
 EXCEL_MAX_SHEET_NAME = 31
 DEFAULT_COLUMN_WIDTH = 16
-#: Deflate level of every zip entry: 1 is the measured best trade of speed for size.
+#: Deflate level of every zip entry: ISA-L's level 1, the measured best trade of speed for
+#: size (0..3 are ISA-L's, 4..9 zlib's: :mod:`actors.pipeline.zip_stream`).
 COMPRESS_LEVEL = 1
 #: Characters of sheet XML gathered before they are encoded and deflated in one call.
 FLUSH_CHARS = 256 * 1024
@@ -216,7 +213,8 @@ class XlsxStreamWriter:
             max_bytes: maximum size of the XLSX file in bytes (e.g. 50 MB).
             rows_per_sheet: data rows per worksheet (1..1048575) before the next sheet.
             sheet_name: name of the first sheet; later ones are "<name> 2", "<name> 3", ….
-            compress_level: deflate level 0..9 of the zip entries (benchmarks compare).
+            compress_level: deflate level of the zip entries: 0..3 ISA-L, 4..9 zlib
+                (benchmarks compare).
 
         Raises:
             ValueError: no columns, duplicate keys, or a limit argument out of range.

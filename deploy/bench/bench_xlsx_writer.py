@@ -10,7 +10,8 @@ only, no pass/fail: targets live here, not in timed tests.
 Writers:
 
 * ``stream level 1`` — :class:`XlsxStreamWriter` as the runner uses it (every guard on).
-* ``stream level 6`` — the same with deflate level 6 (the size/speed trade-off).
+* ``stream level 6`` — the same with zlib's deflate level 6 (the size/speed trade-off;
+  level 1 is ISA-L's).
 * ``xlsxwriter cm`` — a bare loop: ``constant_memory``, one typed ``write_*`` call per
   cell, dates parsed with ``fromisoformat``; no guards, no warnings.
 * ``openpyxl wo`` — ``write_only`` workbook, ``append`` per row, same parsing.
