@@ -151,6 +151,37 @@ def test_rows_beyond_rows_per_sheet_continue_on_numbered_sheets_with_header(tmp_
     assert seen == list(range(12))
 
 
+def test_a_sheet_whose_xml_passes_the_entry_size_bound_rolls_over_by_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A zip entry without Zip64 must stay under 4 GiB: past MAX_SHEET_XML_BYTES of sheet
+    XML the next row starts a new sheet, whatever the row count. The bound is lowered to a
+    few flushes' worth of XML here; every row is kept, in order, under a header each."""
+    monkeypatch.setattr("actors.pipeline.xlsx_stream.FLUSH_CHARS", 2_000)
+    monkeypatch.setattr("actors.pipeline.xlsx_stream.MAX_SHEET_XML_BYTES", 10_000)
+    columns = TYPED_COLUMNS[:2]
+    rows = [{"id": i, "name": f"name {i:05d}"} for i in range(600)]
+    path = tmp_path / "out.xlsx"
+    with path.open("wb") as out:
+        writer = make_writer(out, columns)
+        for start in range(0, 600, 100):  # batches: the bound is checked across them too
+            writer.write_rows(rows[start : start + 100])
+        writer.close()
+
+    book = openpyxl.load_workbook(path)
+    assert len(book.sheetnames) > 2
+    seen: list[int] = []
+    for name in book.sheetnames:
+        values = list(book[name].iter_rows(values_only=True))
+        assert values[0] == ("ID", "Name")
+        seen += [row[0] for row in values[1:]]
+    assert seen == list(range(600))
+    with zipfile.ZipFile(path) as package:
+        sizes = [package.getinfo(f"xl/worksheets/sheet{n}.xml").file_size for n in (1, 2)]
+    # Rolled over at the first flush past the bound: at most one flush of rows more.
+    assert all(10_000 < size < 10_000 + 2_000 + 1_500 for size in sizes)
+
+
 def test_each_sheet_states_its_dimension_for_read_only_readers(tmp_path: Path) -> None:
     """openpyxl's read-only mode (pandas reads this way too) takes a sheet's size from its
     <dimension>, written last into the top of the streamed sheet; every CRC still holds."""
