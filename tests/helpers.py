@@ -20,8 +20,10 @@ import json
 import logging
 import os
 import re
+import socketserver
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
@@ -682,3 +684,18 @@ def json_log(level: str = "INFO", **debug_loggers: bool) -> Iterator[Callable[[]
         root.setLevel(saved[0])
         for name, lvl in saved[1].items():
             logging.getLogger(name).setLevel(lvl)
+
+
+@contextmanager
+def serving_in_thread(server: socketserver.BaseServer) -> Iterator[str]:
+    """Serve ``server`` (a standard-library HTTP or WSGI server bound to 127.0.0.1) on a
+    daemon thread until the block ends; yields its base URL, ``http://127.0.0.1:<port>``.
+    The server is shut down and closed afterwards."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        thread.join(30)
+        server.server_close()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +24,12 @@ from actors.cli import main
 from actors.cli_provider import tampered
 from actors.core.provider_rules import PROBES, RULES, WRONG_SERVICE_TOKEN
 from actors.pipeline.provider_http import FetchSpec
-from tests.helpers import demo_provider_process, example_provider_process, load_example_provider
+from tests.helpers import (
+    demo_provider_process,
+    example_provider_process,
+    load_example_provider,
+    serving_in_thread,
+)
 
 TOKEN = "provider-check-token"
 Envelope = dict[str, Any]
@@ -102,14 +106,8 @@ class _QuietHandler(WSGIRequestHandler):
 @contextmanager
 def serve(app: App) -> Iterator[str]:
     """``app`` on the standard library's WSGI server, on a thread; yields its base URL."""
-    with make_server("127.0.0.1", 0, app, handler_class=_QuietHandler) as server:
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_port}"
-        finally:
-            server.shutdown()
-            thread.join(30)
+    with serving_in_thread(make_server("127.0.0.1", 0, app, handler_class=_QuietHandler)) as url:
+        yield url
 
 
 def example() -> ModuleType:

@@ -59,6 +59,7 @@ from tests.actors.pipeline.test_provider_client import (
     batch_data,
     envelope,
 )
+from tests.helpers import serving_in_thread
 from tests.provider_server import Handler, serve_provider
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -438,14 +439,10 @@ class _KeepAliveHandler(http.server.BaseHTTPRequestHandler):
 @contextlib.contextmanager
 def _keep_alive_server() -> Iterator[str]:
     _KeepAliveHandler.ports = []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KeepAliveHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_in_thread(
+        http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KeepAliveHandler)
+    ) as url:
+        yield url
 
 
 def test_a_run_keeps_one_connection_and_makes_a_new_one_after_the_provider_closed_it() -> None:
