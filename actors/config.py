@@ -81,6 +81,13 @@ class Settings(BaseSettings):
     """FILE_EXPORT_PROGRESS_POLL_SECONDS: how often one progress stream of the page reads
     its caller's tasks, seconds (each read is two index ranges; at most 60, or the page
     would show progress too late to be of use)."""
+    progress_write_seconds: float = Field(
+        0.5, ge=0, le=60, validation_alias=AliasChoices("FILE_EXPORT_PROGRESS_WRITE_SECONDS")
+    )
+    """FILE_EXPORT_PROGRESS_WRITE_SECONDS: least time between two progress writes of one
+    run, seconds (a write is made at the first batch boundary after it, and at the end);
+    0 writes at every batch boundary. Progress is display only; the page's stream reads
+    it every FILE_EXPORT_PROGRESS_POLL_SECONDS."""
 
     # -- staged switches (ops guide) ------------------------------------------------------
     reconciler_enabled: bool | None = _env("FILE_EXPORT_RECONCILER_ENABLED")

@@ -18,11 +18,16 @@ succeeds or fails. Every run ends with one INFO summary line (``outcome``, ``row
 ``bytes``, ``seconds``, ``batches``, ``warnings``); every Provider request carries the
 task's trace id (``traceparent``).
 
-The progress write after each batch is for display only: a database error there is
-logged (at most once per ``PROGRESS_WARNING_INTERVAL_SECONDS``) and the write skipped, so
-a database blip never costs the export an attempt; the next batch writes a newer figure.
-It is fenced like every write of the run, so a write that matches no row (the task was
-cancelled, or the lease lost) ends the run at that batch boundary.
+The progress write between batches is for display only. It is made at the first batch
+boundary at least ``FILE_EXPORT_PROGRESS_WRITE_SECONDS`` (0.5) after the last one, and once
+at the end: the download center's progress stream reads it once a second, and a write per batch
+(~100 a second per export) was a fenced database commit per batch for nothing, each on the
+run's path from one batch to the next. A database error there is logged (at most once per
+``PROGRESS_WARNING_INTERVAL_SECONDS``) and the write skipped, so a database blip never
+costs the export an attempt; a later boundary writes a newer figure. It is fenced like
+every write of the run, so a write that matches no row (the task was cancelled, or the
+lease lost) ends the run at that batch boundary: a cancel by another instance's API is
+seen within that interval and a batch.
 """
 
 from __future__ import annotations
@@ -104,7 +109,7 @@ class ExportRunner:
         ctx.object_key = key
         total_estimate: int | None = None
         batches = 0
-        progress = _Progress(self.store, ctx)
+        progress = _Progress(self.store, ctx, self.settings.progress_write_seconds)
         worker: ExportWorker | None = None
         started = trio.current_time()
         size: int | None = None
@@ -142,7 +147,7 @@ class ExportRunner:
                         # The worker writes this batch during the next request
                         # (write-behind); the progress is the rows it has confirmed, up
                         # to an earlier batch.
-                        if batches > 1:
+                        if batches > 1 and progress.due():
                             await progress.report(worker.rows_written, total_estimate)
                 rows = await worker.finish_writes()
                 await progress.report(rows, total_estimate)
@@ -222,20 +227,28 @@ def _log_summary(
 class _Progress:
     """Writes a run's progress, skipping writes the database refuses (display only)."""
 
-    def __init__(self, store: RunStore, ctx: RunContext) -> None:
+    def __init__(self, store: RunStore, ctx: RunContext, interval: float) -> None:
+        """``interval``: least seconds between two writes at batch boundaries."""
         self.store = store
         self.ctx = ctx
+        self._interval = interval
         self.skipped = 0
         self._warned_at: float | None = None
+        self._next_at = float("-inf")  # trio clock: when the next write is due
+
+    def due(self) -> bool:
+        """Whether a batch boundary now should write the progress (module docstring)."""
+        return trio.current_time() >= self._next_at
 
     async def report(self, processed_rows: int, total_rows: int | None) -> None:
-        """Write the progress after a batch.
+        """Write the progress now (a due batch boundary, or the end of the run).
 
         Raises:
             ExportAbortedError: the fenced write matched no row: the task was cancelled
                 or the lease lost. This is the batch-boundary check that ends a cancelled
                 run on any instance without waiting for the next heartbeat.
         """
+        self._next_at = trio.current_time() + self._interval
         try:
             if not await self.store.report_progress(
                 self.ctx.task, self.ctx.owner, processed_rows, total_rows

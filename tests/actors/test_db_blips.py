@@ -271,8 +271,10 @@ async def test_failed_progress_writes_are_skipped_and_cost_no_attempt(
 ) -> None:
     """The real runner, a Provider of 8 batches: the database is down while batches 3 to 6
     are written (the outage switched by the Provider itself, at batch boundaries). Every
-    progress write in between fails and is skipped with one WARNING; the export goes on,
-    ends SUCCEEDED on its first attempt with all 400 rows, and the final progress is exact."""
+    progress write in between (one per boundary here) fails and is skipped with one
+    WARNING; the export goes on, ends SUCCEEDED on its first attempt with all 400 rows, and
+    the final progress is exact."""
+    settings = settings.model_copy(update={"progress_write_seconds": 0.0})
     fs, faulty = on_faulty(store)
     batches = 8
 

@@ -61,6 +61,8 @@ async def test_four_exports_survive_connection_kills_and_a_server_restart(
         "FILE_EXPORT_TASK_HEARTBEAT_SECONDS": "2",
         "FILE_EXPORT_RECONCILER_POLL_MS": "1000",
         "FILE_EXPORT_PUBLISHER_POLL_MS": "200",
+        # Progress at every batch boundary: the restart waits for a window of it.
+        "FILE_EXPORT_PROGRESS_WRITE_SECONDS": "0",
     }
     migrate = await trio.run_process(
         [sys.executable, "-c", "from actors.cli import main; main()", "migrate"],

@@ -129,15 +129,18 @@ def open_in_this_process(path: Path) -> bool:
 
 @on_sqlite
 async def test_a_run_writes_every_batch_reports_progress_and_returns_the_file(
-    store: ExportStore, storage: LocalDirectoryStorage, settings: Settings
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
 ) -> None:
-    """Six batches of 50 rows. When the Provider is asked for a batch, the task row
-    already names the file (recorded before the first byte) and the file exists; the
-    progress it shows is the rows the worker has confirmed written, whole batches: batch
-    n is requested after the answer to n-1 was reported, which counts the batches the
-    worker had written by then — at most n-2 (batch n-1 was just queued behind its
-    answer), at least n-3 (one batch waits for the writer at most). The result describes
-    the file on disk, which holds every row, and the runner has closed it."""
+    """Six batches of 50 rows, progress written at every batch boundary (no interval).
+    When the Provider is asked for a batch, the task row already names the file (recorded
+    before the first byte) and the file exists; the progress it shows is the rows the
+    worker has confirmed written, whole batches: batch n is requested after the answer to
+    n-1 was reported, which counts the batches written by then — n-2 exactly (the worker
+    writes batch n-1 while n's request is out). The result describes the file on disk,
+    which holds every row, and the runner has closed it."""
+    settings = settings.model_copy(update={"progress_write_seconds": 0.0})
     batches = 6
     ctx = await claimed(store, settings)
     seen: list[tuple[int, str | None, bool]] = []
@@ -153,9 +156,7 @@ async def test_a_run_writes_every_batch_reports_progress_and_returns_the_file(
 
     key = result.object_key
     assert [s[1:] for s in seen] == [(key, True)] * batches
-    for n, (progress, _, _) in enumerate(seen, 1):
-        assert progress % ROWS_PER_BATCH == 0
-        assert max(0, n - 3) * ROWS_PER_BATCH <= progress <= max(0, n - 2) * ROWS_PER_BATCH
+    assert [s[0] for s in seen] == [max(0, n - 2) * ROWS_PER_BATCH for n in range(1, 7)]
     total = batches * ROWS_PER_BATCH
     after = await store.get_task(ctx.task.id)
     assert (after.processed_rows, after.total_rows, after.object_key) == (total, total, key)
@@ -174,6 +175,32 @@ async def test_a_run_writes_every_batch_reports_progress_and_returns_the_file(
     book.close()
     assert values[0] == ("ID", "Name")
     assert values[1:] == [(i, f"row {i}") for i in range(total)]
+
+
+@on_sqlite
+async def test_progress_is_written_at_most_once_per_interval_and_at_the_end(
+    store: ExportStore,
+    storage: LocalDirectoryStorage,
+    settings: Settings,
+) -> None:
+    """Display-only progress is not a commit per batch: after the first write (at the
+    third request, the first with a batch confirmed written) the next is due only after
+    FILE_EXPORT_PROGRESS_WRITE_SECONDS — here longer than the run — so the row keeps that
+    figure until the run's final write, which is always made."""
+    settings = settings.model_copy(update={"progress_write_seconds": 60.0})
+    batches = 6
+    ctx = await claimed(store, settings)
+    seen: list[int] = []
+
+    async def answer(n: int) -> httpx.Response:
+        seen.append((await store.get_task(ctx.task.id)).processed_rows)
+        return ok(batch(n, batches))
+
+    result = await run(store, storage, settings, answer, ctx)
+
+    assert seen == [0, 0] + [ROWS_PER_BATCH] * 4
+    after = await store.get_task(ctx.task.id)
+    assert after.processed_rows == result.rows == batches * ROWS_PER_BATCH
 
 
 @on_sqlite
