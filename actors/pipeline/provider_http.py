@@ -167,9 +167,9 @@ class ProviderConnection:
     request and again when the Provider closed it (its keep-alive timeout, ``Connection:
     close``) or the URL names another host; an answer not read to its end closes it, so
     its rest is never read as the next answer. A kept connection the Provider closes just
-    as a request goes out (its idle timeout racing the request: the answer is an EOF or a
-    reset) has that request sent once more on a new connection, within the same total
-    limit (:meth:`_response`). No proxy is used, redirects are not
+    as a request goes out (its idle timeout racing the request: the answer is an EOF, a
+    reset or a 408) has that request sent once more on a new connection, within the same
+    total limit (:meth:`_response`). No proxy is used, redirects are not
     followed (the target must stay the allow-listed service: no SSRF; the proxy must not
     see the internal token).
 
@@ -258,25 +258,32 @@ class ProviderConnection:
 
     def _response(self, spec: FetchSpec) -> urllib3.BaseHTTPResponse:
         """The head of the answer to the request sent; the request is sent again, once, on
-        a new connection when a kept one was closed or reset before any answer.
+        a new connection when a kept one was closed, reset or answered HTTP 408 instead.
 
         A kept connection can look open when the request goes out and be closed by the
         Provider a moment later: its idle timeout ran out as the request was on its way
-        (every server with keep-alive has one: gunicorn 2 s, Node.js 5 s, nginx 75 s). The
-        Provider never saw the request, and a batch request only reads, so it is safe to
-        send again; failing it would cost the run its attempt. A new connection that fails
-        so is the Provider's fault, and raised.
+        (every server with keep-alive has one: gunicorn 2 s, Node.js 5 s, nginx 75 s), and
+        some servers say so with a 408 before closing. The Provider did not serve the
+        request, and a batch request only reads, so it is safe to send again (RFC 9110,
+        section 15.5.9, allows it for a 408; browsers do the same for both); failing it
+        would cost the run its attempt, or the task for good (a 408 is a status the
+        contract does not retry). A new connection that fails so is the Provider's fault,
+        and raised or answered as it is.
         """
         conn = self._conn
         assert conn is not None
         conn.timeout = spec.read_timeout  # the head, and between bytes of the body
         try:
-            return conn.getresponse()
+            response = conn.getresponse()
         except TimeoutError as exc:  # urllib3's pool says the same for a silent peer
             raise ReadTimeoutError(None, spec.url, "Read timed out.") from exc  # type: ignore[arg-type]
         except ConnectionError:  # RemoteDisconnected (EOF), a reset, a broken pipe
             if not self._reused:
                 raise
+        else:
+            if response.status != 408 or not self._reused:
+                return response
+            response.close()
         self.close()
         self._send(spec)  # on a new connection: not retried again
         return self._response(spec)

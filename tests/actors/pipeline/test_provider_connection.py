@@ -4,7 +4,8 @@ against real peers that close kept connections the way servers do.
 Every server with keep-alive closes an idle connection after its own timeout (gunicorn
 2 s, Node.js 5 s, nginx 75 s); when that timeout runs out as the next batch request is on
 its way, the connection looked open when the request went out and the Provider drops it
-unanswered. A batch request only reads, so the connection sends it once more on a new
+unanswered (or answers 408, as some servers do). A batch request only reads, so the
+connection sends it once more on a new
 connection rather than failing the run's attempt; a new connection that fails so is the
 Provider's fault, and the error stands.
 """
@@ -24,7 +25,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from actors.core.errors import ProviderUnavailableError
+from actors.core.errors import ProviderContractError, ProviderUnavailableError
 from actors.pipeline.export_worker import open_export_worker
 from actors.pipeline.provider_http import FetchSpec, ProviderConnection, fetch_body
 from tests.actors.pipeline.test_export_worker import answer, rows
@@ -41,6 +42,7 @@ SPEC = FetchSpec(
     max_response_bytes=4 * 1024 * 1024,
 )
 BODY = answer(rows(0, 3))
+_REQUEST_TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
 
 
 @dataclass
@@ -50,7 +52,8 @@ class DroppingPeer:
     Attributes:
         answers: requests a connection answers before it drops the next one; by
             connection number (0-based), the last value for every later connection.
-        drop: ``"eof"`` closes the connection, ``"reset"`` resets it (RST).
+        drop: ``"eof"`` closes the connection, ``"reset"`` resets it (RST), ``"408"``
+            answers HTTP 408 and closes it.
     """
 
     answers: list[int]
@@ -68,7 +71,9 @@ class DroppingPeer:
                 self.requests[number] += 1
                 if self.requests[number] > answers:
                     # The idle timeout ran out as this request arrived: dropped unanswered.
-                    if self.drop == "reset":
+                    if self.drop == "408":
+                        conn.sendall(_REQUEST_TIMEOUT)
+                    elif self.drop == "reset":
                         conn.setsockopt(
                             socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
                         )
@@ -120,7 +125,7 @@ def serving(peer: DroppingPeer) -> Iterator[str]:
             thread.join(5)
 
 
-@pytest.mark.parametrize("drop", ["eof", "reset"])
+@pytest.mark.parametrize("drop", ["eof", "reset", "408"])
 def test_a_kept_connection_dropped_as_the_request_arrives_sends_it_again_on_a_new_one(
     drop: str,
 ) -> None:
@@ -137,18 +142,24 @@ def test_a_kept_connection_dropped_as_the_request_arrives_sends_it_again_on_a_ne
     assert peer.requests == [2, 2, 1]
 
 
-def test_a_new_connection_dropped_before_answering_is_the_providers_fault() -> None:
+@pytest.mark.parametrize(
+    ("drop", "error", "message"),
+    [
+        ("eof", ProviderUnavailableError, "unreachable: RemoteDisconnected: "),
+        ("408", ProviderContractError, "answered HTTP 408"),
+    ],
+)
+def test_a_new_connection_dropped_before_answering_is_the_providers_fault(
+    drop: str, error: type[Exception], message: str
+) -> None:
     """The request is sent again once, not until a connection answers: when the new
-    connection drops it too, the Provider is down and the run's attempt fails."""
-    peer = DroppingPeer(answers=[1, 0])
+    connection drops it too, the Provider is down (or says so), as without keep-alive."""
+    peer = DroppingPeer(answers=[1, 0], drop=drop)
     with serving(peer) as url:
         connection = ProviderConnection()
         spec = dataclasses.replace(SPEC, url=url)
         assert fetch_body(spec, connection) == BODY
-        with pytest.raises(
-            ProviderUnavailableError,
-            match=f"^provider {SERVICE} unreachable: RemoteDisconnected: ",
-        ):
+        with pytest.raises(error, match=f"^provider {SERVICE} {message}"):
             fetch_body(spec, connection)
         connection.close()
     assert peer.requests == [2, 1]
