@@ -337,6 +337,7 @@ def _serve_raw(behaviour: str) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{listener.getsockname()[1]}{DEFINITION.provider_path}"
     finally:
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the accept (a close alone does not)
         listener.close()
         thread.join(5)
 
