@@ -469,7 +469,10 @@ def _check_status(response: urllib3.BaseHTTPResponse, service: str) -> None:
 def _read_limited(response: urllib3.BaseHTTPResponse, limit: int) -> bytes:
     """Read the body, failing as soon as it is known to exceed the limit (§11)."""
     declared = response.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    # ASCII digits only: str.isdigit() also takes "²" (byte 0xB2 of a latin-1 header),
+    # which int() refuses; a length that is not a number is no declaration (http.client
+    # then reads to the end of the connection).
+    if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit:
         raise body_too_large(limit, f"Content-Length {declared}")
     chunks: list[bytes] = []
     received = 0
