@@ -166,7 +166,10 @@ class ProviderConnection:
     after this one's answer was read to its end. The connection is made at the first
     request and again when the Provider closed it (its keep-alive timeout, ``Connection:
     close``) or the URL names another host; an answer not read to its end closes it, so
-    its rest is never read as the next answer. No proxy is used, redirects are not
+    its rest is never read as the next answer. A kept connection the Provider closes just
+    as a request goes out (its idle timeout racing the request: the answer is an EOF, a
+    reset or a 408) has that request sent once more on a new connection, within the same
+    total limit (:meth:`_response`). No proxy is used, redirects are not
     followed (the target must stay the allow-listed service: no SSRF; the proxy must not
     see the internal token).
 
@@ -185,6 +188,7 @@ class ProviderConnection:
         self._origin: tuple[str, str, int | None] | None = None
         self._spec: FetchSpec | None = None  # of the request whose answer is unread
         self._deadline = 0.0  # time.monotonic() by which that answer must be complete
+        self._reused = False  # whether that request went out on a kept connection
 
     def send(self, spec: FetchSpec) -> None:
         """Send the request of ``spec``; :meth:`receive` reads its answer.
@@ -199,22 +203,7 @@ class ProviderConnection:
             raise RuntimeError("the previous request's answer was not read")
         self._deadline = time.monotonic() + spec.request_timeout
         with _translated(spec, self), _total_limit(spec, self._deadline):
-            url = parse_url(spec.url)
-            conn = self._connection(url.scheme or "http", url.host or "", url.port, spec)
-            conn.timeout = spec.connect_timeout  # connect and send; the read sets its own
-            try:
-                conn.request(
-                    "POST",
-                    url.request_uri,
-                    body=spec.body,
-                    headers=dict(spec.headers),
-                    preload_content=False,
-                )
-            except OSError as exc:
-                # As urllib3's pool: the Provider may close its side after answering
-                # early (a 413 before the whole body); the answer is still readable.
-                if exc.errno not in (errno.EPIPE, errno.ECONNRESET, errno.EPROTOTYPE):
-                    raise
+            self._send(spec)
         self._spec = spec
 
     def receive(self) -> bytes:
@@ -228,16 +217,12 @@ class ProviderConnection:
                 transient :func:`~actors.core.provider_contract.total_limit_exceeded`.
             RuntimeError: no request was sent.
         """
-        spec, conn = self._spec, self._conn
-        if spec is None or conn is None:
+        spec = self._spec
+        if spec is None or self._conn is None:
             raise RuntimeError("no request was sent")
         self._spec = None
         with _translated(spec, self), _total_limit(spec, self._deadline):
-            conn.timeout = spec.read_timeout  # the head, and between bytes of the body
-            try:
-                response = conn.getresponse()
-            except TimeoutError as exc:  # urllib3's pool says the same for a silent peer
-                raise ReadTimeoutError(None, spec.url, "Read timed out.") from exc  # type: ignore[arg-type]
+            response = self._response(spec)
             try:
                 _check_status(response, spec.service)
                 return _read_limited(response, spec.max_response_bytes)
@@ -251,6 +236,58 @@ class ProviderConnection:
         if conn is not None:
             conn.close()
 
+    def _send(self, spec: FetchSpec) -> None:
+        """Send the request on the kept connection, or a new one (:attr:`_reused` says
+        which)."""
+        url = parse_url(spec.url)
+        conn = self._connection(url.scheme or "http", url.host or "", url.port, spec)
+        conn.timeout = spec.connect_timeout  # connect and send; the read sets its own
+        try:
+            conn.request(
+                "POST",
+                url.request_uri,
+                body=spec.body,
+                headers=dict(spec.headers),
+                preload_content=False,
+            )
+        except OSError as exc:
+            # As urllib3's pool: the Provider may close its side after answering early (a
+            # 413 before the whole body); the answer is still readable.
+            if exc.errno not in (errno.EPIPE, errno.ECONNRESET, errno.EPROTOTYPE):
+                raise
+
+    def _response(self, spec: FetchSpec) -> urllib3.BaseHTTPResponse:
+        """The head of the answer to the request sent; the request is sent again, once, on
+        a new connection when a kept one was closed, reset or answered HTTP 408 instead.
+
+        A kept connection can look open when the request goes out and be closed by the
+        Provider a moment later: its idle timeout ran out as the request was on its way
+        (every server with keep-alive has one: gunicorn 2 s, Node.js 5 s, nginx 75 s), and
+        some servers say so with a 408 before closing. The Provider did not serve the
+        request, and a batch request only reads, so it is safe to send again (RFC 9110,
+        section 15.5.9, allows it for a 408; browsers do the same for both); failing it
+        would cost the run its attempt, or the task for good (a 408 is a status the
+        contract does not retry). A new connection that fails so is the Provider's fault,
+        and raised or answered as it is.
+        """
+        conn = self._conn
+        assert conn is not None
+        conn.timeout = spec.read_timeout  # the head, and between bytes of the body
+        try:
+            response = conn.getresponse()
+        except TimeoutError as exc:  # urllib3's pool says the same for a silent peer
+            raise ReadTimeoutError(None, spec.url, "Read timed out.") from exc  # type: ignore[arg-type]
+        except ConnectionError:  # RemoteDisconnected (EOF), a reset, a broken pipe
+            if not self._reused:
+                raise
+        else:
+            if response.status != 408 or not self._reused:
+                return response
+            response.close()
+        self.close()
+        self._send(spec)  # on a new connection: not retried again
+        return self._response(spec)
+
     def _connection(
         self, scheme: str, host: str, port: int | None, spec: FetchSpec
     ) -> HTTPConnection:
@@ -260,6 +297,7 @@ class ProviderConnection:
         if conn is not None and (origin != self._origin or not conn.is_connected):
             self.close()
             conn = None
+        self._reused = conn is not None
         if conn is None:
             if scheme not in ("http", "https"):
                 raise ValueError(f"unsupported scheme {scheme!r}")
@@ -431,7 +469,10 @@ def _check_status(response: urllib3.BaseHTTPResponse, service: str) -> None:
 def _read_limited(response: urllib3.BaseHTTPResponse, limit: int) -> bytes:
     """Read the body, failing as soon as it is known to exceed the limit (§11)."""
     declared = response.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    # ASCII digits only: str.isdigit() also takes "²" (byte 0xB2 of a latin-1 header),
+    # which int() refuses; a length that is not a number is no declaration (http.client
+    # then reads to the end of the connection).
+    if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit:
         raise body_too_large(limit, f"Content-Length {declared}")
     chunks: list[bytes] = []
     received = 0

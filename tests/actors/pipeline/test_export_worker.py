@@ -192,6 +192,38 @@ async def test_a_failed_write_is_the_answer_to_the_next_fetch(
             await worker.finish_writes()
 
 
+@pytest.mark.parametrize("fault", ["refused", "http-500", "read-timeout", "over-size"])
+async def test_a_failed_write_outranks_the_next_requests_own_failure(
+    tmp_path: Path, fault: str
+) -> None:
+    """Batch 1's write (max-rows) fails while batch 2's request fails too — before it is
+    sent (refused), on its answer (500, over the body limit) or waiting for it (read
+    timeout): the write happens between sending and reading, and its failure is the
+    answer, so a permanent max-rows is never hidden by a transient Provider error."""
+
+    async def provider(request: httpx.Request) -> httpx.Response:
+        if fault == "read-timeout":
+            await trio.sleep(5)
+        return httpx.Response(500 if fault == "http-500" else 200, content=b"x" * 100)
+
+    async with worker_for(tmp_path, max_rows=100) as (worker, _):
+        await decode(worker, answer(rows(0, 150)), limit=1000)
+        async with serve_provider(provider) as url:
+            spec = FetchSpec(
+                SERVICE,
+                ("http://127.0.0.1:1" if fault == "refused" else url) + "/batches",
+                b"{}",
+                (),
+                3.0,
+                0.2 if fault == "read-timeout" else 15.0,
+                60.0,
+                10 if fault == "over-size" else MAX_RESPONSE_BYTES,
+            )
+            with pytest.raises(LimitExceededError, match="max-rows 100"):
+                await worker.fetch(spec, limit=1000, max_columns=100)
+        assert worker.last_request_seconds is None  # not the Provider's failure
+
+
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV])
 async def test_a_worker_that_dies_fails_the_run_naming_the_signal_and_the_step(
     tmp_path: Path, sig: signal.Signals

@@ -310,6 +310,9 @@ def _raw_peer(behaviour: str) -> Callable[[socket.socket], None]:
             conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
         elif behaviour == "short-body":  # closes 90 bytes early
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x" * 10)
+        elif behaviour == "superscript-length":  # "²" in latin-1, then the body to EOF
+            body = json.dumps(envelope(batch_data())).encode()
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\n" + body)
         elif behaviour == "silent":
             time.sleep(1.0)
         # "eof": nothing; every behaviour then closes
@@ -338,6 +341,7 @@ def _serve_raw(behaviour: str) -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{listener.getsockname()[1]}{DEFINITION.provider_path}"
     finally:
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the accept (a close alone does not)
         listener.close()
         thread.join(5)
 
@@ -374,6 +378,19 @@ def test_the_worker_and_the_thread_entry_points_translate_wire_faults_alike(
         assert texts[0].startswith(message)
         with pytest.raises(ProviderUnavailableError, match=re.escape(message)):
             fetch_body(spec, connection)  # a new connection, the same fault
+
+
+def test_a_content_length_that_is_no_number_is_no_declaration_for_both_entry_points() -> None:
+    """``Content-Length: ²`` (a latin-1 byte that ``str.isdigit`` accepts and ``int``
+    refuses): the body is read to the end of the connection, as http.client does, not
+    reported as an invalid base URL."""
+    with _serve_raw("superscript-length") as url:
+        spec = dataclasses.replace(SPEC, url=url)
+        for body in (
+            fetch_body(spec),
+            fetch_body_in_thread(spec, urllib3.PoolManager()),
+        ):
+            assert json.loads(body) == envelope(batch_data())
 
 
 def test_a_refused_connection_reads_the_same_from_both_entry_points() -> None:
