@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import BinaryIO
 
@@ -44,8 +43,6 @@ from actors.config import Settings
 from actors.core.batch_rules import final_total_rows
 from actors.core.errors import (
     ExportAbortedError,
-    ExportError,
-    ExportWorkerDiedError,
     PermanentExportError,
     TransientDatabaseError,
 )
@@ -121,23 +118,23 @@ class ExportRunner:
                 pool=self.workers,
             ) as worker:
                 ctx.worker_pid = worker.pid
-                async with (
-                    _earliest_failure(worker),
-                    contextlib.aclosing(
-                        iterate_batches(
-                            self.provider,
-                            definition,
-                            task_id=task.id,
-                            tenant_id=task.tenant_id,
-                            app_code=task.app_code,
-                            requested_by=task.requested_by,
-                            dispatch_version=task.dispatch_version,
-                            parameters=task.parameters,
-                            fetch=worker,
-                            trace_id=task.trace_id,
-                        )
-                    ) as stream,
-                ):
+                # A rule this process checks fails on a batch whose answer came after
+                # every earlier batch was written: the worker writes batch n before it
+                # reads n+1's answer, and reports a failed write instead of that answer.
+                async with contextlib.aclosing(
+                    iterate_batches(
+                        self.provider,
+                        definition,
+                        task_id=task.id,
+                        tenant_id=task.tenant_id,
+                        app_code=task.app_code,
+                        requested_by=task.requested_by,
+                        dispatch_version=task.dispatch_version,
+                        parameters=task.parameters,
+                        fetch=worker,
+                        trace_id=task.trace_id,
+                    )
+                ) as stream:
                     async for summary in stream:
                         batches += 1
                         # Providers may send the estimate on the first batch only (§10.2):
@@ -177,23 +174,6 @@ class ExportRunner:
             total_rows=total_rows,
             warnings=worker.warnings,
         )
-
-
-@contextlib.asynccontextmanager
-async def _earliest_failure(worker: ExportWorker) -> AsyncIterator[None]:
-    """Report the run's earliest failure when a rule this process checks between batches
-    fails: the worker writes each batch behind its answer, so the write of an earlier
-    batch may have failed already, unanswered. Waiting for the writes raises that failure
-    instead (e.g. max-rows reached by batch 3 outranks batch 4's cursor that did not
-    advance: the outcome, permanent or transient, depends on it). A dead worker and an
-    aborted run are reported as they are."""
-    try:
-        yield
-    except (ExportWorkerDiedError, ExportAbortedError):
-        raise
-    except ExportError:
-        await worker.finish_writes()  # raises the earlier write's failure, if any
-        raise
 
 
 def _log_summary(

@@ -283,10 +283,11 @@ async def test_a_provider_error_propagates_and_leaves_the_partial_file_for_the_s
 async def test_a_failed_write_outranks_a_later_batchs_failed_check(
     store: ExportStore, storage: LocalDirectoryStorage, settings: Settings
 ) -> None:
-    """Write-behind: batch 1's write hits max-rows after the worker answered it, then
+    """Write-behind: batch 1's write hits max-rows after the worker answered it, and
     batch 2 breaks a rule this process checks (a cursor that does not advance). The run
     fails with the earlier failure — permanent max-rows, not a transient cursor error that
-    would be retried — whichever the worker reported first."""
+    would be retried: the worker writes batch 1 before it reads batch 2's answer and
+    reports the failed write instead."""
     ctx = await claimed(store, settings)
     slow = "&" * 20_000  # escaped character by character: batch 1 takes a while to write
 
