@@ -23,11 +23,20 @@ from pydantic_settings.exceptions import SettingsError
 
 from actors.core.admission import CreateLimits
 from actors.core.errors import ConfigError
+from actors.core.lease import default_instance_id
 from actors.core.session import CookieSecure
 
 
 def _env(name: str) -> Any:
     return Field(None, validation_alias=AliasChoices(name))
+
+
+def pid_namespace() -> int | None:
+    """Inode number of this process's PID namespace (Linux), ``None`` elsewhere."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return None
 
 
 class Settings(BaseSettings):
@@ -61,10 +70,15 @@ class Settings(BaseSettings):
     jwt_secret: str | None = _env("FILE_EXPORT_JWT_SECRET")
     internal_service_token: str | None = _env("INTERNAL_SERVICE_TOKEN")
     instance_id: str = Field(
-        default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}",
+        default_factory=lambda: default_instance_id(
+            socket.gethostname(), os.getpid(), pid_namespace()
+        ),
         validation_alias=AliasChoices("FILE_EXPORT_INSTANCE_ID"),
     )
-    """FILE_EXPORT_INSTANCE_ID: ``lease_owner`` of this process; default ``host:pid``."""
+    """FILE_EXPORT_INSTANCE_ID: ``lease_owner`` of this process, unique among running
+    instances; default ``host:pid/pid-namespace`` (``actors.core.lease``). A restart
+    recovers at once the tasks its predecessor was running (same id, or a default id of
+    this host whose process is gone) instead of waiting for their leases to expire."""
     log_level: str = Field("INFO", validation_alias=AliasChoices("FILE_EXPORT_LOG_LEVEL"))
     log_format: Literal["json", "text"] | None = _env("FILE_EXPORT_LOG_FORMAT")
     """FILE_EXPORT_LOG_FORMAT: ``json`` (one JSON object per line, for production) or

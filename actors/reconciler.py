@@ -28,14 +28,17 @@ lease expired without a word from its executor, and the message says so.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 from collections.abc import Awaitable, Callable
 
 import trio
 
-from actors.config import Settings
+from actors.config import Settings, pid_namespace
 from actors.core.errors import TransientDatabaseError
 from actors.core.events import retention_seconds
+from actors.core.lease import is_predecessor_lease
 from actors.core.log_context import bind_context
 from actors.core.models import Task
 from actors.core.outcomes import RetryOutcome
@@ -72,6 +75,72 @@ def lease_recovery_messages(cause: str | None) -> tuple[str, str]:
     if cause is None:
         return LEASE_LOST_MESSAGE, LEASE_EXHAUSTED_MESSAGE
     return f"{cause}; retrying", f"{cause}; max attempts reached"
+
+
+#: Live leases examined at start-up for a dead predecessor's: one per consumer slot of
+#: every instance, far fewer than this.
+PREDECESSOR_SCAN_LIMIT = 1000
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with ``pid`` exists in this PID namespace (signal 0)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, as another user's process
+    return True
+
+
+async def expire_predecessor_leases(
+    store: ReconcilerStore,
+    settings: Settings,
+    *,
+    alive: Callable[[int], bool] = pid_alive,
+) -> int:
+    """At start-up, before this process claims anything: end now the leases of RUNNING
+    tasks whose owner is gone (:func:`actors.core.lease.is_predecessor_lease`: this
+    instance's own id, or a default id of this host whose process no longer exists), so
+    lease recovery re-runs them at its next pass instead of after up to
+    ``FILE_EXPORT_TASK_LEASE_SECONDS`` — a restart after a crash or kill -9 resumes the
+    work at once. Each lease is ended by one fenced update (version and owner).
+
+    Args:
+        store: the reconciler's store.
+        settings: ``instance_id``.
+        alive: whether a PID of this namespace names a running process.
+
+    Returns:
+        The leases ended. A database fault is logged and skipped: the leases then
+        expire as they would have.
+    """
+    host, pid, namespace = socket.gethostname(), os.getpid(), pid_namespace()
+    ended = 0
+    try:
+        for task in await store.live_leases(PREDECESSOR_SCAN_LIMIT):
+            if not is_predecessor_lease(
+                task.lease_owner,
+                instance_id=settings.instance_id,
+                host=host,
+                pid=pid,
+                pid_namespace=namespace,
+                alive=alive,
+            ):
+                continue
+            if await store.expire_lease(task):
+                ended += 1
+                log.warning(
+                    "task %s v%d was running under %s, a process that is gone: its lease "
+                    "ends now and the reconciler runs it again",
+                    task.id,
+                    task.dispatch_version,
+                    task.lease_owner,
+                    extra={"taskId": str(task.id), "owner": task.lease_owner},
+                )
+    except TransientDatabaseError as exc:
+        log.warning("could not look for a predecessor's leases (they expire as usual): %s", exc)
+    return ended
 
 
 class Reconciler:

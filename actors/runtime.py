@@ -42,6 +42,7 @@ from actors.core.outcomes import AbortReason
 from actors.core.ports import CommandTransport
 from actors.metrics import Metrics
 from actors.pipeline.storage import LocalDirectoryStorage
+from actors.reconciler import expire_predecessor_leases
 from actors.registry_source import watch_registry
 from actors.supervisor import supervise
 from db.database import Database
@@ -134,6 +135,8 @@ async def _serve(
             ) from None
         if c.workers is not None:
             await c.workers.fill()  # a worker ready for the first export
+        # Before any slot claims: a predecessor's leases (a crash, kill -9) end now.
+        await expire_predecessor_leases(c.store, settings)
         async with trio.open_nursery() as root:
             # Supervised like every actor: a failure of the web server restarts it on the
             # same sockets and never cancels the actors beside it (web/server.py).

@@ -498,6 +498,23 @@ SELECT {TASK_COLUMNS} FROM file_export_task
  ORDER BY lease_until, id LIMIT :limit
 """
 
+# At start-up: RUNNING leases not yet expired, to find a dead predecessor's
+# (actors.core.lease.is_predecessor_lease). idx_file_export_lease.
+SELECT_LIVE_LEASES = f"""
+SELECT {TASK_COLUMNS} FROM file_export_task
+ WHERE status = 'RUNNING' AND lease_until > {{now}}
+ ORDER BY lease_until, id LIMIT :limit
+"""
+
+# A dead predecessor's lease ends now, fenced by version and owner; lease recovery (above)
+# then takes the task as for any expired lease.
+EXPIRE_LEASE = """
+UPDATE file_export_task
+   SET lease_until = {now}, updated_at = {now}
+ WHERE id = :id AND dispatch_version = :dispatch_version AND status = 'RUNNING'
+   AND lease_owner = :owner
+"""
+
 RECOVER_LEASE_RETRY = """
 UPDATE file_export_task
    SET status = 'PENDING', dispatch_version = dispatch_version + 1, next_retry_at = {now},
@@ -677,6 +694,8 @@ class Statements:
     SELECT_STALE_SENT_OUTBOX: str
     REDISPATCH_STALE_SENT: str
     SELECT_EXPIRED_LEASES: str
+    SELECT_LIVE_LEASES: str
+    EXPIRE_LEASE: str
     RECOVER_LEASE_RETRY: str
     RECOVER_LEASE_FAIL: str
     RELEASE_EXPIRED_OUTBOX_CLAIMS: str
@@ -740,6 +759,8 @@ TEMPLATES = Statements(
     SELECT_STALE_SENT_OUTBOX=SELECT_STALE_SENT_OUTBOX,
     REDISPATCH_STALE_SENT=REDISPATCH_STALE_SENT,
     SELECT_EXPIRED_LEASES=SELECT_EXPIRED_LEASES,
+    SELECT_LIVE_LEASES=SELECT_LIVE_LEASES,
+    EXPIRE_LEASE=EXPIRE_LEASE,
     RECOVER_LEASE_RETRY=RECOVER_LEASE_RETRY,
     RECOVER_LEASE_FAIL=RECOVER_LEASE_FAIL,
     RELEASE_EXPIRED_OUTBOX_CLAIMS=RELEASE_EXPIRED_OUTBOX_CLAIMS,

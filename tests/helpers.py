@@ -393,9 +393,9 @@ READY = re.compile(r"ready at (http://127\.0\.0\.1:\d+)")
 
 class ServeProcess:
     """``python -m actors`` in a process of its own, its log in ``log``; ``env`` adds to
-    (or overrides) the environment."""
+    (or overrides) the environment, and a ``None`` value removes the variable."""
 
-    def __init__(self, data_dir: Path, log: Path, **env: str) -> None:
+    def __init__(self, data_dir: Path, log: Path, **env: str | None) -> None:
         self.log = log
         full_env = {
             **os.environ,
@@ -403,8 +403,12 @@ class ServeProcess:
             "FILE_EXPORT_HTTP_BIND": "127.0.0.1:0",
             "FILE_EXPORT_JWT_SECRET": PROCESS_SECRET,
             "FILE_EXPORT_INSTANCE_ID": f"proc-{log.stem}",
-            **env,
         }
+        for name, value in env.items():
+            if value is None:
+                full_env.pop(name, None)
+            else:
+                full_env[name] = value
         self._log_file = open(log, "w")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "actors"],

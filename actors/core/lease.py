@@ -13,6 +13,7 @@ settling writes) keeps the trio scopes and sleeps; the decisions are here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from enum import StrEnum
 
@@ -128,3 +129,65 @@ def deadline_delay(started_at: datetime | None, deadline_at: datetime | None) ->
     if deadline_at is None or started_at is None:
         return None
     return max(0.0, (deadline_at - started_at).total_seconds())
+
+
+def default_instance_id(host: str, pid: int, pid_namespace: int | None) -> str:
+    """The ``lease_owner`` of a process whose ``FILE_EXPORT_INSTANCE_ID`` is unset:
+    ``host:pid``, plus ``/namespace`` (the inode number of its PID namespace) where the
+    system has one, so that :func:`is_predecessor_lease` can tell a dead process of this
+    host from a live one in another container that shares the host name.
+
+    Args:
+        host: the host name.
+        pid: the process id.
+        pid_namespace: inode number of ``/proc/self/ns/pid``; ``None`` when unknown.
+    """
+    base = f"{host}:{pid}"
+    return base if pid_namespace is None else f"{base}/{pid_namespace}"
+
+
+def is_predecessor_lease(
+    owner: str | None,
+    *,
+    instance_id: str,
+    host: str,
+    pid: int,
+    pid_namespace: int | None,
+    alive: Callable[[int], bool],
+) -> bool:
+    """Whether a RUNNING task's lease, seen as this process starts and before it claims
+    anything, belongs to a process that is gone, so it can be recovered at once instead of
+    after up to ``FILE_EXPORT_TASK_LEASE_SECONDS`` (a restart after a crash or kill -9).
+
+    True when ``owner`` is
+
+    * this instance's own id: ids are unique among live instances (fencing by
+      ``lease_owner`` depends on it), and this process holds no lease yet, so the lease
+      is its predecessor's under the same id — a stable ``FILE_EXPORT_INSTANCE_ID``, or
+      a container restarted with the same host name and PID 1;
+    * a default id (:func:`default_instance_id`) of this host and this PID namespace
+      whose process no longer exists (or is this process: its PID was reused). Without
+      the namespace part the owner's PID cannot be checked here (it may live in another
+      container of the same host name), so it is left to its lease. A PID reused by
+      another process counts as alive: the lease then expires as usual.
+
+    Args:
+        owner: the task's ``lease_owner``.
+        instance_id: this process's ``FILE_EXPORT_INSTANCE_ID`` (or default).
+        host, pid, pid_namespace: this process's host name, PID and PID namespace inode.
+        alive: whether a PID of this namespace names a running process.
+    """
+    if owner is None:
+        return False
+    if owner == instance_id:
+        return True
+    if pid_namespace is None:
+        return False
+    name, colon, rest = owner.rpartition(":")
+    digits, slash, namespace = rest.partition("/")
+    if not colon or not slash or name != host or namespace != str(pid_namespace):
+        return False
+    if not digits.isascii() or not digits.isdigit():
+        return False
+    # Our own PID in our namespace: its previous holder is gone (we have it now).
+    return int(digits) == pid or not alive(int(digits))

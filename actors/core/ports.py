@@ -513,6 +513,14 @@ class ReconcilerStore(Protocol):
         """A new version if attempts remain, else FAILED; ``LOST`` if renewed meanwhile."""
         ...
 
+    async def live_leases(self, limit: int) -> list[Task]:
+        """RUNNING tasks whose lease has not expired by DB time."""
+        ...
+
+    async def expire_lease(self, task: Task) -> bool:
+        """End the task's lease now (fenced by version and owner); False if it changed."""
+        ...
+
     async def release_expired_outbox_claims(self) -> int:
         """CLAIMED rows whose publisher lease expired go back to PENDING; rows reset."""
         ...

@@ -98,6 +98,28 @@ class ReconciliationTransitions(StoreBase):
             rows = await tx.fetchall(self._sql.SELECT_EXPIRED_LEASES, {"limit": limit})
         return [self.task_from_row(r) for r in rows]
 
+    @retrying
+    async def live_leases(self, limit: int) -> list[Task]:
+        """RUNNING tasks whose lease has not expired by DB time, soonest expiry first."""
+        async with self.db.transaction() as tx:
+            rows = await tx.fetchall(self._sql.SELECT_LIVE_LEASES, {"limit": limit})
+        return [self.task_from_row(r) for r in rows]
+
+    @retrying
+    async def expire_lease(self, task: Task) -> bool:
+        """End ``task``'s lease now, fenced by its version and ``lease_owner``, so that
+        lease recovery takes it; ``False`` when the task changed meanwhile."""
+        async with self.db.transaction() as tx:
+            return await fenced(
+                tx,
+                self._sql.EXPIRE_LEASE,
+                {
+                    "id": task.id,
+                    "dispatch_version": task.dispatch_version,
+                    "owner": task.lease_owner,
+                },
+            )
+
     async def recover_expired_lease(
         self, task: Task, failure_message: str, exhausted_message: str
     ) -> RetryOutcome:

@@ -149,6 +149,8 @@ CHECKS: dict[str, Expect] = {
     "SELECT_STALE_SENT_OUTBOX": uses("idx_file_export_dispatch", *_OUTBOX_OF_VERSION),
     "REDISPATCH_STALE_SENT": uses(PRIMARY, *_TASK_BY_STATUS),
     "SELECT_EXPIRED_LEASES": uses("idx_file_export_lease"),
+    "SELECT_LIVE_LEASES": uses("idx_file_export_lease"),
+    "EXPIRE_LEASE": uses(PRIMARY, *_TASK_BY_STATUS),
     "RECOVER_LEASE_RETRY": uses(PRIMARY, *_TASK_BY_STATUS),
     "RECOVER_LEASE_FAIL": uses(PRIMARY, *_TASK_BY_STATUS),
     "RELEASE_EXPIRED_OUTBOX_CLAIMS": uses(*_OUTBOX_BY_STATUS),

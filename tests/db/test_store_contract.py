@@ -5,6 +5,8 @@ Docstrings name the §19.1 bullet a test covers.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import trio
 
@@ -243,6 +245,27 @@ async def test_no_claim_running_with_expired_lease_is_left_to_the_reconciler(
     result = await store.claim_task(task.id, 1, "owner-b", 10, 60)
     assert result.no_claim == NoClaim.RUNNING_LEASE_EXPIRED
     assert (await store.get_task(task.id)).lease_owner == "owner-a"
+
+
+async def test_a_dead_predecessors_lease_ends_fenced_by_owner_and_version(
+    store: ExportStore, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Start-up: live leases are listed soonest first; ending one sets its lease_until to
+    now (then the reconciler's expired-lease query returns it), and only while the task
+    is still RUNNING at that version under that owner."""
+    first = await claim(store, await create(store, user_id=1), "host:1/9", lease=30)
+    second = await claim(store, await create(store, user_id=2), "host:2/9", lease=60)
+    assert [t.id for t in await store.live_leases(10)] == [first.id, second.id]
+
+    # Fenced: another owner, or another version, ends nothing.
+    assert not await store.expire_lease(dataclasses.replace(second, lease_owner="host:3/9"))
+    assert not await store.expire_lease(
+        dataclasses.replace(second, dispatch_version=second.dispatch_version + 1)
+    )
+    assert await store.expire_lease(first)
+    assert [t.id for t in await store.live_leases(10)] == [second.id]
+    assert [t.id for t in await store.expired_leases(10)] == [first.id]
+    assert (await store.get_task(second.id)).lease_until == second.lease_until
 
 
 async def test_no_claim_in_backoff_window(store: ExportStore) -> None:

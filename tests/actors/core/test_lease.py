@@ -4,6 +4,7 @@ the run's deadline, the settle step's lease margin."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -11,6 +12,8 @@ from actors.core.lease import (
     WatchdogStep,
     after_renewal,
     deadline_delay,
+    default_instance_id,
+    is_predecessor_lease,
     margin_at,
     renewal_budget,
     renewal_follow_period,
@@ -100,3 +103,40 @@ def test_deadline_delay(
     started: datetime | None, deadline: datetime | None, delay: float | None
 ) -> None:
     assert deadline_delay(started, deadline) == delay
+
+
+def test_default_instance_id_names_host_pid_and_pid_namespace() -> None:
+    assert default_instance_id("web-1", 4242, 4026531836) == "web-1:4242/4026531836"
+    assert default_instance_id("web-1", 4242, None) == "web-1:4242"
+
+
+ME = {"instance_id": "web-1:100/777", "host": "web-1", "pid": 100, "pid_namespace": 777}
+DEAD, LIVE = 200, 300
+
+
+@pytest.mark.parametrize(
+    ("owner", "me", "predecessor"),
+    [
+        ("web-1:200/777", ME, True),  # this host and namespace, its process gone
+        ("web-1:300/777", ME, False),  # ... still running
+        ("web-1:100/777", ME, True),  # our own id: we hold nothing yet
+        ("web-1:100/778", ME, False),  # our PID in another namespace: unknown
+        ("web-1:200/778", ME, False),  # another container with our host name
+        ("web-2:200/777", ME, False),  # another host
+        ("web-1:200", ME, False),  # no namespace part: cannot be checked here
+        ("web-1:2x0/777", ME, False),  # not a PID
+        ("web-1:²/777", ME, False),  # a digit to str.isdigit, not to int
+        ("worker-a", ME, False),  # an explicit id of another instance
+        (None, ME, False),  # no owner
+        # An explicit, stable FILE_EXPORT_INSTANCE_ID: the predecessor used the same one.
+        ("exporter-0", {**ME, "instance_id": "exporter-0"}, True),
+        # A system without PID namespaces: only our own id can be told.
+        ("web-1:200/777", {**ME, "pid_namespace": None}, False),
+        ("web-1:100", {**ME, "instance_id": "web-1:100", "pid_namespace": None}, True),
+        # Our own PID under a default id in our namespace, with an explicit id of ours: the
+        # process that had the PID before us is gone.
+        ("web-1:100/777", {**ME, "instance_id": "exporter-0"}, True),
+    ],
+)
+def test_is_predecessor_lease(owner: str | None, me: dict[str, Any], predecessor: bool) -> None:
+    assert is_predecessor_lease(owner, alive=lambda pid: pid != DEAD, **me) is predecessor
