@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import re
+import socket
 import socketserver
 import subprocess
 import sys
@@ -703,3 +704,49 @@ def serving_in_thread(server: socketserver.BaseServer) -> Iterator[str]:
         server.shutdown()
         thread.join(30)
         server.server_close()
+
+
+def read_http_request(conn: socket.socket, buffered: bytes = b"") -> bytes | None:
+    """Read one whole HTTP request with a ``Content-Length`` body from ``conn`` (``buffered``:
+    bytes already read); return the bytes after it, ``None`` at EOF before a request."""
+    while b"\r\n\r\n" not in buffered:
+        data = conn.recv(65536)
+        if not data:
+            return None
+        buffered += data
+    head, _, rest = buffered.partition(b"\r\n\r\n")
+    found = re.search(rb"(?i)content-length: *(\d+)", head)
+    length = int(found.group(1)) if found else 0
+    while len(rest) < length:
+        rest += conn.recv(65536)
+    return rest[length:]
+
+
+@contextmanager
+def serving_raw_tcp(handle: Callable[[socket.socket, int], None]) -> Iterator[int]:
+    """A TCP server on 127.0.0.1 that runs ``handle(connection, number)`` on a thread per
+    connection (numbered from 0) until the block ends; yields its port. For peers that
+    misbehave below HTTP (resets, early closes, not HTTP at all)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    threads: list[threading.Thread] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return  # closed
+            thread = threading.Thread(target=handle, args=(conn, len(threads)), daemon=True)
+            threads.append(thread)
+            thread.start()
+
+    acceptor = threading.Thread(target=accept, daemon=True)
+    acceptor.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the accept (a close alone does not)
+        listener.close()
+        acceptor.join(5)
+        for thread in threads:
+            thread.join(5)

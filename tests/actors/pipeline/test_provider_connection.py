@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import re
 import socket
 import struct
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +27,7 @@ from actors.core.errors import ProviderContractError, ProviderUnavailableError
 from actors.pipeline.export_worker import open_export_worker
 from actors.pipeline.provider_http import FetchSpec, ProviderConnection, fetch_body
 from tests.actors.pipeline.test_export_worker import answer, rows
+from tests.helpers import read_http_request, serving_raw_tcp
 
 SERVICE = "customer-service"
 SPEC = FetchSpec(
@@ -65,7 +64,7 @@ class DroppingPeer:
         buffered = b""
         with conn:
             while True:
-                buffered = _read_request(conn, buffered)
+                buffered = read_http_request(conn, buffered)
                 if buffered is None:
                     return  # the client closed it
                 self.requests[number] += 1
@@ -82,47 +81,16 @@ class DroppingPeer:
                 conn.sendall(head + BODY)  # no "Connection: close": it looks kept
 
 
-def _read_request(conn: socket.socket, buffered: bytes) -> bytes | None:
-    """Read one whole request; return the bytes after it, ``None`` at EOF."""
-    while b"\r\n\r\n" not in buffered:
-        data = conn.recv(65536)
-        if not data:
-            return None
-        buffered += data
-    head, _, rest = buffered.partition(b"\r\n\r\n")
-    length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
-    while len(rest) < length:
-        rest += conn.recv(65536)
-    return rest[length:]
-
-
 @contextlib.contextmanager
 def serving(peer: DroppingPeer) -> Iterator[str]:
     """``peer`` on a free port, a thread per connection; yields the batch URL."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    threads: list[threading.Thread] = []
 
-    def accept() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return  # closed
-            peer.requests.append(0)
-            thread = threading.Thread(target=peer.serve, args=(conn, len(threads)), daemon=True)
-            threads.append(thread)
-            thread.start()
+    def handle(conn: socket.socket, number: int) -> None:
+        peer.requests.append(0)
+        peer.serve(conn, number)
 
-    acceptor = threading.Thread(target=accept, daemon=True)
-    acceptor.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}/batches"
-    finally:
-        listener.shutdown(socket.SHUT_RDWR)  # wakes the accept (a close alone does not)
-        listener.close()
-        acceptor.join(5)
-        for thread in threads:
-            thread.join(5)
+    with serving_raw_tcp(handle) as port:
+        yield f"http://127.0.0.1:{port}/batches"
 
 
 @pytest.mark.parametrize("drop", ["eof", "reset", "408"])

@@ -22,7 +22,6 @@ import re
 import signal
 import socket
 import struct
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -59,7 +58,7 @@ from tests.actors.pipeline.test_provider_client import (
     batch_data,
     envelope,
 )
-from tests.helpers import serving_in_thread
+from tests.helpers import read_http_request, serving_in_thread, serving_raw_tcp
 from tests.provider_server import Handler, serve_provider
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -297,13 +296,7 @@ def _raw_peer(behaviour: str) -> Callable[[socket.socket], None]:
     """What a broken Provider does with one connection, on the wire (``_serve_raw``)."""
 
     def serve(conn: socket.socket) -> None:
-        received = b""
-        while b"\r\n\r\n" not in received:  # the whole request, so the send never fails
-            received += conn.recv(65536)
-        head, _, body = received.partition(b"\r\n\r\n")
-        length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
-        while len(body) < length:
-            body += conn.recv(65536)
+        read_http_request(conn)  # the whole request, so the send never fails
         if behaviour == "reset":  # RST instead of an answer
             conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         elif behaviour == "garbage":  # not HTTP
@@ -325,25 +318,9 @@ def _raw_peer(behaviour: str) -> Callable[[socket.socket], None]:
 def _serve_raw(behaviour: str) -> Iterator[str]:
     """A TCP server on a free port whose every connection gets ``behaviour``; yields the
     request URL."""
-    listener = socket.create_server(("127.0.0.1", 0))
     serve = _raw_peer(behaviour)
-
-    def accept() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return  # closed
-            serve(conn)
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}{DEFINITION.provider_path}"
-    finally:
-        listener.shutdown(socket.SHUT_RDWR)  # wakes the accept (a close alone does not)
-        listener.close()
-        thread.join(5)
+    with serving_raw_tcp(lambda conn, number: serve(conn)) as port:
+        yield f"http://127.0.0.1:{port}{DEFINITION.provider_path}"
 
 
 RAW_FAULTS = [
