@@ -24,10 +24,10 @@ raise the export error classes of :mod:`actors.core.errors`::
 The HTTP library is urllib3 (a well-kept library, already installed; measured cheapest in
 CPU per batch of the synchronous clients that decode Content-Encoding — see the closing
 note of issue 9). The total time limit of one request is a ``SIGALRM`` timer in
-:class:`ProviderConnection`: urllib3's timeouts bound each socket operation, not the whole request,
-and a Provider dripping one byte every few seconds would otherwise hold the run until its
-deadline. The timer needs the main thread of the process, which is where the worker serves
-its requests; :func:`fetch_body_in_thread` leaves that limit to its caller.
+:class:`ProviderConnection`: urllib3's timeouts bound each socket operation, not the
+whole request, and a Provider dripping one byte every few seconds would otherwise hold the
+run until its deadline. The timer needs the main thread of the process, which is where the
+worker serves its requests; :func:`fetch_body_in_thread` leaves that limit to its caller.
 
 This module is imported by the worker process, so it imports neither trio nor httpx.
 """
@@ -135,7 +135,7 @@ class _TotalLimit(BaseException):
 
 
 @contextlib.contextmanager
-def _total_limit(spec: FetchSpec, deadline: float) -> Iterator[None]:
+def _total_limit(deadline: float) -> Iterator[None]:
     """Raise :class:`_TotalLimit` in the main thread once ``deadline`` (``time.monotonic``)
     has passed; at once if it already has."""
 
@@ -202,7 +202,7 @@ class ProviderConnection:
         if self._spec is not None:
             raise RuntimeError("the previous request's answer was not read")
         self._deadline = time.monotonic() + spec.request_timeout
-        with _translated(spec, self), _total_limit(spec, self._deadline):
+        with _translated(spec, self), _total_limit(self._deadline):
             self._send(spec)
         self._spec = spec
 
@@ -221,7 +221,7 @@ class ProviderConnection:
         if spec is None or self._conn is None:
             raise RuntimeError("no request was sent")
         self._spec = None
-        with _translated(spec, self), _total_limit(spec, self._deadline):
+        with _translated(spec, self), _total_limit(self._deadline):
             response = self._response(spec)
             try:
                 _check_status(response, spec.service)
@@ -325,13 +325,12 @@ def fetch_body(spec: FetchSpec, connection: ProviderConnection | None = None) ->
         ProviderUnavailableError, ProviderContractError, LimitExceededError: see the
             module docstring and :class:`ProviderConnection`.
     """
-    own = connection is None
-    conn = ProviderConnection() if connection is None else connection
+    conn = connection or ProviderConnection()
     try:
         conn.send(spec)
         return conn.receive()
     finally:
-        if own:
+        if connection is None:
             conn.close()
 
 
