@@ -112,9 +112,8 @@ class WorkerSession:
                 return self.start(request, out_fd)
             if isinstance(request, Fetch):
                 return self.fetch(request)
-            if not self._write_pending():
-                assert self.failed is not None
-                return self.failed
+            if failed := self._write_pending():
+                return failed
             if isinstance(request, Finish):
                 return Written(*self.progress)
             if isinstance(request, Close):
@@ -146,15 +145,13 @@ class WorkerSession:
             self._connection.send(spec)
         except Exception:
             seconds = time.monotonic() - started
-            if not self._write_pending():  # the earlier batch's failure comes first
-                assert self.failed is not None
-                return self.failed
+            if failed := self._write_pending():  # the earlier batch's failure comes first
+                return failed
             self._fetch_seconds = seconds
             raise
-        if not self._write_pending():
+        if failed := self._write_pending():
             self._connection.close()  # its answer stays unread
-            assert self.failed is not None
-            return self.failed
+            return failed
         try:
             raw = self._connection.receive()
         finally:
@@ -168,20 +165,19 @@ class WorkerSession:
         rows_written, warnings = self.progress
         return Decoded(batch.summary(), len(raw), self._fetch_seconds, rows_written, warnings)
 
-    def _write_pending(self) -> bool:
-        """Type and write the batch waiting, if any; False when it failed (the failure is
-        kept as :attr:`failed`)."""
+    def _write_pending(self) -> Failed | None:
+        """Type and write the batch waiting, if any; its failure (kept as :attr:`failed`)
+        when the write failed, else ``None``."""
         if self._pending is None:
-            return True
+            return None
         number, batch = self._pending
         self._pending = None
         try:
             writer = self._writer or self._open_writer(batch)
             writer.write_rows(batch.rows, number)
         except Exception as exc:
-            self.fail(None, exc)
-            return False
-        return True
+            return self.fail(None, exc)
+        return None
 
     def close(self, request: Close) -> Closed:
         """Finish, flush and fsync the file (every batch written).
