@@ -11,8 +11,8 @@ level asked for: levels 0-3 by ISA-L (``isal``, Intel's storage acceleration lib
 deflate is ~3.5 × zlib's level 1 at a slightly smaller size on sheet XML: the export's
 single largest cost after typing), levels 4-9 by zlib (smaller files, several times
 slower). Both write standard deflate; CRC-32 is ISA-L's (the same value, faster). The file
-is plain zip 2.0 (no Zip64, no data descriptors): sizes and CRC
-are patched into each local header, which needs a seekable ``out``.
+is plain zip 2.0 (no Zip64, no data descriptors): sizes and CRC are patched into each
+local header, which needs a seekable ``out``.
 
 Limits: every offset and size must stay below 4 GiB (no Zip64); ``LimitExceededError``
 otherwise. The XLSX writer rolls sheets over long before an entry gets there.
