@@ -55,6 +55,7 @@ class ClaimGate:
             settings.consumer_concurrency, settings.consumer_reserved_slots
         )
         self._lock = trio.Lock()
+        self._empty_round: int | None = None  # the last claim round that found nothing
         self._served_seq = itertools.count()
         self._last_served: OrderedDict[fairness.Requester, int] = OrderedDict()
 
@@ -81,7 +82,7 @@ class ClaimGate:
             result = await self._claim(command.task_id, command.dispatch_version)
             return result
 
-    async def claim_next(self, local: LocalClaims) -> Task | None:
+    async def claim_next(self, local: LocalClaims, round_number: int | None = None) -> Task | None:
         """Claim the fairest due PENDING task this instance may run now.
 
         Args:
@@ -89,6 +90,10 @@ class ClaimGate:
                 skipped; the claimed task is left held (``local.take``), and the caller
                 releases it once its run is settled — so a claim re-run after a lost
                 COMMIT can tell its own claim from another slot's (``LocalClaims``).
+            round_number: the claim round (``actors.wakeup.ClaimRounds``) that woke an
+                idle slot, ``None`` for a slot that has just become free. Once one slot
+                found nothing to claim in a round, the other slots of that round do not
+                read the database again: an idle instance costs one read per round.
 
         Returns:
             The claimed task, or ``None`` when no due task may run here now.
@@ -97,6 +102,8 @@ class ClaimGate:
             Whatever the store raises; nothing was claimed then.
         """
         async with self._lock:
+            if round_number is not None and round_number == self._empty_round:
+                return None
             load = await self.store.fair_share_load(self.owner)
             for candidate in fairness.claim_order(load, self.share, self._last_served):
                 if not local.take(candidate.task_id):
@@ -111,6 +118,8 @@ class ClaimGate:
                         local.release(candidate.task_id)
                 if claimed is not None:
                     return claimed
+            if round_number is not None:
+                self._empty_round = round_number
             return None  # nothing due, nothing allowed, or every candidate taken meanwhile
 
     async def _claim(self, task_id: int, dispatch_version: int) -> ClaimResult:

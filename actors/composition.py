@@ -32,6 +32,7 @@ from actors.config import Settings
 from actors.consumer import ConsumerSlot
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.errors import ConfigError, RegistryError, sole_exception
+from actors.core.health import Component, HealthBoard
 from actors.core.ids import IdGenerator
 from actors.core.models import Registry
 from actors.core.ports import CommandTransport
@@ -47,7 +48,7 @@ from actors.reconciler import Reconciler
 from actors.registry_source import RegistryHolder, default_registry_path, load_registry_file
 from actors.sampler import GaugeSampler
 from actors.transport.embedded import EmbeddedBus
-from actors.wakeup import Wakeup
+from actors.wakeup import ClaimRounds, Wakeup, Wakeups
 from db.database import Database, DatabaseAccessError, DatabaseUnavailableError
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
@@ -56,6 +57,7 @@ from db.store import ExportStore
 if TYPE_CHECKING:
     from quart_trio import QuartTrio
 
+    from actors.transport.rocketmq.link import TransportLink
     from web.server import WebServer
     from web.services import Services
 
@@ -97,6 +99,11 @@ class Components:
         dlq_handler: the DLQ handler (always on: poison must never pile up).
         sampler: refreshes the queue, outbox and storage gauges (always on: every
             instance reports them).
+        health: what the watchers last saw of the database, transport and storage
+            (``/healthz/details``).
+        rounds: the claim rounds that wake idle slots to claim due tasks from the
+            database (every ``FILE_EXPORT_CONSUMER_POLL_MS``, and after a create).
+        link: connects and watches the RocketMQ transport; ``None`` for the embedded bus.
     """
 
     settings: Settings
@@ -121,6 +128,9 @@ class Components:
     sampler: GaugeSampler
     slots: list[ConsumerSlot] = field(default_factory=list)
     workers: WorkerPool | None = None
+    health: HealthBoard = field(default_factory=HealthBoard)
+    rounds: ClaimRounds = field(default_factory=ClaimRounds)
+    link: TransportLink | None = None
 
 
 @asynccontextmanager
@@ -215,57 +225,53 @@ def _service_token(settings: Settings) -> str:
     return secrets.token_urlsafe(24)  # only the built-in demo Provider checks it
 
 
-def build_transport(settings: Settings, consume_commands: bool | None = None) -> CommandTransport:
+def build_transport(settings: Settings) -> CommandTransport:
     """The command transport ``FILE_EXPORT_TRANSPORT`` names, not yet started.
 
-    Args:
-        consume_commands: RocketMQ: start the worker consumer; ``None`` =
-            ``FILE_EXPORT_CONSUMER_ENABLED`` (``check_rocketmq_topics`` may say no).
+    Nothing here talks to a broker: the RocketMQ transport is connected later, in the
+    background, by its ``TransportLink`` (a broker outage never stops the start).
 
     Raises:
-        ConfigError: the RocketMQ settings are incomplete.
+        ConfigError: the RocketMQ settings are missing or malformed (a malformed
+            ``ROCKETMQ_NAME_SERVER`` refuses the start; an unreachable one does not).
     """
     if settings.transport == "rocketmq":
         # Imported only in this mode: the native client exists only for Linux x86-64.
+        from actors.core.topic_check import parse_name_server
         from actors.transport.rocketmq import RocketMQTransport
 
-        if consume_commands is None:
-            return RocketMQTransport.from_settings(settings)
-        return RocketMQTransport.from_settings(settings, consume_commands=consume_commands)
+        try:
+            parse_name_server(settings.rocketmq_name_server or "")
+        except ValueError as exc:
+            raise ConfigError(f"ROCKETMQ_NAME_SERVER: {exc}") from None
+        return RocketMQTransport.from_settings(settings)
     return EmbeddedBus(settings.max_reconsume_times)
 
 
-async def check_rocketmq_topics(settings: Settings) -> bool:
-    """The RocketMQ start-up check: ask the NameServer for the command topic and
-    ``%DLQ%<worker group>`` and carry out ``actors.core.topic_check.decide_transport_start``.
+def build_transport_link(
+    settings: Settings,
+    transport: CommandTransport,
+    health: HealthBoard,
+    metrics: Metrics,
+    on_up: Callable[[], None],
+) -> TransportLink | None:
+    """The actor that connects and watches the RocketMQ transport; ``None`` for the
+    embedded bus, which is always up (started by the runtime before anything runs)."""
+    if settings.transport != "rocketmq":
+        return None
+    from actors.transport.rocketmq import RocketMQTransport
+    from actors.transport.rocketmq.link import TransportLink
 
-    Returns:
-        Whether the worker consumer may start: ``FILE_EXPORT_CONSUMER_ENABLED``, unless the
-        dead-letter topic is missing or not read-write (then logged at ERROR, naming it).
-
-    Raises:
-        ConfigError: the command topic is missing or not read-write, or no NameServer
-            answered; the message names the topic or the NameServer.
-    """
-    from actors.core.topic_check import decide_transport_start
-    from actors.transport.rocketmq import dead_letter_topic
-    from actors.transport.rocketmq.routes import TopicRouteError, fetch_topic_access
-
-    name_server = settings.rocketmq_name_server or ""
-    try:
-        command = await fetch_topic_access(name_server, settings.command_topic)
-        dlq_topic = dead_letter_topic(settings.worker_group)
-        dead_letter = await fetch_topic_access(name_server, dlq_topic)
-    except TopicRouteError as exc:
-        raise ConfigError(f"{exc}; the RocketMQ topics could not be checked") from None
-    decision = decide_transport_start(command, dead_letter, bool(settings.consumer_enabled))
-    if decision.refusal is not None:
-        raise ConfigError(decision.refusal)
-    if decision.consumer_refusal is not None:
-        log.error("%s", decision.consumer_refusal)
-    for warning in decision.warnings:
-        log.warning("%s", warning)
-    return decision.consume_commands
+    assert isinstance(transport, RocketMQTransport)
+    return TransportLink(
+        transport,
+        name_server=settings.rocketmq_name_server or "",
+        consumer_enabled=bool(settings.consumer_enabled),
+        health=health,
+        set_gauge=metrics.transport_up.set,
+        on_up=on_up,
+        check_seconds=settings.transport_check_seconds,
+    )
 
 
 def hypercorn_config(settings: Settings) -> HypercornConfig:
@@ -319,8 +325,8 @@ async def build_components(
             ``occurredAt``, never schedules (every time decision uses the DB clock).
 
     Raises:
-        ConfigError: invalid configuration, missing guard row, or (RocketMQ) a missing
-            command topic (``check_rocketmq_topics``); nothing was started.
+        ConfigError: invalid configuration or missing guard row; nothing was started. The
+            message bus is not asked anything here: an outage never stops the start.
     """
     from web.app import create_app
     from web.demo_provider import create_demo_provider_blueprint
@@ -360,18 +366,23 @@ async def build_components(
         request_timeout=settings.provider_request_timeout_seconds,
         observer=metrics,
     )
-    consume_commands = bool(settings.consumer_enabled)
-    if settings.transport == "rocketmq":
-        consume_commands = await check_rocketmq_topics(settings)
-    transport = build_transport(settings, consume_commands)
+    transport = build_transport(settings)
+    health = HealthBoard()
     wakeup = Wakeup()
+    rounds = ClaimRounds()
+    link = build_transport_link(settings, transport, health, metrics, wakeup.set)
+    if link is not None:
+        metrics.transport_up.set(0)  # until the link's first check says otherwise
+        health.report(Component.TRANSPORT, False, "not connected yet")
     local = LocalClaims()  # what this process's slots hold; shared with its reconciler
     web_services = Services(
         store=store,
         storage=storage,
         registry=registry,
         metrics=metrics,
-        wakeup=wakeup,
+        # after a create or retry commits: the publisher sends, idle slots look at once
+        wakeup=Wakeups(wakeup, rounds),
+        health=health,
         jwt_secret=jwt_secret,
         runs=local,  # the API wakes this process's run of a task it cancels
         cookie_secure=settings.cookie_secure,
@@ -390,7 +401,7 @@ async def build_components(
     stopping = trio.Event()
     slots: list[ConsumerSlot] = []
     workers: WorkerPool | None = None
-    if consume_commands:
+    if settings.consumer_enabled:
         workers = WorkerPool(nice=settings.worker_nice, sched_idle=settings.worker_sched_idle)
         runner = ExportRunner(store, storage, provider, registry, settings, workers)
         gate = ClaimGate(store, settings)  # one per instance: fair share
@@ -406,6 +417,7 @@ async def build_components(
                 stopping,
                 local=local,
                 gate=gate,
+                rounds=rounds,
             )
             for i in range(settings.consumer_concurrency)
         ]
@@ -427,7 +439,14 @@ async def build_components(
         dev_secret=dev_secret,
         stopping=stopping,
         publisher=(
-            Publisher(store, transport, settings, metrics, wakeup)
+            Publisher(
+                store,
+                transport,
+                settings,
+                metrics,
+                wakeup,
+                transport_up=(lambda: link.up) if link is not None else (lambda: True),
+            )
             if settings.publisher_enabled
             else None
         ),
@@ -437,7 +456,12 @@ async def build_components(
             else None
         ),
         dlq_handler=DlqHandler(store, transport, metrics),
-        sampler=GaugeSampler(store, storage, registry, metrics, settings.metrics_sample_seconds),
+        sampler=GaugeSampler(
+            store, storage, registry, metrics, settings.metrics_sample_seconds, health
+        ),
         slots=slots,
         workers=workers,
+        health=health,
+        rounds=rounds,
+        link=link,
     )

@@ -144,6 +144,19 @@ class Settings(BaseSettings):
     reconciler_poll_ms: int = Field(
         30000, ge=10, validation_alias=AliasChoices("FILE_EXPORT_RECONCILER_POLL_MS")
     )
+    consumer_poll_ms: int = Field(
+        2000, ge=10, validation_alias=AliasChoices("FILE_EXPORT_CONSUMER_POLL_MS")
+    )
+    """FILE_EXPORT_CONSUMER_POLL_MS: how often an instance's idle consumer slots look for
+    due tasks in the database on their own, milliseconds (one read per instance and round,
+    whatever the number of slots). A create or retry on the same instance wakes them at
+    once. This is how exports run while the message bus is down: at the speed of this poll."""
+    transport_check_seconds: float = Field(
+        15, gt=0, validation_alias=AliasChoices("FILE_EXPORT_TRANSPORT_CHECK_SECONDS")
+    )
+    """FILE_EXPORT_TRANSPORT_CHECK_SECONDS: how often the RocketMQ transport's topics are
+    checked at the NameServer while it is up, seconds; while it is down the check backs off
+    from 1 s doubling up to this period."""
     metrics_sample_seconds: float = Field(
         15, gt=0, validation_alias=AliasChoices("FILE_EXPORT_METRICS_SAMPLE_SECONDS")
     )

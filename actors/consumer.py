@@ -21,6 +21,13 @@ Before waiting for the next command, a slot that has become free *pulls*: it cla
 fairest due PENDING task from the database (``ClaimGate.claim_next``) and runs it, until
 nothing may run here. That is how deferred tasks run as soon as a slot frees, and why a
 deferral never leaves a slot idle while someone else's task waits.
+
+An idle slot waits for a command *or* the next claim round (``actors.wakeup.ClaimRounds``:
+every ``FILE_EXPORT_CONSUMER_POLL_MS``, and at once after a create or retry on this
+instance), and pulls in each round. So tasks run with no command at all: while the message
+bus is down, before the transport has connected, or when its command was lost — the bus
+only makes dispatch fast (docs/design-rules.md). A command that arrives for a task a pull
+already claimed meets a RUNNING task and is acked as a no-claim.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
+from typing import Any
 
 import trio
 
@@ -42,6 +50,7 @@ from actors.execution import Pipeline, TaskExecutor
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
+from actors.wakeup import ClaimRounds
 
 log = logging.getLogger("actors.consumer")
 
@@ -59,6 +68,9 @@ class ConsumerSlot:
         gate: the claim gate shared by all slots of this instance (fair share); a slot
             built without one gets its own, which applies the rules without the shared
             lock (tests of a single slot).
+        rounds: the instance's claim rounds, which wake the slot while idle to pull due
+            tasks from the database; a slot built without them pulls only after a
+            delivery.
     """
 
     def __init__(
@@ -74,6 +86,7 @@ class ConsumerSlot:
         rand: Callable[[], float] = random.random,
         local: LocalClaims | None = None,
         gate: ClaimGate | None = None,
+        rounds: ClaimRounds | None = None,
     ) -> None:
         self.name = name
         self.transport = transport
@@ -81,6 +94,7 @@ class ConsumerSlot:
         self.stopping = stopping
         self.gate = gate or ClaimGate(store, settings)
         self.local = local if local is not None else LocalClaims()
+        self.rounds = rounds if rounds is not None else ClaimRounds()
         self.executor = TaskExecutor(
             store, storage, settings, metrics, pipeline, self.local, rand=rand
         )
@@ -91,27 +105,54 @@ class ConsumerSlot:
         return self.executor.current
 
     async def run(self) -> None:
-        """Take deliveries until the process starts stopping."""
+        """Take deliveries, and pull due tasks in each claim round, until the process
+        starts stopping."""
         while not self.stopping.is_set():
             delivery: Delivery | None = None
+            round_number: int | None = None
             with trio.CancelScope() as receive_scope:
                 self._receive_scope = receive_scope
                 if self.stopping.is_set():  # stop arrived between the loop test and here
                     receive_scope.cancel()
-                delivery = await self.transport.receive()
-            if delivery is None:
+                delivery, round_number = await self._delivery_or_round()
+            if delivery is not None:
+                await self.handle(delivery)
+                await self.run_pulled()
+            elif round_number is not None:
+                await self.run_pulled(round_number)
+            else:
                 return  # stop requested while idle
-            await self.handle(delivery)
-            await self.run_pulled()
 
-    async def run_pulled(self) -> None:
+    async def _delivery_or_round(self) -> tuple[Delivery | None, int | None]:
+        """Wait for whichever comes first: a delivery or a claim round. Both may come at
+        once; a delivery taken is never dropped (a cancelled ``receive`` takes nothing)."""
+        got: list[Any] = [None, None]
+        async with trio.open_nursery() as race:
+
+            async def receive() -> None:
+                got[0] = await self.transport.receive()
+                race.cancel_scope.cancel()
+
+            async def next_round() -> None:
+                got[1] = await self.rounds.wait()
+                race.cancel_scope.cancel()
+
+            race.start_soon(receive)
+            race.start_soon(next_round)
+        return got[0], got[1]
+
+    async def run_pulled(self, round_number: int | None = None) -> None:
         """While this slot is free, claim and run the fairest due task the gate allows.
 
-        A database error ends the pulling (logged); the next command or freed slot tries
-        again, and the reconciler's re-send of a stale command remains the backstop."""
+        Args:
+            round_number: the claim round that woke this idle slot; ``None`` when the
+                slot has just become free (``ClaimGate.claim_next``).
+
+        A database error ends the pulling (logged); the next round, command or freed slot
+        tries again."""
         while not self.stopping.is_set():
             try:
-                task = await self.gate.claim_next(self.local)
+                task = await self.gate.claim_next(self.local, round_number)
             except TransientDatabaseError as exc:
                 log.warning("%s: claiming the next due task failed (%s)", self.name, exc)
                 return
@@ -120,8 +161,9 @@ class ConsumerSlot:
                 return
             if task is None:
                 return
+            round_number = None  # a slot just freed always looks again
             log.info(
-                "task %s v%d claimed from the queue by %s (fair share)",
+                "task %s v%d claimed from the database by %s",
                 task.id,
                 task.dispatch_version,
                 self.name,

@@ -85,6 +85,13 @@ class Metrics:
             "1 if this instance's last storage probe could write, read back and delete a file",
             registry=r,
         )
+        self.transport_up = Gauge(
+            "export_transport_up",
+            "1 if this instance's command transport is up (the embedded bus always is; for"
+            " RocketMQ, the NameServer routes the command topic and the clients started)",
+            registry=r,
+        )
+        self.transport_up.set(1)
         self.actor_restarts = Counter(
             "export_actor_restarts_total",
             "Actor restarts after an unexpected exception",

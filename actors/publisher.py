@@ -5,6 +5,9 @@ Woken at once by the API after a create or retry commits; polls every
 PENDING with backoff computed from the claim-time ``attempt_count``; there is no terminal
 state for sending (DESIGN invariant 6).
 
+While the transport is down (``TransportLink``) the publisher claims nothing: due rows
+stay due, counted by the backlog gauge, and are sent as soon as it is back.
+
 A database blip ends the current round, not the publisher: it logs one WARNING (then at
 most one per ``DB_WARNING_INTERVAL_SECONDS``) and tries again after a short pause. Rows it
 had claimed but not yet marked stay CLAIMED until their publisher lease expires; the
@@ -14,6 +17,7 @@ reconciler then releases them and they are sent again — a harmless duplicate.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import trio
 
@@ -67,12 +71,14 @@ class Publisher:
         settings: Settings,
         metrics: Metrics,
         wakeup: Wakeup,
+        transport_up: Callable[[], bool] = lambda: True,
     ) -> None:
         self.store = store
         self.transport = transport
         self.settings = settings
         self.metrics = metrics
         self.wakeup = wakeup
+        self.transport_up = transport_up
         self.owner = settings.instance_id
         self._warned_at: float | None = None
 
@@ -85,6 +91,12 @@ class Publisher:
         pause = LoopBackoff.constant(min(poll, DB_PAUSE_SECONDS))
         faults = 0
         while True:
+            if not self.transport_up():
+                # Sending would only fail and back every due row off (up to 15 min after
+                # the transport is back): hold them, due, until the transport is up. Their
+                # age shows in export_outbox_oldest_age_seconds; the link wakes us.
+                await self.wakeup.wait(poll)
+                continue
             try:
                 claimed = await self.publish_due()
             except TransientDatabaseError as exc:

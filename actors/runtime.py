@@ -5,8 +5,10 @@ root (signals -> graceful stop)
 ├── web          supervised HTTP server (web/server.py), stopped through its shutdown trigger
 └── actors
     ├── registry     hot reload on file change / SIGHUP
+    ├── transport    supervised RocketMQ link: connects, re-checks, reports (not embedded)
     ├── publisher    supervised
     ├── slot ×N      supervised consumer slots
+    ├── claim rounds wakes idle slots to claim due tasks from the database
     ├── reconciler   supervised
     ├── dlq handler  supervised
     └── sampler      supervised: queue, outbox and storage gauges, on every instance
@@ -118,14 +120,11 @@ async def _serve(
     c = await build_components(settings, db, instance_clock_ms)
     web_stop = trio.Event()  # hypercorn's shutdown trigger
     try:
-        # First thing in the try: the finally's aclose() also cleans up a half start.
-        try:
+        # The embedded bus starts here (nothing to connect); RocketMQ is connected in the
+        # background by its link, so a broker outage never stops the start. The finally's
+        # aclose() also cleans up a half start.
+        if c.link is None:
             await c.transport.start()
-        except Exception as exc:
-            raise ConfigError(
-                f"ROCKETMQ_NAME_SERVER ({settings.rocketmq_name_server}): cannot start "
-                f"the RocketMQ clients: {exc}"
-            ) from None
         try:
             urls = c.web.bind()
         except (OSError, ValueError) as exc:
@@ -202,10 +201,15 @@ async def _run_actors(c: Components, *, task_status: trio.TaskStatus[ActorTree])
                     on_reload_failed=lambda err: c.metrics.registry_reload_failures.inc(),
                 )
             )
+            if c.link is not None:
+                actors.start_soon(supervise, "transport", c.link.run, c.metrics)
             if c.publisher is not None:
                 actors.start_soon(supervise, "publisher", c.publisher.run, c.metrics)
             if c.slots:
                 actors.start_soon(_run_slots, c.slots, c.metrics, tree.slots_done)
+                poll = c.settings.consumer_poll_ms / 1000
+                tick = partial(c.rounds.tick, poll)
+                actors.start_soon(supervise, "claim-rounds", tick, c.metrics)
             else:
                 tree.slots_done.set()
             if c.reconciler is not None:

@@ -19,6 +19,7 @@ import logging
 import trio
 
 from actors.core.errors import TransientDatabaseError
+from actors.core.health import Component, HealthBoard
 from actors.core.models import TaskStatus
 from actors.core.ports import ExportStorage, RegistryView, SamplerStore
 from actors.metrics import Metrics
@@ -40,6 +41,7 @@ class GaugeSampler:
         registry: the export types in force, for the counter series created at 0.
         metrics: where the gauges are set.
         period: seconds between two passes.
+        health: where the storage probe's result is reported (``/healthz/details``).
     """
 
     def __init__(
@@ -49,12 +51,14 @@ class GaugeSampler:
         registry: RegistryView,
         metrics: Metrics,
         period: float,
+        health: HealthBoard | None = None,
     ) -> None:
         self.store = store
         self.storage = storage
         self.registry = registry
         self.metrics = metrics
         self.period = period
+        self.health = health if health is not None else HealthBoard()
         self._storage_error: str | None = None
 
     async def run(self) -> None:
@@ -74,6 +78,7 @@ class GaugeSampler:
 
         probe = await self.storage.probe()
         m.storage_writable.set(1 if probe.writable else 0)
+        self.health.report(Component.STORAGE, probe.writable, probe.error or "not writable")
         if probe.free_bytes is not None:
             m.storage_free_bytes.set(probe.free_bytes)
         if probe.error != self._storage_error:

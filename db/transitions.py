@@ -274,6 +274,19 @@ UPDATE file_export_task
    AND next_retry_at <= {now}
 """
 
+# The claimed version's command if it is not sent yet (uk_file_export_outbox_task_version):
+# a slot claimed the task from the database before the publisher sent it (the bus is down,
+# or slower than the claim round). Closed as sent-with-a-note, in the claim's transaction,
+# so no command is sent for a task that already runs or has finished; one being sent right
+# now (CLAIMED) arrives at a RUNNING or finished task and is acked as a no-claim.
+CLOSE_UNSENT_OUTBOX_OF_CLAIM = """
+UPDATE file_export_outbox
+   SET status = 'SENT', sent_at = {now},
+       last_error = 'not sent: the task was claimed from the database first',
+       lease_owner = NULL, lease_until = NULL, updated_at = {now}
+ WHERE task_id = :task_id AND dispatch_version = :dispatch_version AND status = 'PENDING'
+"""
+
 # Fair share (actors.core.fairness): what one instance's slots hold, and what waits.
 # RUNNING rows are few (at most the slots of all instances): the status prefix of
 # idx_file_export_lease finds them. The caller counts them by requester: a GROUP BY would
@@ -681,6 +694,7 @@ class Statements:
     MANUAL_RETRY: str
     CANCEL_TASK: str
     CLOSE_UNSENT_OUTBOX_OF_TASK: str
+    CLOSE_UNSENT_OUTBOX_OF_CLAIM: str
     INSERT_TASK_EVENT: str
     LIST_TASK_EVENTS: str
     LIVE_TASKS_OF_REQUESTER: str
@@ -746,6 +760,7 @@ TEMPLATES = Statements(
     MANUAL_RETRY=MANUAL_RETRY,
     CANCEL_TASK=CANCEL_TASK,
     CLOSE_UNSENT_OUTBOX_OF_TASK=CLOSE_UNSENT_OUTBOX_OF_TASK,
+    CLOSE_UNSENT_OUTBOX_OF_CLAIM=CLOSE_UNSENT_OUTBOX_OF_CLAIM,
     INSERT_TASK_EVENT=INSERT_TASK_EVENT,
     LIST_TASK_EVENTS=LIST_TASK_EVENTS,
     LIVE_TASKS_OF_REQUESTER=LIVE_TASKS_OF_REQUESTER,

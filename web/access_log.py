@@ -45,7 +45,7 @@ Send = Callable[[Message], Awaitable[None]]
 AsgiApp = Callable[..., Awaitable[None]]
 
 #: Paths whose access lines are DEBUG: health probes and metric scrapes.
-QUIET_PATHS = frozenset({"/healthz", "/metrics"})
+QUIET_PATHS = frozenset({"/healthz", "/healthz/details", "/metrics"})
 #: Path prefix whose access lines are DEBUG too: the embedded demo Provider's batch
 #: calls, made by this very service (one per batch; its run summary says the rest).
 QUIET_PREFIX = "/internal/"

@@ -20,6 +20,7 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from actors.core.errors import TransientDatabaseError
+from actors.core.health import Component, ComponentHealth, overall_status
 from web.access_log import AccessLog
 from web.api import api
 from web.errors import ApiError
@@ -27,7 +28,7 @@ from web.export_types import export_types
 from web.openapi import declare, install_openapi
 from web.page import page
 from web.progress import progress
-from web.schemas import Health
+from web.schemas import Health, HealthDetails
 from web.serialize import envelope
 from web.services import Services
 from web.session import session
@@ -105,14 +106,34 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     @app.get("/healthz")
     @declare(Health)
     async def healthz() -> Any:
-        """Readiness: HTTP 200 ``ok``, or 503 while starting, draining or without database."""
-        if not services.ready.is_set():
-            return jsonify({"status": "starting"}), 503
-        if services.stopping:  # draining: a load balancer should send traffic elsewhere
-            return jsonify({"status": "stopping"}), 503
-        if not await services.db_probe.reachable():
-            return jsonify({"status": "database unavailable"}), 503
-        return jsonify({"status": "ok"})
+        """Readiness: HTTP 200 ``ok``, or 503 while starting, draining or without database.
+        The message bus and the storage are not asked: without them the API still answers
+        (``/healthz/details`` says which component is degraded)."""
+        ready = await _readiness(services)
+        return jsonify({"status": ready}), 200 if ready == "ok" else 503
+
+    @app.get("/healthz/details")
+    @declare(HealthDetails)
+    async def healthz_details() -> Any:
+        """Each component (database, transport, storage) as this instance last saw it;
+        HTTP 200 whenever the process answers (``/healthz`` is the readiness answer)."""
+        ready = await _readiness(services)
+        board = {c.component: c for c in services.health.snapshot()}
+        db_up = ready != "database unavailable"
+        board[Component.DATABASE] = ComponentHealth(
+            Component.DATABASE, db_up, "" if db_up else "the readiness probe failed"
+        )
+        components = tuple(board.values())
+        return jsonify(
+            {
+                "status": overall_status(components),
+                "ready": ready,
+                "components": {
+                    c.component.value: {"status": "up" if c.up else "down", "detail": c.detail}
+                    for c in components
+                },
+            }
+        )
 
     @app.get("/metrics")
     @declare(None)
@@ -121,3 +142,15 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
         return Response(services.metrics.exposition(), content_type=CONTENT_TYPE_LATEST)
 
     return app
+
+
+async def _readiness(services: Services) -> str:
+    """``ok``, or why this instance cannot serve the API: ``starting``, ``stopping``
+    (draining: a load balancer should send traffic elsewhere), ``database unavailable``."""
+    if not services.ready.is_set():
+        return "starting"
+    if services.stopping:
+        return "stopping"
+    if not await services.db_probe.reachable():
+        return "database unavailable"
+    return "ok"

@@ -96,7 +96,7 @@ class _Provider(OpenAPIProvider):
 
     def generate_rules(self) -> Iterable[Rule]:
         for rule in super().generate_rules():
-            if rule.rule.startswith("/api/") or rule.rule in ("/healthz", "/metrics"):
+            if rule.rule.startswith("/api/") or rule.rule in _OPEN_PATHS:
                 yield rule
 
     def schema(self) -> dict[str, Any]:
@@ -131,7 +131,7 @@ class _Provider(OpenAPIProvider):
                 "description": "Prometheus text exposition.",
                 "content": {"text/plain": {"schema": {"type": "string"}}},
             }
-        for open_path in ("/healthz", "/metrics"):
+        for open_path in _OPEN_PATHS:
             operation = schema["paths"].get(open_path, {}).get("get")
             if operation is not None:
                 operation["security"] = []
@@ -141,6 +141,10 @@ class _Provider(OpenAPIProvider):
         if health is not None:  # not ready answers the same shape with HTTP 503
             health["responses"][503] = health["responses"][200]
         return schema
+
+
+#: Routes outside /api/ in the document, answered without a token.
+_OPEN_PATHS = ("/healthz", "/healthz/details", "/metrics")
 
 
 def _drop_null(schema: dict[str, Any]) -> None:

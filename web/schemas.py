@@ -205,6 +205,24 @@ class Health(_Model):
     status: str
 
 
+class ComponentStatus(_Model):
+    """One component as this instance last saw it."""
+
+    status: str = Field(description="`up` or `down`.")
+    detail: str = Field(description="Why it is down; empty when up.")
+
+
+class HealthDetails(_Model):
+    """Which component is degraded. ``status`` is ``ok`` when every component is up,
+    else ``degraded``; ``ready`` is what ``/healthz`` answers (a load balancer's question:
+    can this instance serve the API). A transport that is down degrades the service
+    (tasks run from the database, at the speed of its poll) without making it unready."""
+
+    status: str
+    ready: str
+    components: dict[str, ComponentStatus]
+
+
 # --- session, export types (web/session.py, web/export_types.py) -------------------------
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import trio
 
 from actors.core.admission import CreateLimits
+from actors.core.health import HealthBoard
 from actors.core.ports import (
     ApiMetrics,
     CreationStore,
@@ -55,6 +56,8 @@ class Services:
             (``FILE_EXPORT_COOKIE_SECURE``; ``actors/core/session.cookie_secure``).
         progress_poll_seconds: seconds between two reads of one progress stream
             (``FILE_EXPORT_PROGRESS_POLL_SECONDS``).
+        health: what the watchers last saw of the transport and the storage
+            (``/healthz/details``).
     """
 
     store: CreationStore
@@ -67,6 +70,7 @@ class Services:
     runs: RunWakeup = field(default_factory=lambda: _NoRuns())
     cookie_secure: CookieSecure = CookieSecure.AUTO
     progress_poll_seconds: float = 1.0
+    health: HealthBoard = field(default_factory=HealthBoard)
     ready: trio.Event = field(default_factory=trio.Event)
     stopping: bool = False
 

@@ -1,13 +1,14 @@
 """What the RocketMQ transport may start, given what the NameServer says of its topics.
 
-At start-up the service asks the NameServer for the route of the command topic and of the
-dead-letter topic ``%DLQ%<worker group>`` (``actors.transport.rocketmq.routes``), turns
-each answer into a ``TopicAccess`` (``topic_access``) and lets ``decide_transport_start``
-say what may run:
+The transport's link (``actors.transport.rocketmq.link``) asks the NameServer for the
+route of the command topic and of the dead-letter topic ``%DLQ%<worker group>``
+(``actors.transport.rocketmq.routes``) at start and then periodically, turns each answer
+into a ``TopicAccess`` (``topic_access``) and lets ``decide_transport_start`` say what may
+run. None of it stops the service: the bus only makes dispatch fast.
 
-- the command topic missing, or not read-write: the RocketMQ transport does not start
-  (the publisher could send nothing, the consumer receive nothing): the service refuses to
-  start, naming the topic;
+- the command topic missing, or not read-write: the RocketMQ transport is down (the
+  publisher could send nothing, the consumer receive nothing), naming the topic; the link
+  checks again with back-off, and tasks run from the database meanwhile;
 - the dead-letter topic missing, or not read-write, on an instance whose consumer is
   switched on: the consumer stays off, with a message naming the topic. A poison command
   that cannot be moved to the DLQ is redelivered, and once the broker gives up on it, the
@@ -106,8 +107,8 @@ class TransportStart:
     """The decision of ``decide_transport_start``.
 
     Attributes:
-        refusal: why the RocketMQ transport must not start (the service refuses to start
-            with this message); ``None`` when it may.
+        refusal: why the RocketMQ transport cannot run now (it stays down, re-checked);
+            ``None`` when it may.
         consume_commands: start the worker consumer (and the consumer slots).
         consumer_refusal: why the consumer stays off although it is switched on, naming
             the topic; ``None`` otherwise.
@@ -136,9 +137,9 @@ def decide_transport_start(
     if not command.read_write:
         return TransportStart(
             refusal=(
-                f"{command.describe()}: the RocketMQ transport cannot start. Create the"
+                f"{command.describe()}: no command can be sent or received. Create the"
                 f" topics with {INIT_TOPICS} (MQ_TOPIC_PREFIX and ROCKETMQ_NAME_SERVER as"
-                " this service has them), then start the service again"
+                " this service has them); the service checks again by itself"
             ),
             consume_commands=False,
         )
@@ -160,7 +161,40 @@ def decide_transport_start(
         consumer_refusal=(
             f"{problem}: the consumer stays off (FILE_EXPORT_CONSUMER_ENABLED is ignored),"
             " because a poison command could not be dead-lettered and would be sent again"
-            f" and again; the publisher and the API run. Create the topic with {INIT_TOPICS}"
-            " and restart this instance"
+            " and again; the publisher and the API run, and the slots claim due tasks from"
+            f" the database. Create the topic with {INIT_TOPICS} and restart this instance"
         ),
     )
+
+
+def parse_name_server(value: str) -> tuple[tuple[str, int], ...]:
+    """Check ``ROCKETMQ_NAME_SERVER``: ``host:port``, several separated by ``;``.
+
+    A value that is simply wrong refuses the start (a configuration error); a NameServer
+    that does not answer does not (the transport stays down and is checked again).
+
+    Args:
+        value: the setting.
+
+    Returns:
+        The ``(host, port)`` pairs, in order.
+
+    Raises:
+        ValueError: empty, or an entry without a host or with a port that is not a number
+            in 1..65535; the message names the entry.
+    """
+    pairs = []
+    for entry in (e.strip() for e in value.split(";")):
+        if not entry:
+            continue
+        host, sep, port = entry.rpartition(":")
+        if not sep or not host or not (port.isascii() and port.isdigit()):
+            raise ValueError(f"{entry!r} is not host:port")
+        if not 1 <= int(port) <= 65535:
+            raise ValueError(f"{entry!r}: port {port} is out of range")
+        if any(c.isspace() for c in host):
+            raise ValueError(f"{entry!r}: the host contains a space")
+        pairs.append((host, int(port)))
+    if not pairs:
+        raise ValueError("no host:port given")
+    return tuple(pairs)

@@ -58,6 +58,11 @@ class ExecutionTransitions(StoreBase):
             )
             row = await tx.fetchone(self._sql.GET_TASK, {"id": task_id})
             if claimed and row is not None:
+                # Claimed before its command was sent (from the database): never send it.
+                await tx.execute(
+                    self._sql.CLOSE_UNSENT_OUTBOX_OF_CLAIM,
+                    {"task_id": task_id, "dispatch_version": dispatch_version},
+                )
                 await self._record(
                     tx,
                     task_id,

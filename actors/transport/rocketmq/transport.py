@@ -143,6 +143,7 @@ class RocketMQTransport:
         self._count_lock = threading.Lock()
         self._close_started = False
         self._closed = trio.Event()
+        self._started = False
 
     @classmethod
     def from_settings(cls, settings: Settings, **kwargs: Any) -> RocketMQTransport:
@@ -171,19 +172,36 @@ class RocketMQTransport:
         base = re.sub(r"[^A-Za-z0-9_.-]", "_", self.instance_id) or "export-center"
         return f"{base}-{os.getpid()}-{next(_instance_counter)}-{role}"
 
-    async def start(self) -> None:
+    @property
+    def started(self) -> bool:
+        """Whether ``start`` has succeeded (the native clients run)."""
+        return self._started
+
+    async def start(self, consume_commands: bool | None = None) -> None:
         """Create and start the producer, the worker consumer and the DLQ handler consumer.
 
         Native ``start`` calls run on worker threads. Call ``aclose`` afterwards even when
-        this raises.
+        this raises. The service does not call this at start-up: its ``TransportLink``
+        (``actors.transport.rocketmq.link``) does, once the NameServer routes the topics,
+        and again after a failed start (the clients a failed start created are shut down
+        first).
+
+        Args:
+            consume_commands: start the worker consumer; ``None`` keeps what the
+                transport was built with.
 
         Raises:
             RocketMQTransportError: a native client could not be created or started.
             ModuleNotFoundError: the ``rocketmq`` package is not installed.
         """
-        if self._bridge.bound:
+        if self._started:
             raise RuntimeError("RocketMQTransport.start() called twice")
-        self._bridge.bind()
+        if consume_commands is not None:
+            self.consume_commands = consume_commands
+        if not self._bridge.bound:
+            self._bridge.bind()
+        if self._native is not None:
+            await self._close_native()  # what an earlier, failed start left running
         native = self._native = NativeClient()
         with _live_lock:
             _live.add(self)
@@ -223,6 +241,7 @@ class RocketMQTransport:
                 )
         except NativeClientError as exc:
             raise RocketMQTransportError(f"RocketMQ client start failed: {exc}") from exc
+        self._started = True
         log.info(
             "RocketMQ transport started: name server %s, topic %s, groups %s / %s / %s",
             self.name_server,
@@ -275,17 +294,24 @@ class RocketMQTransport:
             await self._bridge.close_channels()
             for delivery in outstanding:
                 delivery.decide(Decision.RELEASE)
-            native = self._native
-            if native is not None:
-                # Consumers first: their callbacks may still use the producer (DLQ path).
-                for label, consumer in reversed(self._consumers):
-                    await self._run_native_close(label, native.close_consumer, consumer)
-                if self._producer is not None:
-                    await self._run_native_close("producer", native.close_producer, self._producer)
+            await self._close_native()
             with _live_lock:
                 _live.discard(self)
             self._closed.set()
         log.info("RocketMQ transport closed")
+
+    async def _close_native(self) -> None:
+        """Shut the native clients down (consumers first: their callbacks may still use
+        the producer, on the DLQ path) and forget them."""
+        native = self._native
+        if native is None:
+            return
+        for label, consumer in reversed(self._consumers):
+            await self._run_native_close(label, native.close_consumer, consumer)
+        if self._producer is not None:
+            await self._run_native_close("producer", native.close_producer, self._producer)
+        self._consumers.clear()
+        self._producer = None
 
     def _close_at_exit(self) -> None:
         """Blocking close for the exit hook, when trio is gone and ``aclose`` never ran.
@@ -333,7 +359,7 @@ class RocketMQTransport:
                 carried (a NUL character) or the transport is closed. The publisher backs
                 the outbox row off (§7.4).
         """
-        if self._producer is None or self._bridge.closing:
+        if not self._started or self._bridge.closing:
             raise TransportSendError("RocketMQ transport is not running")
         await trio.to_thread.run_sync(self._send_blocking, message)
 
@@ -363,12 +389,13 @@ class RocketMQTransport:
     async def receive(self) -> RocketMQDelivery:
         """Wait for the next command delivery (a free consumer slot calls this).
 
+        Before the transport has started, and when it runs without the worker consumer
+        (``consume_commands`` false), nothing arrives: the caller waits until cancelled
+        (a slot meanwhile claims due tasks from the database).
+
         Raises:
             trio.ClosedResourceError: the transport is closed.
-            RuntimeError: built with ``consume_commands=False``.
         """
-        if not self.consume_commands:
-            raise RuntimeError("this RocketMQ transport does not consume commands")
         return await self._bridge.receive()
 
     async def receive_dead_letter(self) -> RocketMQDelivery:

@@ -1,0 +1,78 @@
+"""The health of the service's components, as one instance sees them.
+
+Three components can fail without taking the service down (docs/design-rules.md, "The
+bus is only a fast path"): the database, the command transport and the export storage.
+Each actor that watches one writes what it saw here; ``/healthz/details`` and the
+``export_transport_up`` gauge read it. ``/healthz`` itself, the load balancer's question,
+only asks whether this instance can answer the API: a transport that is down degrades
+the service (slower dispatch), it does not make the instance unready.
+
+No IO: a plain record that the watchers update and the readers snapshot.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Component(enum.StrEnum):
+    """The components whose health is reported."""
+
+    DATABASE = "database"
+    TRANSPORT = "transport"
+    STORAGE = "storage"
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentHealth:
+    """What was last seen of one component.
+
+    Attributes:
+        component: which one.
+        up: whether it works.
+        detail: why it does not (empty when it is up), for operators.
+    """
+
+    component: Component
+    up: bool
+    detail: str = ""
+
+
+class HealthBoard:
+    """The last health seen of each component; every component starts up (unknown =
+    not known to be broken) until a watcher says otherwise.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[Component, ComponentHealth] = {
+            c: ComponentHealth(c, True) for c in Component
+        }
+
+    def report(self, component: Component, up: bool, detail: str = "") -> bool:
+        """Record what a watcher saw.
+
+        Args:
+            component: the component watched.
+            up: whether it works.
+            detail: why not (ignored when ``up``).
+
+        Returns:
+            Whether ``up`` changed (the caller logs a change once, not every check).
+        """
+        before = self._seen[component]
+        self._seen[component] = ComponentHealth(component, up, "" if up else detail)
+        return before.up != up
+
+    def get(self, component: Component) -> ComponentHealth:
+        """What was last seen of ``component``."""
+        return self._seen[component]
+
+    def snapshot(self) -> tuple[ComponentHealth, ...]:
+        """Every component, in ``Component`` order."""
+        return tuple(self._seen[c] for c in Component)
+
+
+def overall_status(components: tuple[ComponentHealth, ...]) -> str:
+    """``"ok"`` when every component is up, else ``"degraded"``."""
+    return "ok" if all(c.up for c in components) else "degraded"
