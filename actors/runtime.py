@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -51,6 +52,9 @@ from db.database import Database
 from db.sqlite import wall_clock_ms
 from db.store import ExportStore
 
+if TYPE_CHECKING:
+    from actors.transport.rocketmq.link import TransportLink
+
 log = logging.getLogger("actors.runtime")
 
 DEMO_ADMIN_PERMS = ("platform:customer:export", "platform:download:all")
@@ -71,6 +75,7 @@ class Runtime:
     jwt_secret: str
     stop: trio.Event = field(default_factory=trio.Event)
     slots: list[ConsumerSlot] = field(default_factory=list)
+    link: TransportLink | None = None
 
     @property
     def base_url(self) -> str:
@@ -155,6 +160,7 @@ async def _serve(
                 c.metrics,
                 c.jwt_secret,
                 slots=c.slots,
+                link=c.link,
             )
             actors = await root.start(_run_actors, c)
             c.web_services.ready.set()

@@ -72,7 +72,10 @@ async def test_every_api_route_is_declared_with_its_models(
         assert field in task["required"], field
     assert task["properties"]["id"]["pattern"] == "^[0-9]{1,19}$"
     # the page and the demo Provider are not part of the contract
-    assert all(p.startswith("/api/") or p in ("/healthz", "/healthz/details", "/metrics") for p in doc["paths"])
+    assert all(
+        p.startswith("/api/") or p in ("/healthz", "/healthz/details", "/metrics")
+        for p in doc["paths"]
+    )
     assert doc["paths"]["/healthz"]["get"]["security"] == []
     # the session, export types and progress routes are declared too
     assert doc["paths"]["/api/platform/v1/session"]["post"]["security"] == []

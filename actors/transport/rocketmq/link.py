@@ -103,7 +103,6 @@ class TransportLink:
         Returns:
             Why the transport is down, or ``None`` when it is up.
         """
-        self.checks += 1
         t = self.transport
         try:
             command = await fetch_topic_access(self.name_server, t.command_topic)
@@ -122,6 +121,7 @@ class TransportLink:
                 except TransportStartError as exc:
                     problem = f"the RocketMQ clients could not start: {exc}"
         self._report(problem)
+        self.checks += 1  # after the report: a reader seeing the count sees its result
         return problem
 
     def _tell_once(self, message: str | None, level: int) -> None:

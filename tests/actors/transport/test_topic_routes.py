@@ -1,8 +1,9 @@
 """The RocketMQ start-up topic check (actors/transport/rocketmq/routes.py with
 actors/core/topic_check.py): the Remoting codec, then against the real broker — the
 provisioned topics are read-write, a topic that does not exist has no route, a service
-whose command topic is missing refuses to start, and one whose dead-letter topic is missing
-runs its publisher but not its consumer.
+whose command topic is missing (or whose NameServer does not answer) starts anyway and runs
+tasks from the database, and one whose dead-letter topic is missing keeps its worker
+consumer off.
 
 Missing topics are unique names that never existed; the one topic created here (a command
 topic without its DLQ) has a unique name and is deleted again. The shared topics are never
@@ -18,12 +19,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import trio
 
 from actors.core.errors import ConfigError
-from actors.core.models import OutboxStatus, TaskStatus
-from actors.runtime import serve
+from actors.core.models import OutboxStatus
+from actors.runtime import Runtime, serve
 from actors.transport.rocketmq import RocketMQTransport, dead_letter_topic
 from actors.transport.rocketmq.routes import (
     GET_ROUTEINFO_BY_TOPIC,
@@ -35,7 +37,14 @@ from actors.transport.rocketmq.routes import (
     parse_route,
     remoting_request,
 )
-from tests.helpers import API, Broker, client_for, make_settings, running_service
+from tests.helpers import (
+    API,
+    Broker,
+    client_for,
+    make_settings,
+    running_service,
+    wait_for_status,
+)
 from tests.own_mariadb import free_port
 
 # -- the codec ------------------------------------------------------------------------------
@@ -108,13 +117,86 @@ def rmq_settings(broker: Broker, tmp_path: Path, prefix: str, **overrides: Any) 
     return make_settings(tmp_path, **values)
 
 
+async def transport_component(rt: Runtime, c: httpx.AsyncClient, status: str) -> dict[str, str]:
+    """Wait until the link has checked once and ``/healthz/details`` reports the transport
+    ``status``; its entry."""
+    assert rt.link is not None
+    with trio.fail_after(30):
+        while rt.link.checks < 1:
+            await trio.sleep(0.05)
+        while True:
+            answer = await c.get("/healthz/details")
+            assert answer.status_code == 200, answer.text
+            component: dict[str, str] = answer.json()["components"]["transport"]
+            if component["status"] == status:
+                return component
+            await trio.sleep(0.05)
+
+
 @pytest.mark.rocketmq
-async def test_service_without_its_command_topic_refuses_to_start_naming_it(
+async def test_service_without_its_command_topic_starts_and_runs_tasks_from_the_database(
     rocketmq_broker: Broker, tmp_path: Path
 ) -> None:
+    """A topic not created yet never stops the service (the bus is only a fast path):
+    it serves, reports the transport down naming the topic, and runs a created task by
+    claiming it from the database; the task's command is never sent."""
     prefix = unique_prefix()
-    settings = rmq_settings(rocketmq_broker, tmp_path, prefix)
-    with pytest.raises(ConfigError, match=f"topic {prefix}file-export-command-v1 does not exist"):
+    settings = rmq_settings(rocketmq_broker, tmp_path, prefix, transport_check_seconds=0.5)
+    async with running_service(settings) as rt, client_for(rt) as c:
+        down = await transport_component(rt, c, "down")
+        assert f"topic {prefix}file-export-command-v1 does not exist" in down["detail"]
+        assert (await c.get("/healthz")).status_code == 200
+        assert "export_transport_up 0.0" in (await c.get("/metrics")).text
+        body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 10}}
+        created = (await c.post(API, json=body)).json()
+        assert created["code"] == "200", created
+        await wait_for_status(c, created["data"]["id"], "SUCCEEDED")
+        (row,) = await rt.store.list_outbox(int(created["data"]["id"]))
+        assert row.status == OutboxStatus.SENT and row.attempt_count == 0
+        assert row.last_error is not None and "claimed from the database" in row.last_error
+
+
+async def test_service_starts_and_exports_while_no_name_server_answers(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ROCKETMQ_NAME_SERVER unreachable at start and after: the service starts, answers
+    /healthz 200, reports the transport down (gauge 0, /healthz/details) with one WARNING
+    however many checks fail, and runs a created task from the database."""
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
+    settings = make_settings(
+        tmp_path,
+        transport="rocketmq",
+        mq_topic_prefix=unique_prefix(),
+        rocketmq_name_server=address,
+        publisher_enabled=True,
+        consumer_enabled=True,
+        reconciler_enabled=True,
+        transport_check_seconds=0.2,
+    )
+    with caplog.at_level(logging.INFO, logger="actors.transport.rocketmq.link"):
+        async with running_service(settings) as rt, client_for(rt) as c:
+            down = await transport_component(rt, c, "down")
+            assert f"ROCKETMQ_NAME_SERVER ({address})" in down["detail"]
+            assert (await c.get("/healthz")).json() == {"status": "ok"}
+            assert "export_transport_up 0.0" in (await c.get("/metrics")).text
+            body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 10}}
+            created = (await c.post(API, json=body)).json()
+            assert created["code"] == "200", created
+            await wait_for_status(c, created["data"]["id"], "SUCCEEDED")
+            assert rt.link is not None
+            with trio.fail_after(30):
+                while rt.link.checks < 5:  # several failed checks, with back-off
+                    await trio.sleep(0.05)
+    warnings = [r for r in caplog.records if r.name == "actors.transport.rocketmq.link"]
+    assert [r.levelno for r in warnings] == [logging.WARNING], warnings
+
+
+async def test_a_malformed_name_server_still_refuses_to_start(tmp_path: Path) -> None:
+    """A setting that is simply wrong is a configuration error, unlike an outage."""
+    settings = make_settings(
+        tmp_path, transport="rocketmq", mq_topic_prefix="t-", rocketmq_name_server="namesrv"
+    )
+    with pytest.raises(ConfigError, match="ROCKETMQ_NAME_SERVER: 'namesrv' is not host:port"):
         await serve(settings, install_signal_handlers=False)
 
 
@@ -164,30 +246,27 @@ async def topic_without_dlq(rocketmq_broker: Broker) -> AsyncIterator[str]:
 
 
 @pytest.mark.rocketmq
-async def test_service_without_its_dlq_topic_publishes_but_keeps_the_consumer_off(
+async def test_service_without_its_dlq_topic_keeps_the_worker_consumer_off(
     rocketmq_broker: Broker,
     topic_without_dlq: str,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """The worker consumer stays off (a poison command could not be dead-lettered), with
+    an ERROR naming the topic; the transport is up for sending, and the slots still run
+    tasks by claiming them from the database."""
     dlq = dead_letter_topic(f"{topic_without_dlq}file-export-worker-v1")
     settings = rmq_settings(rocketmq_broker, tmp_path, topic_without_dlq)
-    with caplog.at_level(logging.ERROR, logger="actors.runtime"):
-        async with running_service(settings) as rt:
+    with caplog.at_level(logging.ERROR, logger="actors.transport.rocketmq.link"):
+        async with running_service(settings) as rt, client_for(rt) as c:
+            await transport_component(rt, c, "up")
             assert isinstance(rt.transport, RocketMQTransport)
-            assert rt.slots == [] and not rt.transport.consume_commands
+            assert rt.transport.started and not rt.transport.consume_commands
             refused = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
             assert any(
                 f"topic {dlq} does not exist" in m and "consumer stays off" in m for m in refused
             ), refused
-
-            async with client_for(rt) as c:
-                body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 10}}
-                created = (await c.post(API, json=body)).json()
+            body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 10}}
+            created = (await c.post(API, json=body)).json()
             assert created["code"] == "200", created
-            task_id = int(created["data"]["id"])
-            with trio.fail_after(30):  # the publisher sends it to the existing command topic
-                while (await rt.store.list_outbox(task_id))[0].status != OutboxStatus.SENT:
-                    await trio.sleep(0.1)
-            task = await rt.store.get_task(task_id)
-            assert task is not None and task.status == TaskStatus.PENDING  # no consumer here
+            await wait_for_status(c, created["data"]["id"], "SUCCEEDED")
