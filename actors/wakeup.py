@@ -51,6 +51,10 @@ class ClaimRounds:
         await self._event.wait()
         return self.number
 
+    def waiting(self) -> int:
+        """How many slots wait for the next round now."""
+        return self._event.statistics().tasks_waiting
+
     async def tick(self, period: float) -> None:
         """Start a round every ``period`` seconds, forever (the poll)."""
         while True:

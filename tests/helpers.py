@@ -40,6 +40,7 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from quart_trio import QuartTrio
 
+from actors.claim_gate import ClaimGate
 from actors.config import Settings, load_settings
 from actors.consumer import ConsumerSlot
 from actors.core.limits import normalise_parameters
@@ -63,7 +64,7 @@ from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from actors.registry_source import RegistryHolder
 from actors.runtime import Runtime, serve
 from actors.transport.embedded import EmbeddedBus
-from actors.wakeup import Wakeup
+from actors.wakeup import ClaimRounds, Wakeup
 from db.mysql import MysqlDatabase
 from db.store import ExportStore
 from web.app import create_app
@@ -231,11 +232,14 @@ def make_slot(
     *,
     transport: EmbeddedBus | None = None,
     local: LocalClaims | None = None,
+    rounds: ClaimRounds | None = None,
+    gate: ClaimGate | None = None,
+    name: str = "slot-0",
 ) -> ConsumerSlot:
     """A consumer slot ``slot-0`` over ``store`` running ``pipeline``, with a fixed
     jitter (``rand`` 0.5) so back-off figures are exact; an in-process bus unless given."""
     return ConsumerSlot(
-        "slot-0",
+        name,
         store,
         transport or EmbeddedBus(),
         storage,
@@ -245,6 +249,8 @@ def make_slot(
         trio.Event(),
         rand=lambda: 0.5,
         local=local,
+        rounds=rounds,
+        gate=gate,
     )
 
 

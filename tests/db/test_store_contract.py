@@ -185,6 +185,25 @@ async def test_expired_publisher_claim_can_be_claimed_again(
     assert not await store.mark_outbox_sent(row.id, "pub-a")  # the old claimer lost it
 
 
+async def test_a_claim_closes_its_unsent_command_and_leaves_one_being_sent(
+    store: ExportStore,
+) -> None:
+    """A task claimed from the database before its command was sent (the bus is down):
+    the command is closed in the claim's transaction and never sent for a task that runs
+    or has finished. One a publisher is sending right now is left to arrive and be acked."""
+    unsent = await create(store, user_id=1)
+    await claim(store, unsent, "slot-owner")
+    [closed] = await store.list_outbox(unsent.id)
+    assert closed.status == OutboxStatus.SENT and closed.sent_at is not None
+    assert closed.last_error is not None and "claimed from the database" in closed.last_error
+    being_sent = await create(store, user_id=2)
+    [row] = await store.claim_due_outbox("pub-a", 60, 50)
+    assert row.task_id == being_sent.id
+    await claim(store, being_sent, "slot-owner")
+    assert await store.mark_outbox_sent(row.id, "pub-a")  # its publisher still owns it
+    assert await store.claim_due_outbox("pub-a", 60, 50) == []  # nothing left to send
+
+
 # --- claim: the seven branches of §8.2 ---------------------------------------------------
 
 
