@@ -29,6 +29,7 @@ ISSUE_ALERTS = {
     "ExportLeaseRecoveriesFrequent",  # > 3 lease recoveries in 10 minutes
     "ExportStorageNotWritable",  # storage not writable
     "ExportStorageLowSpace",  # storage low on space
+    "ExportTransportDown",  # this instance's message bus unreachable for 2 minutes
 }
 
 
