@@ -48,7 +48,7 @@ from actors.reconciler import Reconciler
 from actors.registry_source import RegistryHolder, default_registry_path, load_registry_file
 from actors.sampler import GaugeSampler
 from actors.transport.embedded import EmbeddedBus
-from actors.wakeup import ClaimRounds, Wakeup, Wakeups
+from actors.wakeup import ClaimRounds, CommitWakeup, Wakeup
 from db.database import Database, DatabaseAccessError, DatabaseUnavailableError
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
@@ -371,6 +371,7 @@ async def build_components(
     wakeup = Wakeup()
     rounds = ClaimRounds()
     link = build_transport_link(settings, transport, health, metrics, wakeup.set)
+    bus_up: Callable[[], bool] = (lambda: link.up) if link is not None else (lambda: True)
     if link is not None:
         metrics.transport_up.set(0)  # until the link's first check says otherwise
         health.report(Component.TRANSPORT, False, "not connected yet")
@@ -380,8 +381,9 @@ async def build_components(
         storage=storage,
         registry=registry,
         metrics=metrics,
-        # after a create or retry commits: the publisher sends, idle slots look at once
-        wakeup=Wakeups(wakeup, rounds),
+        # after a create or retry commits: the publisher sends; while the bus is down,
+        # idle slots claim it from the database at once
+        wakeup=CommitWakeup(wakeup, rounds, bus_up),
         health=health,
         jwt_secret=jwt_secret,
         runs=local,  # the API wakes this process's run of a task it cancels
@@ -445,7 +447,7 @@ async def build_components(
                 settings,
                 metrics,
                 wakeup,
-                transport_up=(lambda: link.up) if link is not None else (lambda: True),
+                transport_up=bus_up,
             )
             if settings.publisher_enabled
             else None

@@ -24,10 +24,10 @@ deferral never leaves a slot idle while someone else's task waits.
 
 An idle slot waits for a command *or* the next claim round (``actors.wakeup.ClaimRounds``:
 every ``FILE_EXPORT_CONSUMER_POLL_MS``, and at once after a create or retry on this
-instance), and pulls in each round. So tasks run with no command at all: while the message
-bus is down, before the transport has connected, or when its command was lost — the bus
-only makes dispatch fast (docs/design-rules.md). A command that arrives for a task a pull
-already claimed meets a RUNNING task and is acked as a no-claim.
+instance while the bus is down), and pulls in each round. So tasks run with no command at
+all: while the message bus is down, before the transport has connected, or when a command
+was lost — the bus only makes dispatch fast (docs/design-rules.md). A command that arrives
+for a task a pull already claimed meets a RUNNING task and is acked as a no-claim.
 """
 
 from __future__ import annotations

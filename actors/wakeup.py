@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import trio
 
 
@@ -30,10 +32,11 @@ class ClaimRounds:
     database (docs/architecture.md, "Dispatch").
 
     A round starts every ``FILE_EXPORT_CONSUMER_POLL_MS`` (``tick``, from the runtime's
-    poll loop) or at once when this instance committed a task that may run now (``set``,
-    from the API after a create or retry). Every idle slot wakes; the claim gate reads the
-    database once per round when nothing is due (``ClaimGate.claim_next``), so the cost of
-    a round does not grow with the number of slots.
+    poll loop), or at once when this instance committed a task while the bus is down
+    (``set``, through ``CommitWakeup`` after a create or retry). Every idle slot wakes;
+    the claim gate reads the database once per round when nothing is due
+    (``ClaimGate.claim_next``), so the cost of a round does not grow with the number of
+    slots.
     """
 
     def __init__(self) -> None:
@@ -62,13 +65,28 @@ class ClaimRounds:
             self.set()
 
 
-class Wakeups:
-    """Several wake-ups poked as one (``PublisherWakeup``): after a create or retry
-    commits, the publisher sends its command and the idle slots look for it at once."""
+class CommitWakeup:
+    """What the API pokes after a create or retry committed its outbox row
+    (``PublisherWakeup``): the publisher, to send the command at once; and, while the bus
+    is down, this instance's idle slots, to claim the task from the database at once
+    instead of at the next poll.
 
-    def __init__(self, *targets: Wakeup | ClaimRounds) -> None:
-        self._targets = targets
+    While the bus is up the command is the fast path (it reaches a free slot of any
+    instance within milliseconds), so the slots are left to it: claiming locally as well
+    would race every command for nothing.
+
+    Args:
+        publisher: the publisher's wake-up.
+        rounds: the instance's claim rounds.
+        bus_up: whether the transport is up now (``TransportLink.up``).
+    """
+
+    def __init__(self, publisher: Wakeup, rounds: ClaimRounds, bus_up: Callable[[], bool]) -> None:
+        self.publisher = publisher
+        self.rounds = rounds
+        self.bus_up = bus_up
 
     def set(self) -> None:
-        for target in self._targets:
-            target.set()
+        self.publisher.set()
+        if not self.bus_up():
+            self.rounds.set()

@@ -307,18 +307,26 @@ async def test_publisher_only_instance_leaves_commands_to_consuming_instances(
     rocketmq_broker: Broker, tmp_path: Path
 ) -> None:
     """FILE_EXPORT_CONSUMER_ENABLED=false: no worker consumer, so this instance never
-    pulls (and holds) commands; an instance with consumers gets them."""
+    pulls (and holds) commands — its ``receive`` just waits (its slots claim from the
+    database) — and an instance with consumers gets them."""
     off = rmq_settings(rocketmq_broker, tmp_path, consumer_enabled=False)
     async with open_rocketmq_transport(off) as publisher_only:
         assert not publisher_only.consume_commands
-        with pytest.raises(RuntimeError):
-            await publisher_only.receive()
-        msg = command(publisher_only)
-        await publisher_only.send(msg)
-        async with open_rocketmq_transport(rmq_settings(rocketmq_broker, tmp_path)) as consumer:
-            d = await next_of(consumer, {msg.properties["eventId"]})
-            assert d.reconsume_times == 0
-            await d.ack()
+        received: list[RocketMQDelivery] = []
+        async with trio.open_nursery() as listening:
+
+            async def listen() -> None:
+                received.append(await publisher_only.receive())
+
+            listening.start_soon(listen)
+            msg = command(publisher_only)
+            await publisher_only.send(msg)
+            async with open_rocketmq_transport(rmq_settings(rocketmq_broker, tmp_path)) as consumer:
+                d = await next_of(consumer, {msg.properties["eventId"]})
+                assert d.reconsume_times == 0
+                await d.ack()
+            listening.cancel_scope.cancel()
+        assert received == []
 
 
 # -- send failures ---------------------------------------------------------------------------
