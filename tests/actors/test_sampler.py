@@ -1,5 +1,6 @@
-"""The gauge sampler: the outbox backlog aged from the first due time, storage probe, series created at 0, and
-gauges on an instance whose reconciler is off."""
+"""The gauge sampler: the outbox backlog aged from each row's first due time (through
+send back-off, not during a retry wait), storage probe, series created at 0, and gauges on
+an instance whose reconciler is off."""
 
 from __future__ import annotations
 
