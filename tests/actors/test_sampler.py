@@ -16,7 +16,7 @@ from actors.core.outcomes import RetryOutcome
 from actors.metrics import Metrics
 from actors.pipeline.storage import LocalDirectoryStorage
 from actors.registry_source import RegistryHolder
-from actors.sampler import RECONCILER_ACTIONS, GaugeSampler
+from actors.sampler import RECONCILER_ACTIONS, SEND_RESULTS, GaugeSampler
 from db.store import ExportStore
 from tests.helpers import claim, create, exec_sql, make_settings, run_inline, running_service
 
@@ -185,6 +185,8 @@ async def test_the_series_alerts_rate_over_exist_at_zero(
         assert gauge(metrics, "export_task_completed_total", **labels) == 0
     for action in RECONCILER_ACTIONS:
         assert gauge(metrics, "export_reconciler_action_total", action=action) == 0
+    for result in SEND_RESULTS:  # ExportOutboxSendErrors rates over both
+        assert gauge(metrics, "export_outbox_send_total", result=result) == 0
 
 
 async def test_an_instance_without_the_reconciler_reports_the_gauges(tmp_path: Path) -> None:
