@@ -447,15 +447,8 @@ class ExecutionTransitions(StoreBase):
                     if decision.fate == HandBackFate.REFUNDED
                     else self._sql.HAND_BACK_COUNTED
                 )
-                params = (
-                    fence
-                    if decision.message is None
-                    else {
-                        **fence,
-                        "failure_message": decision.message,
-                    }
-                )
-                if not await fenced(tx, sql, params):
+                message = {} if decision.message is None else {"failure_message": decision.message}
+                if not await fenced(tx, sql, {**fence, **message}):
                     return decision if await self._outbox_landed(tx, drawn[0]) else None
                 await self._insert_drawn_outbox(tx, drawn)
                 version = task.dispatch_version + 1
