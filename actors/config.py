@@ -23,6 +23,7 @@ from pydantic_settings.exceptions import SettingsError
 
 from actors.core.admission import CreateLimits
 from actors.core.errors import ConfigError
+from actors.core.handback import DEFAULT_MAX_HANDBACKS
 from actors.core.lease import default_instance_id
 from actors.core.session import CookieSecure
 
@@ -199,6 +200,17 @@ class Settings(BaseSettings):
     shutdown_grace_seconds: float = Field(
         60, ge=0, validation_alias=AliasChoices("FILE_EXPORT_SHUTDOWN_GRACE_SECONDS")
     )
+    max_handbacks: int = Field(
+        DEFAULT_MAX_HANDBACKS,
+        ge=0,
+        le=100,
+        validation_alias=AliasChoices("FILE_EXPORT_MAX_HANDBACKS"),
+    )
+    """FILE_EXPORT_MAX_HANDBACKS: hand-backs in a row (a shutdown, a database fault or a
+    watchdog outage ended the run, not the export) whose attempt is not counted; the next
+    one in the same row counts as an attempt, so ``max_attempts`` still ends a task that
+    deploys or a flapping database keep interrupting (``actors/core/handback.py``). 0
+    counts every hand-back."""
     worker_nice: int = Field(
         10, ge=0, le=19, validation_alias=AliasChoices("FILE_EXPORT_WORKER_NICE")
     )

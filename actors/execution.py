@@ -41,6 +41,7 @@ from actors.core.errors import (
     run_failure,
 )
 from actors.core.events import error_class
+from actors.core.handback import HandBack, HandBackCause, HandBackFate
 from actors.core.log_context import bind_context
 from actors.core.models import Task
 from actors.core.outcomes import AbortReason, ExportResult, RetryOutcome
@@ -54,6 +55,7 @@ from actors.core.settlement import (
     abort_error,
     deadline_message,
     ending_of,
+    hand_back_cause,
     settle,
     settle_lost_commit,
 )
@@ -276,7 +278,12 @@ class TaskExecutor:
             # shield lets this one write finish even as the process winds down.
             with trio.CancelScope(shield=True), trio.move_on_after(SHUTDOWN_RELEASE_SECONDS):
                 try:
-                    released = await self.store.release_lease(task, self.owner)
+                    handed = await self.store.release_lease(
+                        task,
+                        self.owner,
+                        cause=HandBackCause.SHUTDOWN,
+                        max_handbacks=self.settings.max_handbacks,
+                    )
                 except TransientDatabaseError as exc:
                     log.warning(
                         "task %s v%d interrupted by shutdown; could not hand it back (%s): "
@@ -286,12 +293,7 @@ class TaskExecutor:
                         exc,
                     )
                     return
-                log.warning(
-                    "task %s v%d interrupted by shutdown; %s",
-                    task.id,
-                    task.dispatch_version,
-                    "handed back as a new version" if released else "lease already lost",
-                )
+                self._handed_back(ctx, "interrupted by shutdown", handed)
             return
         if settlement.write == Write.NOTHING:
             # A user's cancel is an outcome, not a fault: INFO. A lost lease stays a WARNING.
@@ -314,7 +316,9 @@ class TaskExecutor:
                 if settlement.ending == Ending.WATCHDOG_FAILED
                 else f"the database was unavailable during the run ({error})"
             )
-            await self._hand_back(ctx, cause, margin=settlement.margin)
+            await self._hand_back(
+                ctx, hand_back_cause(settlement.ending), cause, margin=settlement.margin
+            )
             return
         if settlement.write == Write.FAIL:
             failed = await self.lease.settle_write(
@@ -331,28 +335,52 @@ class TaskExecutor:
             return
         await self._reschedule(ctx, error, settlement)
 
-    async def _hand_back(self, ctx: RunContext, cause: str, *, margin: float) -> None:
+    async def _hand_back(
+        self, ctx: RunContext, kind: HandBackCause, cause: str, *, margin: float
+    ) -> None:
         """PENDING at a new version with the attempt not counted (``release_lease``): the
-        run was ended by the database, which is no fault of the export."""
+        run was ended by the database, which is no fault of the export. Past
+        ``FILE_EXPORT_MAX_HANDBACKS`` in a row the attempt counts (the store decides)."""
         task = ctx.task
-        released = await self.lease.settle_write(
+        handed = await self.lease.settle_write(
             ctx,
             "the hand-back",
-            lambda: self.store.release_lease(task, self.owner),
+            lambda: self.store.release_lease(
+                task, self.owner, cause=kind, max_handbacks=self.settings.max_handbacks
+            ),
             margin=margin,
         )
-        if isinstance(released, Unsettled):
-            self._note_unsettled(ctx, f"the run stopped because {cause}", released)
+        if isinstance(handed, Unsettled):
+            self._note_unsettled(ctx, f"the run stopped because {cause}", handed)
             return
-        log.warning(
-            "task %s v%d stopped because %s; %s",
-            task.id,
-            task.dispatch_version,
-            cause,
-            "handed back as a new version, attempt not counted"
-            if released
-            else "lease already lost",
-        )
+        self._handed_back(ctx, f"stopped because {cause}", handed)
+
+    def _handed_back(self, ctx: RunContext, why: str, handed: HandBack | None) -> None:
+        """Log (and count, when it ended the task) a hand-back the store carried out."""
+        task = ctx.task
+        if handed is None:
+            log.warning("task %s v%d %s; lease already lost", task.id, task.dispatch_version, why)
+        elif handed.fate == HandBackFate.REFUNDED:
+            log.warning(
+                "task %s v%d %s; handed back as a new version, attempt not counted (%d in a row)",
+                task.id,
+                task.dispatch_version,
+                why,
+                handed.in_a_row,
+            )
+        elif handed.fate == HandBackFate.COUNTED:
+            log.warning(
+                "task %s v%d %s; handed back as a new version: %s",
+                task.id,
+                task.dispatch_version,
+                why,
+                handed.message,
+            )
+        else:
+            self.metrics.task_completed.labels(task.export_type, "FAILED").inc()
+            log.warning(
+                "task %s v%d %s; FAILED: %s", task.id, task.dispatch_version, why, handed.message
+            )
 
     async def _reschedule(
         self, ctx: RunContext, error: BaseException, settlement: Settlement

@@ -7,7 +7,7 @@ showed an empty queue exactly where nothing was dispatching. Every instance now 
 actor, every ``FILE_EXPORT_METRICS_SAMPLE_SECONDS``.
 
 Each pass also creates the labelled counter series the alert rules rate over (every
-registered export type × outcome, every reconciler action) at 0: Prometheus's
+registered export type × outcome, every reconciler action, both send results) at 0: Prometheus's
 ``increase()`` takes a series' first sample as its baseline, so an event counted before
 its series was first scraped would never show in an alert.
 """
@@ -28,6 +28,8 @@ log = logging.getLogger("actors.sampler")
 
 #: The reconciler's ``export_reconciler_action_total{action}`` labels (actors/reconciler.py).
 RECONCILER_ACTIONS = ("redispatch", "lease_recover", "outbox_release", "expire", "orphan_clean")
+#: The publisher's ``export_outbox_send_total{result}`` labels (actors/publisher.py).
+SEND_RESULTS = ("sent", "failed")
 #: Terminal statuses counted by ``export_task_completed_total{type,status}``.
 COMPLETED_STATUSES = (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.CANCELLED)
 
@@ -75,6 +77,8 @@ class GaugeSampler:
                 m.task_completed.labels(export_type, status.value)
         for action in RECONCILER_ACTIONS:
             m.reconciler_action.labels(action)
+        for result in SEND_RESULTS:
+            m.outbox_send.labels(result)
 
         probe = await self.storage.probe()
         m.storage_writable.set(1 if probe.writable else 0)

@@ -214,7 +214,23 @@ class AddColumn:
             yield _ddl(dialect, f"ALTER TABLE {self.table} ADD COLUMN {self.name} {definition}")
 
 
-Operation = CreateTable | CreateIndex | DropIndex | AddColumn
+@dataclass(frozen=True, slots=True)
+class Backfill:
+    """Fill a column just added to existing rows: one ``UPDATE`` written once for both
+    dialects (``{now}``-free, no dialect function), idempotent by its own ``WHERE`` (it
+    only touches rows still unset), so an interrupted step can run it again. On MySQL it
+    must assign ``updated_at = updated_at`` (``ON UPDATE CURRENT_TIMESTAMP`` would move
+    it otherwise)."""
+
+    table: str
+    sql: str
+
+    def apply(self, dialect: Dialect) -> Conversation:
+        """Run it."""
+        yield _ddl(dialect, self.sql)
+
+
+Operation = CreateTable | CreateIndex | DropIndex | AddColumn | Backfill
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,6 +349,40 @@ STEPS: tuple[Step, ...] = (
             DropIndex("file_export_task", "idx_file_export_requester_status"),
             DropIndex("file_export_task", "idx_file_export_scope"),
             DropIndex("file_export_task", "idx_file_export_scope_status"),
+        ),
+    ),
+    Step(
+        5,
+        "file_export_task.handback_count and file_export_outbox.due_at columns",
+        (
+            AddColumn(
+                "file_export_task",
+                "handback_count",
+                sqlite="INTEGER NOT NULL DEFAULT 0",
+                mysql="INT NOT NULL DEFAULT 0 COMMENT 'hand-backs in a row since an attempt"
+                " last ended otherwise (actors/core/handback.py)'",
+            ),
+            AddColumn(
+                "file_export_outbox",
+                "due_at",
+                sqlite="INTEGER NULL",
+                mysql="DATETIME(3) NULL COMMENT 'first due since written or re-queued; send"
+                " back-off never moves it (NULL: written by a release before it)'",
+            ),
+            # The unsent rows only (status-led index; SENT rows are history and are never
+            # counted). A row never tried is due from next_retry_at; a row tried at least
+            # once was due at its first claim, which its back-off has overwritten: the
+            # earlier of its last attempt (updated_at) and next_retry_at is the best
+            # bound left. It is never earlier than the truth: the age it gives may read
+            # short, never long (no false alarm after a migrate).
+            Backfill(
+                "file_export_outbox",
+                """UPDATE file_export_outbox
+   SET due_at = CASE WHEN attempt_count = 0 OR next_retry_at <= updated_at
+                     THEN next_retry_at ELSE updated_at END,
+       updated_at = updated_at
+ WHERE status IN ('PENDING', 'CLAIMED') AND due_at IS NULL""",
+            ),
         ),
     ),
 )

@@ -34,12 +34,13 @@ TASK_COLUMNS = (
     "app_code, requested_by, dispatch_version, attempt_count, max_attempts, next_retry_at, "
     "lease_owner, lease_until, last_heartbeat_at, execution_deadline_at, processed_rows, "
     "total_rows, file_name, object_key, content_type, size_bytes, failure_message, "
-    "requested_at, started_at, completed_at, expires_at, updated_at, trace_id, warnings_json"
+    "requested_at, started_at, completed_at, expires_at, updated_at, trace_id, warnings_json, "
+    "handback_count"
 )
 OUTBOX_COLUMNS = (
     "id, event_id, task_id, dispatch_version, topic, tag, message_key, payload_json, status, "
     "attempt_count, next_retry_at, lease_owner, lease_until, sent_at, last_error, created_at, "
-    "updated_at"
+    "updated_at, due_at"
 )
 
 DB_NOW = "SELECT {now} AS db_now"
@@ -91,23 +92,24 @@ VALUES
 """
 
 # The outbox row's next_retry_at is passed in when it must equal the task's (§9.2 step 4);
-# ``{now}`` otherwise.
+# ``{now}`` otherwise. due_at is the row's first due time, the same value: send back-off
+# moves next_retry_at, never due_at (the backlog gauge ages a row from it, SAMPLE_OUTBOX).
 INSERT_OUTBOX_NOW = """
 INSERT INTO file_export_outbox
   (id, event_id, task_id, dispatch_version, topic, tag, message_key, payload_json, status,
-   attempt_count, next_retry_at, created_at, updated_at)
+   attempt_count, next_retry_at, created_at, updated_at, due_at)
 VALUES
   (:id, :event_id, :task_id, :dispatch_version, :topic, :tag, :message_key, :payload_json,
-   'PENDING', 0, {now}, {now}, {now})
+   'PENDING', 0, {now}, {now}, {now}, {now})
 """
 
 INSERT_OUTBOX_AT = """
 INSERT INTO file_export_outbox
   (id, event_id, task_id, dispatch_version, topic, tag, message_key, payload_json, status,
-   attempt_count, next_retry_at, created_at, updated_at)
+   attempt_count, next_retry_at, created_at, updated_at, due_at)
 VALUES
   (:id, :event_id, :task_id, :dispatch_version, :topic, :tag, :message_key, :payload_json,
-   'PENDING', 0, :next_retry_at, {now}, {now})
+   'PENDING', 0, :next_retry_at, {now}, {now}, :next_retry_at)
 """
 
 # --- reads ------------------------------------------------------------------------------
@@ -339,7 +341,7 @@ UPDATE file_export_task
        completed_at = {now},
        expires_at = {now+:retention_seconds},
        lease_owner = NULL, lease_until = NULL, failure_message = NULL,
-       warnings_json = :warnings_json, updated_at = {now}
+       warnings_json = :warnings_json, handback_count = 0, updated_at = {now}
  WHERE id = :id AND status = 'RUNNING'
    AND dispatch_version = :dispatch_version AND lease_owner = :owner
    AND execution_deadline_at > {now}
@@ -348,7 +350,8 @@ UPDATE file_export_task
 FAIL_TASK = """
 UPDATE file_export_task
    SET status = 'FAILED', failure_message = :failure_message, completed_at = {now},
-       object_key = NULL, lease_owner = NULL, lease_until = NULL, updated_at = {now}
+       object_key = NULL, lease_owner = NULL, lease_until = NULL, handback_count = 0,
+       updated_at = {now}
  WHERE id = :id AND status = 'RUNNING'
    AND dispatch_version = :dispatch_version AND lease_owner = :owner
 """
@@ -358,7 +361,7 @@ SCHEDULE_RETRY = """
 UPDATE file_export_task
    SET status = 'PENDING', dispatch_version = dispatch_version + 1,
        next_retry_at = {now+:backoff_seconds},
-       failure_message = :failure_message,
+       failure_message = :failure_message, handback_count = 0,
        processed_rows = 0, total_rows = NULL, object_key = NULL,
        lease_owner = NULL, lease_until = NULL, updated_at = {now}
  WHERE id = :id AND status = 'RUNNING'
@@ -370,7 +373,7 @@ UPDATE file_export_task
 MANUAL_RETRY = """
 UPDATE file_export_task
    SET status = 'PENDING', dispatch_version = dispatch_version + 1,
-       next_retry_at = {now}, failure_message = NULL, attempt_count = 0,
+       next_retry_at = {now}, failure_message = NULL, attempt_count = 0, handback_count = 0,
        processed_rows = 0, total_rows = NULL, started_at = NULL, completed_at = NULL,
        object_key = NULL, file_name = NULL, size_bytes = NULL, content_type = NULL,
        lease_owner = NULL, lease_until = NULL, execution_deadline_at = NULL,
@@ -489,11 +492,12 @@ SELECT o.id FROM file_export_task t
  ORDER BY t.next_retry_at, t.id LIMIT :limit
 """
 # Re-checks the whole condition for one row (primary keys); MySQL cannot subquery the
-# updated table, so the correlation names the table itself.
+# updated table, so the correlation names the table itself. The row was sent: unsent
+# again, it is due again from now (due_at), not from when it was first written.
 REDISPATCH_STALE_SENT = """
 UPDATE file_export_outbox
-   SET status = 'PENDING', next_retry_at = {now}, lease_owner = NULL, lease_until = NULL,
-       updated_at = {now}
+   SET status = 'PENDING', next_retry_at = {now}, due_at = {now},
+       lease_owner = NULL, lease_until = NULL, updated_at = {now}
  WHERE id = :id
    AND status = 'SENT'
    AND sent_at <= {now-:stale_seconds}
@@ -532,7 +536,8 @@ RECOVER_LEASE_RETRY = """
 UPDATE file_export_task
    SET status = 'PENDING', dispatch_version = dispatch_version + 1, next_retry_at = {now},
        failure_message = :failure_message, processed_rows = 0, total_rows = NULL,
-       object_key = NULL, lease_owner = NULL, lease_until = NULL, updated_at = {now}
+       object_key = NULL, lease_owner = NULL, lease_until = NULL, handback_count = 0,
+       updated_at = {now}
  WHERE id = :id AND dispatch_version = :dispatch_version AND status = 'RUNNING'
    AND lease_until <= {now}
 """
@@ -540,13 +545,15 @@ UPDATE file_export_task
 RECOVER_LEASE_FAIL = """
 UPDATE file_export_task
    SET status = 'FAILED', failure_message = :failure_message, completed_at = {now},
-       object_key = NULL, lease_owner = NULL, lease_until = NULL, updated_at = {now}
+       object_key = NULL, lease_owner = NULL, lease_until = NULL, handback_count = 0,
+       updated_at = {now}
  WHERE id = :id AND dispatch_version = :dispatch_version AND status = 'RUNNING'
    AND lease_until <= {now}
 """
 
 # (3) CLAIMED outbox rows whose publisher lease expired: back to PENDING, same version.
-# idx_file_export_outbox_publish: the CLAIMED rows are the few in flight.
+# idx_file_export_outbox_publish: the CLAIMED rows are the few in flight. due_at stays:
+# the row was never sent, so it has been due since it first became due.
 RELEASE_EXPIRED_OUTBOX_CLAIMS = """
 UPDATE file_export_outbox
    SET status = 'PENDING', next_retry_at = {now}, lease_owner = NULL, lease_until = NULL,
@@ -590,17 +597,21 @@ DELETE FROM file_export_outbox
 
 # Gauges: idx_file_export_dispatch (its first due entry) and an outbox index led by status
 # (the unsent rows only; {live:} keeps SQLite off a scan after ANALYZE). The backlog is the
-# unsent rows that are DUE, aged from when they became due: a row waiting out its send
-# back-off, or the command of a task waiting out a 15-minute retry, is not a backlog, and
-# counting it made the "outbox backlog" alert fire during every normal retry wait. The
-# highest attempt count covers every unsent row: a row in back-off is still failing.
+# unsent rows that have BECOME DUE, aged from their first due time (due_at), which send
+# back-off never moves: a row whose sends keep failing (an unreachable broker) ages on
+# through its back-off, so the gauge sees an outage. The command of a task waiting out a
+# 15-minute retry is written with due_at = the retry time: it is not due yet, is not
+# counted, and no "outbox backlog" alert fires during a normal retry wait. A row written
+# by a release without due_at (NULL) is aged as before, from next_retry_at. The highest
+# attempt count covers every unsent row.
 SAMPLE_QUEUE = """
 SELECT MIN(next_retry_at) AS oldest FROM file_export_task
  WHERE status = 'PENDING' AND next_retry_at <= {now}
 """
 SAMPLE_OUTBOX = """
-SELECT COUNT(CASE WHEN next_retry_at <= {now} THEN 1 END) AS pending,
-       MIN(CASE WHEN next_retry_at <= {now} THEN next_retry_at END) AS oldest,
+SELECT COUNT(CASE WHEN COALESCE(due_at, next_retry_at) <= {now} THEN 1 END) AS pending,
+       MIN(CASE WHEN COALESCE(due_at, next_retry_at) <= {now}
+                THEN COALESCE(due_at, next_retry_at) END) AS oldest,
        MAX(attempt_count) AS max_attempt
   FROM file_export_outbox WHERE {live:status IN ('PENDING', 'CLAIMED')}
 """
@@ -635,8 +646,8 @@ SELECT o.id FROM file_export_task t
 """
 REQUEUE_SENT = """
 UPDATE file_export_outbox
-   SET status = 'PENDING', next_retry_at = {now}, lease_owner = NULL, lease_until = NULL,
-       updated_at = {now}
+   SET status = 'PENDING', next_retry_at = {now}, due_at = {now},
+       lease_owner = NULL, lease_until = NULL, updated_at = {now}
  WHERE id = :id
    AND status = 'SENT'
    AND EXISTS (SELECT 1 FROM file_export_task t
@@ -645,14 +656,39 @@ UPDATE file_export_outbox
                   AND t.status = 'PENDING')
 """
 
-# A run cancelled by a shutdown hands its task back at once: a new version (the old
-# attempt's writes stay fenced out), the attempt not counted, since nothing failed.
+# Hand-backs (actors/core/handback.py): a run ended by a shutdown, a database fault or a
+# watchdog outage hands its task back at once, at a new version (the old attempt's writes
+# stay fenced out), and adds one to the hand-backs in a row. Up to
+# FILE_EXPORT_MAX_HANDBACKS in a row the attempt is not counted, since nothing failed
+# (RELEASE_LEASE); past it the attempt counts (HAND_BACK_COUNTED), and the last one ends
+# the task (HAND_BACK_FAIL), each with a failure_message saying why. Every other way an
+# attempt ends (COMPLETE_TASK, FAIL_TASK, SCHEDULE_RETRY, RECOVER_LEASE_*) and a manual
+# retry set handback_count back to 0.
 RELEASE_LEASE = """
 UPDATE file_export_task
    SET status = 'PENDING', dispatch_version = dispatch_version + 1,
-       attempt_count = attempt_count - 1, next_retry_at = {now},
+       attempt_count = attempt_count - 1, handback_count = handback_count + 1,
+       next_retry_at = {now},
        processed_rows = 0, total_rows = NULL, object_key = NULL,
        lease_owner = NULL, lease_until = NULL, updated_at = {now}
+ WHERE id = :id AND status = 'RUNNING'
+   AND dispatch_version = :dispatch_version AND lease_owner = :owner
+"""
+HAND_BACK_COUNTED = """
+UPDATE file_export_task
+   SET status = 'PENDING', dispatch_version = dispatch_version + 1,
+       handback_count = handback_count + 1, next_retry_at = {now},
+       failure_message = :failure_message,
+       processed_rows = 0, total_rows = NULL, object_key = NULL,
+       lease_owner = NULL, lease_until = NULL, updated_at = {now}
+ WHERE id = :id AND status = 'RUNNING'
+   AND dispatch_version = :dispatch_version AND lease_owner = :owner
+"""
+HAND_BACK_FAIL = """
+UPDATE file_export_task
+   SET status = 'FAILED', failure_message = :failure_message, completed_at = {now},
+       handback_count = handback_count + 1,
+       object_key = NULL, lease_owner = NULL, lease_until = NULL, updated_at = {now}
  WHERE id = :id AND status = 'RUNNING'
    AND dispatch_version = :dispatch_version AND lease_owner = :owner
 """
@@ -726,6 +762,8 @@ class Statements:
     SELECT_SENT_OF_PENDING_TASKS: str
     REQUEUE_SENT: str
     RELEASE_LEASE: str
+    HAND_BACK_COUNTED: str
+    HAND_BACK_FAIL: str
 
     def render(self, dialect: Dialect) -> Statements:
         """These texts rendered for ``dialect`` (``db.dialect``: ``{now}``, ``:name`` …)."""
@@ -792,4 +830,6 @@ TEMPLATES = Statements(
     SELECT_SENT_OF_PENDING_TASKS=SELECT_SENT_OF_PENDING_TASKS,
     REQUEUE_SENT=REQUEUE_SENT,
     RELEASE_LEASE=RELEASE_LEASE,
+    HAND_BACK_COUNTED=HAND_BACK_COUNTED,
+    HAND_BACK_FAIL=HAND_BACK_FAIL,
 )

@@ -113,6 +113,10 @@ class Task(_Model):
     dispatchVersion: int = Field(description="The attempt's version; grows with each retry.")
     attemptCount: int
     maxAttempts: int
+    handbackCount: int = Field(
+        description="Runs in a row ended by a shutdown, a database fault or a watchdog"
+        " outage (handed back); past the service's bound each one counts as an attempt."
+    )
     processedRows: Int64
     totalRows: Int64 | None
     fileName: str | None

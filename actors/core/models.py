@@ -199,6 +199,9 @@ class Task:
     """W3C trace id created at the API (``actors/core/tracing.py``); ``None`` for tasks
     created before the column existed."""
     warnings_json: str | None = None
+    handback_count: int = 0
+    """Hand-backs in a row (shutdown, database fault, watchdog outage) since an attempt of
+    the task last ended otherwise (``actors/core/handback.py``)."""
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -243,6 +246,9 @@ class OutboxRow:
     last_error: str | None
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    due_at: datetime | None = None
+    """When the row first became due since it was written or re-queued; send back-off
+    moves ``next_retry_at``, never this. ``None`` for a row written before the column."""
 
 
 @dataclass(frozen=True, slots=True)

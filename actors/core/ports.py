@@ -26,6 +26,7 @@ from typing import BinaryIO, Protocol, Self
 from actors.core.admission import CreateLimits
 from actors.core.events import TaskEvent
 from actors.core.fairness import SlotLoad
+from actors.core.handback import DEFAULT_MAX_HANDBACKS, HandBack, HandBackCause
 from actors.core.models import OutboxRow, Principal, Registry, Task, TaskStatus
 from actors.core.outcomes import (
     CancelResult,
@@ -451,8 +452,17 @@ class ExecutionStore(ClaimStore, Protocol):
         """Is this still our RUNNING attempt, past its deadline? Read-only."""
         ...
 
-    async def release_lease(self, task: Task, owner: str) -> bool:
-        """Hand the task back without counting the attempt."""
+    async def release_lease(
+        self,
+        task: Task,
+        owner: str,
+        *,
+        cause: HandBackCause = HandBackCause.SHUTDOWN,
+        max_handbacks: int = DEFAULT_MAX_HANDBACKS,
+    ) -> HandBack | None:
+        """Hand the task back: a new version, the attempt refunded unless the hand-backs
+        in a row pass ``max_handbacks`` (``actors.core.handback``); ``None`` if the lease
+        was already lost."""
         ...
 
 

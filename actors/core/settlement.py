@@ -9,10 +9,15 @@ out: the fenced store write, the file deletion, the log line and the metric. The
     PERMANENT        FAIL               delete  FAILED              heartbeat
     TRANSIENT        SCHEDULE_RETRY     delete  PENDING (retry) or  heartbeat
                                                 FAILED (attempts spent)
-    DATABASE         HAND_BACK          delete  PENDING, new version, attempt not counted
+    DATABASE         HAND_BACK          delete  PENDING, new version, heartbeat
+                                                attempt not counted (*)
     WATCHDOG_FAILED  HAND_BACK          delete  as DATABASE          0 (to the lease end)
     SHUTDOWN         RELEASE_SHIELDED   delete  as DATABASE          shielded, 10 s
     ABORTED          NOTHING            delete  unchanged (someone else owns the task)
+
+(*) Hand-backs are bounded: past ``FILE_EXPORT_MAX_HANDBACKS`` in a row the attempt counts,
+and the last one ends FAILED (``actors/core/handback.py``, decided by the store in the
+hand-back's transaction; :func:`hand_back_cause` names the cause it records).
 
 Every write is fenced; the store has the last word (a write that matches 0 rows means the
 slot lost the task, and a retry past ``max_attempts`` ends FAILED in the same
@@ -32,6 +37,7 @@ from actors.core.errors import (
     ExportError,
     PermanentExportError,
 )
+from actors.core.handback import HandBackCause
 from actors.core.models import TaskStatus
 from actors.core.outcomes import AbortReason
 
@@ -189,6 +195,26 @@ def settle(
     if ending == Ending.SHUTDOWN:
         return Settlement(ending, Write.RELEASE_SHIELDED, FileFate.DELETE, TaskStatus.PENDING, None)
     return Settlement(ending, Write.NOTHING, FileFate.DELETE, None, None)
+
+
+#: The cause a hand-back records, by the ending that leads to one.
+_HAND_BACK_CAUSES = {
+    Ending.SHUTDOWN: HandBackCause.SHUTDOWN,
+    Ending.DATABASE: HandBackCause.DATABASE,
+    Ending.WATCHDOG_FAILED: HandBackCause.WATCHDOG,
+}
+
+
+def hand_back_cause(ending: Ending) -> HandBackCause:
+    """The cause a hand-back of a run that ended so records (``actors.core.handback``).
+
+    Raises:
+        ValueError: ``ending`` does not lead to a hand-back.
+    """
+    try:
+        return _HAND_BACK_CAUSES[ending]
+    except KeyError:
+        raise ValueError(f"a run that ended {ending.value!r} is not handed back") from None
 
 
 def settle_lost_commit(

@@ -60,6 +60,7 @@ def task_json(task: Task) -> dict[str, Any]:
         "dispatchVersion": task.dispatch_version,
         "attemptCount": task.attempt_count,
         "maxAttempts": task.max_attempts,
+        "handbackCount": task.handback_count,
         "processedRows": str(task.processed_rows),
         "totalRows": _str(task.total_rows),
         "fileName": task.file_name,

@@ -245,9 +245,12 @@ def _outbox_backlog(command: OutboxRow | None, now: datetime, limits: Thresholds
     error = f"; last error: {command.last_error}" if command.last_error else ""
     if command.attempt_count > limits.outbox_attempts:
         return f"its command failed to send {command.attempt_count} times{error}"
-    if (now - command.next_retry_at).total_seconds() > limits.outbox_age_seconds:
+    # As the backlog gauge: from the first due time, which send back-off does not move
+    # (next_retry_at for a row written before due_at).
+    due_at = command.due_at or command.next_retry_at
+    if (now - due_at).total_seconds() > limits.outbox_age_seconds:
         return (
-            f"its command has been due since {relative_time(command.next_retry_at, now)} "
+            f"its command has been due since {relative_time(due_at, now)} "
             f"and is {command.status.value}, not sent{error}"
         )
     return None

@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS file_export_task (
   updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
   trace_id VARCHAR(32) NULL COMMENT 'W3C trace id (32 lowercase hex), created at the API',
   warnings_json TEXT NULL COMMENT 'JSON list of the data warnings of the last successful run',
+  handback_count INT NOT NULL DEFAULT 0 COMMENT 'hand-backs in a row since an attempt last ended otherwise (actors/core/handback.py)',
   PRIMARY KEY (id),
   UNIQUE KEY uk_file_export_task_no (task_no)
 ) ENGINE=InnoDB COMMENT='export tasks: source of truth for scheduling and the download center';
@@ -64,6 +65,7 @@ CREATE TABLE IF NOT EXISTS file_export_outbox (
   last_error VARCHAR(1000) NULL,
   created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
+  due_at DATETIME(3) NULL COMMENT 'first due since written or re-queued; send back-off never moves it (NULL: written by a release before it)',
   PRIMARY KEY (id),
   UNIQUE KEY uk_file_export_outbox_event (event_id),
   UNIQUE KEY uk_file_export_outbox_task_version (task_id, dispatch_version)

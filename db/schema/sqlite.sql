@@ -41,7 +41,8 @@ CREATE TABLE IF NOT EXISTS file_export_task (
   created_at INTEGER NOT NULL,
   updated_at INTEGER NOT NULL,
   trace_id TEXT NULL,
-  warnings_json TEXT NULL
+  warnings_json TEXT NULL,
+  handback_count INTEGER NOT NULL DEFAULT 0
 );
 CREATE UNIQUE INDEX IF NOT EXISTS uk_file_export_task_no ON file_export_task (task_no);
 CREATE TABLE IF NOT EXISTS file_export_outbox (
@@ -61,7 +62,8 @@ CREATE TABLE IF NOT EXISTS file_export_outbox (
   sent_at INTEGER NULL,
   last_error TEXT NULL,
   created_at INTEGER NOT NULL,
-  updated_at INTEGER NOT NULL
+  updated_at INTEGER NOT NULL,
+  due_at INTEGER NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS uk_file_export_outbox_event ON file_export_outbox (event_id);
 CREATE UNIQUE INDEX IF NOT EXISTS uk_file_export_outbox_task_version

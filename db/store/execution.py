@@ -12,7 +12,14 @@ from typing import Any
 
 from actors.core import dispatch, fairness
 from actors.core.backoff import should_retry
-from actors.core.events import TaskEventKind
+from actors.core.events import MAX_TASK_EVENTS, TaskEventKind
+from actors.core.handback import (
+    DEFAULT_MAX_HANDBACKS,
+    HandBack,
+    HandBackCause,
+    HandBackFate,
+    decide_hand_back,
+)
 from actors.core.models import Command, Task, TaskStatus
 from actors.core.outcomes import ClaimResult, RetryOutcome
 from db.store.base import StoreBase, fenced
@@ -360,28 +367,125 @@ class ExecutionTransitions(StoreBase):
             and t.execution_deadline_at <= now
         )
 
-    async def release_lease(self, task: Task, owner: str) -> bool:
-        """Hand a RUNNING task back without counting its attempt: PENDING at a new
-        version with a new outbox row. Used when a shutdown or a database outage, not the
-        export, ended the run. Fenced; False if the lease was already lost.
+    async def release_lease(
+        self,
+        task: Task,
+        owner: str,
+        *,
+        cause: HandBackCause = HandBackCause.SHUTDOWN,
+        max_handbacks: int = DEFAULT_MAX_HANDBACKS,
+    ) -> HandBack | None:
+        """Hand a RUNNING task back, used when a shutdown, a database fault or a watchdog
+        outage, not the export, ended the run. ``actors.core.handback.decide_hand_back``
+        decides from the task as claimed (``task``: no one else writes its attempt and
+        hand-back counts while this fence holds, and the fenced update proves it still
+        does): up to ``max_handbacks`` in a row, PENDING at a new version with a new outbox
+        row and the attempt not counted (``RELEASE_LEASE``); past it, the same with the
+        attempt counted (``HAND_BACK_COUNTED``), or FAILED when it was the last
+        (``HAND_BACK_FAIL``), with a message saying why. Every hand-back adds one to
+        ``handback_count`` and a ``handed_back`` event to the history.
+
+        Args:
+            task: the task as this executor claimed it.
+            owner: this instance's ``lease_owner`` (the fence).
+            cause: why the run is handed back (the event and the message name it).
+            max_handbacks: ``FILE_EXPORT_MAX_HANDBACKS``.
+
+        Returns:
+            The decision carried out, or ``None`` if the lease was already lost (nothing
+            written).
 
         Re-run: the command is drawn once, before the first attempt; after a commit that
         landed the fenced update matches 0 rows and the re-read finds the outbox row by
-        its event id: True again."""
+        its event id (or, for the last attempt, the task FAILED at this version with this
+        hand-back counted): the same decision again."""
         drawn = self._new_command(task, task.dispatch_version + 1)
-        return await self._release_lease(task, owner, drawn)
+        return await self._release_lease(task, owner, drawn, cause, max_handbacks)
 
     @retrying
-    async def _release_lease(self, task: Task, owner: str, drawn: tuple[Command, int]) -> bool:
+    async def _release_lease(
+        self,
+        task: Task,
+        owner: str,
+        drawn: tuple[Command, int],
+        cause: HandBackCause,
+        max_handbacks: int,
+    ) -> HandBack | None:
+        decision = decide_hand_back(
+            cause,
+            handback_count=task.handback_count,
+            attempt_count=task.attempt_count,
+            max_attempts=task.max_attempts,
+            max_handbacks=max_handbacks,
+        )
+        fence = self._fence(task, owner)
         async with self.db.transaction() as tx:
-            if not await fenced(tx, self._sql.RELEASE_LEASE, self._fence(task, owner)):
-                return await self._outbox_landed(tx, drawn[0])
-            await self._insert_drawn_outbox(tx, drawn)
+            if decision.fate != HandBackFate.REFUNDED:
+                # Counted: the message names the causes of the whole row.
+                decision = decide_hand_back(
+                    cause,
+                    handback_count=task.handback_count,
+                    attempt_count=task.attempt_count,
+                    max_attempts=task.max_attempts,
+                    max_handbacks=max_handbacks,
+                    earlier_causes=await self._earlier_hand_back_causes(
+                        tx, task.id, decision.in_a_row - 1
+                    ),
+                )
+            assert decision.fate == HandBackFate.REFUNDED or decision.message is not None
+            if decision.fate == HandBackFate.FAILED:
+                if not await fenced(
+                    tx, self._sql.HAND_BACK_FAIL, {**fence, "failure_message": decision.message}
+                ):
+                    row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
+                    landed = (
+                        row is not None
+                        and row["status"] == TaskStatus.FAILED
+                        and int(row["dispatch_version"]) == task.dispatch_version
+                        and int(row["handback_count"]) == decision.in_a_row
+                    )
+                    return decision if landed else None
+                version = task.dispatch_version
+            else:
+                sql = (
+                    self._sql.RELEASE_LEASE
+                    if decision.fate == HandBackFate.REFUNDED
+                    else self._sql.HAND_BACK_COUNTED
+                )
+                message = {} if decision.message is None else {"failure_message": decision.message}
+                if not await fenced(tx, sql, {**fence, **message}):
+                    return decision if await self._outbox_landed(tx, drawn[0]) else None
+                await self._insert_drawn_outbox(tx, drawn)
+                version = task.dispatch_version + 1
             await self._record(
                 tx,
                 task.id,
                 TaskEventKind.HANDED_BACK,
                 instance=owner,
-                version=task.dispatch_version + 1,
+                version=version,
+                cause=cause.value,
+                inARow=decision.in_a_row,
+                attempt=decision.attempt if decision.fate != HandBackFate.REFUNDED else None,
+                counted=decision.fate != HandBackFate.REFUNDED or None,
+                final=decision.fate == HandBackFate.FAILED or None,
+                message=decision.message,
             )
-        return True
+        return decision
+
+    async def _earlier_hand_back_causes(self, tx: Any, task_id: int, count: int) -> list[str]:
+        """The causes of the task's last ``count`` hand-backs, oldest first, as far as its
+        history (newest events, ``LIST_TASK_EVENTS``) still has them."""
+        if count <= 0:
+            return []
+        rows = await tx.fetchall(
+            self._sql.LIST_TASK_EVENTS,
+            {"task_id": task_id, "limit": min(MAX_TASK_EVENTS, 8 * count + 8)},
+        )
+        causes: list[str] = []
+        for row in rows:  # newest first
+            if row["kind"] != TaskEventKind.HANDED_BACK:
+                continue
+            causes.append(str(json.loads(row["detail_json"]).get("cause") or ""))
+            if len(causes) == count:
+                break
+        return causes[::-1]

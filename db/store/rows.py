@@ -20,7 +20,14 @@ _TASK_TIMES = (
     "expires_at",
     "updated_at",
 )
-_OUTBOX_TIMES = ("next_retry_at", "lease_until", "sent_at", "created_at", "updated_at")
+_OUTBOX_TIMES = (
+    "next_retry_at",
+    "lease_until",
+    "sent_at",
+    "created_at",
+    "updated_at",
+    "due_at",
+)
 
 
 def task_from_row(row: Mapping[str, Any], dialect: Dialect) -> Task:

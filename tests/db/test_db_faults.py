@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from actors.core.handback import HandBackFate
 from actors.core.models import OutboxStatus, TaskStatus
 from actors.core.outcomes import CreateOutcome, QuarantineOutcome, RetryOutcome
 from db.database import DatabaseUnavailableError
@@ -127,6 +128,32 @@ async def release_lease(base: ExportStore, fs: ExportStore, faulty: FaultyDataba
     after = await base.get_task(running.id)
     assert (after.status, after.dispatch_version, after.attempt_count) == (TaskStatus.PENDING, 2, 0)
     assert await outbox_versions(base, running.id) == [1, 2]
+
+
+@scenario
+async def hand_back_counted(base: ExportStore, fs: ExportStore, faulty: FaultyDatabase) -> None:
+    """Past the bound the hand-back counts: one new version and outbox row, counted once."""
+    running = await claim(base, await create(base))
+    handed = await fs.release_lease(running, "owner-a", max_handbacks=0)
+    assert handed is not None and handed.fate == HandBackFate.COUNTED
+    after = await base.get_task(running.id)
+    assert (after.status, after.attempt_count, after.handback_count) == (TaskStatus.PENDING, 1, 1)
+    assert await outbox_versions(base, running.id) == [1, 2]
+
+
+@scenario
+async def hand_back_failed(base: ExportStore, fs: ExportStore, faulty: FaultyDatabase) -> None:
+    """The last attempt: FAILED once, with the message, and the answer says so."""
+    running = await claim(base, await create(base, max_attempts=1))
+    handed = await fs.release_lease(running, "owner-a", max_handbacks=0)
+    assert handed is not None and handed.fate == HandBackFate.FAILED
+    after = await base.get_task(running.id)
+    assert (after.status, after.failure_message, after.handback_count) == (
+        TaskStatus.FAILED,
+        handed.message,
+        1,
+    )
+    assert await outbox_versions(base, running.id) == [1]
 
 
 async def _expired(base: ExportStore, **kw: object) -> object:

@@ -145,6 +145,8 @@ CHECKS: dict[str, Expect] = {
     "PRUNE_TASK_EVENTS": uses("idx_file_export_task_event_age"),
     "PRUNE_ALL_TASK_EVENTS": uses("idx_file_export_task_event_age"),
     "RELEASE_LEASE": uses(PRIMARY, *_TASK_BY_STATUS),
+    "HAND_BACK_COUNTED": uses(PRIMARY, *_TASK_BY_STATUS),
+    "HAND_BACK_FAIL": uses(PRIMARY, *_TASK_BY_STATUS),
     # reconciler
     "SELECT_TASKS_WITHOUT_OUTBOX": uses("idx_file_export_dispatch", *_OUTBOX_OF_VERSION),
     "SELECT_STALE_SENT_OUTBOX": uses("idx_file_export_dispatch", *_OUTBOX_OF_VERSION),

@@ -5,8 +5,10 @@ MySQL/MariaDB by ``export-center migrate``); a database newer than the code is r
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from db.migrations import (
     STEPS,
     VERSION_TABLE,
     IndexChange,
+    MigrationResult,
     SchemaVersionError,
     Step,
     plan_migration,
@@ -241,12 +244,15 @@ async def test_sqlite_database_migrated_before_the_version_table_gets_only_what_
     tmp_path: Path,
 ) -> None:
     """A release without a version table already created the event table and indexes:
-    step 2 finds them and does nothing, step 3 adds the columns."""
+    step 2 finds them and does nothing, steps 3 and 5 add the columns."""
     fresh = SqliteDatabase(tmp_path / "fresh.db")
     fresh.migrate()
     expected = await shape(fresh)
     async with fresh.transaction() as tx:
         await tx.execute(f"DROP TABLE {VERSION_TABLE}")
+        # and the columns of later steps, which such a release did not have either
+        await tx.execute("ALTER TABLE file_export_task DROP COLUMN handback_count")
+        await tx.execute("ALTER TABLE file_export_outbox DROP COLUMN due_at")
         await tx.execute("ALTER TABLE file_export_task DROP COLUMN warnings_json")
         await tx.execute("ALTER TABLE file_export_task DROP COLUMN trace_id")
     result = fresh.migrate()
@@ -417,3 +423,104 @@ def test_migrate_command_on_mariadb_prints_the_steps_then_nothing_to_apply(
         assert f"schema already at version {LATEST_VERSION}: nothing to apply" in second.output
     finally:
         trio.run(drop)
+
+
+# -- step 5: the first due time of the unsent outbox rows ----------------------------------
+
+T0 = datetime(2027, 1, 15, 8, 0, tzinfo=UTC)
+
+
+def _at(db: Database, seconds: float) -> Any:
+    """T0 + seconds as the database stores it."""
+    when = T0 + timedelta(seconds=seconds)
+    if db.dialect.is_sqlite:
+        return int(when.timestamp() * 1000)
+    return when.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+#: (status, attempt_count, next_retry_at, updated_at) of each row, in seconds from T0, and
+#: the due_at step 5 gives it (None: left NULL).
+BACKFILL = {
+    # a retry's command, never tried: due when the retry is
+    1: ("PENDING", 0, 900, -5, 900),
+    # sends failing, backing off: due no later than its last attempt
+    2: ("PENDING", 3, 290, -10, -10),
+    # re-queued (or a released publisher claim): due since then
+    3: ("PENDING", 1, -5, -5, -5),
+    # in flight
+    4: ("CLAIMED", 1, -20, -2, -20),
+    # sent: history, never counted
+    5: ("SENT", 1, -60, -50, None),
+}
+
+
+async def migrate_any(db: Database) -> MigrationResult:
+    """``migrate`` of either database (SQLite's runs synchronously)."""
+    result = db.migrate()  # type: ignore[attr-defined]
+    if inspect.isawaitable(result):
+        result = await result
+    assert isinstance(result, MigrationResult)
+    return result
+
+
+async def backfill_case(db: Database) -> None:
+    """A database at version 4 with unsent rows in each state: step 5 adds the columns and
+    fills due_at of the unsent rows, leaving updated_at alone."""
+    await migrate_any(db)
+    recorded = "0" if db.dialect.is_sqlite else "CURRENT_TIMESTAMP(3)"
+    async with db.transaction() as tx:
+        await tx.execute("ALTER TABLE file_export_outbox DROP COLUMN due_at")
+        await tx.execute("ALTER TABLE file_export_task DROP COLUMN handback_count")
+        await tx.execute(f"DELETE FROM {VERSION_TABLE}")
+        await tx.execute(
+            f"INSERT INTO {VERSION_TABLE} (version, description, applied_at)"
+            f" VALUES (4, 'four', {recorded})"
+        )
+        p = (lambda n: f":{n}") if db.dialect.is_sqlite else (lambda n: f"%({n})s")
+        for i, (status, attempts, retry_at, updated, _) in BACKFILL.items():
+            await tx.execute(
+                "INSERT INTO file_export_outbox (id, event_id, task_id, dispatch_version,"
+                " topic, tag, message_key, payload_json, status, attempt_count, next_retry_at,"
+                " created_at, updated_at) VALUES"
+                f" ({p('i')}, {p('e')}, {p('i')}, 1, 't', 'g', 'k', '{{}}', {p('s')},"
+                f" {p('a')}, {p('r')}, {p('c')}, {p('u')})",
+                {
+                    "i": i,
+                    "e": f"event-{i}",
+                    "s": status,
+                    "a": attempts,
+                    "r": _at(db, retry_at),
+                    "c": _at(db, -3600),
+                    "u": _at(db, updated),
+                },
+            )
+    result = await migrate_any(db)
+    assert [s.version for s in result.applied] == [5]
+    async with db.transaction() as tx:
+        rows = await tx.fetchall(
+            "SELECT id, due_at, updated_at FROM file_export_outbox ORDER BY id"
+        )
+        assert await tx.fetchall("SELECT handback_count FROM file_export_task") == []
+    to_dt = db.dialect.to_datetime
+    got = {
+        int(r["id"]): (
+            None if r["due_at"] is None else (to_dt(r["due_at"]) - T0).total_seconds(),
+            (to_dt(r["updated_at"]) - T0).total_seconds(),
+        )
+        for r in rows
+    }
+    assert got == {i: (row[4], row[3]) for i, row in BACKFILL.items()}
+
+
+async def test_sqlite_step_5_fills_the_first_due_time_of_unsent_outbox_rows(
+    tmp_path: Path,
+) -> None:
+    db = SqliteDatabase(tmp_path / "four.db")
+    await backfill_case(db)
+    await db.aclose()
+
+
+async def test_mariadb_step_5_fills_the_first_due_time_of_unsent_outbox_rows(
+    mariadb: MysqlDatabase,
+) -> None:
+    await backfill_case(mariadb)

@@ -13,11 +13,12 @@ import trio
 from actors.core import fairness
 from actors.core.admission import CreateLimits
 from actors.core.dispatch import NoClaim
+from actors.core.handback import HandBackCause, HandBackFate
 from actors.core.models import OutboxStatus, TaskStatus
 from actors.core.outcomes import CreateOutcome, RetryOutcome
 from db.database import DuplicateKeyError, RetryableDatabaseError
 from db.store import ExportStore
-from tests.helpers import claim, create, new_task
+from tests.helpers import claim, complete, create, exec_sql, new_task
 
 # --- create ------------------------------------------------------------------------------
 
@@ -536,6 +537,124 @@ async def test_release_lease_hands_the_task_back_without_spending_an_attempt(
     assert (after.status, after.dispatch_version, after.attempt_count) == (TaskStatus.PENDING, 2, 0)
     assert {r.dispatch_version for r in await store.list_outbox(task.id)} == {1, 2}
     assert not await store.release_lease(running, "owner-a")  # fenced: only once
+
+
+async def test_hand_backs_past_the_bound_count_as_attempts_until_the_task_fails(
+    store: ExportStore,
+) -> None:
+    """Issue 22 item 3: every hand-back is recorded (handback_count, a handed_back event);
+    past max_handbacks in a row each one counts, and the last attempt ends FAILED with a
+    message naming the causes of the row."""
+    task = await create(store, max_attempts=2)
+    causes = [HandBackCause.SHUTDOWN, HandBackCause.DATABASE, HandBackCause.WATCHDOG]
+    fates = []
+    for cause in causes:
+        running = await claim(store, await store.get_task(task.id))
+        handed = await store.release_lease(running, "owner-a", cause=cause, max_handbacks=1)
+        assert handed is not None
+        fates.append(handed.fate)
+        after = await store.get_task(task.id)
+        assert after.handback_count == handed.in_a_row == len(fates)
+        if handed.fate == HandBackFate.COUNTED:
+            assert (after.status, after.attempt_count, after.dispatch_version) == (
+                TaskStatus.PENDING,
+                1,
+                3,
+            )
+            assert after.failure_message == (
+                "handed back 2 times in a row (shutdown, database fault) without finishing;"
+                " counted as attempt 1 of 2"
+            )
+    assert fates == [HandBackFate.REFUNDED, HandBackFate.COUNTED, HandBackFate.FAILED]
+    after = await store.get_task(task.id)
+    assert (after.status, after.dispatch_version, after.attempt_count) == (
+        TaskStatus.FAILED,
+        3,
+        2,
+    )
+    assert after.completed_at is not None and after.lease_owner is None
+    assert after.failure_message == (
+        "handed back 3 times in a row (shutdown, database fault, watchdog outage) without"
+        " finishing; counted as attempt 2 of 2"
+    )
+    versions = sorted(r.dispatch_version for r in await store.list_outbox(task.id))
+    assert versions == [1, 2, 3]  # none for the FAILED one
+    events = await store.list_task_events(task.id)
+    handed_back = [e.detail for e in events if e.kind == "handed_back"]
+    assert [(d["cause"], d["inARow"], d.get("counted"), d.get("final")) for d in handed_back] == [
+        ("shutdown", 1, None, None),
+        ("database fault", 2, True, None),
+        ("watchdog outage", 3, True, True),
+    ]
+    assert handed_back[-1]["message"] == after.failure_message
+
+
+async def test_an_attempt_that_ends_otherwise_ends_the_row_of_hand_backs(
+    store: ExportStore,
+) -> None:
+    """A retry (and so a lease recovery, a failure, a success), and a manual retry, set
+    handback_count back to 0: only hand-backs in a row are bounded."""
+    task = await create(store)
+    assert await store.release_lease(await claim(store, task), "owner-a")
+    assert (await store.get_task(task.id)).handback_count == 1
+    running = await claim(store, await store.get_task(task.id))
+    assert await store.schedule_retry(running, "owner-a", "503", 0) == RetryOutcome.SCHEDULED
+    assert (await store.get_task(task.id)).handback_count == 0
+    assert await store.release_lease(await claim(store, await store.get_task(task.id)), "owner-a")
+    running = await claim(store, await store.get_task(task.id))
+    assert await complete(store, running)
+    assert (await store.get_task(task.id)).handback_count == 0
+
+
+async def test_a_failed_task_retried_by_hand_starts_a_new_row(store: ExportStore) -> None:
+    task = await create(store, max_attempts=1)
+    handed = await store.release_lease(await claim(store, task), "owner-a", max_handbacks=0)
+    assert handed is not None and handed.fate == HandBackFate.FAILED
+    _, retried = await store.manual_retry(await store.get_task(task.id))
+    assert retried is not None and (retried.attempt_count, retried.handback_count) == (0, 0)
+
+
+async def test_outbox_rows_keep_their_first_due_time_through_send_back_off(
+    store: ExportStore,
+) -> None:
+    """Issue 22 item 2: due_at is written with the row, as its next_retry_at; a failed
+    send moves next_retry_at only, an expired publisher claim keeps it (never sent), a
+    re-queue of a SENT row sets it to the re-queue time; a retry's command is first due
+    when the retry is."""
+    task = await create(store)
+    [row] = await store.list_outbox(task.id)
+    first_due = row.due_at
+    assert first_due is not None and first_due == row.next_retry_at
+    [claimed] = await store.claim_due_outbox("pub", 60, 10)
+    assert await store.mark_outbox_send_failed(claimed.id, "pub", 300, "broker down")
+    [row] = await store.list_outbox(task.id)
+    assert row.due_at == first_due and row.next_retry_at > first_due
+    await exec_sql(
+        store,
+        "UPDATE file_export_outbox SET next_retry_at = {now}, status = 'CLAIMED',"
+        " lease_owner = 'pub', lease_until = {now} WHERE id = :id",
+        {"id": row.id},
+    )
+    assert await store.release_expired_outbox_claims() == 1
+    [row] = await store.list_outbox(task.id)
+    assert row.due_at == first_due
+
+    queued = await create(store, user_id=2)
+    for r in await store.claim_due_outbox("pub", 60, 10):
+        await store.mark_outbox_sent(r.id, "pub")
+    await exec_sql(
+        store,
+        "UPDATE file_export_outbox SET due_at = {now-:s} WHERE task_id = :id",
+        {"s": 3600, "id": queued.id},
+    )
+    assert await store.requeue_sent_of_pending_tasks() >= 1
+    [requeued] = await store.list_outbox(queued.id)
+    assert requeued.status == OutboxStatus.PENDING and requeued.due_at == requeued.next_retry_at
+
+    running = await claim(store, queued)
+    assert await store.schedule_retry(running, "owner-a", "503", 900) == RetryOutcome.SCHEDULED
+    retry = [r for r in await store.list_outbox(queued.id) if r.dispatch_version == 2][0]
+    assert retry.due_at == retry.next_retry_at == (await store.get_task(queued.id)).next_retry_at
 
 
 async def test_a_transition_rolled_back_by_the_database_is_retried(

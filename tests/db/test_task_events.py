@@ -145,7 +145,7 @@ async def test_lease_recovery_and_hand_back_are_recorded(
     assert await store.release_lease(stopped, "instance-b")
     assert (await details(store, stopped.id))[-1] == (
         K.HANDED_BACK,
-        {"instance": "instance-b", "version": 2},
+        {"instance": "instance-b", "version": 2, "cause": "shutdown", "inARow": 1},
     )
     lost = await claim(store, await create(store, user_id=9), "instance-c")
     await exec_sql(

@@ -19,10 +19,11 @@ import yaml
 
 from tests.deploy.metric_names import ALERT_TESTS, ALERTS, OPERATIONS, alert_rules
 
-#: every alert issue 12 names, by the name the rules give it
+#: every alert issues 12 and 22 name, by the name the rules give it
 ISSUE_ALERTS = {
     "ExportOutboxBacklog",  # outbox backlog > 120 s
     "ExportOutboxSendFailing",  # outbox max attempt > 10
+    "ExportOutboxSendErrors",  # failed sends and none sent (issue 22)
     "ExportQueueAgeHigh",  # queue age > 600 s
     "ExportDeadLetterMessage",  # any new DLQ message
     "ExportFailureRateHigh",  # failure rate over 10 minutes

@@ -154,7 +154,7 @@ async def seed(store: ExportStore) -> tuple[dict[Symptom, set[int]], int]:
     await exec_sql(  # the backlog: its command back to unsent, due 200 s ago
         store,
         "UPDATE file_export_outbox SET status = 'PENDING', sent_at = NULL,"
-        " next_retry_at = {now-:ago} WHERE task_id = :id",
+        " next_retry_at = {now-:ago}, due_at = {now-:ago} WHERE task_id = :id",
         {"ago": 200, "id": backlog.id},
     )
     expected = {

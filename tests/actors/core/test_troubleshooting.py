@@ -106,6 +106,23 @@ RUNNING = dict(
             (Symptom.OUTBOX_BACKLOG,),
         ),
         (
+            # issue 22: sends fail and back off; first due 5 min ago, next try in 1 min
+            "send failed 3 times, in back-off, first due 300 s ago",
+            facts(
+                (
+                    command(
+                        status=OutboxStatus.PENDING,
+                        sent_at=None,
+                        attempt_count=3,
+                        next_retry_at=NOW + timedelta(minutes=1),
+                        due_at=ago(300),
+                    ),
+                ),
+                next_retry_at=ago(300),
+            ),
+            (Symptom.OUTBOX_BACKLOG,),
+        ),
+        (
             "backlog of a stuck task is the backlog only",
             facts(
                 (command(status=OutboxStatus.CLAIMED, sent_at=None, next_retry_at=ago(900)),),
