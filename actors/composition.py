@@ -31,10 +31,11 @@ from actors.claim_gate import ClaimGate
 from actors.config import Settings
 from actors.consumer import ConsumerSlot
 from actors.core.db_retry import DbRetryPolicy
-from actors.core.errors import ConfigError, RegistryError, sole_exception
+from actors.core.errors import ConfigError, ProviderMapError, RegistryError, sole_exception
 from actors.core.ids import IdGenerator
 from actors.core.models import Registry
 from actors.core.ports import CommandTransport
+from actors.core.provider_map import base_url_problem
 from actors.dlq import DlqHandler
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
@@ -42,6 +43,7 @@ from actors.pipeline.export_worker import WorkerPool
 from actors.pipeline.provider_client import ProviderClient
 from actors.pipeline.runner import ExportRunner
 from actors.pipeline.storage import LocalDirectoryStorage
+from actors.provider_map_source import ProviderMapSource
 from actors.publisher import Publisher
 from actors.reconciler import Reconciler
 from actors.registry_source import RegistryHolder, default_registry_path, load_registry_file
@@ -80,8 +82,10 @@ class Components:
         allowed_services: Provider services fixed at start; a reload can only pick among
             them.
         provider: the Provider HTTP client.
-        provider_urls: the base URL of each Provider service, the dict ``provider``
-            reads; the demo Provider's is added once the server is bound.
+        provider_urls: the static base URL of each Provider service
+            (``FILE_EXPORT_PROVIDER_URLS``), read by ``provider`` through its map source
+            (which answers from ``FILE_EXPORT_PROVIDER_MAP`` first); the demo Provider's is
+            added once the server is bound.
         wakeup: the publisher's wake-up, poked by the API after a commit.
         web_services: what the routes use; ``ready`` / ``stopping`` follow the run.
         web: the HTTP server over the app, not yet bound.
@@ -279,27 +283,89 @@ def hypercorn_config(settings: Settings) -> HypercornConfig:
     return hc
 
 
-def allowed_services(settings: Settings) -> frozenset[str]:
-    """The Provider services a registry may name: the keys of
-    ``FILE_EXPORT_PROVIDER_URLS``, plus the demo Provider's service when it is mounted."""
+def provider_map_source(
+    settings: Settings,
+    on_reload_failed: Callable[[ProviderMapError], None] | None = None,
+) -> ProviderMapSource:
+    """Where Provider addresses come from: ``FILE_EXPORT_PROVIDER_MAP`` (reloaded when it
+    changes, :mod:`actors.provider_map_source`) or ``FILE_EXPORT_PROVIDER_URLS`` (static),
+    read and validated as at start-up. Blocking IO.
+
+    Args:
+        on_reload_failed: called after each rejected reload of the map file (a metric).
+
+    Raises:
+        ConfigError: a base URL is malformed, or the map file is unreadable or breaks a
+            rule; the message names the variable (and the file).
+    """
+    static: dict[str, str] = dict(settings.provider_urls)
+    for service, url in static.items():
+        problem = base_url_problem(url)
+        if problem is not None:
+            raise ConfigError(f"FILE_EXPORT_PROVIDER_URLS ({service}): {problem}")
+    if settings.provider_map is None:
+        return ProviderMapSource(static)
+    try:
+        return ProviderMapSource.from_file(
+            settings.provider_map,
+            static,
+            default_token=bool(settings.internal_service_token),
+            on_reload_failed=on_reload_failed,
+        )
+    except ProviderMapError as exc:
+        raise ConfigError(f"FILE_EXPORT_PROVIDER_MAP ({settings.provider_map}): {exc}") from None
+
+
+def allowed_services(
+    settings: Settings, providers: ProviderMapSource | None = None
+) -> frozenset[str]:
+    """The Provider services a registry may name, fixed at start (DESIGN invariant 10):
+    those of ``FILE_EXPORT_PROVIDER_MAP`` or ``FILE_EXPORT_PROVIDER_URLS``, plus the demo
+    Provider's service when it is mounted.
+
+    Args:
+        providers: the source built at start; ``None`` reads the settings' (blocking IO).
+
+    Raises:
+        ConfigError: see :func:`provider_map_source`.
+    """
     from web.demo_provider import DEMO_SERVICE
 
+    if providers is None:
+        providers = provider_map_source(settings)
     demo = {DEMO_SERVICE} if settings.demo_provider else set()
-    return frozenset(settings.provider_urls) | demo
+    return providers.services | demo
 
 
-def read_registry(settings: Settings) -> Registry:
+def read_registry(settings: Settings, allowed: frozenset[str] | None = None) -> Registry:
     """The registry file in force (``FILE_EXPORT_REGISTRY``, else the built-in demo one),
     read and validated as at start-up. Blocking IO.
+
+    Args:
+        allowed: the Provider allowlist; ``None``: :func:`allowed_services`.
 
     Raises:
         ConfigError: the file is unreadable or breaks a rule; the message names the file.
     """
     registry_path = Path(settings.registry or default_registry_path())
+    if allowed is None:
+        allowed = allowed_services(settings)
     try:
-        return load_registry_file(registry_path, allowed_services(settings))
+        return load_registry_file(registry_path, allowed)
     except RegistryError as exc:
         raise ConfigError(f"FILE_EXPORT_REGISTRY ({registry_path}): {exc}") from None
+
+
+def _provider_client(
+    settings: Settings, providers: ProviderMapSource, service_token: str, metrics: Metrics
+) -> ProviderClient:
+    """The Provider client over ``providers`` (see :func:`provider_map_source`)."""
+    return ProviderClient(
+        providers,
+        service_token,
+        request_timeout=settings.provider_request_timeout_seconds,
+        observer=metrics,
+    )
 
 
 async def build_components(
@@ -348,18 +414,15 @@ async def build_components(
     except OSError as exc:
         raise ConfigError(f"FILE_EXPORT_STORAGE_DIR: {exc}") from None
     metrics = Metrics()
-    allowed = allowed_services(settings)
+    providers = provider_map_source(
+        settings, lambda err: metrics.provider_map_reload_failures.inc()
+    )
+    allowed = allowed_services(settings, providers)
     registry_path = Path(settings.registry or default_registry_path())
-    registry = RegistryHolder(read_registry(settings))
+    registry = RegistryHolder(read_registry(settings, allowed))
     jwt_secret, dev_secret = resolve_jwt_secret(settings)
     service_token = _service_token(settings)
-    provider_urls: dict[str, str] = dict(settings.provider_urls)
-    provider = ProviderClient(
-        provider_urls,
-        service_token,
-        request_timeout=settings.provider_request_timeout_seconds,
-        observer=metrics,
-    )
+    provider = _provider_client(settings, providers, service_token, metrics)
     consume_commands = bool(settings.consumer_enabled)
     if settings.transport == "rocketmq":
         consume_commands = await check_rocketmq_topics(settings)
@@ -419,7 +482,7 @@ async def build_components(
         registry_path=registry_path,
         allowed_services=allowed,
         provider=provider,
-        provider_urls=provider_urls,
+        provider_urls=providers.static_urls,
         wakeup=wakeup,
         web_services=web_services,
         web=WebServer(app, hypercorn_config(settings)),

@@ -63,7 +63,13 @@ class Settings(BaseSettings):
         default_factory=dict, validation_alias=AliasChoices("FILE_EXPORT_PROVIDER_URLS")
     )
     """FILE_EXPORT_PROVIDER_URLS: JSON object service → base URL; fixed at start, and the
-    set of its keys is the Provider allowlist (§10.3)."""
+    set of its keys is the Provider allowlist (§10.3). For static deployments; Providers
+    that move belong in FILE_EXPORT_PROVIDER_MAP (not both)."""
+    provider_map: Path | None = _env("FILE_EXPORT_PROVIDER_MAP")
+    """FILE_EXPORT_PROVIDER_MAP: YAML file service → ``url`` (and an optional ``token``,
+    else INTERNAL_SERVICE_TOKEN), reloaded without a restart when it changes
+    (``actors/core/provider_map.py``); its service names at start are the Provider
+    allowlist, which a reload cannot change. Unset: FILE_EXPORT_PROVIDER_URLS."""
     demo_provider: bool = Field(True, validation_alias=AliasChoices("FILE_EXPORT_DEMO_PROVIDER"))
     """FILE_EXPORT_DEMO_PROVIDER: mount the demo ``CUSTOMER_LIST`` Provider as service
     ``demo-service`` at this server's own URL."""
@@ -306,6 +312,12 @@ class Settings(BaseSettings):
                 raise ValueError(
                     "ROCKETMQ_NAME_SERVER must be set when FILE_EXPORT_TRANSPORT=rocketmq"
                 )
+        if self.provider_map is not None and self.provider_urls:
+            raise ValueError(
+                "FILE_EXPORT_PROVIDER_MAP and FILE_EXPORT_PROVIDER_URLS are both set: "
+                "name the Providers in one place (the map file, which reloads, or the "
+                "static environment variable), so no address is silently overridden"
+            )
         if self.task_heartbeat_seconds >= self.task_lease_seconds:
             raise ValueError(
                 "FILE_EXPORT_TASK_HEARTBEAT_SECONDS must be well below "
