@@ -153,9 +153,7 @@ def parse_provider_map(
             are never quoted.
     """
     if not isinstance(data, Mapping):
-        raise ProviderMapError(
-            _ROOT_KEY, f"the document must be a mapping, got {_type_name(data)}"
-        )
+        raise ProviderMapError(_ROOT_KEY, f"the document must be a mapping, got {_type_name(data)}")
     for top_key in data:
         if top_key != "providers":
             raise ProviderMapError(
@@ -238,8 +236,7 @@ def _parse_entry(base: str, entry: Any, default_token: bool) -> ProviderEndpoint
     elif len(token) > MAX_TOKEN_LENGTH or not _TOKEN_RE.fullmatch(token):
         raise ProviderMapError(
             f"{base}.token",
-            f"must be 1-{MAX_TOKEN_LENGTH} visible ASCII characters (it is an HTTP header "
-            "value)",
+            f"must be 1-{MAX_TOKEN_LENGTH} visible ASCII characters (it is an HTTP header value)",
         )
     return ProviderEndpoint(base_url=entry["url"], token=token)
 

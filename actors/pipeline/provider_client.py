@@ -58,7 +58,6 @@ from actors.core.errors import (
     ProviderUnavailableError,
 )
 from actors.core.models import BatchSummary, ExportDefinition, ProviderBatch
-from actors.core.provider_map import ProviderEndpoint
 from actors.core.provider_contract import (
     MAX_COLUMNS,
     MAX_RESPONSE_BYTES,
@@ -66,6 +65,7 @@ from actors.core.provider_contract import (
     BatchRequest,
     total_limit_exceeded,
 )
+from actors.core.provider_map import ProviderEndpoint
 from actors.core.text import quote_outside
 from actors.core.tracing import TRACEPARENT_HEADER, format_traceparent, is_trace_id, new_span_id
 from actors.pipeline.export_worker import FetchedBatch
