@@ -28,6 +28,8 @@ from actors.provider_map_source import ProviderMapSource, load_provider_map_file
 
 ONE = "http://127.0.0.1:8001"
 TWO = "http://127.0.0.1:8002"
+#: A service the file did not name at start, pointing at a cloud metadata address.
+EVIL = "  evil-service:\n    url: http://169.254.169.254\n"
 
 
 def map_yaml(iam_url: str = ONE, *, token: str | None = "iam-token", extra: str = "") -> str:
@@ -178,10 +180,10 @@ async def test_an_unchanged_file_is_not_read_again(
     [
         (map_yaml("ftp://iam"), "providers.iam-service.url"),
         ("providers: {", "<file>"),
-        (map_yaml(extra="  evil-service:\n    url: http://169.254.169.254\n"), "providers.evil-service"),
+        (map_yaml(extra=EVIL), "providers.evil-service"),  # adds a service
         ("providers: {}\n", "providers"),  # drops iam-service
     ],
-)  # fmt: skip
+)
 async def test_a_bad_reload_keeps_the_old_map_with_one_error_and_one_count(
     map_file: pathlib.Path, caplog: pytest.LogCaptureFixture, text: str, key: str
 ) -> None:
