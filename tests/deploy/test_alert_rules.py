@@ -29,6 +29,10 @@ ISSUE_ALERTS = {
     "ExportLeaseRecoveriesFrequent",  # > 3 lease recoveries in 10 minutes
     "ExportStorageNotWritable",  # storage not writable
     "ExportStorageLowSpace",  # storage low on space
+    # issue 22 item 5: signals the operator was missing
+    "ExportRegistryReloadRejected",  # a registry change failed validation
+    "ExportProviderMapReloadRejected",  # a Provider map change failed validation
+    "ExportFileDeleteFailing",  # files fail to delete (expiry, orphans, partial files)
 }
 
 
