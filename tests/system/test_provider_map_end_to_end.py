@@ -6,7 +6,9 @@ In one service's life: a task runs at the first address; the map file moves the 
 the second one and the next task created runs there; a task whose first attempt fails at
 the first address (which moves the map as it fails) is retried at the second; a broken map
 file is rejected once (ERROR, ``export_provider_map_reload_failures_total``) and the next
-task still runs at the address in force. Every wait is a condition on the task's status.
+task still runs at the address in force; a broken registry is counted in
+``export_registry_reload_failures_total``. Every wait is a condition (a task's status, a
+scraped counter), bounded.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
+import trio
 from quart import jsonify
 from quart_trio import QuartTrio
 
@@ -136,6 +139,11 @@ async def test_a_moved_provider_is_used_by_new_and_retried_tasks_and_a_bad_map_i
             again = await export(client, 70)
             metrics = (await client.get("/metrics")).text
 
+            # 5. The registry's rejected reloads are counted on /metrics too (the signal
+            # ExportRegistryReloadRejected watches): its watcher polls every 2 s.
+            registry.write_text(demo_registry_yaml(batch_size=100, service="unknown-service"))
+            registry_failures = await scraped(client, "export_registry_reload_failures_total")
+
     assert kept["status"] == "SUCCEEDED" and again["status"] == "SUCCEEDED"
     assert a.calls == 3 and b.calls == 5
     assert "export_provider_map_reload_failures_total 1.0" in metrics
@@ -145,3 +153,15 @@ async def test_a_moved_provider_is_used_by_new_and_retried_tasks_and_a_bad_map_i
         if r.name == "actors.provider_map" and r.levelno == logging.ERROR
     ]
     assert len(errors) == 1 and f"providers.{SERVICE}.url" in errors[0]
+    assert registry_failures == 1
+
+
+async def scraped(client: httpx.AsyncClient, name: str, timeout: float = 15) -> float:
+    """The first non-zero value of an unlabelled counter on ``/metrics`` (a condition wait,
+    bounded)."""
+    with trio.fail_after(timeout):
+        while True:
+            for line in (await client.get("/metrics")).text.splitlines():
+                if line.startswith(name + " ") and float(line.split()[1]) > 0:
+                    return float(line.split()[1])
+            await trio.sleep(0.1)
