@@ -188,7 +188,12 @@ class ProviderMapSource:
                     path, services=old.services, default_token=self._default_token
                 )
             )
-        except ProviderMapError as err:
+        except Exception as exc:  # a file no rule foresaw must not fail the run that read it
+            err = (
+                exc
+                if isinstance(exc, ProviderMapError)
+                else ProviderMapError(FILE_KEY, f"cannot be loaded: {type(exc).__name__}: {exc}")
+            )
             logger.error(
                 "provider map reload from %s rejected, keeping the previous map "
                 "(fingerprint %s): key %r: %s",

@@ -300,3 +300,24 @@ async def test_each_request_carries_its_service_s_token_or_the_default_and_the_c
     assert dict(order.headers)[SERVICE_TOKEN_HEADER] == "default-token"
     assert moved.url.startswith("http://127.0.0.1:8003/")
     assert dict(moved.headers)[SERVICE_TOKEN_HEADER] == "rotated"
+
+
+async def test_an_unforeseen_error_while_loading_is_a_rejected_reload_not_a_failed_run(
+    map_file: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """refresh() runs at the start of every export: whatever loading the file raises (a
+    YAML nesting deep enough for a RecursionError …) keeps the old map, never fails it."""
+    failures = Failures()
+    source = open_source(map_file, failures)
+
+    def explode(*args: Any, **kwargs: Any) -> Any:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(source_module, "load_provider_map_file", explode)
+    replace_file(map_file, map_yaml(TWO))
+    await source.refresh()
+
+    assert url_of(source) == ONE
+    assert [(err.key, "RecursionError" in err.rule) for err in failures.errors] == [
+        ("<file>", True)
+    ]
