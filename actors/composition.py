@@ -356,18 +356,6 @@ def read_registry(settings: Settings, allowed: frozenset[str] | None = None) -> 
         raise ConfigError(f"FILE_EXPORT_REGISTRY ({registry_path}): {exc}") from None
 
 
-def _provider_client(
-    settings: Settings, providers: ProviderMapSource, service_token: str, metrics: Metrics
-) -> ProviderClient:
-    """The Provider client over ``providers`` (see :func:`provider_map_source`)."""
-    return ProviderClient(
-        providers,
-        service_token,
-        request_timeout=settings.provider_request_timeout_seconds,
-        observer=metrics,
-    )
-
-
 async def build_components(
     settings: Settings, db: Database, instance_clock_ms: Callable[[], int]
 ) -> Components:
@@ -422,7 +410,13 @@ async def build_components(
     registry = RegistryHolder(read_registry(settings, allowed))
     jwt_secret, dev_secret = resolve_jwt_secret(settings)
     service_token = _service_token(settings)
-    provider = _provider_client(settings, providers, service_token, metrics)
+    provider_urls = providers.static_urls  # the runtime adds the demo Provider's, once bound
+    provider = ProviderClient(
+        providers,
+        service_token,
+        request_timeout=settings.provider_request_timeout_seconds,
+        observer=metrics,
+    )
     consume_commands = bool(settings.consumer_enabled)
     if settings.transport == "rocketmq":
         consume_commands = await check_rocketmq_topics(settings)
@@ -482,7 +476,7 @@ async def build_components(
         registry_path=registry_path,
         allowed_services=allowed,
         provider=provider,
-        provider_urls=providers.static_urls,
+        provider_urls=provider_urls,
         wakeup=wakeup,
         web_services=web_services,
         web=WebServer(app, hypercorn_config(settings)),
