@@ -31,11 +31,10 @@ from actors.claim_gate import ClaimGate
 from actors.config import Settings
 from actors.consumer import ConsumerSlot
 from actors.core.db_retry import DbRetryPolicy
-from actors.core.errors import ConfigError, ProviderMapError, RegistryError, sole_exception
+from actors.core.errors import ConfigError, RegistryError, sole_exception
 from actors.core.ids import IdGenerator
 from actors.core.models import Registry
 from actors.core.ports import CommandTransport
-from actors.core.provider_map import base_url_problem
 from actors.dlq import DlqHandler
 from actors.local_claims import LocalClaims
 from actors.metrics import Metrics
@@ -43,7 +42,7 @@ from actors.pipeline.export_worker import WorkerPool
 from actors.pipeline.provider_client import ProviderClient
 from actors.pipeline.runner import ExportRunner
 from actors.pipeline.storage import LocalDirectoryStorage
-from actors.provider_map_source import ProviderMapSource
+from actors.provider_map_source import ProviderMapSource, open_provider_map
 from actors.publisher import Publisher
 from actors.reconciler import Reconciler
 from actors.registry_source import RegistryHolder, default_registry_path, load_registry_file
@@ -283,39 +282,6 @@ def hypercorn_config(settings: Settings) -> HypercornConfig:
     return hc
 
 
-def provider_map_source(
-    settings: Settings,
-    on_reload_failed: Callable[[ProviderMapError], None] | None = None,
-) -> ProviderMapSource:
-    """Where Provider addresses come from: ``FILE_EXPORT_PROVIDER_MAP`` (reloaded when it
-    changes, :mod:`actors.provider_map_source`) or ``FILE_EXPORT_PROVIDER_URLS`` (static),
-    read and validated as at start-up. Blocking IO.
-
-    Args:
-        on_reload_failed: called after each rejected reload of the map file (a metric).
-
-    Raises:
-        ConfigError: a base URL is malformed, or the map file is unreadable or breaks a
-            rule; the message names the variable (and the file).
-    """
-    static: dict[str, str] = dict(settings.provider_urls)
-    for service, url in static.items():
-        problem = base_url_problem(url)
-        if problem is not None:
-            raise ConfigError(f"FILE_EXPORT_PROVIDER_URLS ({service}): {problem}")
-    if settings.provider_map is None:
-        return ProviderMapSource(static)
-    try:
-        return ProviderMapSource.from_file(
-            settings.provider_map,
-            static,
-            default_token=bool(settings.internal_service_token),
-            on_reload_failed=on_reload_failed,
-        )
-    except ProviderMapError as exc:
-        raise ConfigError(f"FILE_EXPORT_PROVIDER_MAP ({settings.provider_map}): {exc}") from None
-
-
 def allowed_services(
     settings: Settings, providers: ProviderMapSource | None = None
 ) -> frozenset[str]:
@@ -327,12 +293,12 @@ def allowed_services(
         providers: the source built at start; ``None`` reads the settings' (blocking IO).
 
     Raises:
-        ConfigError: see :func:`provider_map_source`.
+        ConfigError: see :func:`actors.provider_map_source.open_provider_map`.
     """
     from web.demo_provider import DEMO_SERVICE
 
     if providers is None:
-        providers = provider_map_source(settings)
+        providers = open_provider_map(settings)
     demo = {DEMO_SERVICE} if settings.demo_provider else set()
     return providers.services | demo
 
@@ -402,9 +368,7 @@ async def build_components(
     except OSError as exc:
         raise ConfigError(f"FILE_EXPORT_STORAGE_DIR: {exc}") from None
     metrics = Metrics()
-    providers = provider_map_source(
-        settings, lambda err: metrics.provider_map_reload_failures.inc()
-    )
+    providers = open_provider_map(settings, lambda err: metrics.provider_map_reload_failures.inc())
     allowed = allowed_services(settings, providers)
     registry_path = Path(settings.registry or default_registry_path())
     registry = RegistryHolder(read_registry(settings, allowed))

@@ -34,10 +34,12 @@ from collections.abc import Callable
 
 import trio
 
-from actors.core.errors import ProviderMapError
+from actors.config import Settings
+from actors.core.errors import ConfigError, ProviderMapError
 from actors.core.provider_map import (
     ProviderEndpoint,
     ProviderMap,
+    base_url_problem,
     parse_provider_map,
     provider_map_fingerprint,
 )
@@ -49,7 +51,7 @@ from actors.watched_file import (
     read_yaml_file,
 )
 
-__all__ = ["ProviderMapSource", "load_provider_map_file"]
+__all__ = ["ProviderMapSource", "load_provider_map_file", "open_provider_map"]
 
 logger = logging.getLogger("actors.provider_map")
 
@@ -215,3 +217,37 @@ class ProviderMapSource:
             after[:12],
             " (unchanged)" if after == before else f" (was {before[:12]})",
         )
+
+
+def open_provider_map(
+    settings: Settings,
+    on_reload_failed: Callable[[ProviderMapError], None] | None = None,
+) -> ProviderMapSource:
+    """The source the settings name, read and validated as at start-up: the map file
+    ``FILE_EXPORT_PROVIDER_MAP`` (reloaded when it changes) or the static
+    ``FILE_EXPORT_PROVIDER_URLS``. Blocking IO.
+
+    Args:
+        settings: validated settings (they never name both).
+        on_reload_failed: called after each rejected reload of the map file (a metric).
+
+    Raises:
+        ConfigError: a base URL is malformed, or the map file is unreadable or breaks a
+            rule; the message names the variable (and the file and key).
+    """
+    static: dict[str, str] = dict(settings.provider_urls)
+    for service, url in static.items():
+        problem = base_url_problem(url)
+        if problem is not None:
+            raise ConfigError(f"FILE_EXPORT_PROVIDER_URLS ({service}): {problem}")
+    if settings.provider_map is None:
+        return ProviderMapSource(static)
+    try:
+        return ProviderMapSource.from_file(
+            settings.provider_map,
+            static,
+            default_token=bool(settings.internal_service_token),
+            on_reload_failed=on_reload_failed,
+        )
+    except ProviderMapError as exc:
+        raise ConfigError(f"FILE_EXPORT_PROVIDER_MAP ({settings.provider_map}): {exc}") from None

@@ -17,14 +17,18 @@ import pytest
 import trio
 
 import actors.provider_map_source as source_module
-from actors.composition import allowed_services, provider_map_source
+from actors.composition import allowed_services
 from actors.config import load_settings
 from actors.core.errors import ConfigError, ProviderMapError
 from actors.core.models import AppCode, ExportDefinition
 from actors.core.provider_contract import SERVICE_TOKEN_HEADER
 from actors.core.provider_map import ProviderEndpoint
 from actors.pipeline.provider_client import ProviderClient
-from actors.provider_map_source import ProviderMapSource, load_provider_map_file
+from actors.provider_map_source import (
+    ProviderMapSource,
+    load_provider_map_file,
+    open_provider_map,
+)
 
 ONE = "http://127.0.0.1:8001"
 TWO = "http://127.0.0.1:8002"
@@ -116,14 +120,14 @@ def test_start_up_refuses_a_bad_map_file_naming_the_variable(tmp_path: pathlib.P
     settings = load_settings(provider_map=path, internal_service_token=None)
 
     with pytest.raises(ConfigError, match=r"FILE_EXPORT_PROVIDER_MAP .*iam-service\.token"):
-        provider_map_source(settings)
+        open_provider_map(settings)
 
 
 def test_start_up_refuses_a_malformed_url_in_the_environment_map() -> None:
     settings = load_settings(provider_urls={"iam-service": "http://[::1"}, demo_provider=False)
 
     with pytest.raises(ConfigError, match=r"FILE_EXPORT_PROVIDER_URLS \(iam-service\)"):
-        provider_map_source(settings)
+        open_provider_map(settings)
 
 
 def test_the_allowlist_is_the_file_s_services_plus_the_demo_provider(
