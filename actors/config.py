@@ -59,17 +59,17 @@ class Settings(BaseSettings):
     """FILE_EXPORT_HTTP_BIND: ``host:port``; port 0 picks a free port."""
     registry: Path | None = _env("FILE_EXPORT_REGISTRY")
     """FILE_EXPORT_REGISTRY: registry YAML; default the packaged demo registry."""
-    provider_urls: Annotated[dict[str, str], NoDecode] = Field(
-        default_factory=dict, validation_alias=AliasChoices("FILE_EXPORT_PROVIDER_URLS")
-    )
-    """FILE_EXPORT_PROVIDER_URLS: JSON object service → base URL; fixed at start, and the
-    set of its keys is the Provider allowlist (§10.3). For static deployments; Providers
-    that move belong in FILE_EXPORT_PROVIDER_MAP (not both)."""
     provider_map: Path | None = _env("FILE_EXPORT_PROVIDER_MAP")
     """FILE_EXPORT_PROVIDER_MAP: YAML file service → ``url`` (and an optional ``token``,
     else INTERNAL_SERVICE_TOKEN), reloaded without a restart when it changes
     (``actors/core/provider_map.py``); its service names at start are the Provider
-    allowlist, which a reload cannot change. Unset: FILE_EXPORT_PROVIDER_URLS."""
+    allowlist, which a reload cannot change. Unset: FILE_EXPORT_PROVIDER_URLS (static,
+    read once); setting both refuses to start."""
+    provider_urls: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict, validation_alias=AliasChoices("FILE_EXPORT_PROVIDER_URLS")
+    )
+    """FILE_EXPORT_PROVIDER_URLS: JSON object service → base URL; fixed at start, and the
+    set of its keys is the Provider allowlist (§10.3)."""
     demo_provider: bool = Field(True, validation_alias=AliasChoices("FILE_EXPORT_DEMO_PROVIDER"))
     """FILE_EXPORT_DEMO_PROVIDER: mount the demo ``CUSTOMER_LIST`` Provider as service
     ``demo-service`` at this server's own URL."""
