@@ -43,6 +43,7 @@ from actors.pipeline.export_worker import WorkerPool
 from actors.pipeline.provider_client import ProviderClient
 from actors.pipeline.runner import ExportRunner
 from actors.pipeline.storage import LocalDirectoryStorage
+from actors.provider_map_source import ProviderMapSource, open_provider_map
 from actors.publisher import Publisher
 from actors.reconciler import Reconciler
 from actors.registry_source import RegistryHolder, default_registry_path, load_registry_file
@@ -82,8 +83,10 @@ class Components:
         allowed_services: Provider services fixed at start; a reload can only pick among
             them.
         provider: the Provider HTTP client.
-        provider_urls: the base URL of each Provider service, the dict ``provider``
-            reads; the demo Provider's is added once the server is bound.
+        provider_urls: the static base URL of each Provider service
+            (``FILE_EXPORT_PROVIDER_URLS``), read by ``provider`` through its map source
+            (which answers from ``FILE_EXPORT_PROVIDER_MAP`` first); the demo Provider's is
+            added once the server is bound.
         wakeup: the publisher's wake-up, poked by the API after a commit.
         web_services: what the routes use; ``ready`` / ``stopping`` follow the run.
         web: the HTTP server over the app, not yet bound.
@@ -285,25 +288,42 @@ def hypercorn_config(settings: Settings) -> HypercornConfig:
     return hc
 
 
-def allowed_services(settings: Settings) -> frozenset[str]:
-    """The Provider services a registry may name: the keys of
-    ``FILE_EXPORT_PROVIDER_URLS``, plus the demo Provider's service when it is mounted."""
+def allowed_services(
+    settings: Settings, providers: ProviderMapSource | None = None
+) -> frozenset[str]:
+    """The Provider services a registry may name, fixed at start (DESIGN invariant 10):
+    those of ``FILE_EXPORT_PROVIDER_MAP`` or ``FILE_EXPORT_PROVIDER_URLS``, plus the demo
+    Provider's service when it is mounted.
+
+    Args:
+        providers: the source built at start; ``None`` reads the settings' (blocking IO).
+
+    Raises:
+        ConfigError: see :func:`actors.provider_map_source.open_provider_map`.
+    """
     from web.demo_provider import DEMO_SERVICE
 
+    if providers is None:
+        providers = open_provider_map(settings)
     demo = {DEMO_SERVICE} if settings.demo_provider else set()
-    return frozenset(settings.provider_urls) | demo
+    return providers.services | demo
 
 
-def read_registry(settings: Settings) -> Registry:
+def read_registry(settings: Settings, allowed: frozenset[str] | None = None) -> Registry:
     """The registry file in force (``FILE_EXPORT_REGISTRY``, else the built-in demo one),
     read and validated as at start-up. Blocking IO.
+
+    Args:
+        allowed: the Provider allowlist; ``None``: :func:`allowed_services`.
 
     Raises:
         ConfigError: the file is unreadable or breaks a rule; the message names the file.
     """
     registry_path = Path(settings.registry or default_registry_path())
+    if allowed is None:
+        allowed = allowed_services(settings)
     try:
-        return load_registry_file(registry_path, allowed_services(settings))
+        return load_registry_file(registry_path, allowed)
     except RegistryError as exc:
         raise ConfigError(f"FILE_EXPORT_REGISTRY ({registry_path}): {exc}") from None
 
@@ -354,14 +374,15 @@ async def build_components(
     except OSError as exc:
         raise ConfigError(f"FILE_EXPORT_STORAGE_DIR: {exc}") from None
     metrics = Metrics()
-    allowed = allowed_services(settings)
+    providers = open_provider_map(settings, lambda err: metrics.provider_map_reload_failures.inc())
+    allowed = allowed_services(settings, providers)
     registry_path = Path(settings.registry or default_registry_path())
-    registry = RegistryHolder(read_registry(settings))
+    registry = RegistryHolder(read_registry(settings, allowed))
     jwt_secret, dev_secret = resolve_jwt_secret(settings)
     service_token = _service_token(settings)
-    provider_urls: dict[str, str] = dict(settings.provider_urls)
+    provider_urls = providers.static_urls  # the runtime adds the demo Provider's, once bound
     provider = ProviderClient(
-        provider_urls,
+        providers,
         service_token,
         request_timeout=settings.provider_request_timeout_seconds,
         observer=metrics,

@@ -60,6 +60,12 @@ class Settings(BaseSettings):
     """FILE_EXPORT_HTTP_BIND: ``host:port``; port 0 picks a free port."""
     registry: Path | None = _env("FILE_EXPORT_REGISTRY")
     """FILE_EXPORT_REGISTRY: registry YAML; default the packaged demo registry."""
+    provider_map: Path | None = _env("FILE_EXPORT_PROVIDER_MAP")
+    """FILE_EXPORT_PROVIDER_MAP: YAML file service → ``url`` (and an optional ``token``,
+    else INTERNAL_SERVICE_TOKEN), reloaded without a restart when it changes
+    (``actors/core/provider_map.py``); its service names at start are the Provider
+    allowlist, which a reload cannot change. Unset: FILE_EXPORT_PROVIDER_URLS (static,
+    read once); setting both refuses to start."""
     provider_urls: Annotated[dict[str, str], NoDecode] = Field(
         default_factory=dict, validation_alias=AliasChoices("FILE_EXPORT_PROVIDER_URLS")
     )
@@ -331,6 +337,12 @@ class Settings(BaseSettings):
                 raise ValueError(
                     "ROCKETMQ_NAME_SERVER must be set when FILE_EXPORT_TRANSPORT=rocketmq"
                 )
+        if self.provider_map is not None and self.provider_urls:
+            raise ValueError(
+                "FILE_EXPORT_PROVIDER_MAP and FILE_EXPORT_PROVIDER_URLS are both set: "
+                "name the Providers in one place (the map file, which reloads, or the "
+                "static environment variable), so no address is silently overridden"
+            )
         if self.task_heartbeat_seconds >= self.task_lease_seconds:
             raise ValueError(
                 "FILE_EXPORT_TASK_HEARTBEAT_SECONDS must be well below "

@@ -13,13 +13,16 @@ _DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600)
 #: of one request (FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS), so a slow Provider shows
 #: where it is slow instead of piling into "+Inf".
 _PROVIDER_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60)
+#: The ``duty`` labels of ``export_file_delete_failures_total``.
+FILE_DELETE_DUTIES = ("expire", "orphan_clean", "lease_recover")
 
 
 class Metrics:
     """Every metric of §13 with the seed's names and labels, plus a few of our own
     (``export_actor_restarts_total``, ``export_registry_reload_failures_total``,
     ``export_consumer_no_claim_total``, ``export_outbox_send_total``,
-    ``export_reconciler_errors_total``)."""
+    ``export_reconciler_errors_total``, ``export_provider_map_reload_failures_total``,
+    ``export_file_delete_failures_total``)."""
 
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry(auto_describe=True)
@@ -120,6 +123,22 @@ class Metrics:
             ["duty"],
             registry=r,
         )
+
+        # -- operator signals: rejected reloads, files left behind (issue 22 item 5) -----
+        self.provider_map_reload_failures = Counter(
+            "export_provider_map_reload_failures_total",
+            "Provider map reloads rejected by validation (old map kept)",
+            registry=r,
+        )
+        self.file_delete_failures = Counter(
+            "export_file_delete_failures_total",
+            "Export files the reconciler failed to delete, by duty: expire (past retention; "
+            "retried every pass), orphan_clean, lease_recover (a dead run's partial file)",
+            ["duty"],
+            registry=r,
+        )
+        for duty in FILE_DELETE_DUTIES:
+            self.file_delete_failures.labels(duty)  # at 0, so increase() sees the first
 
     def exposition(self) -> bytes:
         """Every metric of this instance in the Prometheus text format (``/metrics``;

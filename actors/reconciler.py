@@ -11,6 +11,8 @@ instances at once:
   the attempts are spent. The dead run's partial file is deleted (§9.5).
 * ``outbox_release``: CLAIMED rows whose publisher lease expired → PENDING.
 * ``expire``: SUCCEEDED files past retention: delete first, mark EXPIRED after.
+  A file that cannot be deleted (here, in orphan cleaning or after a lease recovery) is
+  counted in ``export_file_delete_failures_total{duty}`` (alert ExportFileDeleteFailing).
 * ``orphan_clean``: files under ``exports/`` older than 24 h that no SUCCEEDED (or
   running) task references.
 * pruning SENT outbox rows older than 7 days, ≤ 5000 per statement.
@@ -265,7 +267,7 @@ class Reconciler:
             else "FAILED, max attempts reached",
         )
         if task.object_key:
-            await self._delete_quietly(task.object_key)
+            await self._delete_quietly(task.object_key, "lease_recover")
         return 1
 
     async def _expire_files(self) -> int:
@@ -275,6 +277,7 @@ class Reconciler:
                 if key:
                     await self.storage.delete(key)  # missing already counts as deleted
             except Exception:
+                self.metrics.file_delete_failures.labels("expire").inc()
                 log.warning("could not delete expired file %s; will retry", key, exc_info=True)
                 continue  # §15: stays SUCCEEDED until the delete works
             if await self.store.mark_expired(task_id):
@@ -295,15 +298,19 @@ class Reconciler:
                 continue
             if await self.store.file_is_referenced(int(match.group(1)), obj.key):
                 continue
-            if await self._delete_quietly(obj.key):
+            if await self._delete_quietly(obj.key, "orphan_clean"):
                 cleaned += 1
                 kept_bytes -= obj.size
         self.metrics.storage_bytes.set(kept_bytes)
         return cleaned
 
-    async def _delete_quietly(self, key: str) -> bool:
+    async def _delete_quietly(self, key: str, duty: str) -> bool:
+        """Delete ``key``; a failure is logged and counted in
+        ``export_file_delete_failures_total{duty}``, never raised (the orphan scan finds
+        the file again at a later pass)."""
         try:
             return await self.storage.delete(key)
         except Exception:
+            self.metrics.file_delete_failures.labels(duty).inc()
             log.warning("could not delete %s", key, exc_info=True)
             return False

@@ -7,6 +7,9 @@ registry stays in force ("刷新时同样执行全量校验，校验失败保留
 
 The Provider allowlist passed in here is fixed at process start and never reloaded, so a
 reload can only choose among known services (SSRF guard, DESIGN invariant 10).
+
+Reading the file strictly and telling a change by its signature are shared with the
+Provider map (:mod:`actors.watched_file`).
 """
 
 from __future__ import annotations
@@ -15,16 +18,17 @@ import logging
 import os
 import pathlib
 import signal
-from collections.abc import Callable, Collection, Hashable
+from collections.abc import Callable, Collection
 from contextlib import ExitStack
 from typing import Any
 
 import trio
-import yaml
 
 from actors.core.errors import RegistryError
 from actors.core.models import Registry
 from actors.core.registry import parse_registry, registry_fingerprint
+from actors.watched_file import FILE_KEY, WatchedFileError, read_yaml_file
+from actors.watched_file import file_signature as _file_signature
 
 __all__ = [
     "RegistryHolder",
@@ -34,39 +38,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("actors.registry")
-
-#: ``RegistryError.key`` for problems with the file as a whole (missing, unreadable, not YAML).
-FILE_KEY = "<file>"
-
-#: (st_mtime_ns, st_size, st_ino) of the file, or ``None`` when it cannot be stat'ed.
-_Signature = tuple[int, int, int] | None
-
-
-class _UniqueKeySafeLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that rejects duplicate mapping keys.
-
-    PyYAML silently keeps the last of two equal keys, so a copy-pasted ``CUSTOMER_LIST``
-    block would quietly replace the first one; §10.3 asks for keys that are "不重复".
-    """
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Hashable] = set()
-        for key_node, _ in node.value:
-            # Merge keys (``<<: *anchor``) are expanded by the base class, where an explicit
-            # key legitimately overrides a merged one; only explicit repeats are errors.
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, Hashable):
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping",
-                        node.start_mark,
-                        f"found duplicate key {key!r}",
-                        key_node.start_mark,
-                    )
-                seen.add(key)
-        return super().construct_mapping(node, deep=deep)
 
 
 def default_registry_path() -> pathlib.Path:
@@ -94,20 +65,10 @@ def load_registry_file(path: str | os.PathLike[str], allowed_services: Collectio
             (``key == "<file>"``), or its content breaks a §10.3 rule (``key`` is the YAML
             path of the offending key).
     """
-    file_path = pathlib.Path(path)
     try:
-        text = file_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RegistryError(
-            FILE_KEY, f"cannot read registry file {str(file_path)!r}: {exc}"
-        ) from None
-    try:
-        # A SafeLoader subclass: no arbitrary Python objects, only plain YAML types.
-        data = yaml.load(text, Loader=_UniqueKeySafeLoader)
-    except yaml.YAMLError as exc:
-        raise RegistryError(
-            FILE_KEY, f"registry file {str(file_path)!r} is not valid YAML: {exc}"
-        ) from None
+        data = read_yaml_file(path, "registry file")
+    except WatchedFileError as exc:
+        raise RegistryError(FILE_KEY, str(exc)) from None
     return parse_registry(data, allowed_services)
 
 
@@ -154,16 +115,6 @@ def _checked(registry: Registry) -> Registry:
     if not isinstance(registry, Registry):
         raise TypeError(f"expected a Registry, got {type(registry).__name__}")
     return registry
-
-
-def _file_signature(path: pathlib.Path) -> _Signature:
-    """(mtime_ns, size, inode) of ``path``; ``None`` if it cannot be stat'ed. Blocking."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    # The inode catches an atomic replace (write temp + rename) that keeps size and mtime.
-    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 def _open_sighup_receiver(stack: ExitStack) -> Any | None:

@@ -5,6 +5,7 @@ The hierarchy::
     ExportCenterError
     ├── ConfigError                  invalid environment variable; start-up stops
     ├── RegistryError                registry file breaks a §10.3 rule (key + rule named)
+    ├── ProviderMapError             Provider map file breaks a rule (key + rule named)
     ├── CommandDecodeError           a command body cannot be decoded: poison (§6.4)
     ├── ApiError                     (web/errors.py) an outcome for the HTTP envelope
     ├── DatabaseError                the database failed (subclasses raised by db.database)
@@ -73,6 +74,21 @@ class RegistryError(ExportCenterError):
 
     def __init__(self, key: str, rule: str) -> None:
         super().__init__(f"registry key {key!r}: {rule}")
+        self.key = key
+        self.rule = rule
+
+
+class ProviderMapError(ExportCenterError):
+    """The Provider map file (``FILE_EXPORT_PROVIDER_MAP``) breaks a rule of
+    :mod:`actors.core.provider_map`.
+
+    Attributes:
+        key: the offending YAML key path, e.g. ``providers.iam-service.url``.
+        rule: the rule broken, in words (never a token's value).
+    """
+
+    def __init__(self, key: str, rule: str) -> None:
+        super().__init__(f"provider map key {key!r}: {rule}")
         self.key = key
         self.rule = rule
 

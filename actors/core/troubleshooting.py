@@ -218,7 +218,9 @@ def diagnose(facts: TaskInspection, limits: Thresholds | None = None) -> tuple[F
         found.append(
             Finding(
                 Symptom.EXPIRED_NOT_CLEANED,
-                f"its file expired {relative_time(task.expires_at, now)} and is still kept",
+                f"its file expired {relative_time(task.expires_at, now)} and is still kept; "
+                "a failed delete is counted in "
+                'export_file_delete_failures_total{duty="expire"} (ExportFileDeleteFailing)',
             )
         )
 

@@ -65,6 +65,7 @@ from actors.core.provider_contract import (
     BatchRequest,
     total_limit_exceeded,
 )
+from actors.core.provider_map import ProviderEndpoint
 from actors.core.text import quote_outside
 from actors.core.tracing import TRACEPARENT_HEADER, format_traceparent, is_trace_id, new_span_id
 from actors.pipeline.export_worker import FetchedBatch
@@ -77,6 +78,7 @@ __all__ = [
     "DEFAULT_REQUEST_TIMEOUT",
     "BatchDecoder",
     "BatchFetcher",
+    "EndpointSource",
     "ProviderClient",
     "ProviderObserver",
     "Tamper",
@@ -127,6 +129,38 @@ class BatchFetcher(Protocol):
         ...
 
 
+class EndpointSource(Protocol):
+    """Where each Provider service is reached, read when each request is built.
+
+    :class:`actors.provider_map_source.ProviderMapSource` is the service's one
+    implementation (a map file that reloads, over the environment's static map).
+    """
+
+    def endpoint(self, service: str) -> ProviderEndpoint | None:
+        """The address (and token, if the service has its own) of ``service`` now, or
+        ``None`` when none is configured."""
+        ...
+
+    async def refresh(self) -> None:
+        """Bring the addresses up to date with their source (an export run calls it before
+        its first request); never raises for a bad source, which keeps the old ones."""
+        ...
+
+
+class _StaticEndpoints:
+    """A plain mapping service -> base URL, read at every call; no own tokens."""
+
+    def __init__(self, base_urls: Mapping[str, str]) -> None:
+        self._base_urls = base_urls
+
+    def endpoint(self, service: str) -> ProviderEndpoint | None:
+        url = self._base_urls.get(service)
+        return None if url is None else ProviderEndpoint(url)
+
+    async def refresh(self) -> None:
+        return None
+
+
 class ProviderObserver(Protocol):
     """Receives one observation per Provider request (metrics, §13)."""
 
@@ -150,11 +184,14 @@ class ProviderClient:
     request and the only state is the connection pool of requests sent without a worker.
 
     Args:
-        base_urls: ``provider-service`` name -> base URL such as ``http://127.0.0.1:8080``.
-            Read at every call, so the caller may pass a live mapping that it fills once
-            the server has bound its port, and a changed address applies to in-flight tasks
-            (§10.4: provider-service is taken at execution time).
-        service_token: value of ``X-Internal-Service-Token`` (§12).
+        base_urls: where each ``provider-service`` is reached: a mapping name -> base URL
+            such as ``http://127.0.0.1:8080``, or an :class:`EndpointSource` (addresses
+            and per-service tokens that reload). Read when each request is built, so the
+            caller may pass a live mapping that it fills once the server has bound its
+            port, and a changed address applies to the next request (§10.4:
+            provider-service is taken at execution time).
+        service_token: value of ``X-Internal-Service-Token`` (§12) for every service
+            without a token of its own (``INTERNAL_SERVICE_TOKEN``).
         pool: the urllib3 connections for requests sent without a worker (see
             :meth:`fetch_batch`); ``None``: a pool made at the first such request
             (:func:`actors.pipeline.provider_http.new_pool`). Tests pass a stand-in whose
@@ -177,7 +214,7 @@ class ProviderClient:
 
     def __init__(
         self,
-        base_urls: Mapping[str, str],
+        base_urls: Mapping[str, str] | EndpointSource,
         service_token: str,
         *,
         pool: urllib3.PoolManager | None = None,
@@ -197,7 +234,9 @@ class ProviderClient:
             raise ValueError("timeouts must be positive seconds")
         if max_response_bytes < 1 or max_columns < 1:
             raise ValueError("max_response_bytes and max_columns must be positive")
-        self._base_urls = base_urls
+        self._endpoints: EndpointSource = (
+            _StaticEndpoints(base_urls) if isinstance(base_urls, Mapping) else base_urls
+        )
         self._service_token = service_token
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
@@ -207,6 +246,12 @@ class ProviderClient:
         self._observer = observer
         self._owns_pool = pool is None
         self._pool = pool
+
+    async def refresh_endpoints(self) -> None:
+        """Bring the Provider addresses up to date with their source (a changed map file
+        is read now); an export run calls it before its first request. Never raises: a
+        bad source keeps the addresses in force (:class:`EndpointSource`)."""
+        await self._endpoints.refresh()
 
     async def aclose(self) -> None:
         """Close the connections of requests sent without a worker, if this client made
@@ -336,14 +381,15 @@ class ProviderClient:
         (in an export worker, or in a thread of this process: :meth:`fetch_batch`).
 
         Args:
-            definition: the registry entry (base URL by ``provider_service``, read now,
-                plus ``provider_path``).
+            definition: the registry entry (base URL and token by ``provider_service``,
+                read now, plus ``provider_path``).
             body: the encoded request body.
             trace_id: the export's trace id; when valid the request carries a new
                 ``traceparent`` span.
 
         Returns:
-            URL, body, headers (service token, JSON content type, ``traceparent``; Basic
+            URL, body, headers (the service's own token, else ``service_token``; JSON
+            content type, ``traceparent``; Basic
             credentials of the base URL as an ``Authorization`` header, which urllib3
             does not send from the URL itself), this client's timeouts and body limit.
 
@@ -353,11 +399,11 @@ class ProviderClient:
                 execution time, so a fixed configuration applies to the retry).
         """
         service = definition.provider_service
-        base_url = self._base_urls.get(service)
-        if not base_url:
+        endpoint = self._endpoints.endpoint(service)
+        if endpoint is None or not endpoint.base_url:
             raise ProviderUnavailableError(f"no base URL configured for provider {service}")
-        headers = self._headers(trace_id)
-        url = base_url.rstrip("/") + definition.provider_path
+        headers = self._headers(trace_id, endpoint.token or self._service_token)
+        url = endpoint.base_url.rstrip("/") + definition.provider_path
         try:
             parts = urllib.parse.urlsplit(url)
         except ValueError as exc:  # "http://[::1": what urllib3 would refuse too
@@ -382,9 +428,9 @@ class ProviderClient:
             max_response_bytes=self._max_response_bytes,
         )
 
-    def _headers(self, trace_id: str | None) -> dict[str, str]:
+    def _headers(self, trace_id: str | None, token: str) -> dict[str, str]:
         headers = {
-            SERVICE_TOKEN_HEADER: self._service_token,
+            SERVICE_TOKEN_HEADER: token,
             "Content-Type": "application/json",
             "Accept": "application/json",
         }

@@ -10,7 +10,10 @@ worker makes), the fenced database writes, progress, Provider metrics and storag
 cancelled run kills its worker; a worker that dies fails the run as transient.
 
 Definition values that protect downstream services (``provider-*``, ``batch-size``,
-``max-rows``) are read from the registry *at execution time* (§10.4).
+``max-rows``) are read from the registry *at execution time* (§10.4), and so is the
+Provider's address: each run first brings the Provider map up to date with its file
+(:mod:`actors.provider_map_source`), and every batch request its worker sends carries the
+address in force when the request is built.
 
 Warnings about the Provider's data (truncated cells, invalid values, undeclared fields,
 fewer rows than announced) are logged once per run, as one summary line, whether the run
@@ -96,6 +99,7 @@ class ExportRunner:
 
     async def __call__(self, ctx: RunContext) -> ExportResult:
         task = ctx.task
+        await self.provider.refresh_endpoints()  # a moved Provider: this run uses its new address
         definition = self.registry.current.get(task.export_type)
         if definition is None:
             raise PermanentExportError(f"export type {task.export_type} is no longer registered")

@@ -474,3 +474,68 @@ async def test_a_lease_recovery_line_carries_the_tasks_trace_id(
     assert line["dispatchVersion"] == 1 and line["tenantId"] == "0"
     payloads = [r.payload_json for r in await store.list_outbox(created.task.id)]
     assert all(json.loads(p)["traceId"] == trace for p in payloads) and len(payloads) == 2
+
+
+class UndeletableStorage(LocalDirectoryStorage):
+    """A storage directory whose files cannot be deleted (a read-only remount, a lost
+    permission): every delete raises."""
+
+    async def delete(self, key: str) -> bool:
+        raise PermissionError(13, "Permission denied", key)
+
+
+def delete_failures(metrics: Metrics, duty: str) -> float:
+    value = metrics.registry.get_sample_value("export_file_delete_failures_total", {"duty": duty})
+    assert value is not None, f"no series for duty {duty}"
+    return value
+
+
+async def test_files_that_fail_to_delete_at_expiry_are_counted_every_pass_and_kept(
+    autojump_clock: Clock,
+    store: ExportStore,
+    settings: Settings,
+    metrics: Metrics,
+    tmp_path: Path,
+) -> None:
+    """issue 22 item 5: an expired file the storage refuses to delete stays SUCCEEDED (it
+    is retried every pass) and is counted in export_file_delete_failures_total{duty=expire},
+    which the ExportFileDeleteFailing alert watches; the other duties' series exist at 0."""
+    storage = UndeletableStorage(tmp_path / "undeletable")
+    task_id, key = await succeeded_with_file(store, storage, retention_seconds=60)
+    rec = reconciler_for(store, storage, settings, metrics)
+    assert delete_failures(metrics, "expire") == 0
+    await trio.sleep(61)
+
+    for _ in range(3):
+        assert (await rec.reconcile_once())["expire"] == 0
+
+    assert delete_failures(metrics, "expire") == 3
+    assert (await store.get_task(task_id)).status == TaskStatus.SUCCEEDED
+    assert await storage.size(key) is not None
+    assert delete_failures(metrics, "lease_recover") == 0
+
+
+async def test_orphan_and_partial_files_that_fail_to_delete_are_counted_by_duty(
+    autojump_clock: Clock,
+    store: ExportStore,
+    settings: Settings,
+    metrics: Metrics,
+    tmp_path: Path,
+) -> None:
+    storage = UndeletableStorage(tmp_path / "undeletable")
+    orphan = new_object_key(515151)
+    await write_file(storage, orphan, b"o")
+    os.utime(storage.path_for(orphan), (1_000_000_000.0, 1_000_000_000.0))
+    running = await claim(store, await create(store), lease=10)
+    partial = new_object_key(running.id)
+    assert await store.record_object_key(running, "owner-a", partial)
+    (await storage.create(partial)).close()
+    os.utime(storage.path_for(partial), (2_000_000_000.0, 2_000_000_000.0))  # young: no orphan
+    await trio.sleep(11)
+
+    actions = await reconciler_for(store, storage, settings, metrics).reconcile_once()
+
+    assert actions["lease_recover"] == 1 and actions["orphan_clean"] == 0
+    assert delete_failures(metrics, "lease_recover") == 1
+    assert delete_failures(metrics, "orphan_clean") == 1
+    assert delete_failures(metrics, "expire") == 0

@@ -33,6 +33,13 @@ ISSUE_ALERTS = {
     "ExportTransportDown",  # this instance's message bus unreachable for 2 minutes
 }
 
+#: the signals issue 22 (item 5) found missing, by the name the rules give them
+OPERATOR_SIGNAL_ALERTS = {
+    "ExportRegistryReloadRejected",  # a registry change failed validation
+    "ExportProviderMapReloadRejected",  # a Provider map change failed validation
+    "ExportFileDeleteFailing",  # files fail to delete (expiry, orphans, partial files)
+}
+
 
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:
     exe = shutil.which("promtool")
@@ -54,7 +61,7 @@ def test_promtool_test_rules() -> None:
 
 def test_every_alert_of_the_issue_is_there_with_its_metadata() -> None:
     rules = alert_rules()
-    assert {r["alert"] for r in rules} == ISSUE_ALERTS
+    assert {r["alert"] for r in rules} == ISSUE_ALERTS | OPERATOR_SIGNAL_ALERTS
     for rule in rules:
         name = rule["alert"]
         assert "for" in rule, name
@@ -88,7 +95,7 @@ def test_every_alert_has_a_firing_and_a_silent_unit_test() -> None:
                 firing[check["alertname"]] += 1
             else:
                 silent[check["alertname"]] += 1
-    for name in ISSUE_ALERTS:
+    for name in ISSUE_ALERTS | OPERATOR_SIGNAL_ALERTS:
         assert firing[name], f"{name}: no unit test where it fires"
         assert silent[name], f"{name}: no unit test where it stays silent"
 

@@ -274,3 +274,12 @@ def test_reasons_name_the_facts() -> None:
 )
 def test_relative_time(offset: float, text: str) -> None:
     assert relative_time(NOW + timedelta(seconds=offset), NOW) == text
+
+
+def test_an_expired_file_still_kept_points_to_the_delete_failure_signal() -> None:
+    """issue 22 item 5: the row names the counter and the alert that say why a file stays."""
+    [finding] = diagnose(facts(status=TaskStatus.SUCCEEDED, expires_at=ago(301)))
+
+    assert finding.symptom == Symptom.EXPIRED_NOT_CLEANED
+    assert 'export_file_delete_failures_total{duty="expire"}' in finding.reason
+    assert "ExportFileDeleteFailing" in finding.reason
