@@ -6,7 +6,8 @@ minutes or days. An invalid value stops start-up with a ``ConfigError`` naming t
 
 The three staged switches (reconciler / publisher / consumer) default to on in embedded
 mode and to off with the RocketMQ transport, as the operations guide requires for a first
-deployment ("三个开关默认均为 false").
+deployment ("三个开关默认均为 false"). The demo Provider defaults to on only for an embedded
+instance (SQLite and the embedded transport).
 """
 
 from __future__ import annotations
@@ -64,9 +65,13 @@ class Settings(BaseSettings):
     )
     """FILE_EXPORT_PROVIDER_URLS: JSON object service → base URL; fixed at start, and the
     set of its keys is the Provider allowlist (§10.3)."""
-    demo_provider: bool = Field(True, validation_alias=AliasChoices("FILE_EXPORT_DEMO_PROVIDER"))
+    demo_provider: bool | None = _env("FILE_EXPORT_DEMO_PROVIDER")
     """FILE_EXPORT_DEMO_PROVIDER: mount the demo ``CUSTOMER_LIST`` Provider as service
-    ``demo-service`` at this server's own URL."""
+    ``demo-service`` at this server's own URL. Default on for an embedded instance (a
+    SQLite database and the embedded transport: a try-out on one machine), off otherwise,
+    so a production instance serves no demo data unless asked (and the built-in demo
+    registry, which names ``demo-service``, then refuses to load: set
+    ``FILE_EXPORT_REGISTRY``)."""
     jwt_secret: str | None = _env("FILE_EXPORT_JWT_SECRET")
     internal_service_token: str | None = _env("INTERNAL_SERVICE_TOKEN")
     instance_id: str = Field(
@@ -298,6 +303,8 @@ class Settings(BaseSettings):
         for name in ("reconciler_enabled", "publisher_enabled", "consumer_enabled"):
             if getattr(self, name) is None:
                 setattr(self, name, default_on)
+        if self.demo_provider is None:
+            self.demo_provider = default_on and self.resolved_database_url.startswith("sqlite:")
         if self.transport == "rocketmq":
             if self.mq_topic_prefix is None:
                 # §6.2: checked for "is set", an explicit empty string is valid (production)
