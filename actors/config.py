@@ -195,19 +195,22 @@ class Settings(BaseSettings):
         10, ge=0, le=19, validation_alias=AliasChoices("FILE_EXPORT_WORKER_NICE")
     )
     """FILE_EXPORT_WORKER_NICE: added to the nice value of export worker processes, so the
-    event-loop process (API, leases) gets the CPU first when every core encodes. 0 keeps
-    workers at the service's priority: for hosts shared with other busy programs, where
-    niced workers would only get what those leave over."""
+    event-loop process (API, leases) gets the CPU first when every core encodes, while the
+    workers keep a share beside other busy programs (at +10, about a tenth of what a
+    normal-priority process gets on the same core). Lower values give exports more of a
+    busy host at the API's expense: measured on 2 cores (deploy/bench/bench_priority.py),
+    the API's p95 during four exports was x1.1-1.2 of idle at +10, x2.8 at +5, x8 at 0."""
     worker_sched_idle: bool = Field(
-        True, validation_alias=AliasChoices("FILE_EXPORT_WORKER_SCHED_IDLE")
+        False, validation_alias=AliasChoices("FILE_EXPORT_WORKER_SCHED_IDLE")
     )
     """FILE_EXPORT_WORKER_SCHED_IDLE: on Linux, export workers also run under the
-    ``SCHED_IDLE`` policy: they take a core only when no normal process wants it, and the
-    event loop preempts them the moment it wakes (a niced worker keeps its core for up to
-    a scheduler slice), which keeps the API's tail latency while every core encodes.
-    Measured on 2 cores during four 200k exports: API p95 x1.1-1.3 of idle, against
-    x1.6-1.7 with nice alone. Set false on a host whose other normal-priority programs
-    keep every core busy: idle-policy workers would get almost nothing there."""
+    ``SCHED_IDLE`` policy: they take a core only when no normal-priority process wants
+    it. Off by default: beside a neighbour's busy loops an idle-policy worker gets almost
+    no CPU, so every export stalls until its deadline (one 200k export beside two busy
+    loops on 2 cores: 1,100-1,800 rows/s, against 7,600-8,100 at nice +10 alone, medians of
+    alternated runs). Worth turning on only on a host dedicated to the service, where the
+    API's latency during exports matters more than export progress under foreign load
+    (the API's p95 during four exports: x0.9-1.3 of idle with it, x1.1-1.2 without)."""
     provider_request_timeout_seconds: float = Field(
         60, gt=0, validation_alias=AliasChoices("FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS")
     )

@@ -54,3 +54,9 @@ def test_an_explicit_demo_provider_setting_wins(
     monkeypatch.setenv("FILE_EXPORT_DEMO_PROVIDER", raw)
     assert load_settings(**overrides).demo_provider is (raw == "true")
 
+
+def test_export_workers_are_niced_but_not_idle_policy_by_default() -> None:
+    """SCHED_IDLE workers starve beside a neighbour's load; nice +10 keeps the API ahead
+    and still gives them a share (README, "Benchmarks": deploy/bench/bench_priority.py)."""
+    settings = load_settings()
+    assert (settings.worker_nice, settings.worker_sched_idle) == (10, False)
