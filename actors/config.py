@@ -115,6 +115,10 @@ class Settings(BaseSettings):
     consumer_concurrency: int = Field(
         4, ge=1, le=64, validation_alias=AliasChoices("FILE_EXPORT_CONSUMER_CONCURRENCY")
     )
+    """FILE_EXPORT_CONSUMER_CONCURRENCY: export slots of this instance, the exports it runs
+    at once (with RocketMQ also the consumer's native threads); further tasks wait PENDING.
+    4 is the design's starting value; docs/operations.md ("Export slots and worker
+    priority") says when to raise or lower it."""
 
     max_active_per_user: int = Field(
         3, ge=1, validation_alias=AliasChoices("FILE_EXPORT_MAX_ACTIVE_TASKS_PER_USER")
