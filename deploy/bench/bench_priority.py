@@ -13,8 +13,9 @@ normal priority (a Provider on other hosts: it neither takes the cores nor starv
   (``bench_workers.scenario``): p95 in ms and p95 during / p95 idle;
 * alone: one export of ROWS rows with nothing else running, rows/s from ``startedAt`` to
   ``completedAt`` (the service's clock): the yardstick of the next figure;
-* beside a CPU hog: HOGS busy loops (``python3 -c 'while True: pass'``, normal priority,
-  started and killed by this script) run while one export of ROWS rows runs; its rows/s
+* beside a CPU hog: HOGS busy loops (``python3 -c`` with a ``while`` loop, normal priority,
+  started and killed by this script, and ending by themselves after the bound should the
+  script be killed first) run while one export of ROWS rows runs; its rows/s
   from ``startedAt`` to ``completedAt`` (the service's clock). An export not finished
   within ``--bound`` seconds is stopped there and its rate is the rows it had written by
   then (``processedRows``) over the time since it was seen running, marked ``*``.
@@ -51,8 +52,12 @@ sys.path.insert(0, str(HERE))
 
 import bench_workers  # noqa: E402
 
-#: A busy loop: one core's worth of normal-priority load.
-HOG = "while True: pass"
+#: A busy loop: one core's worth of normal-priority load for ``sys.argv[1]`` seconds at most.
+HOG = (
+    "import sys, time\n"
+    "end = time.monotonic() + float(sys.argv[1])\n"
+    "while time.monotonic() < end: pass"
+)
 
 
 @dataclass(frozen=True)
@@ -91,7 +96,7 @@ def uptime() -> str:
 
 async def beside_hogs(service: bench_workers.Service, rows: int, hogs: int, bound: float) -> Any:
     """One export of ``rows`` rows while ``hogs`` busy loops run; (rows/s, unfinished)."""
-    loops = [subprocess.Popen([sys.executable, "-c", HOG]) for _ in range(hogs)]
+    loops = [subprocess.Popen([sys.executable, "-c", HOG, str(bound + 30)]) for _ in range(hogs)]
     try:
         await trio.sleep(1)  # the loops are running, not starting
         async with bench_workers.client(service.url, 900) as c:
