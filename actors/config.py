@@ -203,7 +203,7 @@ class Settings(BaseSettings):
     workers keep a share beside other busy programs (at +10, about a tenth of what a
     normal-priority process gets on the same core). Lower values give exports more of a
     busy host at the API's expense: measured on 2 cores (deploy/bench/bench_priority.py),
-    the API's p95 during four exports was x1.1-1.2 of idle at +10, x2.8 at +5, x8 at 0."""
+    the API's p95 during four exports was x1.1-2.0 of idle at +10, x2.8 at +5, x8 at 0."""
     worker_sched_idle: bool = Field(
         False, validation_alias=AliasChoices("FILE_EXPORT_WORKER_SCHED_IDLE")
     )
@@ -211,10 +211,11 @@ class Settings(BaseSettings):
     ``SCHED_IDLE`` policy: they take a core only when no normal-priority process wants
     it. Off by default: beside a neighbour's busy loops an idle-policy worker gets almost
     no CPU, so every export stalls until its deadline (one 200k export beside two busy
-    loops on 2 cores: 1,100-1,800 rows/s, against 7,600-8,100 at nice +10 alone, medians of
+    loops on 2 cores: 1,100-2,600 rows/s, against 7,600-8,300 at nice +10 alone, medians of
     alternated runs). Worth turning on only on a host dedicated to the service, where the
     API's latency during exports matters more than export progress under foreign load
-    (the API's p95 during four exports: x0.9-1.3 of idle with it, x1.1-1.2 without)."""
+    (the API's p95 during four exports: x0.9-1.8 of idle with it, x1.1-2.0 without, the
+    same within the noise of each of three runs on a shared machine)."""
     provider_request_timeout_seconds: float = Field(
         60, gt=0, validation_alias=AliasChoices("FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS")
     )
