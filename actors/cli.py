@@ -172,7 +172,10 @@ def demo(rows: int, out: Path, verbose: bool) -> None:
         registry = Path(tmp) / "registry.yaml"
         from web.demo_provider import demo_registry_yaml
 
-        registry.write_text(demo_registry_yaml(max_rows=max(rows, 200_000)))
+        # 1,000 rows a batch, not the 500 of the packaged registry (the design's value): with
+        # the Provider in the same process the larger batch is ~7 % faster (200k rows: 3.20 s
+        # vs 3.44 s wall, alternated runs), and the demo shows the service, not a setting.
+        registry.write_text(demo_registry_yaml(max_rows=max(rows, 200_000), batch_size=1000))
         settings = settings_or_exit(
             data_dir=Path(tmp),
             database_url=f"sqlite:///{tmp}/export-center.db",

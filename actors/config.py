@@ -6,7 +6,8 @@ minutes or days. An invalid value stops start-up with a ``ConfigError`` naming t
 
 The three staged switches (reconciler / publisher / consumer) default to on in embedded
 mode and to off with the RocketMQ transport, as the operations guide requires for a first
-deployment ("三个开关默认均为 false").
+deployment ("三个开关默认均为 false"). The demo Provider defaults to on only for an embedded
+instance (SQLite and the embedded transport).
 """
 
 from __future__ import annotations
@@ -71,9 +72,13 @@ class Settings(BaseSettings):
     )
     """FILE_EXPORT_PROVIDER_URLS: JSON object service → base URL; fixed at start, and the
     set of its keys is the Provider allowlist (§10.3)."""
-    demo_provider: bool = Field(True, validation_alias=AliasChoices("FILE_EXPORT_DEMO_PROVIDER"))
+    demo_provider: bool | None = _env("FILE_EXPORT_DEMO_PROVIDER")
     """FILE_EXPORT_DEMO_PROVIDER: mount the demo ``CUSTOMER_LIST`` Provider as service
-    ``demo-service`` at this server's own URL."""
+    ``demo-service`` at this server's own URL. Default on for an embedded instance (a
+    SQLite database and the embedded transport: a try-out on one machine), off otherwise,
+    so a production instance serves no demo data unless asked (and the built-in demo
+    registry, which names ``demo-service``, then refuses to load: set
+    ``FILE_EXPORT_REGISTRY``)."""
     jwt_secret: str | None = _env("FILE_EXPORT_JWT_SECRET")
     internal_service_token: str | None = _env("INTERNAL_SERVICE_TOKEN")
     instance_id: str = Field(
@@ -117,6 +122,10 @@ class Settings(BaseSettings):
     consumer_concurrency: int = Field(
         4, ge=1, le=64, validation_alias=AliasChoices("FILE_EXPORT_CONSUMER_CONCURRENCY")
     )
+    """FILE_EXPORT_CONSUMER_CONCURRENCY: export slots of this instance, the exports it runs
+    at once (with RocketMQ also the consumer's native threads); further tasks wait PENDING.
+    4 is the design's starting value; docs/operations.md ("Export slots and worker
+    priority") says when to raise or lower it."""
 
     max_active_per_user: int = Field(
         3, ge=1, validation_alias=AliasChoices("FILE_EXPORT_MAX_ACTIVE_TASKS_PER_USER")
@@ -221,19 +230,23 @@ class Settings(BaseSettings):
         10, ge=0, le=19, validation_alias=AliasChoices("FILE_EXPORT_WORKER_NICE")
     )
     """FILE_EXPORT_WORKER_NICE: added to the nice value of export worker processes, so the
-    event-loop process (API, leases) gets the CPU first when every core encodes. 0 keeps
-    workers at the service's priority: for hosts shared with other busy programs, where
-    niced workers would only get what those leave over."""
+    event-loop process (API, leases) gets the CPU first when every core encodes, while the
+    workers keep a share beside other busy programs (at +10, about a tenth of what a
+    normal-priority process gets on the same core). Lower values give exports more of a
+    busy host at the API's expense: measured on 2 cores (deploy/bench/bench_priority.py),
+    the API's p95 during four exports was x1.1-2.0 of idle at +10, x2.8 at +5, x8 at 0."""
     worker_sched_idle: bool = Field(
-        True, validation_alias=AliasChoices("FILE_EXPORT_WORKER_SCHED_IDLE")
+        False, validation_alias=AliasChoices("FILE_EXPORT_WORKER_SCHED_IDLE")
     )
     """FILE_EXPORT_WORKER_SCHED_IDLE: on Linux, export workers also run under the
-    ``SCHED_IDLE`` policy: they take a core only when no normal process wants it, and the
-    event loop preempts them the moment it wakes (a niced worker keeps its core for up to
-    a scheduler slice), which keeps the API's tail latency while every core encodes.
-    Measured on 2 cores during four 200k exports: API p95 x1.1-1.3 of idle, against
-    x1.6-1.7 with nice alone. Set false on a host whose other normal-priority programs
-    keep every core busy: idle-policy workers would get almost nothing there."""
+    ``SCHED_IDLE`` policy: they take a core only when no normal-priority process wants
+    it. Off by default: beside a neighbour's busy loops an idle-policy worker gets almost
+    no CPU, so every export stalls until its deadline (one 200k export beside two busy
+    loops on 2 cores: 1,100-2,600 rows/s, against 7,600-8,300 at nice +10 alone, medians of
+    alternated runs). Worth turning on only on a host dedicated to the service, where the
+    API's latency during exports matters more than export progress under foreign load
+    (the API's p95 during four exports: x0.9-1.8 of idle with it, x1.1-2.0 without, the
+    same within the noise of each of three runs on a shared machine)."""
     provider_request_timeout_seconds: float = Field(
         60, gt=0, validation_alias=AliasChoices("FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS")
     )
@@ -329,6 +342,8 @@ class Settings(BaseSettings):
         for name in ("reconciler_enabled", "publisher_enabled", "consumer_enabled"):
             if getattr(self, name) is None:
                 setattr(self, name, default_on)
+        if self.demo_provider is None:
+            self.demo_provider = default_on and self.resolved_database_url.startswith("sqlite:")
         if self.transport == "rocketmq":
             if self.mq_topic_prefix is None:
                 # §6.2: checked for "is set", an explicit empty string is valid (production)

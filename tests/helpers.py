@@ -117,7 +117,8 @@ async def run_inline(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
-    """Settings for tests: short timings, isolated data directory."""
+    """Settings for tests: short timings, isolated data directory, the demo Provider mounted
+    whatever the store and transport (its default is off on MySQL or RocketMQ)."""
     base: dict[str, Any] = {
         "data_dir": tmp_path,
         "http_bind": "127.0.0.1:0",
@@ -128,6 +129,7 @@ def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
         "database_url": f"sqlite:///{tmp_path}/export-center.db",
         "storage_dir": tmp_path / "files",
         "transport": "embedded",
+        "demo_provider": True,
     }
     base.update(overrides)
     return load_settings(**base)
@@ -400,7 +402,9 @@ READY = re.compile(r"ready at (http://127\.0\.0\.1:\d+)")
 
 class ServeProcess:
     """``python -m actors`` in a process of its own, its log in ``log``; ``env`` adds to
-    (or overrides) the environment, and a ``None`` value removes the variable."""
+    (or overrides) the environment, and a ``None`` value removes the variable. The demo
+    Provider is mounted unless ``env`` says otherwise (on MySQL or RocketMQ it is off by
+    default)."""
 
     def __init__(self, data_dir: Path, log: Path, **env: str | None) -> None:
         self.log = log
@@ -410,6 +414,7 @@ class ServeProcess:
             "FILE_EXPORT_HTTP_BIND": "127.0.0.1:0",
             "FILE_EXPORT_JWT_SECRET": PROCESS_SECRET,
             "FILE_EXPORT_INSTANCE_ID": f"proc-{log.stem}",
+            "FILE_EXPORT_DEMO_PROVIDER": "true",
         }
         for name, value in env.items():
             if value is None:

@@ -307,11 +307,12 @@ class WorkerPool:
     Args:
         nice: the workers' nice increment (``FILE_EXPORT_WORKER_NICE``, 0..19).
         sched_idle: the workers' ``SCHED_IDLE`` policy (``FILE_EXPORT_WORKER_SCHED_IDLE``;
-            Linux only, ignored elsewhere).
+            Linux only, ignored elsewhere). Off by default: beside other busy programs an
+            idle-policy worker gets almost no CPU (``actors/config.py``).
         spares: workers kept waiting; 0: each run starts its own.
     """
 
-    def __init__(self, *, nice: int = 10, sched_idle: bool = True, spares: int = 1) -> None:
+    def __init__(self, *, nice: int = 10, sched_idle: bool = False, spares: int = 1) -> None:
         self.nice = nice
         self.sched_idle = sched_idle
         self._size = spares

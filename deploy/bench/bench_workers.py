@@ -5,8 +5,9 @@ process in a temporary directory — ``python -m actors serve``, the one process
 deployed — so the measuring client never shares an interpreter with the service. The demo
 Provider runs in a third process (``export-center demo-provider``), as a Provider is another
 service in production: its CPU is shown apart and not counted as the export service's.
-It runs at the export workers' priority (``BENCH_PROVIDER_NICE``, default 10, and on Linux
-the ``SCHED_IDLE`` policy, ``BENCH_PROVIDER_SCHED_IDLE``, default true): on a shared
+It runs at the export workers' priority (``BENCH_PROVIDER_NICE``, default 10; on Linux the
+``SCHED_IDLE`` policy too when ``BENCH_PROVIDER_SCHED_IDLE`` is true, default false as the
+workers' ``FILE_EXPORT_WORKER_SCHED_IDLE``): on a shared
 benchmark machine it then competes with the exports, not with the API, as it would not at
 all on a host of its own. ``BENCH_PROVIDER=in-process`` serves it inside the service
 instead, as the embedded defaults do; ``BENCH_PROVIDER=replay`` runs
@@ -82,10 +83,11 @@ PROVIDER_TOKEN = "bench-provider-token"
 #: On its own host a Provider would not take CPU from the service's event loop; on a
 #: shared benchmark machine it competes with the export workers instead, at their priority.
 PROVIDER_NICE = int(os.environ.get("BENCH_PROVIDER_NICE", "10"))
-#: The Provider under ``SCHED_IDLE`` as well, as the workers (FILE_EXPORT_WORKER_SCHED_IDLE),
-#: so "at the workers' priority" holds whole. (Two alternated runs each, with and without it,
-#: showed no difference in the API's p95 beyond this machine's run-to-run noise.)
-PROVIDER_SCHED_IDLE = os.environ.get("BENCH_PROVIDER_SCHED_IDLE", "true") != "false"
+#: The Provider under ``SCHED_IDLE`` as well, when the workers are
+#: (FILE_EXPORT_WORKER_SCHED_IDLE, default false), so "at the workers' priority" holds whole.
+#: (Two alternated runs each, with and without it, showed no difference in the API's p95
+#: beyond this machine's run-to-run noise.)
+PROVIDER_SCHED_IDLE = os.environ.get("BENCH_PROVIDER_SCHED_IDLE", "false") == "true"
 _IDLE = (
     "import os; hasattr(os, 'SCHED_IDLE') and "
     "os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0)); "

@@ -54,7 +54,7 @@ RUN_DIR=${ROCKETMQ_RUN_DIR:-${TMPDIR:-/tmp}/export-center-rocketmq}
 PREFIX=${MQ_TOPIC_PREFIX-test-}
 START_TIMEOUT=${ROCKETMQ_START_TIMEOUT:-120}
 # The application dead-letters poison commands itself after maxReconsumeTimes = 2 (§8.1):
-# the broker's own DLQ branch is not trusted with the old native client (ROCKETMQ.md), so
+# the broker's own DLQ branch is not trusted with the old native client (docs/rocketmq.md), so
 # the broker's limit must stay well above the application's and never be reached first.
 WORKER_RETRY_MAX_TIMES=${ROCKETMQ_WORKER_RETRY_MAX_TIMES:-16}
 # §9.4.3: the DLQ handler retries its database work without limit and must never reach a
@@ -202,8 +202,8 @@ messageDelayLevel=1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s
 EOF
 }
 
-# java for one RocketMQ server; $1 = lib dir, $2 = logback resource, $3 = heap (small, per
-# ROCKETMQ.md), rest = main class + arguments
+# java for one RocketMQ server; $1 = lib dir, $2 = logback resource, $3 = heap (small: about
+# 128 MB for the NameServer, 512 MB for the broker), rest = main class + arguments
 rmq_java() {
   local lib=$1 logback=$2 heap=$3
   shift 3

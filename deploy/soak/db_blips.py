@@ -187,6 +187,8 @@ async def soak(args: argparse.Namespace) -> int:
             "FILE_EXPORT_DATABASE_URL": db.url,
             "FILE_EXPORT_STORAGE_DIR": str(work / "shared-files"),
             "FILE_EXPORT_REGISTRY": str(work / "registry.yaml"),
+            # off by default on MySQL (production's default); the soak exports demo data
+            "FILE_EXPORT_DEMO_PROVIDER": "true",
         }
         migrate = await trio.run_process(
             [sys.executable, "-c", "from actors.cli import main; main()", "migrate"],

@@ -38,9 +38,16 @@ def run_store(
 
 
 def cli(url: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Result:
-    """``export-center ARGS`` over the database at ``url`` (data directory ``tmp_path``);
-    the result keeps stdout and stderr apart (``result.stdout``, ``result.stderr``)."""
-    env = {"FILE_EXPORT_DATABASE_URL": url, "FILE_EXPORT_DATA_DIR": str(tmp_path), **(env or {})}
+    """``export-center ARGS`` over the database at ``url`` (data directory ``tmp_path``),
+    the demo Provider's service allowed whatever the database (the built-in registry names
+    it; on MySQL it is off by default); the result keeps stdout and stderr apart
+    (``result.stdout``, ``result.stderr``)."""
+    env = {
+        "FILE_EXPORT_DATABASE_URL": url,
+        "FILE_EXPORT_DATA_DIR": str(tmp_path),
+        "FILE_EXPORT_DEMO_PROVIDER": "true",
+        **(env or {}),
+    }
     return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
 
 

@@ -15,7 +15,7 @@ from actors.core.tracing import is_trace_id
 from actors.runtime import Runtime
 from tests.helpers import API, client_for, json_log, wait_for_status
 
-ROWS = 2500  # three batches of the demo registry's 1,000
+ROWS = 1250  # three batches of the packaged registry's 500
 BATCHES_PATH = "/internal/exports/v1/CUSTOMER_LIST/batches"
 
 

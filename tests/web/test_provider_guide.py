@@ -25,7 +25,7 @@ def test_the_registry_example_is_a_valid_registry() -> None:
     registry = parse_registry(yaml.safe_load(example), {"order-service"})
     definition = registry.definitions["ORDER_LIST"]
     assert definition.provider_path == "/internal/exports/v1/ORDER_LIST/batches"
-    assert definition.batch_size == 1000
+    assert definition.batch_size == 500
 
 
 def test_the_answer_example_passes_the_contract_checks_of_its_request() -> None:

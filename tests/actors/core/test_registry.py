@@ -130,7 +130,7 @@ def test_shipped_default_registry_parses_with_demo_service() -> None:
         enabled=True,
         max_rows=200000,
         max_attempts=3,
-        batch_size=1000,
+        batch_size=500,  # the design's batch-size (docs/design-rules.md)
         display_name="Customer list",
         description=("The tenant's customers (demo data), optionally filtered by status or name."),
         parameters=(

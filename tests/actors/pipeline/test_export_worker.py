@@ -239,7 +239,7 @@ async def test_a_worker_that_dies_fails_the_run_naming_the_signal_and_the_step(
 
 
 async def test_without_sched_idle_the_worker_keeps_the_normal_policy(tmp_path: Path) -> None:
-    """FILE_EXPORT_WORKER_SCHED_IDLE=false (hosts kept busy by other programs): nice only."""
+    """FILE_EXPORT_WORKER_SCHED_IDLE=false (the default, issue 22 item 8): nice only."""
     with open(tmp_path / "out.xlsx", "xb") as out:
         async with open_export_worker(
             out, max_rows=10, max_bytes=1 << 20, pool=WorkerPool(nice=3, sched_idle=False, spares=0)
@@ -259,18 +259,33 @@ async def test_the_worker_runs_niced_and_ignores_the_drain_signals(tmp_path: Pat
         assert os.getpriority(os.PRIO_PROCESS, worker.pid) == min(
             19, os.getpriority(os.PRIO_PROCESS, 0) + 10
         )
+        # Not SCHED_IDLE by default: beside other busy programs it would starve (issue 22).
+        assert os.sched_getscheduler(worker.pid) == os.SCHED_OTHER
         os.kill(worker.pid, signal.SIGTERM)
         os.kill(worker.pid, signal.SIGINT)
         assert await worker.finish_writes() == 10
-        # FILE_EXPORT_WORKER_SCHED_IDLE (default): a waking event loop preempts it at once.
-        # Every thread (Linux keeps the policy per thread), should a library start one.
-        threads = [int(t) for t in os.listdir(f"/proc/{worker.pid}/task")]
-        for thread in threads:
-            assert os.sched_getscheduler(thread) == os.SCHED_IDLE
-            assert os.getpriority(os.PRIO_PROCESS, thread) == os.getpriority(
-                os.PRIO_PROCESS, worker.pid
-            )
         assert await worker.close(None) > 0
+
+
+async def test_with_sched_idle_every_thread_of_the_worker_takes_the_policy(
+    tmp_path: Path,
+) -> None:
+    """FILE_EXPORT_WORKER_SCHED_IDLE=true (a host dedicated to the service): a waking event
+    loop preempts the worker at once. Every thread takes the policy and the nice value
+    (Linux keeps both per thread), should a library start one."""
+    with open(tmp_path / "out.xlsx", "xb") as out:
+        async with open_export_worker(
+            out, max_rows=10, max_bytes=1 << 20, pool=WorkerPool(nice=10, sched_idle=True, spares=0)
+        ) as worker:
+            await decode(worker, answer(rows(0, 10)))  # the worker has applied its Start
+            assert await worker.finish_writes() == 10
+            threads = [int(t) for t in os.listdir(f"/proc/{worker.pid}/task")]
+            for thread in threads:
+                assert os.sched_getscheduler(thread) == os.SCHED_IDLE
+                assert os.getpriority(os.PRIO_PROCESS, thread) == min(
+                    19, os.getpriority(os.PRIO_PROCESS, 0) + 10
+                )
+            assert await worker.close(None) > 0
 
 
 async def wait_for(condition: Any, seconds: float = 10.0) -> None:

@@ -1,4 +1,4 @@
-"""The RocketMQ transport against a real broker (seed §6.2, §6.4, §8.1, §9.4; ROCKETMQ.md).
+"""The RocketMQ transport against a real broker (seed §6.2, §6.4, §8.1, §9.4; docs/rocketmq.md).
 
 Each test opens its own transport on the session's topic prefix, so every test also shows
 that a new consumer of the group takes over from the previous one. Deliveries of messages
