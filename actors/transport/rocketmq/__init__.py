@@ -12,7 +12,7 @@ dead-letter topic             ``%DLQ%${prefix}file-export-worker-v1``
 DLQ handler consumer group    ``${prefix}file-export-dlq-handler-v1``
 ============================  =============================================
 
-The package, from the library up (the hazards are in ``ROCKETMQ.md``):
+The package, from the library up (the hazards are in docs/rocketmq.md):
 
 * ``native``    the native façade: every call into the client library, all blocking.
 * ``delivery``  ``RocketMQDelivery`` and the dead-letter copy of a poison command.
@@ -20,6 +20,9 @@ The package, from the library up (the hazards are in ``ROCKETMQ.md``):
                 trio through unbuffered channels and block until a slot acks or rejects.
 * ``transport`` ``RocketMQTransport``: start, send (on a worker thread, 3000 ms native
                 timeout, below the outbox lease), receive, close.
+* ``routes``    the NameServer's topic routes (what the link checks).
+* ``link``      ``TransportLink``: connects the transport in the background and watches
+                it; a broker outage never stops the service.
 
 Poison messages are dead-lettered by the application, not the broker: the old core cannot
 set ``maxReconsumeTimes`` and does not send ``originTopic`` in its send-back, which broker

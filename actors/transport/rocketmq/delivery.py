@@ -44,7 +44,7 @@ class RocketMQDelivery:
     decision wins and later calls are no-ops.
 
     Attributes:
-        body: the message body as text (bodies are NUL-terminated JSON, ROCKETMQ.md).
+        body: the message body as text (bodies are NUL-terminated JSON, docs/rocketmq.md).
         properties: the locating properties present on the message (§6.4); a dead-letter
             delivery also carries the ``dlq*`` diagnostic properties.
         reconsume_times: earlier deliveries of this message (0 on the first); for a
