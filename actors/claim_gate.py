@@ -5,7 +5,7 @@ It carries out the fair-share rules of ``actors.core.fairness``:
 * ``claim_commanded`` — a command arrived. If the task is due and its requester already
   holds its share of this instance's slots, the claim is *deferred*: nothing is written,
   the caller acks, and the task stays PENDING at the same version (no re-send, no new
-  version: the reconciler stays the only re-dispatch path). Otherwise the ordinary
+  version: the reconciler stays the only re-send path). Otherwise the ordinary
   fenced claim runs.
 * ``claim_next`` — a slot is free (a run settled, or a command needed no run). It claims
   the fairest due PENDING task straight from the database, with the same fenced claim at

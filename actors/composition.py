@@ -291,7 +291,7 @@ def hypercorn_config(settings: Settings) -> HypercornConfig:
 def allowed_services(
     settings: Settings, providers: ProviderMapSource | None = None
 ) -> frozenset[str]:
-    """The Provider services a registry may name, fixed at start (DESIGN invariant 10):
+    """The Provider services a registry may name, fixed at start (docs/design-rules.md §10.3):
     those of ``FILE_EXPORT_PROVIDER_MAP`` or ``FILE_EXPORT_PROVIDER_URLS``, plus the demo
     Provider's service when it is mounted.
 

@@ -12,7 +12,7 @@ Per delivery:
    deferred (left PENDING, nothing written). Whatever the outcome (claimed, deferred, any
    of the seven no-claim branches, even a database error) the command is acked right
    after: the queue never holds a message for the length of an export, and the
-   reconciler is the only re-dispatch path (DESIGN invariant 5).
+   reconciler is the only re-send path (docs/design-rules.md §3 principle 6).
 3. Execute a claimed task: the slot's ``TaskExecutor`` (``actors/execution.py``) runs the
    export under its lease watchdog and deadline guard and settles the outcome; the slot
    is free again when it returns.

@@ -20,7 +20,7 @@ reads the map in force when it is built, so a run already going switches at its 
 once any run has reloaded the file. A changed file is not noticed while no export starts;
 nothing needs its addresses then.
 
-The services a registry may name (the Provider allowlist, DESIGN invariant 10) are fixed
+The services a registry may name (the Provider allowlist, docs/design-rules.md §10.3) are fixed
 when this source is built at start-up and never reloaded: a reload may change the address
 and token of those services, never add or drop one (:func:`parse_provider_map`).
 """
@@ -115,7 +115,7 @@ class ProviderMapSource:
         self._default_token = default_token
         self._on_reload_failed = on_reload_failed
         self._lock = trio.Lock()
-        #: Fixed here, never reloaded (DESIGN invariant 10).
+        #: Fixed here, never reloaded (docs/design-rules.md §10.3).
         self.services: frozenset[str] = frozenset(static) | (
             initial.services if initial is not None else frozenset()
         )

@@ -3,7 +3,7 @@
 Woken at once by the API after a create or retry commits; polls every
 ``FILE_EXPORT_PUBLISHER_POLL_MS`` as the fallback. A send failure puts the row back to
 PENDING with backoff computed from the claim-time ``attempt_count``; there is no terminal
-state for sending (DESIGN invariant 6).
+state for sending (docs/design-rules.md §7.4).
 
 While the transport is down (``TransportLink``) the publisher claims nothing: due rows
 stay due, counted by the backlog gauge, and are sent as soon as it is back.

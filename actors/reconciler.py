@@ -1,4 +1,4 @@
-"""The reconciler (§8.5, §15): the only re-dispatch path, every 30 s by default.
+"""The reconciler (§8.5, §15): the only re-send path, every 30 s by default.
 
 Each duty is an idempotent conditional update by DB time, safe to run on several
 instances at once:

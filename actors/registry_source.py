@@ -6,7 +6,7 @@ replaces the registry whole, and an invalid one is rejected with an ERROR log wh
 registry stays in force ("刷新时同样执行全量校验，校验失败保留旧配置并告警").
 
 The Provider allowlist passed in here is fixed at process start and never reloaded, so a
-reload can only choose among known services (SSRF guard, DESIGN invariant 10).
+reload can only choose among known services (SSRF guard, docs/design-rules.md §10.3).
 
 Reading the file strictly and telling a change by its signature are shared with the
 Provider map (:mod:`actors.watched_file`).

@@ -1,8 +1,8 @@
 """One SQL text per transition, written once for every dialect (see ``db.dialect``).
 
-Every time decision reads the DB clock through ``{now}`` (§8.6, DESIGN invariant 7).
+Every time decision reads the DB clock through ``{now}`` (§8.6, docs/design-rules.md §8.6).
 Every executor write is fenced by id + dispatch_version + lease_owner + status RUNNING
-(DESIGN invariant 8). Each UPDATE also sets ``updated_at`` because SQLite has no
+(docs/design-rules.md §8.4). Each UPDATE also sets ``updated_at`` because SQLite has no
 ``ON UPDATE`` clause.
 
 Names follow the transition they perform; the seed section that defines it is given.

@@ -1,8 +1,8 @@
 """Why a claim matched no row: the seven branches of §8.2, as a pure function, plus the
 fair-share deferral (``actors.core.fairness``), decided before any claim is tried.
 
-Every branch acks the command and does nothing else (DESIGN invariant 5: the reconciler is
-the only re-dispatch path). The classification exists for logs and metrics, and so tests
+Every branch acks the command and does nothing else (docs/design-rules.md §8.5: the reconciler is
+the only re-send path). The classification exists for logs and metrics, and so tests
 can pin each branch.
 """
 

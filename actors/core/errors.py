@@ -285,7 +285,7 @@ class DatabaseExportError(TransientExportError):
 
 class ExportAbortedError(ExportError):
     """The run lost its lease (renewal matched 0 rows) or was cancelled. The executor
-    deletes its partial file and writes nothing else (§8.3, DESIGN invariant 8)."""
+    deletes its partial file and writes nothing else (§8.3, docs/design-rules.md §8.4)."""
 
 
 def run_failure(exc: Exception) -> ExportError | TransientDatabaseError:

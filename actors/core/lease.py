@@ -2,7 +2,7 @@
 
 Times here are readings of the slot's monotonic clock (``trio.current_time()``), in
 seconds; the consumer reads the clock and passes it in. The lease itself is fenced and
-timed by the database clock (DESIGN invariant 7); these functions only decide when this
+timed by the database clock (docs/design-rules.md §8.6); these functions only decide when this
 slot should renew, give up or abort, counted from the last renewal that landed
 (``lease_renewed_at``). A margin of ``m`` seconds means "stop ``m`` seconds before the
 lease would run out".

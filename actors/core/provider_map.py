@@ -25,7 +25,7 @@ The rules, checked at start-up and on every reload (the first one broken raises
   carries;
 * on a reload, the service names are exactly those of the map in force at start-up.
 
-The last rule keeps DESIGN invariant 10 (no SSRF): the Provider allowlist — the services a
+The last rule keeps docs/design-rules.md §10.3 (no SSRF): the Provider allowlist — the services a
 registry may name — is fixed at process start. With a map file it is the names of the file
 as read at start (plus the demo Provider's service when it is mounted); a reload may move a
 service to a new address or change its token, never add a service (the registry could then

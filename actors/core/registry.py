@@ -24,7 +24,7 @@ start-up fails and a reload is rejected (the caller keeps the old registry, §10
 
 ``provider-service`` must come from ``allowed_services``, the static allowlist fixed at
 process start (the services named in ``FILE_EXPORT_PROVIDER_URLS``): configuration can only
-pick from it, never add to it, which is the SSRF guard of §10.3 and DESIGN invariant 10.
+pick from it, never add to it, which is the SSRF guard of §10.3 and docs/design-rules.md §10.3.
 
 Which values are read when (create time vs. run time) is a concern of the callers, not of
 this module (§10.4).

@@ -69,8 +69,10 @@ def test_inspect_names_the_troubleshooting_row(database_url: str, tmp_path: Path
     out = seen.output
     assert "lease       host-a:1, ended 40." in out and "s ago" in out
     assert "deadline    passed 4." in out
-    assert "outbox (1 rows)\n  v1   PENDING" in out
-    assert re.search(r"event [0-9a-f-]{36}  trace [0-9a-f]{32}\n", out)  # to find its logs
+    # claimed before its command was sent: the claim closed the command (never sent)
+    assert "outbox (1 rows)\n  v1   SENT" in out
+    assert re.search(r"event [0-9a-f-]{36}  trace [0-9a-f]{32}  ", out)  # to find its logs
+    assert "not sent: the task was claimed from the database first\n" in out
     assert "events (newest 2, oldest first)" in out and " claimed " in out
     assert "troubleshooting\n  lease-recovery: RUNNING on host-a:1 whose lease ended 40." in out
     assert "see docs/operations.md#lease-recovery" in out

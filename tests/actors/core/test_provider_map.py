@@ -1,7 +1,7 @@
 """Provider map validation (actors/core/provider_map.py): one table row per rule, on
 already-loaded YAML documents.
 
-The allowlist rule (DESIGN invariant 10 in docs/design-rules.md: Provider service names are
+The allowlist rule (docs/design-rules.md §10.3 in docs/design-rules.md: Provider service names are
 fixed at process start) is the ``services`` rows: a reload may move a service or change its
 token, never add or drop one. Reading and reloading the file is in
 tests/actors/test_provider_map_source.py.
