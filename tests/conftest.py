@@ -32,7 +32,34 @@ from tests.helpers import (
     running_service,
     trio_db_clock,
 )
+from tests.isolation import LoggingState, stray_settings
 from tests.mock_clock import held_to_thread, hold_mock_clock
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_settings_from_the_caller_for_the_session() -> Iterator[None]:
+    """The caller's ``FILE_EXPORT_…``, ``ROCKETMQ_…``, ``MQ_TOPIC_PREFIX`` and every other
+    variable Settings reads (the list comes from the model, ``tests/isolation.py``) are
+    gone for the whole session, module fixtures included; service processes the tests
+    start inherit the cleaned environment. ``EXPORT_CENTER_TEST_…`` ones stay."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name in stray_settings():
+            mp.delenv(name)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test leaves the process as it found it (``tests/isolation.py``): no settings
+    variable from the caller or an earlier test (a test sets what it needs, with
+    ``monkeypatch``), and logging put back afterwards: an in-process ``export-center``
+    command configures the root logger for the whole process. Function-scoped, so it
+    sees what module fixtures set up (a log watch) and keeps it."""
+    for name in stray_settings():
+        monkeypatch.delenv(name)
+    saved = LoggingState.save()
+    yield
+    saved.restore()
 
 
 @pytest.fixture
