@@ -36,6 +36,17 @@ from tests.isolation import LoggingState, stray_settings
 from tests.mock_clock import held_to_thread, hold_mock_clock
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The order's seed, last, also under ``-q`` (which hides pytest-randomly's header):
+    a failure that depends on the order replays with the line printed here."""
+    config = terminalreporter.config
+    if config.pluginmanager.hasplugin("randomly") and config.getoption("randomly_reorganize"):
+        seed = config.getoption("randomly_seed")
+        terminalreporter.write_line(
+            f"random order: seed {seed}; replay with --randomly-seed={seed}"
+        )
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _no_settings_from_the_caller_for_the_session() -> Iterator[None]:
     """The caller's ``FILE_EXPORT_…``, ``ROCKETMQ_…``, ``MQ_TOPIC_PREFIX`` and every other
