@@ -32,11 +32,15 @@ import time
 from collections.abc import Iterator
 
 import pytest
+import trio
 
+from actors.transport.rocketmq.routes import TopicRouteError, fetch_topic_access
 from tests.helpers import BROKER_SH, Broker
 
 #: the NameServer broker.sh runs (ROCKETMQ_NAMESRV_PORT moves it, for a second dev broker)
 NAME_SERVER = f"127.0.0.1:{os.environ.get('ROCKETMQ_NAMESRV_PORT', '9876')}"
+#: the broker's listen port (ROCKETMQ_BROKER_PORT, as broker.sh)
+BROKER_PORT = int(os.environ.get("ROCKETMQ_BROKER_PORT", "10911"))
 #: broker.sh start fetches ~100 MB of jars on a fresh machine, then starts two JVMs.
 START_TIMEOUT_SECONDS = 900
 PROVISION_TIMEOUT_SECONDS = 300
@@ -132,6 +136,59 @@ def rocketmq_broker() -> Iterator[Broker]:
         last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
         FIGURES[f"broker.sh {args[0]}"] = (
             last if done.returncode == 0 else f"FAILED (exit {done.returncode}): {last}"
+        )
+
+
+#: how long a test waits for the broker to serve the session's topics again
+READY_TIMEOUT_SECONDS = 300
+
+
+def session_topics(prefix: str) -> list[str]:
+    """The topics ``init-topics.sh`` provisions for ``prefix`` (its header lists them)."""
+    worker, handler = f"{prefix}file-export-worker-v1", f"{prefix}file-export-dlq-handler-v1"
+    return [f"{prefix}file-export-command-v1", f"%DLQ%{worker}"] + [
+        f"%RETRY%{group}" for group in (worker, handler)
+    ]
+
+
+async def broker_serves(broker: Broker) -> str:
+    """ "" when the NameServer routes every topic of the session read-write and the broker
+    accepts connections; otherwise what is missing."""
+    try:
+        for topic in session_topics(broker.topic_prefix):
+            access = await fetch_topic_access(broker.name_server, topic, timeout=5)
+            if not access.read_write:
+                return access.describe()
+        stream = await trio.open_tcp_stream("127.0.0.1", BROKER_PORT)
+        await stream.aclose()
+    except (OSError, TopicRouteError) as exc:
+        return str(exc)
+    return ""
+
+
+@pytest.fixture(autouse=True)
+def _broker_serving(request: pytest.FixtureRequest) -> None:
+    """A test that uses the broker starts only once it serves the session's topics: a test
+    that stopped and restarted the shared broker (the outage test), or another test run
+    that did, leaves it registering again for a few seconds. A bounded poll of that
+    condition, so the tests do not depend on their order."""
+    if "rocketmq_broker" not in request.fixturenames:
+        return
+    broker: Broker = request.getfixturevalue("rocketmq_broker")
+
+    async def wait() -> str:
+        missing = ""
+        with trio.move_on_after(READY_TIMEOUT_SECONDS):
+            while missing := await broker_serves(broker):
+                await trio.sleep(0.5)
+        return missing
+
+    missing = trio.run(wait)
+    if missing:
+        pytest.fail(
+            f"the broker does not serve this session's topics after "
+            f"{READY_TIMEOUT_SECONDS} s: {missing}",
+            pytrace=False,
         )
 
 
