@@ -6,8 +6,9 @@ database time and test time together (see ``tests.helpers.trio_db_clock``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -22,6 +23,7 @@ from actors.runtime import Runtime
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore
+from tests import trio_timeout
 from tests.helpers import (
     MYSQL_TEST_URL,
     TOPIC,
@@ -34,6 +36,17 @@ from tests.helpers import (
 )
 from tests.isolation import LoggingState, stray_settings
 from tests.mock_clock import held_to_thread, hold_mock_clock
+
+
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
+    """pytest-timeout's signal method, made safe for trio tests (``tests/trio_timeout.py``)."""
+    return trio_timeout.set_timer(item, settings)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """A timed-out trio test fails alone (``tests/trio_timeout.py``)."""
+    return (yield from trio_timeout.interrupt_to_failure(item))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

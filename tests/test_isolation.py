@@ -48,7 +48,7 @@ def test_no_test_inherits_logging_or_settings_from_the_one_before(tmp_path: Path
         f"{__file__}::test_probe_settings_come_from_the_test_alone",
     ]
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"},
         "FILE_EXPORT_MAX_ACTIVE_TASKS_PER_USER": "1",
         "mq_topic_prefix": "stray-",  # Settings matches names case-insensitively
     }
