@@ -1,4 +1,7 @@
-"""Shared fixtures (fixtures only: what tests import lives in ``tests/helpers.py``).
+"""Shared fixtures and the hooks of the whole suite (what tests import lives in
+``tests/helpers.py``): every test isolated from the caller's settings and from the
+logging an earlier test configured (``tests/isolation.py``), the random order's seed
+printed last, a trio-safe per-test timeout (``tests/trio_timeout.py``).
 
 The ``db_clock`` fixture follows trio's clock, so tests on pytest-trio's mock clock move
 database time and test time together (see ``tests.helpers.trio_db_clock``).
@@ -38,6 +41,7 @@ from tests.isolation import LoggingState, stray_settings
 from tests.mock_clock import held_to_thread, hold_mock_clock
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-timeout's hook
 def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
     """pytest-timeout's signal method, made safe for trio tests (``tests/trio_timeout.py``)."""
     return trio_timeout.set_timer(item, settings)
