@@ -1,4 +1,7 @@
-"""Shared fixtures (fixtures only: what tests import lives in ``tests/helpers.py``).
+"""Shared fixtures and the hooks of the whole suite (what tests import lives in
+``tests/helpers.py``): every test isolated from the caller's settings and from the
+logging an earlier test configured (``tests/isolation.py``), the random order's seed
+printed last, a trio-safe per-test timeout (``tests/trio_timeout.py``).
 
 The ``db_clock`` fixture follows trio's clock, so tests on pytest-trio's mock clock move
 database time and test time together (see ``tests.helpers.trio_db_clock``).
@@ -6,8 +9,9 @@ database time and test time together (see ``tests.helpers.trio_db_clock``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -22,6 +26,7 @@ from actors.runtime import Runtime
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore
+from tests import trio_timeout
 from tests.helpers import (
     MYSQL_TEST_URL,
     TOPIC,
@@ -32,7 +37,57 @@ from tests.helpers import (
     running_service,
     trio_db_clock,
 )
+from tests.isolation import LoggingState, stray_settings
 from tests.mock_clock import held_to_thread, hold_mock_clock
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-timeout's hook
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
+    """pytest-timeout's signal method, made safe for trio tests (``tests/trio_timeout.py``)."""
+    return trio_timeout.set_timer(item, settings)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """A timed-out trio test fails alone (``tests/trio_timeout.py``)."""
+    return (yield from trio_timeout.interrupt_to_failure(item))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The order's seed, last, also under ``-q`` (which hides pytest-randomly's header):
+    a failure that depends on the order replays with the line printed here."""
+    config = terminalreporter.config
+    if config.pluginmanager.hasplugin("randomly") and config.getoption("randomly_reorganize"):
+        seed = config.getoption("randomly_seed")
+        terminalreporter.write_line(
+            f"random order: seed {seed}; replay with --randomly-seed={seed}"
+        )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_settings_from_the_caller_for_the_session() -> Iterator[None]:
+    """The caller's ``FILE_EXPORT_…``, ``ROCKETMQ_…``, ``MQ_TOPIC_PREFIX`` and every other
+    variable Settings reads (the list comes from the model, ``tests/isolation.py``) are
+    gone for the whole session, module fixtures included; service processes the tests
+    start inherit the cleaned environment. ``EXPORT_CENTER_TEST_…`` ones stay."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name in stray_settings():
+            mp.delenv(name)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test leaves the process as it found it (``tests/isolation.py``): no settings
+    variable from the caller or an earlier test (a test sets what it needs, with
+    ``monkeypatch``), and logging put back afterwards: an in-process ``export-center``
+    command configures the root logger for the whole process. Function-scoped, so it
+    sees what module fixtures set up (a log watch) and keeps it."""
+    for name in stray_settings():
+        monkeypatch.delenv(name)
+    saved = LoggingState.save()
+    yield
+    saved.restore()
 
 
 @pytest.fixture

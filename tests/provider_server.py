@@ -7,6 +7,11 @@ protocol library under httpx), and writes what the handler returns: an
 :class:`httpx.Response` whose content is bytes, or an (async) iterator of byte chunks,
 sent as they come (chunked), so a test can drip a body or stall it. A 204 or 304 answer is
 sent without a body, as HTTP requires.
+
+:func:`gated_demo_table` is a handler for tests whose property needs an export still
+running at some moment (a restart, a SIGTERM, a progress reading): the demo Provider's
+table, each batch answered only when the test lets it, so the test holds on a condition
+rather than on the machine being slow enough.
 """
 
 from __future__ import annotations
@@ -19,7 +24,14 @@ from typing import Any
 
 import h11
 import httpx
+import msgspec
 import trio
+
+from actors.core.provider_contract import response_envelope
+from web.demo_provider import batch_answer, demo_registry_yaml
+
+#: ``provider-service`` of the registry :func:`gated_demo_registry` writes
+GATED_SERVICE = "gated-service"
 
 Handler = Callable[[httpx.Request], "httpx.Response | Awaitable[httpx.Response]"]
 
@@ -133,3 +145,48 @@ async def _aclose(iterator: object) -> None:
     aclose = getattr(iterator, "aclose", None)
     if aclose is not None:
         await aclose()
+
+
+#: A batch request's decoded body (the Provider contract's batch request object).
+BatchBody = dict[str, Any]
+
+
+def gated_demo_table(gate: Callable[[BatchBody], Awaitable[None]]) -> Handler:
+    """A handler serving the demo Provider's ``CUSTOMER_LIST`` table
+    (:func:`web.demo_provider.batch_answer`: the same rows, snapshot tokens and totals),
+    that awaits ``gate(body)`` before it answers each batch.
+
+    ``body["cursor"]`` is ``None`` for a run's first batch, else the last customer id of
+    the rows before it (with no filter: the rows already served);
+    ``body["parameters"]["rowCount"]`` tells the exports of a test apart. The token header
+    is not checked.
+    """
+    secret = b"gated-demo-provider-" + b"s" * 16
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        body = msgspec.json.decode(request.content)
+        await gate(body)
+        answer = response_envelope("200", "success", batch_answer(body, secret, 1000))
+        return httpx.Response(
+            200, content=msgspec.json.encode(answer), headers={"Content-Type": "application/json"}
+        )
+
+    return handle
+
+
+def gated_demo_registry(batch_size: int) -> str:
+    """A registry (YAML text) whose ``CUSTOMER_LIST`` is served by :data:`GATED_SERVICE`:
+    point ``FILE_EXPORT_PROVIDER_URLS`` at :func:`serve_provider` of
+    :func:`gated_demo_table`."""
+    return demo_registry_yaml(batch_size=batch_size, service=GATED_SERVICE)
+
+
+def cursor_rows(body: BatchBody) -> int:
+    """Rows served to the run before this batch request (its cursor; 0 for the first)."""
+    cursor = body.get("cursor")
+    return 0 if cursor is None else int(cursor)
+
+
+def row_count(body: BatchBody) -> int:
+    """The ``rowCount`` parameter of the export the request belongs to."""
+    return int(body["parameters"]["rowCount"])

@@ -8,6 +8,10 @@
 #   deploy/rocketmq/broker.sh status      exit 0 when both run and the broker is registered
 #   deploy/rocketmq/broker.sh provision   create the topics and groups for $MQ_TOPIC_PREFIX
 #                                         (deploy/rocketmq/init-topics.sh, as in production)
+#   deploy/rocketmq/broker.sh deprovision delete the topics and groups of $MQ_TOPIC_PREFIX
+#                                         (a test session's own prefix, at its end)
+#   deploy/rocketmq/broker.sh sweep       deprovision test-session prefixes older than
+#                                         ROCKETMQ_SWEEP_HOURS (a session that was killed)
 #   deploy/rocketmq/broker.sh running     print which of "namesrv broker" run (no JVM: quick)
 #   deploy/rocketmq/broker.sh dir         print the run dir (deploy/services.sh keeps notes there)
 #
@@ -33,6 +37,7 @@
 #                          lacks rocketmq-namesrv 5.3.1 (default 5.3.3; see fetch_jars)
 #   ROCKETMQ_NAMESRV_PORT  NameServer port (default 9876)
 #   ROCKETMQ_BROKER_PORT   broker listen port (default 10911)
+#   ROCKETMQ_SWEEP_HOURS   age after which `sweep` deletes a test session's prefix (default 24)
 #
 # Ports (loopback only): NameServer 9876, broker 10911 plus 10909 (fast remoting = listen
 # port - 2) and 10912 (HA = listen port + 1). A second dev broker beside the first needs
@@ -343,6 +348,78 @@ provision() {
     TMPDIR="$RUN_DIR" "$HERE/init-topics.sh" || die "provisioning of prefix '${PREFIX}' failed"
 }
 
+# -- removing test sessions' prefixes ---------------------------------------------------
+
+# Each test session provisions a prefix of its own (tests/actors/transport/conftest.py:
+# t<unix seconds>x<hex>-, earlier sessions it<unix seconds><pid>-) and deletes it at its
+# end; without that every session would leave six topics and two groups on the broker.
+#: a test session's prefix, and the start time (unix seconds) in it
+readonly SESSION_PREFIX_RE='^(it([0-9]{10})[0-9]+-|t([0-9]{10})x[0-9a-f]+-)file-export-command-v1$'
+
+# Delete what init-topics.sh creates for prefix $1: the command topic, the worker group's
+# DLQ topic, both groups and their %RETRY% topics, from every broker of the cluster and
+# from the NameServer. The admin commands run in parallel (about 3 s of JVM each).
+deprovision_prefix() {
+  local p=$1 worker="${1}file-export-worker-v1" handler="${1}file-export-dlq-handler-v1"
+  local out cmd i=0 pids=() failed=0
+  case "$p" in
+    "") die "deprovision: MQ_TOPIC_PREFIX is empty: those are production's names, not a test's" ;;
+    *[!A-Za-z0-9_-]*) die "deprovision: MQ_TOPIC_PREFIX='$p': only letters, digits, '_' and '-'" ;;
+  esac
+  out=$(mktemp -d "$RUN_DIR/deprovision.XXXXXX")
+  for cmd in \
+    "deleteTopic -n $NAMESRV_ADDR -c $CLUSTER_NAME -t ${p}file-export-command-v1" \
+    "deleteTopic -n $NAMESRV_ADDR -c $CLUSTER_NAME -t %DLQ%$worker" \
+    "deleteTopic -n $NAMESRV_ADDR -c $CLUSTER_NAME -t %RETRY%$worker" \
+    "deleteTopic -n $NAMESRV_ADDR -c $CLUSTER_NAME -t %RETRY%$handler" \
+    "deleteSubGroup -n $NAMESRV_ADDR -c $CLUSTER_NAME -g $worker -r true" \
+    "deleteSubGroup -n $NAMESRV_ADDR -c $CLUSTER_NAME -g $handler -r true"; do
+    echo "$cmd" >"$out/$i.cmd"
+    # shellcheck disable=SC2086 # names and numbers only (the prefix is checked above)
+    admin $cmd >"$out/$i" 2>&1 &
+    pids+=($!)
+    i=$((i + 1))
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || true
+    # the admin tool exits 0 even when a command fails: its "success" line is the result
+    if ! grep -q "success" "$out/$i"; then
+      grep -v -e '|-INFO' -e '^[[:space:]]*at ' "$out/$i" >&2 || true
+      log "failed: mqadmin $(cat "$out/$i.cmd")"
+      failed=1
+    fi
+  done
+  rm -rf "$out"
+  [ "$failed" = 0 ] || die "deprovisioning of prefix '$p' failed (output above)"
+  log "deprovisioned prefix '$p'"
+}
+
+cmd_deprovision() {
+  [ "${MQ_TOPIC_PREFIX+set}" = set ] || die "deprovision: MQ_TOPIC_PREFIX must name the prefix"
+  [ -f "$LIB_DIR/.complete" ] || die "no jars in $LIB_DIR: run '$0 start' first"
+  running_pid broker BrokerStartup >/dev/null || die "the broker is not running"
+  deprovision_prefix "$MQ_TOPIC_PREFIX"
+}
+
+cmd_sweep() {
+  local hours=${ROCKETMQ_SWEEP_HOURS:-24} now topic started stale=() p failed=0
+  [[ "$hours" =~ ^[0-9]+$ ]] || die "ROCKETMQ_SWEEP_HOURS='$hours': a whole number of hours"
+  [ -f "$LIB_DIR/.complete" ] || die "no jars in $LIB_DIR: run '$0 start' first"
+  running_pid broker BrokerStartup >/dev/null || die "the broker is not running"
+  now=$(date +%s)
+  while read -r topic; do
+    if [[ "$topic" =~ $SESSION_PREFIX_RE ]]; then
+      started=${BASH_REMATCH[2]:-${BASH_REMATCH[3]}}
+      [ $((now - started)) -lt $((hours * 3600)) ] || stale+=("${topic%file-export-command-v1}")
+    fi
+  done < <(admin topicList -n "$NAMESRV_ADDR" || true)
+  for p in "${stale[@]}"; do
+    (deprovision_prefix "$p") || failed=1
+  done
+  log "swept ${#stale[@]} test-session prefix(es) older than ${hours} h"
+  [ "$failed" = 0 ]
+}
+
 # -- commands ---------------------------------------------------------------------------
 
 # on a failed start, stop the servers this invocation started (their logs stay in RUN_DIR)
@@ -445,10 +522,12 @@ case "${1:-}" in
     ;;
   status) cmd_status ;;
   provision) cmd_provision ;;
+  deprovision) cmd_deprovision ;;
+  sweep) cmd_sweep ;;
   running) cmd_running ;;
   dir) echo "$RUN_DIR" ;;
   *)
-    echo "usage: $0 start|stop [namesrv|broker ...]|status|provision|running|dir" >&2
+    echo "usage: $0 start|stop [namesrv|broker ...]|status|provision|deprovision|sweep|running|dir" >&2
     exit 2
     ;;
 esac

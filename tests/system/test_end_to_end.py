@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import math
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -15,10 +16,20 @@ import trio
 from openpyxl.utils.escape import unescape
 
 from actors.runtime import Runtime
-from tests.helpers import API, client_for, wait_for_status
+from tests.helpers import API, client_for, make_settings, running_service, wait_for_status
+from tests.provider_server import (
+    GATED_SERVICE,
+    BatchBody,
+    cursor_rows,
+    gated_demo_registry,
+    gated_demo_table,
+    serve_provider,
+)
 from web.demo_provider import DEMO_COLUMNS, customer_row
 
 ROWS = 2500
+#: rows per Provider call in the progress test
+BATCH = 1000
 
 
 def expected_cell(column_type: str, value: Any) -> Any:
@@ -169,25 +180,48 @@ async def test_health_and_metrics(service: Runtime) -> None:
             assert name in text
 
 
-async def test_progress_keeps_its_total_while_running(service: Runtime) -> None:
+async def test_progress_keeps_its_total_while_running(tmp_path: Path) -> None:
     """While RUNNING, processedRows grows batch by batch and totalRows holds the
-    Provider's estimate."""
-    async with client_for(service, user=5005) as c:
-        created = (
-            await c.post(
-                API, json={"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 12_000}}
-            )
-        ).json()
-        seen: list[tuple[str, str | None]] = []
-        with trio.fail_after(60):
-            while True:
-                task = (await c.get(f"{API}/{created['data']['id']}")).json()["data"]
-                if task["status"] == "RUNNING" and task["processedRows"] != "0":
-                    seen.append((task["processedRows"], task["totalRows"]))
-                if task["status"] in ("SUCCEEDED", "FAILED"):
-                    break
-                await trio.sleep(0.02)
-    assert task["status"] == "SUCCEEDED"
-    assert len(seen) >= 2, seen
-    assert {total for _, total in seen} == {"12000"}
+    Provider's estimate.
+
+    On any machine speed: the Provider answers the batch after rows ``c`` only once the
+    test has read a progress of at least ``c - 2 batches`` (the progress a run writes lags
+    its fetches by one batch, write-behind). So a first reading of ``BATCH..2*BATCH`` must
+    come before a second of at least ``3*BATCH``: two readings, not a lucky timing."""
+    registry = tmp_path / "registry.yaml"
+    registry.write_text(gated_demo_registry(batch_size=BATCH))
+    read_up_to = 0
+    progressed = trio.Event()
+
+    async def gate(body: BatchBody) -> None:
+        while read_up_to < cursor_rows(body) - 2 * BATCH:
+            await progressed.wait()
+
+    seen: list[tuple[str, str | None]] = []
+    async with serve_provider(gated_demo_table(gate)) as provider_url:
+        settings = make_settings(
+            tmp_path,
+            registry=registry,
+            provider_urls={GATED_SERVICE: provider_url},
+            internal_service_token="gated-provider-token",
+            progress_write_seconds=0,  # a write at every batch boundary
+            publisher_poll_ms=200,
+        )
+        async with running_service(settings) as rt, client_for(rt, user=5005) as c:
+            body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 12 * BATCH}}
+            created = (await c.post(API, json=body)).json()
+            with trio.fail_after(60):
+                while True:
+                    task = (await c.get(f"{API}/{created['data']['id']}")).json()["data"]
+                    if task["status"] == "RUNNING" and task["processedRows"] != "0":
+                        seen.append((task["processedRows"], task["totalRows"]))
+                        read_up_to = max(read_up_to, int(task["processedRows"]))
+                        progressed.set()
+                        progressed = trio.Event()
+                    if task["status"] in ("SUCCEEDED", "FAILED"):
+                        break
+                    await trio.sleep(0.02)
+    assert task["status"] == "SUCCEEDED", task["failureMessage"]
+    assert len({p for p, _ in seen}) >= 2, seen
+    assert {total for _, total in seen} == {str(12 * BATCH)}
     assert [int(p) for p, _ in seen] == sorted(int(p) for p, _ in seen)

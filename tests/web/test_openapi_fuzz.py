@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import requests
 import schemathesis
 import trio
@@ -114,6 +115,7 @@ def fuzz(base_url: str, token: str, total: int) -> dict[str, int]:
     return sent
 
 
+@pytest.mark.timeout(1800)  # the request count is a setting (EXPORT_CENTER_SCHEMATHESIS_REQUESTS)
 async def test_every_answer_matches_the_openapi_document(tmp_path: Path) -> None:
     config = make_settings(
         tmp_path, publisher_poll_ms=200, reconciler_poll_ms=500, consumer_concurrency=2
