@@ -83,6 +83,8 @@ class Components:
         allowed_services: Provider services fixed at start; a reload can only pick among
             them.
         provider: the Provider HTTP client.
+        providers: where the Provider addresses come from (the map file, watched, or
+            the static settings).
         provider_urls: the static base URL of each Provider service
             (``FILE_EXPORT_PROVIDER_URLS``), read by ``provider`` through its map source
             (which answers from ``FILE_EXPORT_PROVIDER_MAP`` first); the demo Provider's is
@@ -118,6 +120,7 @@ class Components:
     registry_path: Path
     allowed_services: frozenset[str]
     provider: ProviderClient
+    providers: ProviderMapSource
     provider_urls: dict[str, str]
     wakeup: Wakeup
     web_services: Services
@@ -454,6 +457,7 @@ async def build_components(
         registry_path=registry_path,
         allowed_services=allowed,
         provider=provider,
+        providers=providers,
         provider_urls=provider_urls,
         wakeup=wakeup,
         web_services=web_services,

@@ -181,6 +181,24 @@ class ProviderMapSource:
             self._signature = signature
             await self._reload(self._path)
 
+    async def watch(self, poll_interval: float = 2.0) -> None:
+        """Trio actor: :meth:`refresh` every ``poll_interval`` seconds until cancelled, so a
+        bad edit is reported (one ERROR, the counter, its alert) within seconds, not only
+        when the next export starts. Runs still refresh before they start as well: a file
+        changed between two polls is used by the very next attempt. Returns at once
+        without a map file.
+
+        Raises:
+            ValueError: ``poll_interval`` is not positive.
+        """
+        if poll_interval <= 0:
+            raise ValueError(f"poll_interval must be positive, got {poll_interval!r}")
+        if self._path is None:
+            return
+        while True:
+            await trio.sleep(poll_interval)
+            await self.refresh()
+
     async def _reload(self, path: pathlib.Path) -> None:
         old = self._map
         assert old is not None

@@ -5,6 +5,7 @@ root (signals -> graceful stop)
 ├── web          supervised HTTP server (web/server.py), stopped through its shutdown trigger
 └── actors
     ├── registry     hot reload on file change / SIGHUP
+    ├── provider map reload of FILE_EXPORT_PROVIDER_MAP on change (and before each run)
     ├── transport    supervised RocketMQ link: connects, re-checks, reports (not embedded)
     ├── publisher    supervised
     ├── slot ×N      supervised consumer slots
@@ -207,6 +208,7 @@ async def _run_actors(c: Components, *, task_status: trio.TaskStatus[ActorTree])
                     on_reload_failed=lambda err: c.metrics.registry_reload_failures.inc(),
                 )
             )
+            actors.start_soon(supervise, "provider-map", c.providers.watch, c.metrics)
             if c.link is not None:
                 actors.start_soon(supervise, "transport", c.link.run, c.metrics)
             if c.publisher is not None:

@@ -208,6 +208,28 @@ async def test_a_bad_reload_keeps_the_old_map_with_one_error_and_one_count(
     assert source.services == frozenset({"iam-service"})
 
 
+async def test_the_watcher_reports_a_bad_edit_without_waiting_for_an_export(
+    map_file: pathlib.Path,
+) -> None:
+    """Between exports the watcher polls the file: a bad edit is rejected (one count, the
+    old map kept) and a good one used, with no run starting in between."""
+    failures = Failures()
+    source = open_source(map_file, failures)
+    async with trio.open_nursery() as n:
+        n.start_soon(source.watch, 0.01)
+        replace_file(map_file, map_yaml(extra=EVIL))
+        with trio.fail_after(10):
+            while not failures.errors:
+                await trio.sleep(0.01)
+        assert len(failures.errors) == 1 and url_of(source) == ONE
+        replace_file(map_file, map_yaml(TWO))
+        with trio.fail_after(10):
+            while url_of(source) != TWO:
+                await trio.sleep(0.01)
+        n.cancel_scope.cancel()
+    assert len(failures.errors) == 1
+
+
 async def test_a_deleted_file_keeps_the_old_map_and_its_return_is_loaded(
     map_file: pathlib.Path,
 ) -> None:
