@@ -11,6 +11,7 @@ import httpx
 import pytest
 import trio
 
+from actors.core.health import Component
 from actors.core.models import ExportDefinition, Registry
 from actors.core.outcomes import RetryOutcome
 from actors.metrics import Metrics
@@ -167,10 +168,14 @@ async def test_the_storage_probe_reports_free_space_and_writability(
     with caplog.at_level(logging.INFO, logger="actors.sampler"):
         await failing.sample_once()
         await failing.sample_once()
+        # /healthz/details names the storage as the degraded component, and why
+        seen = failing.health.get(Component.STORAGE)
+        assert not seen.up and seen.detail.strip(), seen
         broken_root.unlink()
         broken_root.mkdir()
         await failing.sample_once()
     assert gauge(metrics, "export_storage_writable") == 1
+    assert failing.health.get(Component.STORAGE).up
     lines = [r.getMessage() for r in caplog.records if r.name == "actors.sampler"]
     assert len(lines) == 2, lines  # one when it fails, one when it recovers
     assert lines[0].startswith("storage probe failed: ") and lines[1] == "storage is writable again"

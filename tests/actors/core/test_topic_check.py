@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 
-from actors.core.topic_check import TopicAccess, decide_transport_start, topic_access
+from actors.core.topic_check import (
+    TopicAccess,
+    decide_transport_start,
+    parse_name_server,
+    topic_access,
+)
 
 CMD = "p-file-export-command-v1"
 DLQ = "%DLQ%p-file-export-worker-v1"
@@ -93,3 +98,39 @@ def test_messages_say_what_is_wrong_with_the_topic() -> None:
     assert access(DLQ, MISSING).describe() == f"topic {DLQ} does not exist at the NameServer"
     assert "(writable)" in access(DLQ, (False, True)).describe()
     assert access(DLQ, RW).describe() == ""
+
+
+@pytest.mark.parametrize(
+    ("value", "pairs"),
+    [
+        ("127.0.0.1:9876", (("127.0.0.1", 9876),)),
+        ("ns-a:9876;ns-b:9877", (("ns-a", 9876), ("ns-b", 9877))),
+        (" ns-a:9876 ; ", (("ns-a", 9876),)),
+        ("[::1]:9876", (("[::1]", 9876),)),
+    ],
+)
+def test_a_well_formed_name_server_setting_is_read(
+    value: str, pairs: tuple[tuple[str, int], ...]
+) -> None:
+    assert parse_name_server(value) == pairs
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("", "no host:port"),
+        (";", "no host:port"),
+        ("namesrv", "'namesrv' is not host:port"),
+        (":9876", "':9876' is not host:port"),
+        ("namesrv:port", "'namesrv:port' is not host:port"),
+        ("namesrv:0", "port 0 is out of range"),
+        ("namesrv:65536", "port 65536 is out of range"),
+        ("namesrv:٩٨٧٦", "is not host:port"),
+        ("name srv:9876", "the host contains a space"),
+    ],
+)
+def test_a_malformed_name_server_setting_is_refused_naming_the_entry(value: str, says: str) -> None:
+    """Simply wrong: a configuration error at start (unlike a NameServer that does not
+    answer, which only keeps the transport down)."""
+    with pytest.raises(ValueError, match=says):
+        parse_name_server(value)

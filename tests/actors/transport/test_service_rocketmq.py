@@ -702,7 +702,11 @@ async def broker_sh(command: str, broker: Broker) -> str:
 
 
 async def test_broker_outage_after_commit_holds_the_command_and_sends_it_once_back(
-    rocketmq_broker: Broker, start_service: ServiceFactory, tap: BrokerTap, figures: dict[str, str]
+    rocketmq_broker: Broker,
+    start_service: ServiceFactory,
+    tap: BrokerTap,
+    figures: dict[str, str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """§7.4 with the consumer off (a staged roll-out step): the task commits while the
     broker is down. The transport link sees it down, so the publisher holds the due row
@@ -710,6 +714,7 @@ async def test_broker_outage_after_commit_holds_the_command_and_sends_it_once_ba
     is back the link wakes the publisher and the same row is sent at once, one send in all
     — no manual step. Stops and restarts the shared broker (restarted in ``finally``
     whatever happens)."""
+    caplog.set_level(logging.INFO, logger="actors.transport.rocketmq.link")
     rt = await start_service(consumer_enabled=False, transport_check_seconds=0.5)
     assert rt.link is not None
     stopped = False
@@ -739,6 +744,11 @@ async def test_broker_outage_after_commit_holds_the_command_and_sends_it_once_ba
         row = await eventually(sent, what="the held row sent", timeout=120)
         assert row.attempt_count == 1 and len(tap.sends_for(task_id)) == 1
         assert counter(rt.metrics, "export_transport_up") == 1
+        # one line when it went down and one when it came back, not one per failed check
+        levels = [r.levelno for r in caplog.records if r.name == "actors.transport.rocketmq.link"]
+        assert levels[0] == logging.WARNING and levels[-1] == logging.INFO, levels
+        assert all(a != b for a, b in zip(levels, levels[1:], strict=False)), levels
+        assert rt.link.checks > len(levels)
         figures["outage recovery"] = (
             f"held row sent {ms(row.sent_at, restart_began_at) / 1000:.1f} s after"
             " `broker.sh start` began (provisioning included); 1 send attempt"
