@@ -26,7 +26,7 @@ An idle slot waits for a command *or* the next claim round (``actors.wakeup.Clai
 every ``FILE_EXPORT_CONSUMER_POLL_MS``, and at once after a create or retry on this
 instance while the bus is down), and pulls in each round. So tasks run with no command at
 all: while the message bus is down, before the transport has connected, or when a command
-was lost — the bus only makes dispatch fast (docs/design-rules.md). A command that arrives
+was lost — the bus only makes dispatch fast (docs/design-rules.md §4.2). A command that arrives
 for a task a pull already claimed meets a RUNNING task and is acked as a no-claim.
 """
 

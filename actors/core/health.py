@@ -1,7 +1,7 @@
 """The health of the service's components, as one instance sees them.
 
-Three components can fail without taking the service down (docs/design-rules.md, "The
-bus is only a fast path"): the database, the command transport and the export storage.
+Three components can fail without taking the service down (docs/design-rules.md
+§4.2): the database, the command transport and the export storage.
 Each actor that watches one writes what it saw here; ``/healthz/details`` and the
 ``export_transport_up`` gauge read it. ``/healthz`` itself, the load balancer's question,
 only asks whether this instance can answer the API: a transport that is down degrades

@@ -5,6 +5,7 @@ Running the claimed task is the executor's (``tests/actors/test_execution.py``).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
@@ -102,6 +103,20 @@ class CountingStore:
         return await self._store.fair_share_load(owner, limit)
 
 
+def signalling_pipeline(
+    store: ExportStore, storage: LocalDirectoryStorage
+) -> tuple[trio.Event, Callable[[RunContext], Awaitable[ExportResult]]]:
+    """A pipeline that writes a small file, and the event it sets when a run starts."""
+    ran = trio.Event()
+
+    async def pipeline(ctx: RunContext) -> ExportResult:
+        ran.set()
+        key = await start_file(store, storage, ctx)
+        return ExportResult(key, "f.xlsx", "x", 18, 1)
+
+    return ran, pipeline
+
+
 async def test_an_idle_slot_claims_a_due_task_in_the_next_claim_round_with_no_command(
     autojump_clock: trio.testing.MockClock,
     store: ExportStore,
@@ -111,15 +126,9 @@ async def test_an_idle_slot_claims_a_due_task_in_the_next_claim_round_with_no_co
 ) -> None:
     """The bus only makes dispatch fast: with no command ever delivered (the bus is down,
     or the command was lost), an idle slot claims the due task from the database in the
-    next claim round (docs/design-rules.md, "The bus is only a fast path")."""
+    next claim round (docs/design-rules.md §4.2, §8.1)."""
     task = await create(store)
-    ran = trio.Event()
-
-    async def pipeline(ctx: RunContext) -> ExportResult:
-        ran.set()
-        key = await start_file(store, storage, ctx)
-        return ExportResult(key, "f.xlsx", "x", 18, 1)
-
+    ran, pipeline = signalling_pipeline(store, storage)
     rounds = ClaimRounds()
     slot = make_slot(store, storage, settings, metrics, pipeline, rounds=rounds)
     async with trio.open_nursery() as n:
@@ -186,13 +195,7 @@ async def test_a_create_wakes_idle_slots_at_once(
 ) -> None:
     """A round started by ``set`` (the API's wake-up after a create) claims at once,
     without waiting for the poll."""
-    ran = trio.Event()
-
-    async def pipeline(ctx: RunContext) -> ExportResult:
-        ran.set()
-        key = await start_file(store, storage, ctx)
-        return ExportResult(key, "f.xlsx", "x", 18, 1)
-
+    ran, pipeline = signalling_pipeline(store, storage)
     rounds = ClaimRounds()
     slot = make_slot(store, storage, settings, metrics, pipeline, rounds=rounds)
     async with trio.open_nursery() as n:

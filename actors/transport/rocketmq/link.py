@@ -1,6 +1,6 @@
 """``TransportLink``: keeps the RocketMQ transport connected; never a start-up dependency.
 
-The message bus only makes dispatch fast; the database is the truth (docs/design-rules.md).
+The message bus only makes dispatch fast; the database is the truth (docs/design-rules.md §4.2).
 So a NameServer that cannot be reached, a broker that is down or a topic that does not
 exist yet never stops the service: the API, the download center, the publisher's outbox
 and the consumer slots (which claim due tasks from the database) all run without it. This

@@ -1,6 +1,6 @@
 """A broker outage with restarts, as an operator would live it: MariaDB, the real RocketMQ
-NameServer + broker, the service as real processes (docs/design-rules.md, "The bus is only
-a fast path"; docs/operations.md, ExportTransportDown).
+NameServer + broker, the service as real processes (docs/design-rules.md §4.2;
+docs/operations.md, ExportTransportDown).
 
 1. Before the outage an export runs through the broker.
 2. The NameServer and the broker stop; the service is **restarted during the outage**. It
