@@ -118,8 +118,10 @@ def test_inspect_json_tells_lease_deadline_outbox_events_and_rows(
     assert lease["until"] < doc["dbTime"]
     assert -9 < doc["deadline"]["inSeconds"] <= -4
     [row] = doc["outbox"]
-    assert row["dispatchVersion"] == 1 and row["status"] == "PENDING"
-    assert re.fullmatch(r"[0-9a-f]{32}", row["traceId"]) and row["sentAt"] is None
+    # claimed before its command was sent: the claim closed it (never sent)
+    assert row["dispatchVersion"] == 1 and row["status"] == "SENT"
+    assert row["attemptCount"] == 0 and "claimed from the database" in row["lastError"]
+    assert re.fullmatch(r"[0-9a-f]{32}", row["traceId"])
     assert [e["kind"] for e in doc["events"]] == ["created", "claimed"]
     assert all(e["taskId"] == str(task.id) for e in doc["events"])
     rows = doc["troubleshooting"]

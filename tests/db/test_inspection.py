@@ -43,7 +43,8 @@ async def test_inspect_reads_row_outbox_events_and_db_time_together(
     seen = await store.inspect_task(task.id)
     assert seen is not None
     assert seen.task.status == TaskStatus.RUNNING and seen.task.lease_owner == "owner-a"
-    assert [(r.dispatch_version, r.status) for r in seen.outbox] == [(1, OutboxStatus.PENDING)]
+    # claimed before its command was sent: the claim closed it (never sent)
+    assert [(r.dispatch_version, r.status) for r in seen.outbox] == [(1, OutboxStatus.SENT)]
     assert seen.current_outbox() == seen.outbox[0]
     assert [e.kind for e in seen.events] == [TaskEventKind.CREATED, TaskEventKind.CLAIMED]
     assert seen.db_now == await store.db_now()  # the mock clock has not moved
