@@ -69,6 +69,19 @@ def open_source(path: pathlib.Path, failures: Failures | None = None) -> Provide
     )
 
 
+def count_loads(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Record each read of the map file (the arguments of each call), from now on."""
+    loads: list[Any] = []
+    real = source_module.load_provider_map_file
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        loads.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(source_module, "load_provider_map_file", counting)
+    return loads
+
+
 def url_of(source: ProviderMapSource, service: str = "iam-service") -> str | None:
     endpoint = source.endpoint(service)
     return None if endpoint is None else endpoint.base_url
@@ -165,14 +178,7 @@ async def test_an_unchanged_file_is_not_read_again(
     map_file: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     source = open_source(map_file)
-    loads: list[Any] = []
-    real = source_module.load_provider_map_file
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        loads.append(args)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(source_module, "load_provider_map_file", counting)
+    loads = count_loads(monkeypatch)
     for _ in range(5):
         await source.refresh()
 
@@ -263,14 +269,7 @@ async def test_concurrent_refreshes_read_a_changed_file_once(
     map_file: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     source = open_source(map_file)
-    loads: list[Any] = []
-    real = source_module.load_provider_map_file
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        loads.append(args)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(source_module, "load_provider_map_file", counting)
+    loads = count_loads(monkeypatch)
     replace_file(map_file, map_yaml(TWO))
     async with trio.open_nursery() as nursery:
         for _ in range(4):  # four slots start a run at once
