@@ -82,7 +82,8 @@ class GaugeSampler:
 
         probe = await self.storage.probe()
         m.storage_writable.set(1 if probe.writable else 0)
-        self.health.report(Component.STORAGE, probe.writable, probe.error or "not writable")
+        problem = "" if probe.writable else (probe.error or "not writable")
+        self.health.report(Component.STORAGE, probe.writable, problem)
         if probe.free_bytes is not None:
             m.storage_free_bytes.set(probe.free_bytes)
         if probe.error != self._storage_error:

@@ -31,7 +31,8 @@ class ComponentHealth:
     Attributes:
         component: which one.
         up: whether it works.
-        detail: why it does not (empty when it is up), for operators.
+        detail: why it does not work, or (when up) what works only in part; for
+            operators.
     """
 
     component: Component
@@ -55,13 +56,13 @@ class HealthBoard:
         Args:
             component: the component watched.
             up: whether it works.
-            detail: why not (ignored when ``up``).
+            detail: why not; when ``up``, what works only in part ("" when all does).
 
         Returns:
             Whether ``up`` changed (the caller logs a change once, not every check).
         """
         before = self._seen[component]
-        self._seen[component] = ComponentHealth(component, up, "" if up else detail)
+        self._seen[component] = ComponentHealth(component, up, detail)
         return before.up != up
 
     def get(self, component: Component) -> ComponentHealth:

@@ -26,6 +26,7 @@ No IO here: the caller fetches the routes and carries the decision out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -62,7 +63,10 @@ class TopicAccess:
     def describe(self) -> str:
         """Why the topic is not usable as read-write, for a message; "" when it is."""
         if not self.exists:
-            return f"topic {self.topic} does not exist at the NameServer"
+            return (
+                f"the NameServer has no route for topic {self.topic}: the broker serving"
+                " it is down (or not registered), or the topic was never created"
+            )
         if self.read_write:
             return ""
         can = [w for w, ok in (("readable", self.readable), ("writable", self.writable)) if ok]
@@ -137,9 +141,10 @@ def decide_transport_start(
     if not command.read_write:
         return TransportStart(
             refusal=(
-                f"{command.describe()}: no command can be sent or received. Create the"
-                f" topics with {INIT_TOPICS} (MQ_TOPIC_PREFIX and ROCKETMQ_NAME_SERVER as"
-                " this service has them); the service checks again by itself"
+                f"{command.describe()}: no command can be sent or received. Check that"
+                " the broker runs (mqadmin clusterList); if it does, create the topics"
+                f" with {INIT_TOPICS} (MQ_TOPIC_PREFIX and ROCKETMQ_NAME_SERVER as this"
+                " service has them). The service checks again by itself"
             ),
             consume_commands=False,
         )
@@ -162,9 +167,16 @@ def decide_transport_start(
             f"{problem}: the consumer stays off (FILE_EXPORT_CONSUMER_ENABLED is ignored),"
             " because a poison command could not be dead-lettered and would be sent again"
             " and again; the publisher and the API run, and the slots claim due tasks from"
-            f" the database. Create the topic with {INIT_TOPICS} and restart this instance"
+            f" the database. Create the topic with {INIT_TOPICS}: the consumer then starts"
+            " by itself"
         ),
     )
+
+
+#: A host name (RFC 1123 labels) or a dotted IPv4 address; what the RocketMQ client takes.
+_HOST = re.compile(
+    r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
+)
 
 
 def parse_name_server(value: str) -> tuple[tuple[str, int], ...]:
@@ -180,20 +192,26 @@ def parse_name_server(value: str) -> tuple[tuple[str, int], ...]:
         The ``(host, port)`` pairs, in order.
 
     Raises:
-        ValueError: empty, or an entry without a host or with a port that is not a number
-            in 1..65535; the message names the entry.
+        ValueError: empty; an entry with a scheme (``http://``), a comma (several are
+            separated by ``;``), a host that is not a host name or IPv4 address (RFC 1123
+            labels; the bundled client takes no IPv6 literal), or a port that is not a
+            number in 1..65535. The message names the entry.
     """
     pairs = []
     for entry in (e.strip() for e in value.split(";")):
         if not entry:
             continue
+        if "://" in entry:
+            raise ValueError(f"{entry!r}: no scheme, just host:port")
+        if "," in entry:
+            raise ValueError(f"{entry!r}: separate several NameServers with ';', not ','")
         host, sep, port = entry.rpartition(":")
         if not sep or not host or not (port.isascii() and port.isdigit()):
             raise ValueError(f"{entry!r} is not host:port")
         if not 1 <= int(port) <= 65535:
             raise ValueError(f"{entry!r}: port {port} is out of range")
-        if any(c.isspace() for c in host):
-            raise ValueError(f"{entry!r}: the host contains a space")
+        if not host.isascii() or not _HOST.fullmatch(host):
+            raise ValueError(f"{entry!r}: {host!r} is not a host name or IPv4 address")
         pairs.append((host, int(port)))
     if not pairs:
         raise ValueError("no host:port given")

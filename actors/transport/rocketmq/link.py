@@ -15,11 +15,13 @@ actor, supervised beside the others, does the rest:
   a broker that went away loses its route at the NameServer, and a NameServer that went
   away answers nothing. The native clients reconnect by themselves; this actor only
   reports what it sees.
-* **Report.** One WARNING when the transport goes down (with the reason), one INFO when it
-  is back, never a line per attempt; the ``export_transport_up`` gauge and the transport
-  component of ``/healthz/details`` follow it. While it is down the publisher holds its
-  due rows instead of failing one send after another (their age shows in
-  ``export_outbox_oldest_age_seconds``); when it is back the publisher is woken at once.
+* **Report.** One WARNING when the transport goes down (with the reason, and one more if
+  the reason changes), one INFO when it is back, never a line per attempt; the
+  ``export_transport_up`` gauge and the transport component of ``/healthz/details``
+  follow it (a worker consumer left off for want of its DLQ topic is noted there too,
+  and started by the next check that finds the topic routed). While it is down the
+  publisher holds its due rows instead of failing one send after another (their age shows
+  in ``export_outbox_oldest_age_seconds``); when it is back the publisher is woken at once.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class TransportLink:
         self.check_seconds = check_seconds
         self.backoff = LoopBackoff(min(FIRST_RETRY_SECONDS, check_seconds), check_seconds)
         self._reported: bool | None = None  # None: nothing reported yet
+        self._problem: str | None = None  # the reason last reported
         self._told: set[str] = set()  # start-time warnings already logged
         self.checks = 0
 
@@ -104,6 +107,7 @@ class TransportLink:
             Why the transport is down, or ``None`` when it is up.
         """
         t = self.transport
+        note = ""
         try:
             command = await fetch_topic_access(self.name_server, t.command_topic)
             dead_letter = await fetch_topic_access(self.name_server, t.dead_letter_topic)
@@ -112,31 +116,52 @@ class TransportLink:
         else:
             decision = decide_transport_start(command, dead_letter, self.consumer_enabled)
             problem = decision.refusal
-            if problem is None and not t.started:
+            note = decision.consumer_refusal or ""
+            if problem is None:
                 self._tell_once(decision.consumer_refusal, logging.ERROR)
                 for warning in decision.warnings:
                     self._tell_once(warning, logging.WARNING)
-                try:
-                    await t.start(consume_commands=decision.consume_commands)
-                except TransportStartError as exc:
-                    problem = f"the RocketMQ clients could not start: {exc}"
-        self._report(problem)
+                problem = await self._start(decision.consume_commands)
+        self._report(problem, note)
         self.checks += 1  # after the report: a reader seeing the count sees its result
         return problem
+
+    async def _start(self, consume_commands: bool) -> str | None:
+        """Start the native clients, or the worker consumer a start left off (its
+        dead-letter topic is routed now); why that failed, or ``None``."""
+        t = self.transport
+        try:
+            if not t.started:
+                await t.start(consume_commands=consume_commands)
+            elif consume_commands and not t.consume_commands:
+                await t.start_command_consumer()
+                log.info(
+                    "the dead-letter topic %s is routed now: the worker consumer started",
+                    t.dead_letter_topic,
+                )
+        except TransportStartError as exc:
+            return f"the RocketMQ clients could not start: {exc}"
+        return None
 
     def _tell_once(self, message: str | None, level: int) -> None:
         if message and message not in self._told:
             self._told.add(message)
             log.log(level, "%s", message)
 
-    def _report(self, problem: str | None) -> None:
+    def _report(self, problem: str | None, note: str = "") -> None:
         up = problem is None
-        self.health.report(Component.TRANSPORT, up, problem or "")
+        self.health.report(Component.TRANSPORT, up, problem or note)
         self.set_gauge(1 if up else 0)
         if up == self._reported:
+            if not up and problem != self._problem:
+                # still down, for another reason (say the NameServer stopped after the
+                # broker): one line per reason, never one per check
+                log.warning("RocketMQ transport still down, now: %s", problem)
+            self._problem = problem
             return
         first = self._reported is None
         self._reported = up
+        self._problem = problem
         if up:
             if not first:
                 log.info("RocketMQ transport is back: commands are sent and received again")

@@ -251,6 +251,33 @@ class RocketMQTransport:
             self.dlq_handler_group,
         )
 
+    async def start_command_consumer(self) -> None:
+        """Start the worker consumer of a transport that started without it (its
+        dead-letter topic was not routed then); the ``TransportLink`` calls this once it
+        is. Does nothing when the worker consumer already runs.
+
+        Raises:
+            RuntimeError: the transport has not started.
+            RocketMQTransportError: the native consumer could not start (tried again at
+                the next check).
+        """
+        if not self._started:
+            raise RuntimeError("start the transport first")
+        if self.consume_commands:
+            return
+        try:
+            await self._start_consumer(
+                "worker",
+                self.worker_group,
+                self.command_topic,
+                COMMAND_TAG,
+                self.consumer_concurrency,
+                self._bridge.on_command,
+            )
+        except NativeClientError as exc:
+            raise RocketMQTransportError(f"RocketMQ worker consumer start failed: {exc}") from exc
+        self.consume_commands = True
+
     async def _start_consumer(
         self,
         label: str,

@@ -16,6 +16,9 @@ def test_every_component_starts_up_and_a_report_says_whether_it_changed() -> Non
         Component.TRANSPORT, False, "still none"
     )
     assert overall_status(board.snapshot()) == "degraded"
-    assert board.report(Component.TRANSPORT, True, "ignored when up") is True
+    assert board.report(Component.TRANSPORT, True) is True
     assert board.get(Component.TRANSPORT).detail == ""
     assert overall_status(board.snapshot()) == "ok"
+    # up, with a part that does not work (the worker consumer waits for its DLQ topic)
+    assert board.report(Component.TRANSPORT, True, "the consumer stays off") is False
+    assert board.get(Component.TRANSPORT).detail == "the consumer stays off"

@@ -144,7 +144,7 @@ async def test_service_without_its_command_topic_starts_and_runs_tasks_from_the_
     settings = rmq_settings(rocketmq_broker, tmp_path, prefix, transport_check_seconds=0.5)
     async with running_service(settings) as rt, client_for(rt) as c:
         down = await transport_component(rt, c, "down")
-        assert f"topic {prefix}file-export-command-v1 does not exist" in down["detail"]
+        assert f"no route for topic {prefix}file-export-command-v1" in down["detail"]
         assert (await c.get("/healthz")).status_code == 200
         assert "export_transport_up 0.0" in (await c.get("/metrics")).text
         body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 10}}
@@ -218,9 +218,19 @@ async def topic_without_dlq(rocketmq_broker: Broker) -> AsyncIterator[str]:
     the topic is deleted from the broker and the NameServer afterwards."""
     prefix = unique_prefix()
     topic = f"{prefix}file-export-command-v1"
-    broker = await broker_address(rocketmq_broker)
+    try:
+        await create_topic(rocketmq_broker, topic)
+        yield prefix
+    finally:
+        with trio.CancelScope(shield=True):
+            await delete_topic(rocketmq_broker, topic)
+            await delete_topic(rocketmq_broker, dead_letter_topic(f"{prefix}file-export-worker-v1"))
+
+
+async def create_topic(rocketmq_broker: Broker, topic: str) -> None:
+    """Create ``topic`` read-write on the broker and wait until the NameServer routes it."""
     created = await remoting_request(
-        broker,
+        await broker_address(rocketmq_broker),
         17,  # UPDATE_AND_CREATE_TOPIC, what mqadmin updateTopic sends
         {
             "topic": topic,
@@ -234,15 +244,15 @@ async def topic_without_dlq(rocketmq_broker: Broker) -> AsyncIterator[str]:
         },
     )
     assert created.code == SUCCESS, created
-    try:
-        with trio.fail_after(30):  # the broker registers the route with the NameServer
-            while not (await fetch_topic_access(rocketmq_broker.name_server, topic)).exists:
-                await trio.sleep(0.2)
-        yield prefix
-    finally:
-        with trio.CancelScope(shield=True):
-            await remoting_request(broker, 215, {"topic": topic})  # DELETE_TOPIC_IN_BROKER
-            await remoting_request(rocketmq_broker.name_server, 216, {"topic": topic})
+    with trio.fail_after(30):  # the broker registers the route with the NameServer
+        while not (await fetch_topic_access(rocketmq_broker.name_server, topic)).exists:
+            await trio.sleep(0.2)
+
+
+async def delete_topic(rocketmq_broker: Broker, topic: str) -> None:
+    """Delete ``topic`` from the broker and the NameServer (no error if it is missing)."""
+    await remoting_request(await broker_address(rocketmq_broker), 215, {"topic": topic})
+    await remoting_request(rocketmq_broker.name_server, 216, {"topic": topic})
 
 
 @pytest.mark.rocketmq
@@ -253,20 +263,30 @@ async def test_service_without_its_dlq_topic_keeps_the_worker_consumer_off(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The worker consumer stays off (a poison command could not be dead-lettered), with
-    an ERROR naming the topic; the transport is up for sending, and the slots still run
-    tasks by claiming them from the database."""
+    an ERROR naming the topic and a note on /healthz/details; the transport is up for
+    sending, and the slots still run tasks by claiming them from the database. Once the
+    topic is created the worker consumer starts by itself, with no restart."""
     dlq = dead_letter_topic(f"{topic_without_dlq}file-export-worker-v1")
-    settings = rmq_settings(rocketmq_broker, tmp_path, topic_without_dlq)
+    settings = rmq_settings(
+        rocketmq_broker, tmp_path, topic_without_dlq, transport_check_seconds=0.5
+    )
     with caplog.at_level(logging.ERROR, logger="actors.transport.rocketmq.link"):
         async with running_service(settings) as rt, client_for(rt) as c:
-            await transport_component(rt, c, "up")
+            up = await transport_component(rt, c, "up")
+            assert f"no route for topic {dlq}" in up["detail"], up
             assert isinstance(rt.transport, RocketMQTransport)
             assert rt.transport.started and not rt.transport.consume_commands
             refused = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
             assert any(
-                f"topic {dlq} does not exist" in m and "consumer stays off" in m for m in refused
+                f"no route for topic {dlq}" in m and "consumer stays off" in m for m in refused
             ), refused
             body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 10}}
             created = (await c.post(API, json=body)).json()
             assert created["code"] == "200", created
             await wait_for_status(c, created["data"]["id"], "SUCCEEDED")
+
+            await create_topic(rocketmq_broker, dlq)
+            with trio.fail_after(30):
+                while not rt.transport.consume_commands:
+                    await trio.sleep(0.05)
+            assert (await transport_component(rt, c, "up"))["detail"] == ""
