@@ -221,14 +221,7 @@ class RocketMQTransport:
             )
             await trio.to_thread.run_sync(native.start, self._producer)
             if self.consume_commands:
-                await self._start_consumer(
-                    "worker",
-                    self.worker_group,
-                    self.command_topic,
-                    COMMAND_TAG,
-                    self.consumer_concurrency,
-                    self._bridge.on_command,
-                )
+                await self._start_worker_consumer()
             if self.consume_dead_letters:
                 # "*": whatever lands in the DLQ must be handled, whatever its tag.
                 await self._start_consumer(
@@ -266,17 +259,21 @@ class RocketMQTransport:
         if self.consume_commands:
             return
         try:
-            await self._start_consumer(
-                "worker",
-                self.worker_group,
-                self.command_topic,
-                COMMAND_TAG,
-                self.consumer_concurrency,
-                self._bridge.on_command,
-            )
+            await self._start_worker_consumer()
         except NativeClientError as exc:
             raise RocketMQTransportError(f"RocketMQ worker consumer start failed: {exc}") from exc
         self.consume_commands = True
+
+    async def _start_worker_consumer(self) -> None:
+        """Subscribe the worker consumer group to the command topic (``EXPORT_TASK``)."""
+        await self._start_consumer(
+            "worker",
+            self.worker_group,
+            self.command_topic,
+            COMMAND_TAG,
+            self.consumer_concurrency,
+            self._bridge.on_command,
+        )
 
     async def _start_consumer(
         self,
