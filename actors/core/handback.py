@@ -84,7 +84,6 @@ def decide_hand_back(
     attempt_count: int,
     max_attempts: int,
     max_handbacks: int,
-    earlier_causes: Sequence[str] = (),
 ) -> HandBack:
     """Decide one hand-back (the table in the module docstring).
 
@@ -94,11 +93,11 @@ def decide_hand_back(
         attempt_count: the task's attempts, this run included (the claim counted it).
         max_attempts: the task's automatic-retry ceiling.
         max_handbacks: ``FILE_EXPORT_MAX_HANDBACKS``: hand-backs in a row that are free.
-        earlier_causes: the causes of the earlier hand-backs of the row, oldest first, as
-            far as the task's history still has them; only for the message.
 
     Returns:
-        The :class:`HandBack`.
+        The :class:`HandBack`; a counted one's message names this cause only (the store,
+        which can read the row's earlier causes from the history, names them all with
+        :func:`hand_back_message`).
     """
     in_a_row = handback_count + 1
     if in_a_row <= max_handbacks:
@@ -106,9 +105,7 @@ def decide_hand_back(
     fate = (
         HandBackFate.COUNTED if should_retry(attempt_count, max_attempts) else HandBackFate.FAILED
     )
-    message = hand_back_message(
-        in_a_row, [*earlier_causes, cause.value], attempt_count, max_attempts
-    )
+    message = hand_back_message(in_a_row, [cause.value], attempt_count, max_attempts)
     return HandBack(cause, fate, in_a_row, attempt_count, max_attempts, message)
 
 

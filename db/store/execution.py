@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from actors.core import dispatch, fairness
@@ -19,6 +20,7 @@ from actors.core.handback import (
     HandBackCause,
     HandBackFate,
     decide_hand_back,
+    hand_back_message,
 )
 from actors.core.models import Command, Task, TaskStatus
 from actors.core.outcomes import ClaimResult, RetryOutcome
@@ -422,14 +424,14 @@ class ExecutionTransitions(StoreBase):
         async with self.db.transaction() as tx:
             if decision.fate != HandBackFate.REFUNDED:
                 # Counted: the message names the causes of the whole row.
-                decision = decide_hand_back(
-                    cause,
-                    handback_count=task.handback_count,
-                    attempt_count=task.attempt_count,
-                    max_attempts=task.max_attempts,
-                    max_handbacks=max_handbacks,
-                    earlier_causes=await self._earlier_hand_back_causes(
-                        tx, task.id, decision.in_a_row - 1
+                earlier = await self._earlier_hand_back_causes(tx, task.id, decision.in_a_row - 1)
+                decision = replace(
+                    decision,
+                    message=hand_back_message(
+                        decision.in_a_row,
+                        [*earlier, cause.value],
+                        decision.attempt,
+                        decision.max_attempts,
                     ),
                 )
             assert decision.fate == HandBackFate.REFUNDED or decision.message is not None

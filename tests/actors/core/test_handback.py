@@ -98,15 +98,8 @@ def test_a_task_interrupted_forever_ends_after_the_free_hand_backs_plus_its_atte
 
 
 def test_the_message_names_each_cause_of_the_row_once_in_order() -> None:
-    got = decide_hand_back(
-        DOG,
-        handback_count=3,
-        attempt_count=3,
-        max_attempts=3,
-        max_handbacks=3,
-        earlier_causes=["shutdown", "database fault", "shutdown"],
-    )
-    assert got.message == (
+    got = hand_back_message(4, ["shutdown", "database fault", "shutdown", DOG.value], 3, 3)
+    assert got == (
         "handed back 4 times in a row (shutdown, database fault, watchdog outage) without"
         " finishing; counted as attempt 3 of 3"
     )
