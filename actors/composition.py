@@ -32,7 +32,7 @@ from actors.config import Settings
 from actors.consumer import ConsumerSlot
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.errors import ConfigError, RegistryError, sole_exception
-from actors.core.health import Component, HealthBoard
+from actors.core.health import HealthBoard
 from actors.core.ids import IdGenerator
 from actors.core.models import Registry
 from actors.core.ports import CommandTransport
@@ -396,9 +396,6 @@ async def build_components(
     rounds = ClaimRounds()
     link = build_transport_link(settings, transport, health, metrics, wakeup.set)
     bus_up: Callable[[], bool] = (lambda: link.up) if link is not None else (lambda: True)
-    if link is not None:
-        metrics.transport_up.set(0)  # until the link's first check says otherwise
-        health.report(Component.TRANSPORT, False, "not connected yet")
     local = LocalClaims()  # what this process's slots hold; shared with its reconciler
     web_services = Services(
         store=store,

@@ -80,6 +80,9 @@ class TransportLink:
         self.backoff = LoopBackoff(min(FIRST_RETRY_SECONDS, check_seconds), check_seconds)
         self._reported: bool | None = None  # None: nothing reported yet
         self._problem: str | None = None  # the reason last reported
+        # down until the first check says otherwise
+        health.report(Component.TRANSPORT, False, "not connected yet")
+        set_gauge(0)
         self._told: set[str] = set()  # start-time warnings already logged
         self.checks = 0
 
