@@ -2,7 +2,7 @@
 
 Layers, each importing only from strictly lower ones:
 
-    actors.cli, actors.composition, actors.runtime
+    actors.cli.main, actors.composition, actors.runtime
                                     composition root: CLI, building the services, running
                                     the nursery tree
     actors.<actor modules>          publisher, consumer slots (and the execution of what they

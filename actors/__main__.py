@@ -1,6 +1,6 @@
 """``python -m actors`` runs the service, like ``export-center serve``."""
 
-from actors.cli import main
+from actors.cli.main import main
 
 if __name__ == "__main__":
     main(["serve"])

@@ -27,29 +27,29 @@ import trio
 import trio_asyncio
 from hypercorn.config import Config as HypercornConfig
 
-from actors.claim_gate import ClaimGate
-from actors.config import Settings
-from actors.consumer import ConsumerSlot
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.errors import ConfigError, RegistryError, sole_exception
 from actors.core.health import HealthBoard
 from actors.core.ids import IdGenerator
 from actors.core.models import Registry
 from actors.core.ports import CommandTransport
-from actors.dlq import DlqHandler
-from actors.local_claims import LocalClaims
-from actors.metrics import Metrics
 from actors.pipeline.export_worker import WorkerPool
 from actors.pipeline.provider_client import ProviderClient
 from actors.pipeline.runner import ExportRunner
 from actors.pipeline.storage import LocalDirectoryStorage
-from actors.provider_map_source import ProviderMapSource, open_provider_map
-from actors.publisher import Publisher
-from actors.reconciler import Reconciler
-from actors.registry_source import RegistryHolder, default_registry_path, load_registry_file
-from actors.sampler import GaugeSampler
+from actors.service.config import Settings
+from actors.service.metrics import Metrics
+from actors.service.provider_map_source import ProviderMapSource, open_provider_map
+from actors.service.registry_source import RegistryHolder, default_registry_path, load_registry_file
+from actors.service.wakeup import ClaimRounds, CommitWakeup, Wakeup
+from actors.supervised.claim_gate import ClaimGate
+from actors.supervised.consumer import ConsumerSlot
+from actors.supervised.dlq import DlqHandler
+from actors.supervised.local_claims import LocalClaims
+from actors.supervised.publisher import Publisher
+from actors.supervised.reconciler import Reconciler
+from actors.supervised.sampler import GaugeSampler
 from actors.transport.embedded import EmbeddedBus
-from actors.wakeup import ClaimRounds, CommitWakeup, Wakeup
 from db.database import Database, DatabaseAccessError, DatabaseUnavailableError
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
@@ -243,7 +243,7 @@ def build_transport(settings: Settings) -> CommandTransport:
     """
     if settings.transport == "rocketmq":
         # Imported only in this mode: the native client exists only for Linux x86-64.
-        from actors.core.topic_check import parse_name_server
+        from actors.core.rocketmq.topic_check import parse_name_server
         from actors.transport.rocketmq import RocketMQTransport
 
         try:
@@ -302,7 +302,7 @@ def allowed_services(
         providers: the source built at start; ``None`` reads the settings' (blocking IO).
 
     Raises:
-        ConfigError: see :func:`actors.provider_map_source.open_provider_map`.
+        ConfigError: see :func:`actors.service.provider_map_source.open_provider_map`.
     """
     from web.demo_provider import DEMO_SERVICE
 

@@ -38,17 +38,17 @@ from actors.composition import (
     build_components,
     open_database,
 )
-from actors.config import Settings
-from actors.consumer import ConsumerSlot
 from actors.core.errors import ConfigError, sole_exception
 from actors.core.models import AppCode
 from actors.core.outcomes import AbortReason
 from actors.core.ports import CommandTransport
-from actors.metrics import Metrics
 from actors.pipeline.storage import LocalDirectoryStorage
-from actors.reconciler import expire_predecessor_leases
-from actors.registry_source import watch_registry
-from actors.supervisor import supervise
+from actors.service.config import Settings
+from actors.service.metrics import Metrics
+from actors.service.registry_source import watch_registry
+from actors.service.supervisor import supervise
+from actors.supervised.consumer import ConsumerSlot
+from actors.supervised.reconciler import expire_predecessor_leases
 from db.database import Database
 from db.sqlite import wall_clock_ms
 from db.store import ExportStore

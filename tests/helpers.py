@@ -40,9 +40,6 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from quart_trio import QuartTrio
 
-from actors.claim_gate import ClaimGate
-from actors.config import Settings, load_settings
-from actors.consumer import ConsumerSlot
 from actors.core.limits import normalise_parameters
 from actors.core.models import (
     AppCode,
@@ -55,16 +52,19 @@ from actors.core.models import (
     TaskStatus,
 )
 from actors.core.outcomes import ExportResult, NewTask
-from actors.execution import TaskExecutor
-from actors.local_claims import LocalClaims
-from actors.logging_setup import LIBRARY_LOGGERS, configure_logging
-from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
-from actors.registry_source import RegistryHolder
 from actors.runtime import Runtime, serve
+from actors.service.config import Settings, load_settings
+from actors.service.logs import LIBRARY_LOGGERS, configure_logging
+from actors.service.metrics import Metrics
+from actors.service.registry_source import RegistryHolder
+from actors.service.wakeup import ClaimRounds, Wakeup
+from actors.supervised.claim_gate import ClaimGate
+from actors.supervised.consumer import ConsumerSlot
+from actors.supervised.execution import TaskExecutor
+from actors.supervised.local_claims import LocalClaims
 from actors.transport.embedded import EmbeddedBus
-from actors.wakeup import ClaimRounds, Wakeup
 from db.mysql import MysqlDatabase
 from db.store import ExportStore
 from web.app import create_app
@@ -519,7 +519,7 @@ def example_provider_process(token: str, log: Path) -> Iterator[str]:
 DEMO_PROVIDER_COMMAND = [
     sys.executable,
     "-c",
-    "from actors.cli import main; main()",
+    "from actors.cli.main import main; main()",
     "demo-provider",
 ]
 
@@ -675,7 +675,7 @@ class Broker:
 
 @contextmanager
 def json_log(level: str = "INFO", **debug_loggers: bool) -> Iterator[Callable[[], list[dict]]]:
-    """Capture this process's log as JSON lines (``actors.logging_setup``, as production).
+    """Capture this process's log as JSON lines (``actors.service.logs``, as production).
 
     Args:
         level: the root level.

@@ -27,7 +27,7 @@ import httpx
 import msgspec
 import trio
 
-from actors.core.provider_contract import response_envelope
+from actors.core.provider.contract import response_envelope
 from web.demo_provider import batch_answer, demo_registry_yaml
 
 #: ``provider-service`` of the registry :func:`gated_demo_registry` writes

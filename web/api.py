@@ -21,11 +21,11 @@ from actors.core.access import (
     sees_all_requesters,
     visible_task,
 )
-from actors.core.byte_range import byte_range, etag
 from actors.core.cancel import cancel_message, check_cancelled
 from actors.core.declared_parameters import check_declared_parameters
 from actors.core.errors import Refusal, Refused, RequestError
 from actors.core.events import MAX_TASK_EVENTS
+from actors.core.http.byte_range import byte_range, etag
 from actors.core.limits import (
     create_request,
     list_total,
@@ -209,7 +209,7 @@ async def download(task_id: str) -> Any:
     404 (no such task for the caller, or the file is missing), 409 (not finished), 410
     (expired). The envelope's ``data`` is then null. A single ``Range`` (with
     ``If-Range: <ETag>``) resumes a download: 206 with those bytes, 416 past the end
-    (``actors/core/byte_range.py``). A download event is recorded for a GET that starts
+    (``actors/core/http/byte_range.py``). A download event is recorded for a GET that starts
     at the first byte; a HEAD or the rest of a resumed download records none.
     """
     principal = caller()

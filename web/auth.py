@@ -5,7 +5,7 @@ Claims: ``sub`` (user id), ``tenant_id``, ``app_code`` (PLATFORM | MERCHANT), ``
 
 Every API route takes its caller from :func:`request_principal`: the ``Authorization:
 Bearer`` header when present, else the session cookie that ``POST /api/platform/v1/session``
-sets (``web/session.py``), with the CSRF check of ``actors/core/session.py`` for
+sets (``web/session.py``), with the CSRF check of ``actors/core/http/session.py`` for
 state-changing requests. The token is never read from a URL and never logged.
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Iterable
 import jwt
 from quart import request
 
+from actors.core.http.session import Credential, csrf_key, decide_credential
 from actors.core.models import AppCode, Principal
-from actors.core.session import Credential, csrf_key, decide_credential
 from web.access_log import note_user
 from web.errors import ApiError
 
@@ -155,7 +155,7 @@ def request_principal(secret: str) -> Principal:
 def request_credentials(secret: str) -> tuple[Principal, int]:
     """The caller of the current request: the bearer header, else the session cookie.
 
-    The choice and the CSRF rule are ``decide_credential`` (``actors/core/session.py``);
+    The choice and the CSRF rule are ``decide_credential`` (``actors/core/http/session.py``);
     the session itself is checked first, so an expired session answers 401 (sign in
     again) rather than a CSRF refusal.
 

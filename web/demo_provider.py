@@ -34,7 +34,7 @@ from werkzeug.exceptions import HTTPException
 from actors.core.errors import ParameterError
 from actors.core.limits import parse_json_body
 from actors.core.models import AppCode, ColumnDef, ColumnType
-from actors.core.provider_contract import (
+from actors.core.provider.contract import (
     MAX_BATCH_LIMIT,
     SERVICE_TOKEN_HEADER,
     batch_data,
@@ -309,7 +309,7 @@ def create_demo_provider_blueprint(
             return _envelope(envelope_code(exc), exc.message, None)
         try:
             data = batch_answer(body, snapshot_secret, default_rows)
-        except ParameterError as exc:  # outside the contract (actors/core/provider_contract.py)
+        except ParameterError as exc:  # outside the contract (actors/core/provider/contract.py)
             return _envelope(envelope_code(exc), exc.message, None)
         except _BadRequest as exc:
             return _envelope(exc.code, exc.message, None)

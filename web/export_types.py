@@ -1,6 +1,6 @@
 """``GET /api/platform/v1/files/export-types``: the export types the caller may request.
 
-The list is the registry in force, filtered by ``actors/core/export_types.py`` (enabled,
+The list is the registry in force, filtered by ``actors/core/http/export_types.py`` (enabled,
 app scope, permission — the same checks a create makes), in registry order. Each entry
 carries what a "new export" form needs: the display name (the export type when the
 registry gives none), the formats, the row limit and the parameter hints of the registry
@@ -13,7 +13,7 @@ from typing import Any
 
 from quart import Blueprint, current_app
 
-from actors.core.export_types import requestable_types
+from actors.core.http.export_types import requestable_types
 from actors.core.limits import EXPORT_FORMAT
 from actors.core.models import ExportDefinition
 from web.auth import request_principal

@@ -10,7 +10,7 @@ connection open.
 One connection costs one read per poll (``FILE_EXPORT_PROGRESS_POLL_SECONDS``, default
 1 s, as ``Services.progress_poll_seconds``): the caller's live tasks and its 20 newest,
 two index ranges in one transaction (``db/store/progress.py``; their plans are checked in
-``tests/db/test_query_plans.py``). Only changes are sent (``actors/core/progress.py``).
+``tests/db/test_query_plans.py``). Only changes are sent (``actors/core/http/progress.py``).
 
 The stream ends when the client disconnects (Quart cancels the response), when the
 caller's token expires (the client must sign in again), and within 0.1 s of the service
@@ -30,14 +30,14 @@ from quart import Blueprint, Response, current_app, request
 
 from actors.core.access import sees_all_requesters
 from actors.core.errors import TransientDatabaseError
-from actors.core.models import Principal, Task
-from actors.core.progress import (
+from actors.core.http.progress import (
     ProgressStep,
     TaskState,
     first_step,
     next_step,
     settle_missing,
 )
+from actors.core.models import Principal, Task
 from actors.core.task_json import task_json
 from web.auth import request_credentials
 from web.openapi import declare

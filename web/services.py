@@ -13,6 +13,7 @@ import trio
 
 from actors.core.admission import CreateLimits
 from actors.core.health import HealthBoard
+from actors.core.http.session import CookieSecure
 from actors.core.ports import (
     ApiMetrics,
     CreationStore,
@@ -21,7 +22,6 @@ from actors.core.ports import (
     RegistryView,
     RunWakeup,
 )
-from actors.core.session import CookieSecure
 from web.health import DatabaseProbe
 
 #: How long a request retries a database fault (a dead pooled connection is replaced at

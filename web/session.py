@@ -5,7 +5,7 @@ the ``Authorization`` header (``web/auth.py``) and keeps it in the HttpOnly, Sam
 cookie ``export_center_session`` for the token's remaining lifetime (``Secure`` as
 ``FILE_EXPORT_COOKIE_SECURE`` says: ``auto`` for https requests), so the page's script
 never holds it and it never travels in a URL. With it comes ``export_center_csrf``, a
-CSRF token bound to that session (``actors/core/session.py``), readable by the page: every
+CSRF token bound to that session (``actors/core/http/session.py``), readable by the page: every
 cookie-authenticated request other than GET and HEAD must repeat it in ``X-CSRF-Token``.
 
 The body must be ``application/json``: a cross-site HTML form cannot send that content
@@ -22,9 +22,9 @@ from typing import Any
 from quart import Blueprint, Response, current_app, jsonify, request
 
 from actors.core.errors import ParameterError
+from actors.core.http.session import cookie_secure, csrf_key, csrf_token_valid, mint_csrf_token
 from actors.core.limits import parse_json_body
 from actors.core.models import Principal
-from actors.core.session import cookie_secure, csrf_key, csrf_token_valid, mint_csrf_token
 from web.auth import (
     CSRF_COOKIE,
     SESSION_COOKIE,

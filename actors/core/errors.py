@@ -80,7 +80,7 @@ class RegistryError(ExportCenterError):
 
 class ProviderMapError(ExportCenterError):
     """The Provider map file (``FILE_EXPORT_PROVIDER_MAP``) breaks a rule of
-    :mod:`actors.core.provider_map`.
+    :mod:`actors.core.provider.provider_map`.
 
     Attributes:
         key: the offending YAML key path, e.g. ``providers.iam-service.url``.

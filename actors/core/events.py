@@ -18,6 +18,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from actors.core.models import OutboxRow, Task
+
 #: Longest message kept in an event's detail, characters (as ``failure_message``).
 MAX_MESSAGE_CHARS = 1000
 #: Events one history answer holds: the newest ones, with ``truncated`` when older ones
@@ -87,3 +89,28 @@ def error_class(error: BaseException | None) -> str | None:
 def retention_seconds(days: float) -> float:
     """``FILE_EXPORT_EVENT_RETENTION_DAYS`` in seconds."""
     return days * 86400.0
+
+
+@dataclass(frozen=True, slots=True)
+class TaskInspection:
+    """Everything the operator's view shows of one task, read in one transaction.
+
+    Attributes:
+        task: the task row.
+        outbox: its outbox rows, oldest version first (SENT rows older than the outbox
+            retention are pruned, so early versions may be missing).
+        events: its newest events, oldest first.
+        db_now: the database clock when they were read (aware UTC).
+    """
+
+    task: Task
+    outbox: tuple[OutboxRow, ...]
+    events: tuple[TaskEvent, ...]
+    db_now: datetime
+
+    def current_outbox(self) -> OutboxRow | None:
+        """The outbox row of the task's current ``dispatch_version``, if there is one."""
+        for row in self.outbox:
+            if row.dispatch_version == self.task.dispatch_version:
+                return row
+        return None

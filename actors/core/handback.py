@@ -2,7 +2,7 @@
 
 A shutdown, a database fault under the run and a watchdog that could not renew the lease
 end a run through no fault of the export. The executor then *hands the task back*
-(``actors/execution.py``): PENDING at a new ``dispatch_version``, the attempt refunded.
+(``actors/supervised/execution.py``): PENDING at a new ``dispatch_version``, the attempt refunded.
 Unbounded, that refund lets a task caught in repeated deploys or a flapping database run
 forever without ever reaching ``max_attempts``, the loop guard of the design
 (docs/design-rules.md). So each task counts its hand-backs in a row

@@ -7,7 +7,7 @@ slot should renew, give up or abort, counted from the last renewal that landed
 (``lease_renewed_at``). A margin of ``m`` seconds means "stop ``m`` seconds before the
 lease would run out".
 
-The lease keeper (``actors/lease_keeper.py``: the lease watchdog, the deadline guard, the
+The lease keeper (``actors/supervised/lease_keeper.py``: the lease watchdog, the deadline guard, the
 settling writes) keeps the trio scopes and sleeps; the decisions are here.
 """
 

@@ -3,8 +3,9 @@
 Modelled on httpx's ``_transports/base.py``: each port is a small ``Protocol`` that states
 what a caller may rely on, and the outer layers plug in implementations —
 ``actors.transport.embedded`` / ``actors.transport.rocketmq`` for the command transport,
-``actors.pipeline.storage`` for export files, ``actors.metrics``, ``actors.registry_source``
-and ``actors.wakeup`` for what the web side uses, and ``db.store.ExportStore`` for the
+``actors.pipeline.storage`` for export files, ``actors.service.metrics``,
+``actors.service.registry_source``
+and ``actors.service.wakeup`` for what the web side uses, and ``db.store.ExportStore`` for the
 store ports (one per caller, at the end). Nothing here does IO or imports an event
 loop, so ``web`` can depend on these ports and on ``db`` alone.
 
@@ -24,7 +25,7 @@ from datetime import datetime
 from typing import BinaryIO, Protocol, Self
 
 from actors.core.admission import CreateLimits
-from actors.core.events import TaskEvent
+from actors.core.events import TaskEvent, TaskInspection
 from actors.core.fairness import SlotLoad
 from actors.core.handback import DEFAULT_MAX_HANDBACKS, HandBack, HandBackCause
 from actors.core.models import OutboxRow, Principal, Registry, Task, TaskStatus
@@ -39,7 +40,6 @@ from actors.core.outcomes import (
     RetryOutcome,
 )
 from actors.core.task_list import TaskFilter
-from actors.core.troubleshooting import TaskInspection
 
 __all__ = [
     "ApiMetrics",
@@ -239,7 +239,7 @@ class ExportStorage(Protocol):
 
 
 class RegistryView(Protocol):
-    """The export-type registry in force (``actors.registry_source.RegistryHolder``).
+    """The export-type registry in force (``actors.service.registry_source.RegistryHolder``).
 
     Readers take ``current`` once per decision and use that object throughout, so they never
     see a mix of an old and a reloaded registry.
@@ -252,7 +252,7 @@ class RegistryView(Protocol):
 
 
 class PublisherWakeup(Protocol):
-    """The API's side of the publisher's wake-up signal (``actors.wakeup.Wakeup``)."""
+    """The API's side of the publisher's wake-up signal (``actors.service.wakeup.Wakeup``)."""
 
     def set(self) -> None:
         """Wake the publisher now: a create or retry has just committed its outbox row."""
@@ -260,7 +260,10 @@ class PublisherWakeup(Protocol):
 
 
 class RunWakeup(Protocol):
-    """The API's side of waking a running export (``actors.local_claims.LocalClaims``)."""
+    """The API's side of waking a running export.
+
+    Implemented by ``actors.supervised.local_claims.LocalClaims``.
+    """
 
     def cancelled(self, task_id: int) -> None:
         """``task_id`` was just cancelled: if a slot of this process runs it, make its
@@ -286,7 +289,7 @@ class LabelledCounter(Protocol):
 
 
 class ApiMetrics(Protocol):
-    """The metrics the HTTP side records and serves (``actors.metrics.Metrics``)."""
+    """The metrics the HTTP side records and serves (``actors.service.metrics.Metrics``)."""
 
     @property
     def task_created(self) -> LabelledCounter:
@@ -558,7 +561,7 @@ class ReconcilerStore(Protocol):
 
 
 class SamplerStore(Protocol):
-    """What the gauge sampler (``actors.sampler``) needs: the queue figures, on every
+    """What the gauge sampler (``actors.supervised.sampler``) needs: the queue figures, on every
     instance."""
 
     async def sample_queues(self) -> QueueSample:

@@ -1,6 +1,6 @@
 """How a finished or failed run is settled, as a pure decision.
 
-The executor of a claimed task (``actors/execution.py``) reduces how its run ended to an
+The executor of a claimed task (``actors/supervised/execution.py``) reduces how its run ended to an
 :class:`Ending` (:func:`ending_of`), asks :func:`settle` what to do, and carries the answer
 out: the fenced store write, the file deletion, the log line and the metric. The table::
 

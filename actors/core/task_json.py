@@ -3,7 +3,7 @@ commands show them.
 
 One shape for every reader: the REST API (``web/api.py``: every route that answers a
 task, and the progress stream) and ``export-center tasks ... --json`` / ``inspect --json``
-(``actors/cli_ops.py``) both call :func:`task_json`, so a script written against one reads
+(``actors/cli/ops.py``) both call :func:`task_json`, so a script written against one reads
 the other. The conventions are the API's (README, "API"): camelCase keys, 64-bit numbers
 as strings, times as ISO-8601 UTC with milliseconds.
 

@@ -1,4 +1,4 @@
-"""One execution attempt's context, shared by the executor (``actors/execution.py``), its
+"""One execution attempt's context, shared by the executor (``actors/supervised/execution.py``), its
 lease keeper and the pipeline.
 
 ``RunContext`` carries the claimed task and the abort machinery: a trio cancel scope for
@@ -35,7 +35,7 @@ class RunContext:
     #: the watchdog and the settle step count the lease margin from it.
     lease_renewed_at: float = 0.0
     #: Set to make the watchdog renew now instead of at its next heartbeat (a cancel of
-    #: the task, ``actors.local_claims.LocalClaims.cancelled``); the watchdog clears it.
+    #: the task, ``actors.supervised.local_claims.LocalClaims.cancelled``); the watchdog clears it.
     renew_now: trio.Event = field(default_factory=trio.Event)
     #: The run was woken because its task was cancelled: a renewal that then matches 0
     #: rows aborts it as ``AbortReason.CANCELLED``.

@@ -308,7 +308,7 @@ class WorkerPool:
         nice: the workers' nice increment (``FILE_EXPORT_WORKER_NICE``, 0..19).
         sched_idle: the workers' ``SCHED_IDLE`` policy (``FILE_EXPORT_WORKER_SCHED_IDLE``;
             Linux only, ignored elsewhere). Off by default: beside other busy programs an
-            idle-policy worker gets almost no CPU (``actors/config.py``).
+            idle-policy worker gets almost no CPU (``actors/service/config.py``).
         spares: workers kept waiting; 0: each run starts its own.
     """
 

@@ -33,8 +33,8 @@ Provider text quoted in a message is escaped, clipped and stripped of URL creden
 
 :class:`ProviderClient` makes one request (:meth:`ProviderClient.fetch_batch`);
 :func:`iterate_batches` drives the cursor, echoes the snapshot token and checks the
-cross-batch rules of §10.1 and §10.2 (:mod:`actors.core.batch_rules`). What the contract
-is — request and answer types, limits, parsing — is :mod:`actors.core.provider_contract`
+cross-batch rules of §10.1 and §10.2 (:mod:`actors.core.provider.batch_rules`). What the contract
+is — request and answer types, limits, parsing — is :mod:`actors.core.provider.contract`
 (shared with the demo Provider).
 """
 
@@ -50,7 +50,6 @@ from typing import Any, Protocol
 import trio
 import urllib3
 
-from actors.core.batch_rules import BatchGuard, SnapshotPin, check_batch_rows
 from actors.core.errors import (
     ExportError,
     ExportWorkerDiedError,
@@ -58,14 +57,15 @@ from actors.core.errors import (
     ProviderUnavailableError,
 )
 from actors.core.models import BatchSummary, ExportDefinition, ProviderBatch
-from actors.core.provider_contract import (
+from actors.core.provider.batch_rules import BatchGuard, SnapshotPin, check_batch_rows
+from actors.core.provider.contract import (
     MAX_COLUMNS,
     MAX_RESPONSE_BYTES,
     SERVICE_TOKEN_HEADER,
     BatchRequest,
     total_limit_exceeded,
 )
-from actors.core.provider_map import ProviderEndpoint
+from actors.core.provider.provider_map import ProviderEndpoint
 from actors.core.text import quote_outside
 from actors.core.tracing import TRACEPARENT_HEADER, format_traceparent, is_trace_id, new_span_id
 from actors.pipeline.export_worker import FetchedBatch
@@ -132,7 +132,7 @@ class BatchFetcher(Protocol):
 class EndpointSource(Protocol):
     """Where each Provider service is reached, read when each request is built.
 
-    :class:`actors.provider_map_source.ProviderMapSource` is the service's one
+    :class:`actors.service.provider_map_source.ProviderMapSource` is the service's one
     implementation (a map file that reloads, over the environment's static map).
     """
 
@@ -517,7 +517,7 @@ async def iterate_batches(
         CursorNotAdvancingError: ``hasMore`` is true while ``nextCursor`` is empty, equal
             to the cursor just sent or to any cursor sent before in this run (a cycle), or
             after too many empty batches in a row (transient, §10.1; see
-            :mod:`actors.core.batch_rules`).
+            :mod:`actors.core.provider.batch_rules`).
         LimitExceededError: the first batch announces ``totalRows`` above ``max-rows``, or
             the run needs more batches than ``max-rows`` / ``batch-size`` allows; also see
             :meth:`ProviderClient.fetch_batch`.
@@ -543,7 +543,7 @@ async def iterate_batches(
             limit=limit,
         )
         batch = await client.fetch_batch(definition, request, fetch=fetch, trace_id=trace_id)
-        # The rules across batches (actors/core/batch_rules.py).
+        # The rules across batches (actors/core/provider/batch_rules.py).
         pin.check(
             columns=batch.columns,
             schema_hash=batch.schema_hash,

@@ -12,7 +12,7 @@ decoded again with :mod:`json`, so every answer decodes to the same value, and f
 the same message, as it always did: the fast path changes the speed, never the result.
 
 What a valid answer is — the envelope, the batch ``data``, its columns — is the contract
-module :mod:`actors.core.provider_contract`; this module decodes the bytes and applies it.
+module :mod:`actors.core.provider.contract`; this module decodes the bytes and applies it.
 Errors follow :mod:`actors.pipeline.provider_client`: a malformed answer is a
 :class:`ProviderContractError`, too many columns a :class:`LimitExceededError`, and
 nothing else escapes, whatever the bytes are.
@@ -27,7 +27,7 @@ import msgspec
 
 from actors.core.errors import ExportError, ProviderContractError
 from actors.core.models import ProviderBatch
-from actors.core.provider_contract import parse_envelope
+from actors.core.provider.contract import parse_envelope
 from actors.core.text import quote_outside
 
 #: What msgspec raises for input it will not decode; :func:`_decode_json` then asks json.
@@ -39,7 +39,7 @@ def parse_batch_response(
     raw: bytes, *, service: str, limit: int, max_columns: int
 ) -> ProviderBatch:
     """Decode one HTTP 200 body: JSON, then the §5 envelope and its ``data``
-    (:func:`actors.core.provider_contract.parse_envelope`). Pure.
+    (:func:`actors.core.provider.contract.parse_envelope`). Pure.
 
     Integers longer than Python's int/str conversion limit (4,300 digits) are kept as
     their digit strings rather than failing the decode: a ``totalRows`` of that size is

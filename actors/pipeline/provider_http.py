@@ -60,7 +60,7 @@ from actors.core.errors import (
     ProviderContractError,
     ProviderUnavailableError,
 )
-from actors.core.provider_contract import (
+from actors.core.provider.contract import (
     ERROR_DETAIL_BYTES,
     body_too_large,
     error_detail,
@@ -214,7 +214,7 @@ class ProviderConnection:
         Raises:
             ProviderUnavailableError, ProviderContractError, LimitExceededError: see the
                 module docstring; over ``spec.request_timeout`` since :meth:`send`, the
-                transient :func:`~actors.core.provider_contract.total_limit_exceeded`.
+                transient :func:`~actors.core.provider.contract.total_limit_exceeded`.
             RuntimeError: no request was sent.
         """
         spec = self._spec
@@ -341,7 +341,7 @@ def fetch_body_in_thread(spec: FetchSpec, pool: urllib3.PoolManager) -> bytes:
     The caller keeps that limit: :class:`~actors.pipeline.provider_client.ProviderClient`
     runs this in a trio worker thread under ``trio.move_on_after(spec.request_timeout)``,
     abandons the thread when the limit passes and raises
-    :func:`~actors.core.provider_contract.total_limit_exceeded`. An abandoned call ends
+    :func:`~actors.core.provider.contract.total_limit_exceeded`. An abandoned call ends
     when the answer is complete, the Provider closes or goes silent for
     ``spec.read_timeout``; one that keeps dripping holds its thread and connection until
     then, or until the process exits. Its result is dropped.

@@ -1,6 +1,6 @@
 """The export body: Provider batches → XLSX → storage, for one claimed attempt.
 
-Called by a consumer slot's executor (``actors/execution.py``) inside the run's cancel
+Called by a consumer slot's executor (``actors/supervised/execution.py``) inside the run's cancel
 scope, with the lease watchdog beside it. The run's CPU work — decoding the Provider's
 JSON, typing cells, encoding and compressing the XLSX — runs in a worker process of its own
 (:mod:`actors.pipeline.export_worker`), so the event loop keeps renewing leases and
@@ -12,7 +12,7 @@ cancelled run kills its worker; a worker that dies fails the run as transient.
 Definition values that protect downstream services (``provider-*``, ``batch-size``,
 ``max-rows``) are read from the registry *at execution time* (§10.4), and so is the
 Provider's address: each run first brings the Provider map up to date with its file
-(:mod:`actors.provider_map_source`), and every batch request its worker sends carries the
+(:mod:`actors.service.provider_map_source`), and every batch request its worker sends carries the
 address in force when the request is built.
 
 Warnings about the Provider's data (truncated cells, invalid values, undeclared fields,
@@ -42,8 +42,6 @@ from typing import BinaryIO
 
 import trio
 
-from actors.config import Settings
-from actors.core.batch_rules import final_total_rows
 from actors.core.errors import (
     ExportAbortedError,
     PermanentExportError,
@@ -51,12 +49,14 @@ from actors.core.errors import (
 )
 from actors.core.outcomes import AbortReason, ExportResult
 from actors.core.ports import RunStore
+from actors.core.provider.batch_rules import final_total_rows
 from actors.core.text import safe_file_name
 from actors.pipeline.context import RunContext
 from actors.pipeline.export_worker import ExportWorker, WorkerPool, open_export_worker
 from actors.pipeline.provider_client import ProviderClient, iterate_batches
 from actors.pipeline.storage import XLSX_CONTENT_TYPE, ExportStorage, new_object_key
-from actors.registry_source import RegistryHolder
+from actors.service.config import Settings
+from actors.service.registry_source import RegistryHolder
 
 log = logging.getLogger("actors.pipeline.runner")
 

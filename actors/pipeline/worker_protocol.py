@@ -139,7 +139,7 @@ class Decoded:
 @dataclass(frozen=True, slots=True)
 class Written:
     """Every batch fetched is written. ``warnings`` are the run's data warnings so far
-    (:meth:`~actors.core.data_warnings.DataWarnings.lines`, empty when none);
+    (:meth:`~actors.core.xlsx.data_warnings.DataWarnings.lines`, empty when none);
     ``rows_written`` counts data rows in the file so far."""
 
     rows_written: int

@@ -5,8 +5,8 @@ arrive (:mod:`actors.pipeline.zip_stream`); nothing is spooled to temporary file
 memory stays flat in rows. The sheet's ``<dimension>`` (which openpyxl's read-only mode and
 others use for the sheet's size) sits at the top of the sheet but is known only at the
 end: it is written uncompressed and patched in place when the sheet ends. Cell typing
-follows :mod:`actors.core.cells`; the cell text and the package parts come from
-:mod:`actors.core.sheet_xml` (per-column formatters chosen once from the column
+follows :mod:`actors.core.xlsx.cells`; the cell text and the package parts come from
+:mod:`actors.core.xlsx.sheet_xml` (per-column formatters chosen once from the column
 definitions). Synchronous and CPU-bound: callers run it off the event loop. One writer
 per run::
 
@@ -63,8 +63,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, BinaryIO
 
-from actors.core.cells import text_cell, to_cell
-from actors.core.data_warnings import DataWarnings, cell_location
 from actors.core.errors import (
     ExportAbortedError,
     LimitExceededError,
@@ -72,7 +70,10 @@ from actors.core.errors import (
     StorageUnavailableError,
 )
 from actors.core.models import ColumnDef
-from actors.core.sheet_xml import (
+from actors.core.text import quote_outside
+from actors.core.xlsx.cells import text_cell, to_cell
+from actors.core.xlsx.data_warnings import DataWarnings, cell_location
+from actors.core.xlsx.sheet_xml import (
     ROOT_RELS_XML,
     SHEET_TAIL,
     STYLES_XML,
@@ -86,7 +87,6 @@ from actors.core.sheet_xml import (
     workbook_rels_xml,
     workbook_xml,
 )
-from actors.core.text import quote_outside
 from actors.pipeline.zip_stream import ZipEntry, ZipStream
 
 #: Data rows one worksheet can hold: Excel's 1048576 rows minus the header.

@@ -52,7 +52,7 @@ class ExecutionTransitions(StoreBase):
         this call's own claim, returned as claimed, so the task neither runs twice nor
         waits for its lease to expire. This relies on the caller: no other executor of
         this process may claim the same task meanwhile (the consumer slots share a
-        registry of the tasks they hold, ``actors.local_claims.LocalClaims``)."""
+        registry of the tasks they hold, ``actors.supervised.local_claims.LocalClaims``)."""
         async with self.db.transaction() as tx:
             claimed = await fenced(
                 tx,

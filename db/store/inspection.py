@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import json
 
-from actors.core.events import TaskEvent, TaskEventKind
+from actors.core.events import TaskEvent, TaskEventKind, TaskInspection
 from actors.core.models import Task, TaskStatus
-from actors.core.troubleshooting import TaskInspection
 from db import transitions
 from db.store.base import StoreBase
 from db.store.retry import retrying

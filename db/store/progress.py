@@ -16,7 +16,7 @@ class ProgressReads(StoreBase):
     async def tasks_for_progress(
         self, principal: Principal, *, all_users: bool, newest: int, limit: int
     ) -> list[Task]:
-        """The tasks one poll of the progress stream compares (``actors/core/progress.py``).
+        """The tasks one poll of the progress stream compares (``actors/core/http/progress.py``).
 
         Args:
             principal: the caller; its tenant and app bound the read.

@@ -51,16 +51,16 @@ import trio_asyncio
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from actors.composition import open_database  # noqa: E402
-from actors.config import load_settings  # noqa: E402
 from actors.core.admission import CreateLimits  # noqa: E402
 from actors.core.ids import IdGenerator  # noqa: E402
 from actors.core.limits import normalise_parameters  # noqa: E402
 from actors.core.models import DOWNLOAD_ALL_PERMISSION, AppCode, Principal  # noqa: E402
 from actors.core.outcomes import NewTask  # noqa: E402
 from actors.core.task_list import TaskFilter  # noqa: E402
-from actors.metrics import Metrics  # noqa: E402
 from actors.pipeline.storage import LocalDirectoryStorage  # noqa: E402
-from actors.reconciler import OUTBOX_RETENTION_SECONDS, Reconciler  # noqa: E402
+from actors.service.config import load_settings  # noqa: E402
+from actors.service.metrics import Metrics  # noqa: E402
+from actors.supervised.reconciler import OUTBOX_RETENTION_SECONDS, Reconciler  # noqa: E402
 from db.database import Database  # noqa: E402
 from db.mysql import MysqlDatabase  # noqa: E402
 from db.sqlite import wall_clock_ms  # noqa: E402

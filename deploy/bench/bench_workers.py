@@ -73,7 +73,7 @@ _LIFTED_CEILING = (
     "runpy.run_module('actors', run_name='__main__', alter_sys=True)"
 )
 #: Runs ``export-center demo-provider`` (``python -m actors`` only serves).
-_PROVIDER = "import sys; from actors.cli import main; main(['demo-provider', *sys.argv[1:]])"
+_PROVIDER = "import sys; from actors.cli.main import main; main(['demo-provider', *sys.argv[1:]])"
 #: The replaying stand-in (``BENCH_PROVIDER=replay``).
 _REPLAY = str(Path(__file__).resolve().with_name("replay_provider.py"))
 #: How the Provider runs: ``demo`` (its own process), ``replay``, ``in-process``.

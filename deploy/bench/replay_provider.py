@@ -39,7 +39,7 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from actors.core.provider_contract import (  # noqa: E402
+from actors.core.provider.contract import (  # noqa: E402
     SERVICE_TOKEN_HEADER,
     response_envelope,
 )

@@ -191,7 +191,7 @@ async def soak(args: argparse.Namespace) -> int:
             "FILE_EXPORT_DEMO_PROVIDER": "true",
         }
         migrate = await trio.run_process(
-            [sys.executable, "-c", "from actors.cli import main; main()", "migrate"],
+            [sys.executable, "-c", "from actors.cli.main import main; main()", "migrate"],
             env={**os.environ, **SERVICE_ENV, **common, "FILE_EXPORT_DATA_DIR": str(work / "m")},
             capture_stdout=True,
             capture_stderr=True,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from db.store import ExportStore
-from tests.actors.operator_cli import run_store
+from tests.actors.cli.operator_cli import run_store
 from tests.helpers import MYSQL_TEST_URL
 
 

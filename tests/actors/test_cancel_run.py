@@ -15,13 +15,13 @@ import pytest
 import trio
 import trio.testing
 
-from actors.config import Settings
 from actors.core.models import TaskStatus
 from actors.core.outcomes import CancelOutcome, ExportResult
-from actors.local_claims import LocalClaims
-from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage
+from actors.service.config import Settings
+from actors.service.metrics import Metrics
+from actors.supervised.local_claims import LocalClaims
 from db.store import ExportStore
 from tests.helpers import claimed, make_executor, start_file
 
@@ -49,7 +49,7 @@ async def test_a_cancel_in_this_process_wakes_the_run_at_once(
 
     executor = make_executor(store, storage, settings, metrics, pipeline, local=local)
     freed_at: list[float] = []
-    with caplog.at_level(logging.INFO, logger="actors.consumer"):
+    with caplog.at_level(logging.INFO, logger="actors.supervised.consumer"):
         async with trio.open_nursery() as nursery:
 
             async def run() -> None:

@@ -19,24 +19,24 @@ import pytest
 import trio
 import trio.testing
 
-from actors.config import Settings
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.errors import LimitExceededError, ProviderUnavailableError
 from actors.core.models import AppCode, ExportDefinition, Registry, Task, TaskStatus
 from actors.core.outcomes import ExportResult
-from actors.dlq import DlqHandler
-from actors.local_claims import LocalClaims
-from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
 from actors.pipeline.provider_client import ProviderClient
 from actors.pipeline.runner import ExportRunner
 from actors.pipeline.storage import LocalDirectoryStorage, StoredObject, new_object_key
-from actors.publisher import Publisher
-from actors.reconciler import Reconciler
-from actors.registry_source import RegistryHolder
-from actors.supervisor import supervise
+from actors.service.config import Settings
+from actors.service.metrics import Metrics
+from actors.service.registry_source import RegistryHolder
+from actors.service.supervisor import supervise
+from actors.service.wakeup import Wakeup
+from actors.supervised.dlq import DlqHandler
+from actors.supervised.local_claims import LocalClaims
+from actors.supervised.publisher import Publisher
+from actors.supervised.reconciler import Reconciler
 from actors.transport.embedded import EmbeddedBus
-from actors.wakeup import Wakeup
 from db.database import DatabaseUnavailableError
 from db.store import ExportStore
 from tests.faults import FaultyDatabase
@@ -409,7 +409,7 @@ async def test_a_failing_duty_is_counted_and_the_other_duties_still_run(
     """The orphan scan raises (a folder vanished under it) and the expiry duty hits a
     database fault: both are counted in ``export_reconciler_errors_total{duty}``, and the
     lease recovery of the same pass still happens (the gauges are the sampler's:
-    tests/actors/test_sampler.py)."""
+    tests/actors/supervised/test_sampler.py)."""
     running = await claim(store, await create(store))
     await exec_sql(
         store, "UPDATE file_export_task SET lease_until = {now} WHERE id = :id", {"id": running.id}

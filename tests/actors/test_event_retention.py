@@ -5,10 +5,10 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from actors.config import Settings
-from actors.metrics import Metrics
 from actors.pipeline.storage import LocalDirectoryStorage
-from actors.reconciler import Reconciler
+from actors.service.config import Settings
+from actors.service.metrics import Metrics
+from actors.supervised.reconciler import Reconciler
 from db.store import ExportStore
 from tests.helpers import create
 

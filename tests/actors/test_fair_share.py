@@ -17,18 +17,18 @@ import pytest
 import trio
 import trio.testing
 
-from actors.claim_gate import ClaimGate
-from actors.config import Settings
-from actors.consumer import ConsumerSlot
 from actors.core.models import Command, Task, TaskStatus
 from actors.core.outcomes import ExportResult
 from actors.core.ports import OutgoingMessage
-from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
-from actors.publisher import Publisher
+from actors.service.config import Settings
+from actors.service.metrics import Metrics
+from actors.service.wakeup import Wakeup
+from actors.supervised.claim_gate import ClaimGate
+from actors.supervised.consumer import ConsumerSlot
+from actors.supervised.publisher import Publisher
 from actors.transport.embedded import EmbeddedBus
-from actors.wakeup import Wakeup
 from db.store import ExportStore
 from tests.helpers import RecordingDelivery, claim, create, make_settings
 

@@ -5,7 +5,7 @@ row each hand-back counts as an attempt, so max_attempts ends it FAILED with a m
 saying why.
 
 On pytest-trio's autojump mock clock with the DB clock following it, through the real
-executor (``actors/execution.py``) over the real store (SQLite and MariaDB). Each run is
+executor (``actors/supervised/execution.py``) over the real store (SQLite and MariaDB). Each run is
 ended the way the service ends it: the runtime's shutdown aborts the slot's current run
 (``AbortReason.SHUTDOWN``), the store gives up on a write the run needed, the database is
 down while the watchdog renews (lease 10 s, heartbeat 2 s: the watchdog aborts at ~8 s).
@@ -19,14 +19,14 @@ import pytest
 import trio
 import trio.testing
 
-from actors.config import Settings
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.models import TaskStatus
 from actors.core.outcomes import AbortReason, ExportResult
-from actors.execution import TaskExecutor
-from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage
+from actors.service.config import Settings
+from actors.service.metrics import Metrics
+from actors.supervised.execution import TaskExecutor
 from db.database import DatabaseUnavailableError
 from db.store import ExportStore
 from tests.faults import FaultyDatabase
@@ -78,7 +78,7 @@ async def test_a_task_handed_back_again_and_again_ends_failed_saying_why(
         faulty.down = False
 
     seen = []
-    with caplog.at_level(logging.WARNING, logger="actors.consumer"):
+    with caplog.at_level(logging.WARNING, logger="actors.supervised.consumer"):
         for ending in ("shutdown", "database", "watchdog", "shutdown"):
             current = await fs.get_task(task.id)
             assert current.status == TaskStatus.PENDING

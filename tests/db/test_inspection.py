@@ -9,7 +9,7 @@ import trio.testing
 
 from actors.core.events import TaskEventKind
 from actors.core.models import OutboxStatus, TaskStatus
-from actors.core.troubleshooting import Symptom, diagnose, relative_time
+from actors.core.ops.troubleshooting import Symptom, diagnose, relative_time
 from db.store import ExportStore
 from tests.helpers import claim, create
 

@@ -16,7 +16,7 @@ import pytest
 import trio_asyncio
 from click.testing import CliRunner
 
-from actors.cli import main
+from actors.cli.main import main
 from db.database import Database
 from db.migrations import (
     BASELINE_VERSION,

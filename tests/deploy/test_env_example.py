@@ -11,7 +11,7 @@ import re
 import pytest
 from pydantic import AliasChoices
 
-from actors.config import Settings, load_settings
+from actors.service.config import Settings, load_settings
 from tests.deploy.metric_names import REPO
 
 ENV_EXAMPLE = REPO / "deploy" / "env.example"

@@ -1,5 +1,5 @@
 """The troubleshooting table of ``docs/operations.md``: every row the core can diagnose
-(``actors.core.troubleshooting.Symptom``) is in the table under its anchor with a query
+(``actors.core.ops.troubleshooting.Symptom``) is in the table under its anchor with a query
 section, and every SQL block there runs on MariaDB and SQLite and finds the tasks of its
 row — one task seeded per row by the store's own transitions on the real clock, plus a
 healthy running task that no query may list; ``inspect``'s diagnosis of the same tasks
@@ -16,7 +16,7 @@ import pytest
 import trio_asyncio
 
 from actors.core.ids import IdGenerator
-from actors.core.troubleshooting import Symptom, diagnose
+from actors.core.ops.troubleshooting import Symptom, diagnose
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore

@@ -32,7 +32,7 @@ async def accept(url: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
     with trio.fail_after(120):
         done = await trio.run_process(
-            [sys.executable, "-c", "from actors.cli import main; main()", "accept"]
+            [sys.executable, "-c", "from actors.cli.main import main; main()", "accept"]
             + ["--base-url", url, "--timeout", "60", *args],
             env={**os.environ, "EXPORT_CENTER_TOKEN": token},
             capture_stdout=True,

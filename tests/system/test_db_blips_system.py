@@ -119,7 +119,7 @@ async def run_the_exports(
         "FILE_EXPORT_PROGRESS_WRITE_SECONDS": "0",
     }
     migrate = await trio.run_process(
-        [sys.executable, "-c", "from actors.cli import main; main()", "migrate"],
+        [sys.executable, "-c", "from actors.cli.main import main; main()", "migrate"],
         env={**own_mariadb.env, "FILE_EXPORT_DATA_DIR": str(tmp_path / "data"), **env},
         capture_stdout=True,
         capture_stderr=True,

@@ -10,7 +10,7 @@ import pytest
 from quart_trio import QuartTrio
 
 from actors.core.models import ColumnType
-from actors.core.provider_contract import parse_batch_data
+from actors.core.provider.contract import parse_batch_data
 from web.demo_provider import (
     DEMO_COLUMNS,
     DEMO_SCHEMA_HASH,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from actors.core.provider_contract import parse_batch_data
-from actors.core.provider_rules import RULES
+from actors.core.provider.contract import parse_batch_data
+from actors.core.provider.rules import RULES
 from actors.core.registry import parse_registry
 from tests.helpers import EXAMPLE_PROVIDER
 

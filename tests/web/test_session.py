@@ -14,8 +14,8 @@ import time
 import httpx
 import pytest
 
+from actors.core.http.session import CookieSecure
 from actors.core.models import AppCode, TaskStatus
-from actors.core.session import CookieSecure
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from db.store import ExportStore
 from tests.helpers import API, API_SECRET, api_app, claim, complete, create, headers, served

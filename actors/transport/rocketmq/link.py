@@ -7,7 +7,8 @@ and the consumer slots (which claim due tasks from the database) all run without
 actor, supervised beside the others, does the rest:
 
 * **Connect.** Ask the NameServer for the routes of the command topic and of
-  ``%DLQ%<worker group>``, decide with :func:`actors.core.topic_check.decide_transport_start`,
+  ``%DLQ%<worker group>``, decide with
+  :func:`actors.core.rocketmq.topic_check.decide_transport_start`,
   and start the native clients once the command topic is routed read-write. A failed
   check or start is retried with back-off (1 s doubling up to
   ``FILE_EXPORT_TRANSPORT_CHECK_SECONDS``).
@@ -34,7 +35,7 @@ import trio
 from actors.core.backoff import LoopBackoff
 from actors.core.errors import TransportStartError
 from actors.core.health import Component, HealthBoard
-from actors.core.topic_check import decide_transport_start
+from actors.core.rocketmq.topic_check import decide_transport_start
 from actors.transport.rocketmq.routes import TopicRouteError, fetch_topic_access
 from actors.transport.rocketmq.transport import RocketMQTransport
 

@@ -33,7 +33,7 @@ from typing import Any
 import trio
 
 from actors.core.errors import TransportStartError
-from actors.core.topic_check import TopicAccess, topic_access
+from actors.core.rocketmq.topic_check import TopicAccess, topic_access
 
 #: Remoting request code GET_ROUTEINFO_BY_TOPIC and the answers the check knows.
 GET_ROUTEINFO_BY_TOPIC = 105

@@ -19,10 +19,10 @@ from typing import Any
 
 import trio
 
-from actors.config import Settings
 from actors.core.command_message import COMMAND_TAG
 from actors.core.errors import ConfigError, TransportSendError, TransportStartError
 from actors.core.ports import OutgoingMessage
+from actors.service.config import Settings
 from actors.transport.rocketmq.bridge import CallbackBridge
 from actors.transport.rocketmq.delivery import Decision, RocketMQDelivery, copied_properties
 from actors.transport.rocketmq.native import (

@@ -18,7 +18,7 @@ from actors.core.command_message import (
     read_locator,
 )
 from actors.core.models import Command, OutboxRow, OutboxStatus
-from actors.publisher import outgoing_message
+from actors.supervised.publisher import outgoing_message
 from tests.helpers import task_value
 
 BIG = 2**63 - 1  # ids are signed 64-bit; on the wire they are decimal strings

@@ -21,7 +21,7 @@ from actors.core.errors import (
     LimitExceededError,
     ProviderContractError,
 )
-from actors.core.provider_contract import MAX_RESPONSE_BYTES
+from actors.core.provider.contract import MAX_RESPONSE_BYTES
 from actors.pipeline.export_worker import ExportWorker, WorkerPool, open_export_worker
 from actors.pipeline.provider_decode import parse_batch_response
 from actors.pipeline.provider_http import FetchSpec

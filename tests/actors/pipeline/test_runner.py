@@ -25,7 +25,6 @@ import httpx
 import openpyxl
 import pytest
 
-from actors.config import Settings
 from actors.core.errors import (
     ExportAbortedError,
     LimitExceededError,
@@ -39,7 +38,8 @@ from actors.pipeline.context import RunContext
 from actors.pipeline.provider_client import ProviderClient
 from actors.pipeline.runner import ExportRunner, download_file_name
 from actors.pipeline.storage import XLSX_CONTENT_TYPE, LocalDirectoryStorage
-from actors.registry_source import RegistryHolder
+from actors.service.config import Settings
+from actors.service.registry_source import RegistryHolder
 from db.store import ExportStore
 from tests.helpers import claim, create
 from tests.provider_server import serve_provider

@@ -20,19 +20,19 @@ from typing import Any
 import pytest
 import trio
 
-from actors.config import Settings
-from actors.consumer import ConsumerSlot
 from actors.core.command_message import LOCATING_PROPERTIES
 from actors.core.errors import TransportSendError
 from actors.core.ids import IdGenerator
 from actors.core.models import OutboxStatus, TaskStatus
 from actors.core.outcomes import ExportResult, QuarantineOutcome
 from actors.core.ports import OutgoingMessage
-from actors.dlq import DlqHandler
-from actors.metrics import Metrics
 from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage
-from actors.publisher import outgoing_message
+from actors.service.config import Settings
+from actors.service.metrics import Metrics
+from actors.supervised.consumer import ConsumerSlot
+from actors.supervised.dlq import DlqHandler
+from actors.supervised.publisher import outgoing_message
 from actors.transport.rocketmq import (
     PROP_ORIGIN_MESSAGE_ID,
     PROP_ORIGIN_TOPIC,
@@ -229,7 +229,7 @@ async def test_dead_letter_without_locating_properties_is_acked_not_dead_lettere
     again = await next_marked()
     assert again.reconsume_times == 1 and again.message_id == first.message_id
     metrics = Metrics()
-    with caplog.at_level(logging.CRITICAL, logger="actors.dlq"):
+    with caplog.at_level(logging.CRITICAL, logger="actors.supervised.dlq"):
         # the store is never touched for a message that cannot be located
         assert await DlqHandler(None, transport, metrics).handle(again) is None  # type: ignore[arg-type]
     assert again.settled

@@ -56,9 +56,9 @@ from actors.core.dispatch import NoClaim
 from actors.core.models import OutboxRow, OutboxStatus, Task, TaskStatus
 from actors.core.outcomes import QuarantineOutcome
 from actors.core.ports import OutgoingMessage
-from actors.dlq import DlqHandler
-from actors.metrics import Metrics
 from actors.runtime import Runtime, serve
+from actors.service.metrics import Metrics
+from actors.supervised.dlq import DlqHandler
 from actors.transport.rocketmq import (
     PROP_ORIGIN_MESSAGE_ID,
     PROP_ORIGIN_TOPIC,
@@ -483,7 +483,7 @@ async def test_poison_command_is_dead_lettered_and_cannot_hold_its_task_back(
     fairest due task from the database — this very task — and runs it. So the dead letter
     reaches the DLQ handler for an attempt that is no longer PENDING: outcome MISMATCH,
     acked, nothing changed (quarantining a still-PENDING task through the DLQ handler is
-    ``tests/actors/test_dlq.py``). The message is never re-sent: one send, three
+    ``tests/actors/supervised/test_dlq.py``). The message is never re-sent: one send, three
     deliveries, one dead letter."""
     rt = await start_service(sent_stale_seconds=POISON_SENT_STALE_SECONDS)
     tap.plan = ["corrupt"]
@@ -568,7 +568,7 @@ async def test_dead_letter_without_locating_properties_is_logged_critical_and_ac
     assert before.status == TaskStatus.PENDING
     dlq_before = counter(rt.metrics, "export_dlq_messages_total")
 
-    with caplog.at_level(logging.INFO, logger="actors.dlq"):
+    with caplog.at_level(logging.INFO, logger="actors.supervised.dlq"):
         await rt.transport.send(
             OutgoingMessage(
                 rt.transport.dead_letter_topic, "EXPORT_TASK", str(task_id), row.payload_json
@@ -586,7 +586,7 @@ async def test_dead_letter_without_locating_properties_is_logged_critical_and_ac
         critical = [
             r
             for r in caplog.records
-            if r.name == "actors.dlq"
+            if r.name == "actors.supervised.dlq"
             and r.levelno == logging.CRITICAL
             and dead.message_id in r.getMessage()
         ]

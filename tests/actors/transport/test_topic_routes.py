@@ -1,5 +1,5 @@
 """The RocketMQ start-up topic check (actors/transport/rocketmq/routes.py with
-actors/core/topic_check.py): the Remoting codec, then against the real broker — the
+actors/core/rocketmq/topic_check.py): the Remoting codec, then against the real broker — the
 provisioned topics are read-write, a topic that does not exist has no route, a service
 whose command topic is missing (or whose NameServer does not answer) starts anyway and runs
 tasks from the database, and one whose dead-letter topic is missing keeps its worker

@@ -1,0 +1,1 @@
+"""Pure halves of the RocketMQ transport: the NameServer address and topic checks."""

@@ -1,0 +1,1 @@
+"""Pure halves of the XLSX writer: cell typing, sheet XML, data warnings."""

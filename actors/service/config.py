@@ -1,0 +1,434 @@
+"""Settings from the environment, with the seed's variable names (§16.3, ops guide).
+
+Every timing is configurable so tests can run in seconds. Durations named ``*_MS`` are
+milliseconds; every other duration is seconds (fractions allowed) unless the name says
+minutes or days. An invalid value stops start-up with a ``ConfigError`` naming the variable.
+
+The three staged switches (reconciler / publisher / consumer) default to on in embedded
+mode and to off with the RocketMQ transport, as the operations guide requires for a first
+deployment ("三个开关默认均为 false"). The demo Provider defaults to on only for an embedded
+instance (SQLite and the embedded transport).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings.exceptions import SettingsError
+
+from actors.core.admission import CreateLimits
+from actors.core.errors import ConfigError
+from actors.core.handback import DEFAULT_MAX_HANDBACKS
+from actors.core.http.session import CookieSecure
+from actors.core.lease import default_instance_id
+
+
+def _env(name: str) -> Any:
+    return Field(None, validation_alias=AliasChoices(name))
+
+
+def pid_namespace() -> int | None:
+    """Inode number of this process's PID namespace (Linux), ``None`` elsewhere."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return None
+
+
+class Settings(BaseSettings):
+    """All configuration. Attribute docs give the variable, unit and default."""
+
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=False)
+
+    # -- where things are ---------------------------------------------------------------
+    data_dir: Path = Field(Path("./var"), validation_alias=AliasChoices("FILE_EXPORT_DATA_DIR"))
+    """FILE_EXPORT_DATA_DIR: embedded data directory (SQLite file, files, dev secret)."""
+    database_url: str | None = _env("FILE_EXPORT_DATABASE_URL")
+    """FILE_EXPORT_DATABASE_URL: ``sqlite:///PATH`` or ``mysql://user:pw@host:port/db``;
+    default ``sqlite:///<data_dir>/export-center.db``."""
+    storage_dir: Path | None = _env("FILE_EXPORT_STORAGE_DIR")
+    """FILE_EXPORT_STORAGE_DIR: local storage root; default ``<data_dir>/files``."""
+    transport: Literal["embedded", "rocketmq"] = Field(
+        "embedded", validation_alias=AliasChoices("FILE_EXPORT_TRANSPORT")
+    )
+    http_bind: str = Field("127.0.0.1:8080", validation_alias=AliasChoices("FILE_EXPORT_HTTP_BIND"))
+    """FILE_EXPORT_HTTP_BIND: ``host:port``; port 0 picks a free port."""
+    registry: Path | None = _env("FILE_EXPORT_REGISTRY")
+    """FILE_EXPORT_REGISTRY: registry YAML; default the packaged demo registry."""
+    provider_map: Path | None = _env("FILE_EXPORT_PROVIDER_MAP")
+    """FILE_EXPORT_PROVIDER_MAP: YAML file service → ``url`` (and an optional ``token``,
+    else INTERNAL_SERVICE_TOKEN), reloaded without a restart when it changes
+    (``actors/core/provider/provider_map.py``); its service names at start are the Provider
+    allowlist, which a reload cannot change. Unset: FILE_EXPORT_PROVIDER_URLS (static,
+    read once); setting both refuses to start."""
+    provider_urls: Annotated[dict[str, str], NoDecode] = Field(
+        default_factory=dict, validation_alias=AliasChoices("FILE_EXPORT_PROVIDER_URLS")
+    )
+    """FILE_EXPORT_PROVIDER_URLS: JSON object service → base URL; fixed at start, and the
+    set of its keys is the Provider allowlist (§10.3)."""
+    demo_provider: bool | None = _env("FILE_EXPORT_DEMO_PROVIDER")
+    """FILE_EXPORT_DEMO_PROVIDER: mount the demo ``CUSTOMER_LIST`` Provider as service
+    ``demo-service`` at this server's own URL. Default on for an embedded instance (a
+    SQLite database and the embedded transport: a try-out on one machine), off otherwise,
+    so a production instance serves no demo data unless asked (and the built-in demo
+    registry, which names ``demo-service``, then refuses to load: set
+    ``FILE_EXPORT_REGISTRY``)."""
+    jwt_secret: str | None = _env("FILE_EXPORT_JWT_SECRET")
+    internal_service_token: str | None = _env("INTERNAL_SERVICE_TOKEN")
+    instance_id: str = Field(
+        default_factory=lambda: default_instance_id(
+            socket.gethostname(), os.getpid(), pid_namespace()
+        ),
+        validation_alias=AliasChoices("FILE_EXPORT_INSTANCE_ID"),
+    )
+    """FILE_EXPORT_INSTANCE_ID: ``lease_owner`` of this process, unique among running
+    instances; default ``host:pid/pid-namespace`` (``actors.core.lease``). A restart
+    recovers at once the tasks its predecessor was running (same id, or a default id of
+    this host whose process is gone) instead of waiting for their leases to expire."""
+    log_level: str = Field("INFO", validation_alias=AliasChoices("FILE_EXPORT_LOG_LEVEL"))
+    log_format: Literal["json", "text"] | None = _env("FILE_EXPORT_LOG_FORMAT")
+    """FILE_EXPORT_LOG_FORMAT: ``json`` (one JSON object per line, for production) or
+    ``text``; unset, text when standard error is a terminal, JSON otherwise."""
+
+    cookie_secure: CookieSecure = Field(
+        CookieSecure.AUTO, validation_alias=AliasChoices("FILE_EXPORT_COOKIE_SECURE")
+    )
+    """FILE_EXPORT_COOKIE_SECURE: ``auto`` (``Secure`` session cookies when the request is
+    https), ``always`` (behind a proxy that terminates TLS) or ``never``."""
+    progress_poll_seconds: float = Field(
+        1.0, gt=0, le=60, validation_alias=AliasChoices("FILE_EXPORT_PROGRESS_POLL_SECONDS")
+    )
+    """FILE_EXPORT_PROGRESS_POLL_SECONDS: how often one progress stream of the page reads
+    its caller's tasks, seconds (each read is two index ranges; at most 60, or the page
+    would show progress too late to be of use)."""
+    progress_write_seconds: float = Field(
+        0.5, ge=0, le=60, validation_alias=AliasChoices("FILE_EXPORT_PROGRESS_WRITE_SECONDS")
+    )
+    """FILE_EXPORT_PROGRESS_WRITE_SECONDS: least time between two progress writes of one
+    run, seconds (a write is made at the first batch boundary after it, and at the end);
+    0 writes at every batch boundary. Progress is display only; the page's stream reads
+    it every FILE_EXPORT_PROGRESS_POLL_SECONDS."""
+
+    # -- staged switches (ops guide) ------------------------------------------------------
+    reconciler_enabled: bool | None = _env("FILE_EXPORT_RECONCILER_ENABLED")
+    publisher_enabled: bool | None = _env("FILE_EXPORT_PUBLISHER_ENABLED")
+    consumer_enabled: bool | None = _env("FILE_EXPORT_CONSUMER_ENABLED")
+    consumer_concurrency: int = Field(
+        4, ge=1, le=64, validation_alias=AliasChoices("FILE_EXPORT_CONSUMER_CONCURRENCY")
+    )
+    """FILE_EXPORT_CONSUMER_CONCURRENCY: export slots of this instance, the exports it runs
+    at once (with RocketMQ also the consumer's native threads); further tasks wait PENDING.
+    4 is the design's starting value; docs/operations.md ("Export slots and worker
+    priority") says when to raise or lower it."""
+
+    max_active_per_user: int = Field(
+        3, ge=1, validation_alias=AliasChoices("FILE_EXPORT_MAX_ACTIVE_TASKS_PER_USER")
+    )
+    """FILE_EXPORT_MAX_ACTIVE_TASKS_PER_USER: PENDING+RUNNING tasks one user may have (§14)."""
+    max_active_per_type: int = Field(
+        5, ge=1, validation_alias=AliasChoices("FILE_EXPORT_MAX_ACTIVE_TASKS_PER_TYPE")
+    )
+    """FILE_EXPORT_MAX_ACTIVE_TASKS_PER_TYPE: PENDING+RUNNING tasks per export type (§14)."""
+    type_reserved_places: int = Field(
+        1, ge=0, validation_alias=AliasChoices("FILE_EXPORT_TYPE_RESERVED_PLACES")
+    )
+    """FILE_EXPORT_TYPE_RESERVED_PLACES: free places of an export type's active limit that
+    only a user with no active task of that type may take (fair share; 0 = first come,
+    first served)."""
+    consumer_reserved_slots: int = Field(
+        1, ge=0, validation_alias=AliasChoices("FILE_EXPORT_CONSUMER_RESERVED_SLOTS")
+    )
+    """FILE_EXPORT_CONSUMER_RESERVED_SLOTS: slots of an instance that one user may never
+    fill (fair share; a user always may hold one). 0 lets one user fill every slot."""
+
+    # -- timings (§16.3) ------------------------------------------------------------------
+    publisher_poll_ms: int = Field(
+        5000, ge=10, validation_alias=AliasChoices("FILE_EXPORT_PUBLISHER_POLL_MS")
+    )
+    publisher_batch_size: int = Field(
+        50, ge=1, le=1000, validation_alias=AliasChoices("FILE_EXPORT_PUBLISHER_BATCH_SIZE")
+    )
+    publisher_lease_seconds: float = Field(
+        60, gt=0, validation_alias=AliasChoices("FILE_EXPORT_PUBLISHER_LEASE_SECONDS")
+    )
+    reconciler_poll_ms: int = Field(
+        30000, ge=10, validation_alias=AliasChoices("FILE_EXPORT_RECONCILER_POLL_MS")
+    )
+    consumer_poll_ms: int = Field(
+        2000, ge=10, validation_alias=AliasChoices("FILE_EXPORT_CONSUMER_POLL_MS")
+    )
+    """FILE_EXPORT_CONSUMER_POLL_MS: how often an instance's idle consumer slots look for
+    due tasks in the database on their own, milliseconds (one read per instance and round,
+    whatever the number of slots). A create or retry on the same instance wakes them at
+    once. This is how exports run while the message bus is down: at the speed of this poll."""
+    transport_check_seconds: float = Field(
+        15, gt=0, validation_alias=AliasChoices("FILE_EXPORT_TRANSPORT_CHECK_SECONDS")
+    )
+    """FILE_EXPORT_TRANSPORT_CHECK_SECONDS: how often the RocketMQ transport's topics are
+    checked at the NameServer while it is up, seconds; while it is down the check backs off
+    from 1 s doubling up to this period."""
+    metrics_sample_seconds: float = Field(
+        15, gt=0, validation_alias=AliasChoices("FILE_EXPORT_METRICS_SAMPLE_SECONDS")
+    )
+    """FILE_EXPORT_METRICS_SAMPLE_SECONDS: how often every instance refreshes the queue,
+    outbox and storage gauges (whether or not it runs the reconciler)."""
+    redispatch_grace_seconds: float = Field(
+        60, ge=0, validation_alias=AliasChoices("FILE_EXPORT_REDISPATCH_GRACE_SECONDS")
+    )
+    sent_stale_seconds: float = Field(
+        600, gt=0, validation_alias=AliasChoices("FILE_EXPORT_SENT_STALE_SECONDS")
+    )
+    task_lease_seconds: float = Field(
+        300, gt=0, validation_alias=AliasChoices("FILE_EXPORT_TASK_LEASE_SECONDS")
+    )
+    task_heartbeat_seconds: float = Field(
+        60, gt=0, validation_alias=AliasChoices("FILE_EXPORT_TASK_HEARTBEAT_SECONDS")
+    )
+    max_duration_minutes: float = Field(
+        30, gt=0, validation_alias=AliasChoices("FILE_EXPORT_MAX_DURATION_MINUTES")
+    )
+    max_file_size_mb: float = Field(
+        50, gt=0, validation_alias=AliasChoices("FILE_EXPORT_MAX_FILE_SIZE_MB")
+    )
+    retention_days: float = Field(
+        7, gt=0, validation_alias=AliasChoices("FILE_EXPORT_RETENTION_DAYS")
+    )
+    event_retention_days: float = Field(
+        30, gt=0, validation_alias=AliasChoices("FILE_EXPORT_EVENT_RETENTION_DAYS")
+    )
+    """FILE_EXPORT_EVENT_RETENTION_DAYS: how long a task's history events are kept, days."""
+    retry_backoff_seconds: Annotated[tuple[float, ...], NoDecode] = Field(
+        (60.0, 900.0), validation_alias=AliasChoices("FILE_EXPORT_RETRY_BACKOFF_SECONDS")
+    )
+    """FILE_EXPORT_RETRY_BACKOFF_SECONDS: comma-separated execution retry delays (§9.2)."""
+    publish_backoff_seconds: Annotated[tuple[float, ...], NoDecode] = Field(
+        (5.0, 15.0, 60.0, 300.0, 900.0),
+        validation_alias=AliasChoices("FILE_EXPORT_PUBLISH_BACKOFF_SECONDS"),
+    )
+    """FILE_EXPORT_PUBLISH_BACKOFF_SECONDS: comma-separated send retry delays (§7.4)."""
+    shutdown_grace_seconds: float = Field(
+        60, ge=0, validation_alias=AliasChoices("FILE_EXPORT_SHUTDOWN_GRACE_SECONDS")
+    )
+    max_handbacks: int = Field(
+        DEFAULT_MAX_HANDBACKS,
+        ge=0,
+        le=100,
+        validation_alias=AliasChoices("FILE_EXPORT_MAX_HANDBACKS"),
+    )
+    """FILE_EXPORT_MAX_HANDBACKS: hand-backs in a row (a shutdown, a database fault or a
+    watchdog outage ended the run, not the export) whose attempt is not counted; the next
+    one in the same row counts as an attempt, so ``max_attempts`` still ends a task that
+    deploys or a flapping database keep interrupting (``actors/core/handback.py``). 0
+    counts every hand-back."""
+    worker_nice: int = Field(
+        10, ge=0, le=19, validation_alias=AliasChoices("FILE_EXPORT_WORKER_NICE")
+    )
+    """FILE_EXPORT_WORKER_NICE: added to the nice value of export worker processes, so the
+    event-loop process (API, leases) gets the CPU first when every core encodes, while the
+    workers keep a share beside other busy programs (at +10, about a tenth of what a
+    normal-priority process gets on the same core). Lower values give exports more of a
+    busy host at the API's expense: measured on 2 cores (deploy/bench/bench_priority.py),
+    the API's p95 during four exports was x1.1-2.0 of idle at +10, x2.8 at +5, x8 at 0."""
+    worker_sched_idle: bool = Field(
+        False, validation_alias=AliasChoices("FILE_EXPORT_WORKER_SCHED_IDLE")
+    )
+    """FILE_EXPORT_WORKER_SCHED_IDLE: on Linux, export workers also run under the
+    ``SCHED_IDLE`` policy: they take a core only when no normal-priority process wants
+    it. Off by default: beside a neighbour's busy loops an idle-policy worker gets almost
+    no CPU, so every export stalls until its deadline (one 200k export beside two busy
+    loops on 2 cores: 1,100-2,600 rows/s, against 7,600-8,300 at nice +10 alone, medians of
+    alternated runs). Worth turning on only on a host dedicated to the service, where the
+    API's latency during exports matters more than export progress under foreign load
+    (the API's p95 during four exports: x0.9-1.8 of idle with it, x1.1-2.0 without, the
+    same within the noise of each of three runs on a shared machine)."""
+    provider_request_timeout_seconds: float = Field(
+        60, gt=0, validation_alias=AliasChoices("FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS")
+    )
+    """FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS: total time for one Provider batch
+    request, body included. The 15 s read timeout (§14) only bounds the gap between two
+    reads; this bounds the whole answer. Keep it well below the lease."""
+    db_retry_seconds: float = Field(
+        30, ge=0, validation_alias=AliasChoices("FILE_EXPORT_DB_RETRY_SECONDS")
+    )
+    """FILE_EXPORT_DB_RETRY_SECONDS: how long a store transition retries a lost or refused
+    database connection (a killed connection, a server restart) before its caller sees
+    the error; long enough for a MariaDB restart. Settling a run keeps retrying until its
+    lease margin regardless."""
+
+    # -- message queue (§6.2) -------------------------------------------------------------
+    mq_topic_prefix: str | None = _env("MQ_TOPIC_PREFIX")
+    rocketmq_name_server: str | None = _env("ROCKETMQ_NAME_SERVER")
+    max_reconsume_times: int = Field(
+        2, ge=0, le=16, validation_alias=AliasChoices("FILE_EXPORT_MAX_RECONSUME_TIMES")
+    )
+
+    @field_validator("provider_urls", mode="before")
+    @classmethod
+    def _parse_provider_urls(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value) if value.strip() else {}
+            except ValueError as exc:
+                raise ValueError(f"is not valid JSON: {exc}") from None
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and v.startswith(("http://", "https://"))
+            for k, v in value.items()
+        ):
+            raise ValueError('must be a JSON object of service name -> "http(s)://" base URL')
+        return value
+
+    @field_validator("retry_backoff_seconds", "publish_backoff_seconds", mode="before")
+    @classmethod
+    def _parse_schedule(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            parts = [p.strip() for p in value.split(",") if p.strip()]
+            if not parts:
+                raise ValueError("must list at least one delay in seconds, e.g. 60,900")
+            try:
+                value = tuple(float(p) for p in parts)
+            except ValueError:
+                raise ValueError("must be comma-separated seconds, e.g. 60,900") from None
+        if any(v < 0 for v in value):
+            raise ValueError("delays must not be negative")
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _check_log_level(cls, value: str) -> str:
+        levels = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+        if value.upper() not in levels:
+            raise ValueError(f"must be one of {', '.join(levels)}")
+        return value.upper()
+
+    @field_validator("cookie_secure", mode="before")
+    @classmethod
+    def _lower_cookie_secure(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _lower_log_format(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return value.strip().lower() or None  # empty: unset (pick by terminal)
+        return value
+
+    @field_validator("jwt_secret")
+    @classmethod
+    def _check_secret(cls, value: str | None) -> str | None:
+        if value is not None and len(value.encode()) < 32:
+            raise ValueError(
+                "must be at least 32 bytes (HS256 needs a key at least as long as its "
+                "SHA-256 hash, RFC 7518 section 3.2)"
+            )
+        return value
+
+    @field_validator("http_bind")
+    @classmethod
+    def _check_bind(cls, value: str) -> str:
+        host, sep, port = value.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ValueError("must be host:port, e.g. 127.0.0.1:8080")
+        return value
+
+    @model_validator(mode="after")
+    def _derive(self) -> Settings:
+        default_on = self.transport == "embedded"
+        for name in ("reconciler_enabled", "publisher_enabled", "consumer_enabled"):
+            if getattr(self, name) is None:
+                setattr(self, name, default_on)
+        if self.demo_provider is None:
+            self.demo_provider = default_on and self.resolved_database_url.startswith("sqlite:")
+        if self.transport == "rocketmq":
+            if self.mq_topic_prefix is None:
+                # §6.2: checked for "is set", an explicit empty string is valid (production)
+                raise ValueError("MQ_TOPIC_PREFIX must be set when FILE_EXPORT_TRANSPORT=rocketmq")
+            if not self.rocketmq_name_server:
+                raise ValueError(
+                    "ROCKETMQ_NAME_SERVER must be set when FILE_EXPORT_TRANSPORT=rocketmq"
+                )
+        if self.provider_map is not None and self.provider_urls:
+            raise ValueError(
+                "FILE_EXPORT_PROVIDER_MAP and FILE_EXPORT_PROVIDER_URLS are both set: "
+                "name the Providers in one place (the map file, which reloads, or the "
+                "static environment variable), so no address is silently overridden"
+            )
+        if self.task_heartbeat_seconds >= self.task_lease_seconds:
+            raise ValueError(
+                "FILE_EXPORT_TASK_HEARTBEAT_SECONDS must be well below "
+                "FILE_EXPORT_TASK_LEASE_SECONDS: the lease is renewed every heartbeat "
+                "and must outlast a late renewal (defaults 60 and 300)"
+            )
+        return self
+
+    # -- derived values -----------------------------------------------------------------
+    @property
+    def topic_prefix(self) -> str:
+        return self.mq_topic_prefix or ""
+
+    @property
+    def command_topic(self) -> str:
+        return f"{self.topic_prefix}file-export-command-v1"
+
+    @property
+    def worker_group(self) -> str:
+        return f"{self.topic_prefix}file-export-worker-v1"
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'export-center.db'}"
+
+    @property
+    def resolved_storage_dir(self) -> Path:
+        return self.storage_dir or self.data_dir / "files"
+
+    @property
+    def max_file_bytes(self) -> int:
+        return int(self.max_file_size_mb * 1024 * 1024)
+
+    @property
+    def create_limits(self) -> CreateLimits:
+        """The admission limits a create (API) or a manual retry (CLI) is checked against:
+        ``FILE_EXPORT_MAX_ACTIVE_TASKS_PER_USER``, ``FILE_EXPORT_MAX_ACTIVE_TASKS_PER_TYPE`` and
+        ``FILE_EXPORT_TYPE_RESERVED_PLACES``."""
+        return CreateLimits(
+            max_active_per_user=self.max_active_per_user,
+            max_active_per_type=self.max_active_per_type,
+            type_reserved_places=self.type_reserved_places,
+        )
+
+    @property
+    def bind_host_port(self) -> tuple[str, int]:
+        host, _, port = self.http_bind.rpartition(":")
+        return host, int(port)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read settings from the environment (plus ``overrides`` by field name, for tests).
+
+    Raises:
+        ConfigError: a value is invalid; the message names the environment variable.
+    """
+    try:
+        return Settings(**{_alias(k): v for k, v in overrides.items()})
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"]) or "configuration"
+            problems.append(f"{loc}: {err['msg']}")
+        raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
+    except SettingsError as exc:
+        raise ConfigError(f"invalid configuration: {exc}") from None
+
+
+def _alias(field_name: str) -> str:
+    field = Settings.model_fields[field_name]
+    alias = field.validation_alias
+    if isinstance(alias, AliasChoices):
+        return str(alias.choices[0])
+    return field_name

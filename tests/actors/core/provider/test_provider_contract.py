@@ -1,0 +1,337 @@
+"""Table tests of the Provider contract (actors/core/provider/contract.py): what the File
+Service sends, what a Provider answers, and the rules across batches.
+Both sides of the contract are exercised against each other: what one builds, the other
+reads back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from actors.core.errors import (
+    LimitExceededError,
+    ParameterError,
+    ProviderContractError,
+    ProviderUnavailableError,
+)
+from actors.core.models import AppCode, ColumnDef, ColumnType
+from actors.core.provider.contract import (
+    ERROR_DETAIL_BYTES,
+    MAX_BATCH_LIMIT,
+    SUCCESS_CODE,
+    BatchRequest,
+    batch_data,
+    batches_path,
+    body_too_large,
+    column_json,
+    error_detail,
+    needs_error_detail,
+    parse_envelope,
+    request_app_code,
+    request_id,
+    request_limit,
+    request_parameters,
+    request_snapshot_token,
+    response_envelope,
+    status_error,
+    total_limit_exceeded,
+)
+
+COLUMNS = (
+    ColumnDef("id", "ID", ColumnType.INTEGER, 12),
+    ColumnDef("name", "Name", ColumnType.STRING),
+)
+
+
+def _tenant_id(body: dict[str, Any]) -> int:
+    return request_id(body, "tenantId")
+
+
+def test_batches_path() -> None:
+    assert batches_path("CUSTOMER_LIST") == "/internal/exports/v1/CUSTOMER_LIST/batches"
+
+
+@pytest.mark.parametrize(
+    ("cursor", "token", "parameters"),
+    [
+        (None, None, {}),
+        ("1000", "v1.5000.abc", {"status": "ACTIVE", "keyword": "远航"}),
+    ],
+)
+def test_request_round_trip(
+    cursor: str | None, token: str | None, parameters: dict[str, Any]
+) -> None:
+    request = BatchRequest(
+        task_id=2**63 - 1,
+        tenant_id=0,
+        app_code="PLATFORM",
+        requested_by=7,
+        dispatch_version=3,
+        parameters=parameters,
+        cursor=cursor,
+        snapshot_token=token,
+        limit=500,
+    )
+    body = request.to_json()
+    assert body["taskId"] == str(2**63 - 1)  # 64-bit ids travel as strings
+    assert request_id(body, "tenantId") == 0
+    assert request_id(body, "requestedBy") == 7
+    assert request_app_code(body) == AppCode.PLATFORM
+    assert request_limit(body) == 500
+    assert request_parameters(body) == parameters
+    assert request_snapshot_token(body) == token
+    assert body["cursor"] == cursor
+
+
+@pytest.mark.parametrize(
+    ("body", "read", "field", "message"),
+    [
+        ({}, lambda b: request_id(b, "tenantId"), "tenantId", "tenantId is required"),
+        # A value that is there but wrong says what is wrong with it, not "required".
+        (
+            {"requestedBy": "-1"},
+            lambda b: request_id(b, "requestedBy"),
+            "requestedBy",
+            "requestedBy must be 0 or a positive id, got '-1'",
+        ),
+        (
+            {"tenantId": -5},
+            lambda b: request_id(b, "tenantId"),
+            "tenantId",
+            "tenantId must be 0 or a positive id, got '-5'",
+        ),
+        (
+            {"tenantId": "1" * 20},  # longer than any 64-bit id
+            lambda b: request_id(b, "tenantId"),
+            "tenantId",
+            "tenantId is out of range: 20 digits, the largest 64-bit id is 9223372036854775807",
+        ),
+        (
+            {"tenantId": str(2**63)},  # 19 digits, one past the largest
+            lambda b: request_id(b, "tenantId"),
+            "tenantId",
+            "tenantId is out of range: 19 digits, the largest 64-bit id is 9223372036854775807",
+        ),
+        (
+            {"tenantId": "9" * 5000},  # never converted whole
+            lambda b: request_id(b, "tenantId"),
+            "tenantId",
+            "tenantId is out of range: 5000 digits",
+        ),
+        (
+            {"tenantId": True},
+            lambda b: request_id(b, "tenantId"),
+            "tenantId",
+            "tenantId must be a string of digits, got bool True",
+        ),
+        (
+            {"tenantId": ""},
+            lambda b: request_id(b, "tenantId"),
+            "tenantId",
+            "tenantId must be a string of digits, got ''",
+        ),
+        (
+            {"tenantId": "\uff11"},  # a fullwidth digit is not an ASCII digit
+            lambda b: request_id(b, "tenantId"),
+            "tenantId",
+            "tenantId must be a string of digits, got",
+        ),
+        (
+            {"tenantId": "-"},
+            lambda b: request_id(b, "tenantId"),
+            "tenantId",
+            "tenantId must be a string of digits, got '-'",
+        ),
+        ({}, request_app_code, "appCode", "appCode is required"),
+        (
+            {"appCode": "OTHER"},
+            request_app_code,
+            "appCode",
+            "appCode must be one of PLATFORM, MERCHANT",
+        ),
+        ({}, request_limit, "limit", f"limit must be an integer in 1..{MAX_BATCH_LIMIT}"),
+        ({"limit": 0}, request_limit, "limit", "limit must be an integer in 1..1000"),
+        ({"limit": 1001}, request_limit, "limit", "limit must be an integer in 1..1000"),
+        ({"limit": "5"}, request_limit, "limit", "limit must be an integer in 1..1000"),
+        ({"parameters": [1]}, request_parameters, "parameters", "parameters must be an object"),
+        (
+            {"snapshotToken": 5},
+            request_snapshot_token,
+            "snapshotToken",
+            "snapshotToken must be a string",
+        ),
+    ],
+)
+def test_requests_outside_the_contract(
+    body: dict[str, Any], read: Any, field: str, message: str
+) -> None:
+    with pytest.raises(ParameterError) as caught:
+        read(body)
+    assert caught.value.field == field
+    assert caught.value.message.startswith(message), caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("body", "value"),
+    [
+        ({"tenantId": 5}, 5),  # a bare number is accepted too
+        ({"tenantId": "0"}, 0),
+        ({"tenantId": str(2**63 - 1)}, 2**63 - 1),
+        ({"tenantId": "007"}, 7),
+    ],
+)
+def test_request_ids(body: dict[str, Any], value: int) -> None:
+    assert request_id(body, "tenantId") == value
+
+
+def _answer(**overrides: Any) -> dict[str, Any]:
+    fields: dict[str, Any] = dict(
+        schema_hash="sha256:abc",
+        snapshot_token="v1.2.sig",
+        rows=[{"id": 1, "name": "a"}, {"id": 2, "name": None}],
+        next_cursor="2",
+        has_more=False,
+        total_rows=2,
+        columns=[column_json(c) for c in COLUMNS],
+    )
+    fields.update(overrides)
+    return response_envelope(SUCCESS_CODE, "success", batch_data(**fields))
+
+
+def test_answer_round_trip() -> None:
+    batch = parse_envelope(_answer(), "svc", limit=2, max_columns=100)
+    assert batch.columns == COLUMNS
+    assert (batch.schema_hash, batch.snapshot_token, batch.next_cursor) == (
+        "sha256:abc",
+        "v1.2.sig",
+        "2",
+    )
+    assert (batch.has_more, batch.total_rows, batch.row_count) == (False, 2, 2)
+
+
+def test_later_batches_may_omit_columns() -> None:
+    assert "columns" not in batch_data(
+        schema_hash="h",
+        snapshot_token=None,
+        rows=[],
+        next_cursor=None,
+        has_more=False,
+        total_rows=None,
+        columns=None,
+    )
+    batch = parse_envelope(_answer(columns=None), "svc", limit=2, max_columns=100)
+    assert batch.columns is None
+
+
+@pytest.mark.parametrize(
+    ("envelope", "error", "message"),
+    [
+        ([], ProviderContractError, "provider svc answered JSON that is not an object"),
+        ({"message": "x"}, ProviderContractError, "provider svc envelope has no code"),
+        (
+            response_envelope("409", "snapshot token invalid or expired", None),
+            ProviderContractError,
+            "provider svc answered code 409: snapshot token invalid or expired",
+        ),
+        (
+            response_envelope(SUCCESS_CODE, "success", None),
+            ProviderContractError,
+            "provider svc envelope data is not an object",
+        ),
+        (
+            _answer(rows=[{"id": 1}] * 3),
+            ProviderContractError,
+            "provider svc: batch has 3 rows; the batch-size limit is 2 rows",
+        ),
+        (
+            _answer(columns=[column_json(COLUMNS[0])] * 2),
+            ProviderContractError,
+            "provider svc: columns[1].key 'id' is duplicated",
+        ),
+        (
+            _answer(
+                columns=[column_json(ColumnDef(f"c{i}", "t", ColumnType.STRING)) for i in range(3)]
+            ),
+            LimitExceededError,
+            "provider declared 3 columns; the limit is 2 columns",
+        ),
+        (
+            _answer(total_rows=-1),
+            ProviderContractError,
+            "provider svc: totalRows -1 is not a non-negative integer",
+        ),
+        (
+            _answer(snapshot_token="x" * 513),
+            ProviderContractError,
+            "provider svc: snapshotToken has 513 characters; the limit is 512",
+        ),
+    ],
+)
+def test_answers_outside_the_contract(envelope: Any, error: type[Exception], message: str) -> None:
+    with pytest.raises(error) as caught:
+        parse_envelope(envelope, "svc", limit=2, max_columns=2)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("status", "detail", "kind", "message"),
+    [
+        (200, "", None, None),
+        (503, "ignored", ProviderUnavailableError, "provider svc answered HTTP 503"),
+        (429, "", ProviderUnavailableError, "provider svc answered HTTP 429"),
+        (
+            404,
+            "code 404: no route",
+            ProviderContractError,
+            "provider svc answered HTTP 404: code 404: no route",
+        ),
+        (302, "", ProviderContractError, "provider svc answered HTTP 302"),
+    ],
+)
+def test_status_error_classifies_each_status(
+    status: int, detail: str, kind: type | None, message: str | None
+) -> None:
+    """One answer per status, for every request the service sends a Provider
+    (actors/pipeline/provider_http.py, from the worker or from provider-check's thread)."""
+    error = status_error("svc", status, detail)
+    if kind is None:
+        assert error is None and not needs_error_detail(status)
+    else:
+        assert type(error) is kind and str(error) == message
+        assert needs_error_detail(status) == (kind is ProviderContractError)
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        (b'{"code": "401", "message": "bad token"}', "code 401: bad token"),
+        (b'{"code": "401"}', ""),
+        (b"<html>no</html>", ""),
+        (b"[" * 100_000, ""),  # too deep to decode
+        (b'{"message": "' + b"x" * ERROR_DETAIL_BYTES + b'"}', ""),  # over the read limit
+    ],
+)
+def test_error_detail_quotes_a_small_envelope_only(body: bytes, detail: str) -> None:
+    assert error_detail(body) == detail
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"), [(60.0, "60 s"), (0.5, "0.5 s"), (1, "1 s"), (90.25, "90.25 s")]
+)
+def test_total_limit_exceeded_is_transient_and_names_its_setting(
+    seconds: float, shown: str
+) -> None:
+    error = total_limit_exceeded("svc", seconds)
+    assert type(error) is ProviderUnavailableError
+    assert str(error) == (
+        f"provider svc did not finish answering a batch request within the total limit of "
+        f"{shown} (FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS)"
+    )
+
+
+def test_body_too_large_names_the_limit_in_words_and_bytes() -> None:
+    error = body_too_large(4 * 1024 * 1024, "Content-Length 9999999")
+    assert str(error) == (
+        "provider response body exceeds the limit of 4 MB (4194304 bytes; Content-Length 9999999)"
+    )
