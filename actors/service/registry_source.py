@@ -47,7 +47,7 @@ def default_registry_path() -> pathlib.Path:
         An absolute filesystem path (the package is installed as plain files, which is also
         what the file watcher needs).
     """
-    return pathlib.Path(__file__).resolve().parent / "defaults" / "registry.yaml"
+    return pathlib.Path(__file__).resolve().parents[1] / "defaults" / "registry.yaml"
 
 
 def load_registry_file(path: str | os.PathLike[str], allowed_services: Collection[str]) -> Registry:
