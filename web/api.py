@@ -15,7 +15,6 @@ from quart import Blueprint, Response, current_app, jsonify, request
 
 from actors.core.access import (
     authorise,
-    check_retryable,
     downloadable_key,
     parse_task_id,
     sees_all_requesters,
@@ -23,7 +22,7 @@ from actors.core.access import (
 )
 from actors.core.cancel import cancel_message, check_cancelled
 from actors.core.declared_parameters import check_declared_parameters
-from actors.core.errors import Refusal, Refused, RequestError
+from actors.core.errors import RequestError
 from actors.core.events import MAX_TASK_EVENTS
 from actors.core.http.byte_range import byte_range, etag
 from actors.core.limits import (
@@ -38,6 +37,9 @@ from actors.core.task_json import event_json, task_json
 from actors.core.task_list import parse_list_query
 from actors.core.text import content_disposition
 from actors.core.tracing import masked_parameters
+from actors.core.usecases import cancel_task as cancel_task_once
+from actors.core.usecases import create_task as create_task_once
+from actors.core.usecases import retry_task as retry_task_once
 from web.access_log import current_trace_id, note_task
 from web.auth import request_principal
 from web.errors import ApiError, api_error
@@ -111,7 +113,8 @@ async def create_task() -> Any:
     params = normalise_parameters(fields.parameters)
     check_declared_parameters(definition.parameters, fields.parameters or {})
     svc = services()
-    result = await svc.api_store.create_task(
+    result = await create_task_once(
+        svc.api_store,
         NewTask(
             export_type,
             fields.task_name,
@@ -123,21 +126,6 @@ async def create_task() -> Any:
         ),
         svc.create_limits,
     )
-    if result.outcome == CreateOutcome.USER_LIMIT:
-        raise ApiError(
-            "429",
-            f"you already have {svc.create_limits.max_active_per_user} "
-            "active export tasks; wait until one finishes",
-        )
-    if result.outcome == CreateOutcome.TYPE_LIMIT:
-        raise ApiError(
-            "429",
-            f"export type {export_type} already has "
-            f"{svc.create_limits.max_active_per_type} active tasks; "
-            "try again later",
-        )
-    if result.outcome == CreateOutcome.TYPE_RESERVED:
-        raise ApiError("429", _type_reserved_message(export_type))
     assert result.task is not None
     note_task(result.task.id, result.task.trace_id)
     if result.outcome == CreateOutcome.DUPLICATE:
@@ -152,13 +140,6 @@ async def create_task() -> Any:
         extra={"parameters": masked_parameters(fields.parameters)},
     )
     return ok(task_json(result.task))
-
-
-def _type_reserved_message(export_type: str) -> str:
-    return (
-        f"export type {export_type} has only places left that are kept for users with no "
-        f"active {export_type} export; try again when one of yours finishes"
-    )
 
 
 @api.get(PREFIX)
@@ -257,30 +238,15 @@ async def retry(task_id: str) -> Any:
     """
     principal = caller()
     task = await owned_task(principal, task_id)
-    check_retryable(task)
-    # §9.3: identity, tenant, permission and enabled are checked again now.
-    check_definition(principal, task.export_type)
     svc = services()
-    if task.object_key:
-        await svc.storage.delete(task.object_key)  # leftover of the failed attempt (§9.5)
-    outcome, updated = await svc.api_store.manual_retry(task, svc.create_limits)
-    if outcome == CreateOutcome.USER_LIMIT:
-        raise ApiError(
-            "429",
-            f"the requester already has {svc.create_limits.max_active_per_user}"
-            " active export tasks; retry when one finishes",
-        )
-    if outcome == CreateOutcome.TYPE_LIMIT:
-        raise ApiError(
-            "429",
-            f"export type {task.export_type} already has "
-            f"{svc.create_limits.max_active_per_type} active tasks; "
-            "try again later",
-        )
-    if outcome == CreateOutcome.TYPE_RESERVED:
-        raise ApiError("429", _type_reserved_message(task.export_type))
-    if updated is None:
-        raise ApiError("409", "the task changed meanwhile; reload and try again")
+    updated = await retry_task_once(
+        svc.api_store,
+        task,
+        svc.create_limits,
+        # Identity, tenant, permission and enabled are checked again now (design-rules §9.3).
+        check_type=lambda t: check_definition(principal, t.export_type),
+        delete_leftover=svc.storage.delete,
+    )
     svc.wakeup.set()
     log.info(
         "task %s manually retried as v%d by user %s",
@@ -304,11 +270,9 @@ async def cancel(task_id: str) -> Any:
     principal = caller()
     task = await owned_task(principal, task_id)
     svc = services()
-    result = await svc.api_store.cancel_task(
-        task.id, cancel_message(principal.user_id), by=principal.user_id
+    result = await cancel_task_once(
+        svc.api_store, task.id, cancel_message(principal.user_id), by=principal.user_id
     )
-    if result is None:  # deleted meanwhile (no route deletes tasks; kept for safety)
-        raise Refused(Refusal.NOT_FOUND, f"export task {task_id} not found")
     if result.outcome == CancelOutcome.CANCELLED:
         svc.runs.cancelled(task.id)
         svc.metrics.task_completed.labels(task.export_type, "CANCELLED").inc()

@@ -50,6 +50,10 @@ REFUSAL_CODES: dict[Refusal, str] = {
     Refusal.NOT_DOWNLOADABLE: "409",
     Refusal.NOT_RETRYABLE: "409",
     Refusal.NOT_CANCELLABLE: "409",
+    Refusal.USER_LIMIT: "429",
+    Refusal.TYPE_LIMIT: "429",
+    Refusal.TYPE_RESERVED: "429",
+    Refusal.CHANGED: "409",
 }
 
 

@@ -29,8 +29,8 @@ import click
 import trio
 
 from actors.cli.ops_text import inspection_lines, list_line, task_lines
-from actors.core.access import check_requestable, check_retryable, parse_task_id
-from actors.core.errors import ConfigError, ParameterError, Refused
+from actors.core.access import check_requestable, parse_task_id
+from actors.core.errors import ConfigError, ParameterError, Refusal, Refused
 from actors.core.events import TaskInspection
 from actors.core.models import Task, TaskStatus
 from actors.core.ops.operator_json import (
@@ -44,6 +44,8 @@ from actors.core.ops.operator_json import (
 )
 from actors.core.ops.troubleshooting import Thresholds, diagnose
 from actors.core.task_json import task_json
+from actors.core.usecases import cancel_task as cancel_task_once
+from actors.core.usecases import retry_task as retry_task_once
 from actors.service.config import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -257,8 +259,13 @@ def cancel_task(task_id: str, as_json: bool) -> None:
     not-cancellable or not-found), plus "error" when it failed."""
 
     async def run(store: ExportStore, _: Settings) -> tuple[OperatorOutcome, Task] | None:
-        result = await store.cancel_task(tid, OPERATOR_CANCEL_MESSAGE)
-        return None if result is None else (cancel_outcome(result.outcome), result.task)
+        try:
+            result = await cancel_task_once(store, tid, OPERATOR_CANCEL_MESSAGE)
+        except Refused as exc:
+            if exc.reason is Refusal.NOT_FOUND:
+                return None
+            raise
+        return cancel_outcome(result.outcome), result.task
 
     with _answering(as_json, outcomes=True):
         tid = _task_id(task_id)
@@ -315,35 +322,40 @@ def retry_task(task_id: str, as_json: bool) -> None:
         task = await store.get_task(tid)
         if task is None:
             raise _no_task(tid)
-        try:
-            check_retryable(task)
-        except Refused as exc:
-            raise _Refused(f"task {tid}: {exc}", tid, OperatorOutcome.NOT_RETRYABLE, task) from None
         # The registry in force, checked as the API's retry checks it (registered, enabled);
         # the requester's app scope and permissions are the API's business, not the
         # operator's.
         from actors.composition import read_registry
 
         registry = await trio.to_thread.run_sync(read_registry, settings)
+
+        def check_type(task: Task) -> None:
+            try:
+                check_requestable(task.export_type, registry.get(task.export_type))
+            except (Refused, ParameterError) as exc:
+                unknown = isinstance(exc, ParameterError)
+                raise _Refused(
+                    f"task {tid} not retried: {exc.message} in the registry in force "
+                    f"({settings.registry or 'the built-in registry'})",
+                    tid,
+                    OperatorOutcome.TYPE_UNKNOWN if unknown else OperatorOutcome.TYPE_DISABLED,
+                    task,
+                ) from None
+
         try:
-            check_requestable(task.export_type, registry.get(task.export_type))
-        except (Refused, ParameterError) as exc:
-            unknown = isinstance(exc, ParameterError)
-            raise _Refused(
-                f"task {tid} not retried: {exc.message} in the registry in force "
-                f"({settings.registry or 'the built-in registry'})",
-                tid,
-                OperatorOutcome.TYPE_UNKNOWN if unknown else OperatorOutcome.TYPE_DISABLED,
+            return await retry_task_once(
+                store,
                 task,
-            ) from None
-        if task.object_key:  # leftover of the failed attempt, as the API deletes it
-            await _delete_leftover(settings, task.object_key)
-        created, retried = await store.manual_retry(task, settings.create_limits)
-        outcome = retry_outcome(created)
-        if outcome != OperatorOutcome.RETRIED or retried is None:
+                settings.create_limits,
+                check_type=check_type,
+                delete_leftover=lambda key: _delete_leftover(settings, key),
+            )
+        except Refused as exc:
+            outcome = retry_outcome(exc.reason)
+            if outcome == OperatorOutcome.NOT_RETRYABLE:
+                raise _Refused(f"task {tid}: {exc}", tid, outcome, task) from None
             why = retry_refusal(outcome)
-            raise _Refused(f"task {tid} not retried: {why}", tid, outcome, task)
-        return retried
+            raise _Refused(f"task {tid} not retried: {why}", tid, outcome, task) from None
 
     with _answering(as_json, outcomes=True):
         tid = _task_id(task_id)

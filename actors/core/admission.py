@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from actors.core.outcomes import CreateOutcome
+from actors.core.errors import Refusal, Refused
+from actors.core.outcomes import CreateOutcome, ManualRetryOutcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,3 +86,60 @@ def admit(counts: ActiveCounts, limits: CreateLimits, *, duplicate: bool = False
     if counts.by_user_in_type > 0 and free <= limits.type_reserved_places:
         return CreateOutcome.TYPE_RESERVED
     return CreateOutcome.CREATED
+
+
+def admission_refusal(
+    outcome: CreateOutcome | ManualRetryOutcome,
+    export_type: str,
+    limits: CreateLimits,
+    *,
+    retry: bool,
+) -> Refused:
+    """Admission's refusal of a create or a manual retry, in words, as one error.
+
+    The words name the limit and what to do; a create speaks to its requester ("you"), a
+    manual retry to whoever retries someone's task ("the requester"). The envelope code of
+    each reason is ``web/errors.py``'s; the operator's command has its own words
+    (``actors/core/ops/operator_json.py``).
+
+    Args:
+        outcome: a refusal of :func:`admit` (``USER_LIMIT``, ``TYPE_LIMIT``,
+            ``TYPE_RESERVED``), or of a manual retry (those and ``CHANGED``).
+        export_type: the export type of the task.
+        limits: the admission settings in force (their numbers are quoted).
+        retry: the refusal of a manual retry rather than of a create.
+
+    Returns:
+        The :class:`Refused` to raise, its reason the outcome's.
+
+    Raises:
+        ValueError: ``outcome`` admits (``CREATED``, ``RETRIED``) or is a duplicate.
+    """
+    reason = outcome.value
+    if reason == "user_limit":
+        if retry:
+            message = (
+                f"the requester already has {limits.max_active_per_user}"
+                " active export tasks; retry when one finishes"
+            )
+        else:
+            message = (
+                f"you already have {limits.max_active_per_user} "
+                "active export tasks; wait until one finishes"
+            )
+        return Refused(Refusal.USER_LIMIT, message)
+    if reason == "type_limit":
+        return Refused(
+            Refusal.TYPE_LIMIT,
+            f"export type {export_type} already has {limits.max_active_per_type} active tasks; "
+            "try again later",
+        )
+    if reason == "type_reserved":
+        return Refused(
+            Refusal.TYPE_RESERVED,
+            f"export type {export_type} has only places left that are kept for users with no "
+            f"active {export_type} export; try again when one of yours finishes",
+        )
+    if reason == "changed":
+        return Refused(Refusal.CHANGED, "the task changed meanwhile; reload and try again")
+    raise ValueError(f"{outcome!r} is not a refusal")

@@ -196,6 +196,15 @@ class Refusal(StrEnum):
     NOT_RETRYABLE = "not_retryable"
     #: The task cannot be cancelled: it already ended (SUCCEEDED, FAILED or EXPIRED).
     NOT_CANCELLABLE = "not_cancellable"
+    #: Admission: the requester already has the most active tasks allowed.
+    USER_LIMIT = "user_limit"
+    #: Admission: the export type already has the most active tasks allowed.
+    TYPE_LIMIT = "type_limit"
+    #: Admission: only the places kept for requesters with no active task of the type
+    #: are free, and this requester has one.
+    TYPE_RESERVED = "type_reserved"
+    #: A manual retry's fenced write matched nothing: the task changed since it was read.
+    CHANGED = "changed"
 
 
 class Refused(RequestError):

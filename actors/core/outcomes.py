@@ -28,6 +28,22 @@ class CreateOutcome(StrEnum):
     TYPE_RESERVED = "type_reserved"  # only kept places are free, and the requester has one
 
 
+class ManualRetryOutcome(StrEnum):
+    """What a manual retry of a FAILED or CANCELLED task came to (``CreationStore.manual_retry``).
+
+    ``RETRIED`` means the task is PENDING at a new version; the limits are admission's
+    refusals (:func:`actors.core.admission.admit`, without the duplicate rule); ``CHANGED``
+    means its fenced write matched nothing: the task left FAILED/CANCELLED at that version
+    since it was read (a concurrent retry won).
+    """
+
+    RETRIED = "retried"
+    USER_LIMIT = "user_limit"
+    TYPE_LIMIT = "type_limit"
+    TYPE_RESERVED = "type_reserved"
+    CHANGED = "changed"
+
+
 @dataclass(frozen=True, slots=True)
 class NewTask:
     """What the API has validated for a create.

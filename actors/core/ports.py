@@ -32,8 +32,8 @@ from actors.core.models import OutboxRow, Principal, Registry, Task, TaskStatus
 from actors.core.outcomes import (
     CancelResult,
     ClaimResult,
-    CreateOutcome,
     CreateResult,
+    ManualRetryOutcome,
     NewTask,
     QuarantineOutcome,
     QueueSample,
@@ -348,7 +348,7 @@ class CreationStore(Protocol):
 
     async def manual_retry(
         self, task: Task, limits: CreateLimits = ...
-    ) -> tuple[CreateOutcome, Task | None]:
+    ) -> tuple[ManualRetryOutcome, Task | None]:
         """FAILED or CANCELLED → PENDING at a new version, admitted like a create."""
         ...
 

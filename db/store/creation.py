@@ -14,7 +14,14 @@ from actors.core.admission import ActiveCounts, CreateLimits, admit
 from actors.core.cancel import cancel_outcome
 from actors.core.events import TaskEvent, TaskEventKind
 from actors.core.models import Command, Principal, Task, TaskStatus
-from actors.core.outcomes import CancelOutcome, CancelResult, CreateOutcome, CreateResult, NewTask
+from actors.core.outcomes import (
+    CancelOutcome,
+    CancelResult,
+    CreateOutcome,
+    CreateResult,
+    ManualRetryOutcome,
+    NewTask,
+)
 from actors.core.task_list import TaskFilter
 from db.database import DuplicateKeyError, Tx
 from db.dialect import Dialect
@@ -225,20 +232,20 @@ class CreationTransitions(StoreBase):
 
     async def manual_retry(
         self, task: Task, limits: CreateLimits = _DEFAULT_LIMITS
-    ) -> tuple[CreateOutcome, Task | None]:
+    ) -> tuple[ManualRetryOutcome, Task | None]:
         """FAILED or CANCELLED → PENDING with a new version and a new outbox row, attempts
         reset (§9.3).
 
         Runs under the create guard and applies the same admission as a create (without
         the duplicate check) to the task's requester and type, so retries cannot exceed
-        what creates may. Returns (CREATED, task) on success, (USER_LIMIT | TYPE_LIMIT |
-        TYPE_RESERVED, None) when admission refuses, and (DUPLICATE, None) if the task
+        what creates may. Returns (RETRIED, task) on success, (USER_LIMIT | TYPE_LIMIT |
+        TYPE_RESERVED, None) when admission refuses, and (CHANGED, None) if the task
         was no longer FAILED at that version (a concurrent retry won). Authorisation and
         ``enabled`` are checked by the caller; the caller deletes any leftover file.
 
         Re-run: the new version's command is drawn once, before the first attempt. A
         re-run after a lost COMMIT first looks for its outbox row by event id: found, the
-        retry landed and is CREATED (not refused by the limits it now fills, nor reported
+        retry landed and is RETRIED (not refused by the limits it now fills, nor reported
         as a concurrent retry).
         """
         drawn = self._new_command(task, task.dispatch_version + 1)
@@ -247,23 +254,23 @@ class CreationTransitions(StoreBase):
     @retrying
     async def _manual_retry(
         self, task: Task, limits: CreateLimits, drawn: tuple[Command, int]
-    ) -> tuple[CreateOutcome, Task | None]:
+    ) -> tuple[ManualRetryOutcome, Task | None]:
         async with self.db.transaction() as tx:
             await tx.fetchone(self._sql.LOCK_CREATE_GUARD)
             if replaying() and await self._outbox_landed(tx, drawn[0]):
                 row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
                 assert row is not None
-                return CreateOutcome.CREATED, self.task_from_row(row)
+                return ManualRetryOutcome.RETRIED, self.task_from_row(row)
             scope = _requester(task.tenant_id, task.app_code, task.requested_by)
             outcome, _ = await self._admit(tx, scope, task.export_type, limits)
             if outcome != CreateOutcome.CREATED:
-                return outcome, None
+                return ManualRetryOutcome(outcome.value), None
             if not await fenced(
                 tx,
                 self._sql.MANUAL_RETRY,
                 {"id": task.id, "dispatch_version": task.dispatch_version},
             ):
-                return CreateOutcome.DUPLICATE, None
+                return ManualRetryOutcome.CHANGED, None
             try:
                 await self._insert_drawn_outbox(tx, drawn)
             except DuplicateKeyError:
@@ -279,7 +286,7 @@ class CreationTransitions(StoreBase):
                 manual=True,
             )
         assert row is not None
-        return CreateOutcome.CREATED, self.task_from_row(row)
+        return ManualRetryOutcome.RETRIED, self.task_from_row(row)
 
     # -- cancel (actors/core/cancel.py) ---------------------------------------------------
 

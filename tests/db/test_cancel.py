@@ -9,7 +9,7 @@ import trio
 
 from actors.core.dispatch import NoClaim
 from actors.core.models import OutboxStatus, TaskStatus
-from actors.core.outcomes import CancelOutcome, CreateOutcome
+from actors.core.outcomes import CancelOutcome, ManualRetryOutcome
 from db.store import ExportStore
 from tests.helpers import claim, complete, create, exec_sql
 
@@ -95,7 +95,7 @@ async def test_a_cancelled_task_is_retried_by_hand_like_a_failed_one(store: Expo
     cancelled = await store.get_task(task.id)
     assert cancelled is not None
     outcome, retried = await store.manual_retry(cancelled)
-    assert outcome == CreateOutcome.CREATED and retried is not None
+    assert outcome == ManualRetryOutcome.RETRIED and retried is not None
     assert retried.status == TaskStatus.PENDING and retried.dispatch_version == 2
     assert retried.failure_message is None and retried.completed_at is None
     newest = (await store.list_outbox(task.id))[-1]

@@ -16,7 +16,7 @@ import pytest
 
 from actors.core.handback import HandBackFate
 from actors.core.models import OutboxStatus, TaskStatus
-from actors.core.outcomes import CreateOutcome, QuarantineOutcome, RetryOutcome
+from actors.core.outcomes import CreateOutcome, ManualRetryOutcome, QuarantineOutcome, RetryOutcome
 from db.database import DatabaseUnavailableError
 from db.store import ExportStore
 from tests.faults import Fault, FaultyDatabase
@@ -195,7 +195,7 @@ async def manual_retry(base: ExportStore, fs: ExportStore, faulty: FaultyDatabas
         await create(base, params={"other": i})
     failed = await base.get_task(running.id)
     outcome, updated = await fs.manual_retry(failed)
-    assert outcome == CreateOutcome.CREATED and updated is not None
+    assert outcome == ManualRetryOutcome.RETRIED and updated is not None
     assert (updated.status, updated.dispatch_version) == (TaskStatus.PENDING, 2)
     assert await outbox_versions(base, running.id) == [1, 2]
 

@@ -15,7 +15,7 @@ from actors.core.admission import CreateLimits
 from actors.core.dispatch import NoClaim
 from actors.core.handback import HandBackCause, HandBackFate
 from actors.core.models import OutboxStatus, TaskStatus
-from actors.core.outcomes import CreateOutcome, RetryOutcome
+from actors.core.outcomes import CreateOutcome, ManualRetryOutcome, RetryOutcome
 from db.database import DuplicateKeyError, RetryableDatabaseError
 from db.store import ExportStore
 from tests.helpers import claim, complete, create, exec_sql, new_task
@@ -492,7 +492,7 @@ async def test_manual_retry_respects_the_active_limits(store: ExportStore) -> No
     for i in range(1, 4):
         await create(store, params={"i": i})  # the requester now has 3 active tasks
     outcome, retried = await store.manual_retry(await store.get_task(task.id))
-    assert outcome == CreateOutcome.USER_LIMIT and retried is None
+    assert outcome == ManualRetryOutcome.USER_LIMIT and retried is None
     assert (await store.get_task(task.id)).status == TaskStatus.FAILED
 
 
@@ -505,11 +505,11 @@ async def test_manual_retry_respects_the_kept_place_of_a_type(store: ExportStore
     for i in range(3):
         await create(store, user_id=1, params={"i": i})
     outcome, retried = await store.manual_retry(await store.get_task(failed.id))
-    assert outcome == CreateOutcome.TYPE_RESERVED and retried is None
+    assert outcome == ManualRetryOutcome.TYPE_RESERVED and retried is None
     assert (await store.get_task(failed.id)).status == TaskStatus.FAILED
     lenient = CreateLimits(type_reserved_places=0)
     outcome, retried = await store.manual_retry(await store.get_task(failed.id), lenient)
-    assert outcome == CreateOutcome.CREATED and retried is not None
+    assert outcome == ManualRetryOutcome.RETRIED and retried is not None
 
 
 async def test_requeue_sent_rows_of_pending_tasks_at_embedded_start(store: ExportStore) -> None:

@@ -19,10 +19,11 @@ from enum import StrEnum
 from typing import Any
 
 from actors.core.command_message import payload_trace_id
+from actors.core.errors import Refusal
 from actors.core.events import TaskInspection
 from actors.core.models import OutboxRow, Task, TaskStatus
 from actors.core.ops.troubleshooting import TROUBLESHOOTING_DOC, Finding
-from actors.core.outcomes import CancelOutcome, CreateOutcome
+from actors.core.outcomes import CancelOutcome
 from actors.core.task_json import event_json, iso_ms, task_json
 
 __all__ = [
@@ -75,17 +76,20 @@ def cancel_outcome(outcome: CancelOutcome) -> OperatorOutcome:
     }[outcome]
 
 
-def retry_outcome(outcome: CreateOutcome) -> OperatorOutcome:
-    """The operator's name of what the store's manual retry answered: admitted, refused by
-    a limit of ``actors.core.admission``, or ``DUPLICATE`` when its fenced write matched
-    nothing (the task changed since it was read)."""
+def retry_outcome(reason: Refusal) -> OperatorOutcome:
+    """The operator's name of a manual retry's refusal (``actors.core.usecases.retry_task``):
+    not retryable, refused by a limit of ``actors.core.admission``, or changed meanwhile.
+
+    Raises:
+        KeyError: ``reason`` is not a refusal a manual retry raises.
+    """
     return {
-        CreateOutcome.CREATED: OperatorOutcome.RETRIED,
-        CreateOutcome.USER_LIMIT: OperatorOutcome.USER_LIMIT,
-        CreateOutcome.TYPE_LIMIT: OperatorOutcome.TYPE_LIMIT,
-        CreateOutcome.TYPE_RESERVED: OperatorOutcome.TYPE_RESERVED,
-        CreateOutcome.DUPLICATE: OperatorOutcome.CHANGED,
-    }[outcome]
+        Refusal.NOT_RETRYABLE: OperatorOutcome.NOT_RETRYABLE,
+        Refusal.USER_LIMIT: OperatorOutcome.USER_LIMIT,
+        Refusal.TYPE_LIMIT: OperatorOutcome.TYPE_LIMIT,
+        Refusal.TYPE_RESERVED: OperatorOutcome.TYPE_RESERVED,
+        Refusal.CHANGED: OperatorOutcome.CHANGED,
+    }[reason]
 
 
 def retry_refusal(outcome: OperatorOutcome) -> str:

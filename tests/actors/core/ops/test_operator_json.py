@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from actors.core.errors import Refusal
 from actors.core.events import TaskEvent, TaskEventKind, TaskInspection
 from actors.core.models import OutboxStatus, TaskStatus
 from actors.core.ops.operator_json import (
@@ -21,7 +22,7 @@ from actors.core.ops.operator_json import (
     seconds_from,
 )
 from actors.core.ops.troubleshooting import Finding, Symptom
-from actors.core.outcomes import CancelOutcome, CreateOutcome
+from actors.core.outcomes import CancelOutcome
 from actors.core.task_json import task_json
 from tests.helpers import DB_EPOCH_MS, outbox_row_value, task_value
 
@@ -40,16 +41,23 @@ def test_every_cancel_and_retry_outcome_has_a_name_and_an_exit() -> None:
         "already-cancelled",
         "not-cancellable",
     ]
-    assert {o: retry_outcome(o).value for o in CreateOutcome} == {
-        CreateOutcome.CREATED: "retried",
-        CreateOutcome.DUPLICATE: "changed-meanwhile",
-        CreateOutcome.USER_LIMIT: "user-limit",
-        CreateOutcome.TYPE_LIMIT: "type-limit",
-        CreateOutcome.TYPE_RESERVED: "type-reserved",
+    retry_refusals = [
+        Refusal.NOT_RETRYABLE,
+        Refusal.CHANGED,
+        Refusal.USER_LIMIT,
+        Refusal.TYPE_LIMIT,
+        Refusal.TYPE_RESERVED,
+    ]
+    assert {r: retry_outcome(r).value for r in retry_refusals} == {
+        Refusal.NOT_RETRYABLE: "not-retryable",
+        Refusal.CHANGED: "changed-meanwhile",
+        Refusal.USER_LIMIT: "user-limit",
+        Refusal.TYPE_LIMIT: "type-limit",
+        Refusal.TYPE_RESERVED: "type-reserved",
     }
     exits_0 = {o.value for o in OperatorOutcome if o.succeeded}
     assert exits_0 == {"cancelled", "already-cancelled", "retried"}
-    for refused in {retry_outcome(o) for o in CreateOutcome} - {OperatorOutcome.RETRIED}:
+    for refused in {retry_outcome(r) for r in retry_refusals} - {OperatorOutcome.NOT_RETRYABLE}:
         assert retry_refusal(refused)  # the text mode's reason, for every store refusal
     with pytest.raises(KeyError):
         retry_refusal(OperatorOutcome.RETRIED)
