@@ -30,7 +30,9 @@ from actors.service.logs import (
 )
 
 #: The start of a line we wrote: time, level, logger.
-OUR_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} WARNING  actors\.supervised\.consumer: ")
+OUR_LINE = re.compile(
+    r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} WARNING  actors\.supervised\.consumer: "
+)
 FORGED = "boom\n2026-12-01 00:00:00,000 CRITICAL actors.runtime: FORGED"
 
 
