@@ -53,7 +53,7 @@ class Services:
             for an API without consumer slots).
         create_limits: the active-task limits of a create.
         cookie_secure: when the session cookies get ``Secure``
-            (``FILE_EXPORT_COOKIE_SECURE``; ``actors/core/session.cookie_secure``).
+            (``FILE_EXPORT_COOKIE_SECURE``; ``actors/core/http/session.cookie_secure``).
         progress_poll_seconds: seconds between two reads of one progress stream
             (``FILE_EXPORT_PROGRESS_POLL_SECONDS``).
         health: what the watchers last saw of the transport and the storage
