@@ -4,7 +4,7 @@ Fixtures live in ``conftest.py`` files; everything a test imports from another t
 lives here, so no test imports a ``conftest`` or a ``test_*`` module. Stand-alone helpers
 with a subject of their own stay beside this module: ``tests/mock_clock.py`` (holding the
 autojump clock during real IO), ``tests/faults.py`` (a database that fails on demand),
-``tests/history.py`` (a finished history of tasks) and ``tests/own_mariadb.py`` (a
+``deploy/bench/history.py`` (a finished history of tasks) and ``tests/own_mariadb.py`` (a
 throwaway MariaDB server).
 
 The DB clock follows trio's clock (``trio_db_clock``), so tests on pytest-trio's mock

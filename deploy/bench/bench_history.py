@@ -65,7 +65,7 @@ from db.database import Database  # noqa: E402
 from db.mysql import MysqlDatabase  # noqa: E402
 from db.sqlite import wall_clock_ms  # noqa: E402
 from db.store import ExportStore  # noqa: E402
-from tests.history import load_history  # noqa: E402
+from deploy.bench.history import load_history  # noqa: E402
 
 DEFAULT_MYSQL_URL = "mysql://export_center:export_center@127.0.0.1:3307/export_center_bench"
 TOPIC = "bench-file-export-command-v1"

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -56,7 +57,6 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from actors.core.models import AppCode  # noqa: E402
-from tests.own_mariadb import free_port  # noqa: E402
 from web.auth import issue_token  # noqa: E402
 from web.demo_provider import DEMO_SERVICE, demo_registry_yaml  # noqa: E402
 
@@ -221,6 +221,13 @@ class Service:
             self.proc.kill()
             self.proc.wait()
         self._log.close()
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def client(url: str, user: int) -> httpx.AsyncClient:

@@ -32,6 +32,7 @@ import random
 import re
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -47,7 +48,6 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from actors.core.models import AppCode  # noqa: E402
-from tests.own_mariadb import free_port  # noqa: E402
 from web.auth import issue_token  # noqa: E402
 from web.demo_provider import demo_registry_yaml  # noqa: E402
 
@@ -163,6 +163,13 @@ class Instance:
 
     def log_text(self) -> str:
         return "".join(p.read_text() for p in self.logs)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def client(url: str, user: int) -> httpx.AsyncClient:

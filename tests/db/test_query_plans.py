@@ -1,7 +1,7 @@
 """Every statement of the store reads through an index that matches its filter and its
 order, on SQLite and on MariaDB (issue 9 item 4: queries that do not grow with history).
 
-The tables hold a finished history (``tests.history``: 20,000 tasks and their SENT outbox
+The tables hold a finished history (``deploy.bench.history``: 20,000 tasks and their SENT outbox
 rows over 1,000 users) and a small live set, so the planners have a reason to care. The
 plans are read with ``EXPLAIN QUERY PLAN`` (SQLite, before and after ``ANALYZE``: a service
 database never runs one, a copied or maintained one may) and ``EXPLAIN`` (MariaDB, after
@@ -43,8 +43,8 @@ from db.database import Database
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore
+from deploy.bench.history import FIRST_ID, FIRST_USER, load_history
 from tests.helpers import MYSQL_TEST_URL, new_task
-from tests.history import FIRST_ID, FIRST_USER, load_history
 
 HISTORY = 20_000
 TABLES = {

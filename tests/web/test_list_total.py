@@ -6,8 +6,8 @@ from actors.core.limits import LIST_TOTAL_CAP
 from actors.core.models import DOWNLOAD_ALL_PERMISSION
 from actors.pipeline.storage import LocalDirectoryStorage
 from db.store import ExportStore
+from deploy.bench.history import FIRST_USER, HISTORY_USERS, load_history
 from tests.helpers import API, api_app, headers
-from tests.history import FIRST_USER, HISTORY_USERS, load_history
 
 #: More finished tasks than the cap, spread over HISTORY_USERS users of tenant 0.
 HISTORY = LIST_TOTAL_CAP + 2 * HISTORY_USERS
