@@ -1,6 +1,6 @@
 """The only module that knows SQLite from MySQL.
 
-Transition SQL is written once (``db/transitions.py``) in a small template language and
+Transition SQL is written once (``db/transitions/``) in a small template language and
 rendered per dialect at store start-up:
 
 * ``{now}`` — the database clock (§8.6): ``CURRENT_TIMESTAMP(3)`` in MySQL,

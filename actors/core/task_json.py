@@ -35,7 +35,7 @@ def last_error(task: Task) -> str | None:
     """The failure of the last attempt while an automatic retry waits, else ``None``.
 
     A retry keeps the failure's message on the PENDING task (``SCHEDULE_RETRY`` in
-    ``db/transitions.py``) and a manual retry clears it, so a PENDING task with an
+    ``db/transitions/``) and a manual retry clears it, so a PENDING task with an
     attempt behind it and a message is waiting to retry after that failure.
     """
     if task.status == TaskStatus.PENDING and task.attempt_count > 0:

@@ -27,7 +27,7 @@ from db.database import DuplicateKeyError, Tx
 from db.dialect import Dialect
 from db.store.base import StoreBase, fenced
 from db.store.retry import replaying, retrying
-from db.transitions import ListShape, list_tasks_templates
+from db.transitions.reads import ListShape, list_tasks_templates
 
 _DEFAULT_LIMITS = CreateLimits()
 _NO_FILTER = TaskFilter()

@@ -21,11 +21,11 @@ import json
 
 from actors.core.events import TaskEvent, TaskEventKind, TaskInspection
 from actors.core.models import Task, TaskStatus
-from db import transitions
 from db.store.base import StoreBase
 from db.store.retry import retrying
+from db.transitions.columns import TASK_COLUMNS
 
-_LIST = f"SELECT {transitions.TASK_COLUMNS} FROM file_export_task"
+_LIST = f"SELECT {TASK_COLUMNS} FROM file_export_task"
 _NEWEST = " ORDER BY id DESC LIMIT :limit"
 
 #: Every task, newest first.

@@ -43,6 +43,8 @@ from db.database import Database
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore
+from db.transitions.columns import TASK_COLUMNS
+from db.transitions.reads import ListShape, list_tasks_templates
 from deploy.bench.history import FIRST_ID, FIRST_USER, load_history
 from tests.helpers import MYSQL_TEST_URL, new_task
 
@@ -175,7 +177,7 @@ CHECKS: dict[str, Expect] = {
 #: Every shape of the list statements (``db.transitions.list_tasks_templates``): both
 #: scopes, no, one, two and three statuses, and each combination of the other filters.
 LIST_SHAPES = [
-    T.ListShape(of_requester, statuses, export_type, requested_from, requested_to)
+    ListShape(of_requester, statuses, export_type, requested_from, requested_to)
     for of_requester in (True, False)
     for statuses in (0, 1, 2, 3)
     for export_type in (False, True)
@@ -192,7 +194,7 @@ def list_statements() -> dict[str, tuple[str, Expect]]:
     found = {}
     for shape in LIST_SHAPES:
         label = ",".join(f"{k}={v}" for k, v in asdict(shape).items() if v)
-        page, count = T.list_tasks_templates(shape)
+        page, count = list_tasks_templates(shape)
         own = _REQUESTER_LIST if shape.of_requester else _SCOPE_LIST
         merged = shape.statuses > 1
         found[f"LIST[{label}]"] = (
@@ -422,7 +424,7 @@ async def fill(db: Database) -> ExportStore:
 
 
 def test_every_statement_has_a_plan_check() -> None:
-    """A statement added to db/transitions.py must get an entry in CHECKS (and a
+    """A statement added to db/transitions/ must get an entry in CHECKS (and a
     statement removed must lose its entry)."""
     names = set(templates())
     assert names - CHECKS.keys() == set(), "statements without a plan check"
@@ -434,7 +436,7 @@ def test_every_statement_has_a_plan_check() -> None:
 READS_HISTORY = {
     # optional filters OR'ed in one text: no index matches them all
     "LIST[of_requester=True]": f"""
-SELECT {T.TASK_COLUMNS} FROM file_export_task
+SELECT {TASK_COLUMNS} FROM file_export_task
  WHERE tenant_id = :tenant_id AND app_code = :app_code
    AND (:all_users = 1 OR requested_by = :requested_by)
    AND (:status IS NULL OR status = :status)
@@ -448,7 +450,7 @@ SELECT o.id FROM file_export_outbox o
                   AND t.status = 'PENDING' AND t.next_retry_at <= {now-:grace_seconds})
  ORDER BY o.sent_at, o.id LIMIT :limit""",
     # the order by id walks the requester's whole history when nothing matches
-    "FIND_DUPLICATE_ACTIVE": T.FIND_DUPLICATE_ACTIVE + " ORDER BY id DESC LIMIT 1",
+    "FIND_DUPLICATE_ACTIVE": T.TEMPLATES.FIND_DUPLICATE_ACTIVE + " ORDER BY id DESC LIMIT 1",
     # pruning in id order: every old SENT row sorted
     "SELECT_PRUNE_BOUND": """
 SELECT id FROM file_export_outbox

@@ -1,5 +1,5 @@
-"""``db.transitions.Statements`` names every statement of the module, and rendering keeps
-each one apart (one SQL text per transition)."""
+"""``db.transitions.Statements`` joins the subjects' statements without losing one, and
+rendering keeps each one apart (one SQL text per transition)."""
 
 from __future__ import annotations
 
@@ -10,21 +10,17 @@ import pytest
 import db.transitions as T
 from db.dialect import MYSQL, SQLITE, Dialect
 
-
-def module_statements() -> dict[str, str]:
-    """The module's public SQL texts (column lists are fragments, not statements)."""
-    return {
-        name: value
-        for name, value in vars(T).items()
-        if name.isupper()
-        and not name.startswith("_")
-        and isinstance(value, str)
-        and not name.endswith("_COLUMNS")
-    }
+SUBJECTS = [
+    base for base in T.Statements.__mro__[1:] if base.__module__.startswith("db.transitions.")
+]
 
 
-def test_every_statement_has_its_field() -> None:
-    assert asdict(T.TEMPLATES) == module_statements()
+def test_every_statement_of_every_subject_is_joined_once() -> None:
+    """A name two subjects both define would silently keep one text: none may."""
+    named = [f.name for subject in SUBJECTS for f in fields(subject)]
+    assert len(SUBJECTS) == 8 and len(named) == len(set(named))
+    assert sorted(asdict(T.TEMPLATES)) == sorted(named)
+    assert all(isinstance(text, str) and text.strip() for text in asdict(T.TEMPLATES).values())
 
 
 @pytest.mark.parametrize("dialect", [SQLITE, MYSQL], ids=lambda d: d.name)
@@ -32,5 +28,5 @@ def test_render_renders_each_field_by_name(dialect: Dialect) -> None:
     rendered = T.TEMPLATES.render(dialect)
     for field in fields(T.Statements):
         name = field.name
-        assert getattr(rendered, name) == dialect.render(getattr(T, name)), name
+        assert getattr(rendered, name) == dialect.render(getattr(T.TEMPLATES, name)), name
     assert "{now}" not in rendered.CLAIM_TASK and "{for_update}" not in rendered.LOCK_CREATE_GUARD

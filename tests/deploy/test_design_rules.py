@@ -89,7 +89,7 @@ def test_citations_are_found() -> None:
     """The scan sees real citations: a docstring, a comment and a document link."""
     found = {(where.split(":")[0], number) for where, number in citations()}
     assert ("actors/core/dispatch.py", "8.2") in found
-    assert ("db/transitions.py", "8.5") in found
+    assert ("db/transitions/reconciler.py", "8.5") in found
     assert ("README.md", "14") in found
 
 
