@@ -25,20 +25,30 @@ The migration is written once, without IO, as a generator (``migration``, ``sche
 that yields each ``Query`` and is sent back its rows; ``db.sqlite`` drives it synchronously
 inside one transaction, ``db.mysql`` through its asynchronous connection.
 
-Adding a step: append a ``Step`` with the next version to ``STEPS`` and make the same
-change in both schema files.
+The operations are ``db/migration_ops.py``'s, the ordered steps ``db/migration_steps.py``'s.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any, TypeVar
 
 from actors.core.errors import ConfigError
 from db.dialect import Dialect
+from db.migration_ops import (
+    INDEX_EXISTS,
+    TABLE_EXISTS,
+    Query,
+    Rows,
+    Step,
+    catalogue_has,
+    ddl,
+    query,
+)
+from db.migration_steps import BASELINE_VERSION, LATEST_VERSION, STEPS
 
 T = TypeVar("T")
 
@@ -97,298 +107,6 @@ class IndexChange:
         """Run it? A create when the index is missing, a drop when it is there."""
         return present != self.create
 
-
-# -- catalogue probes ----------------------------------------------------------------------
-
-_TABLE_EXISTS = {
-    "sqlite": "SELECT 1 AS present FROM sqlite_master WHERE type = 'table' AND name = :table",
-    "mysql": "SELECT 1 AS present FROM information_schema.TABLES"
-    " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :table",
-}
-_INDEX_EXISTS = {
-    "sqlite": "SELECT 1 AS present FROM sqlite_master"
-    " WHERE type = 'index' AND tbl_name = :table AND name = :name",
-    "mysql": "SELECT 1 AS present FROM information_schema.STATISTICS"
-    " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :table AND INDEX_NAME = :name LIMIT 1",
-}
-_COLUMN_EXISTS = {
-    "sqlite": "SELECT 1 AS present FROM pragma_table_info(:table) WHERE name = :name",
-    "mysql": "SELECT 1 AS present FROM information_schema.COLUMNS"
-    " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :table AND COLUMN_NAME = :name",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Query:
-    """One statement for a driver to run.
-
-    Attributes:
-        sql: rendered for the dialect (MySQL: pyformat, every literal ``%`` doubled; run it
-            with the ``params`` dict even when it is empty).
-        params: its named parameters.
-    """
-
-    sql: str
-    params: Mapping[str, Any] = field(default_factory=dict)
-
-
-#: What a driver sends back for a ``Query``: its rows (``[]`` for a statement without).
-Rows = list[dict[str, Any]]
-#: A migration or check written as a generator: yields queries, is sent their rows.
-Conversation = Generator[Query, Rows, Any]
-
-
-def _query(dialect: Dialect, sql: str, params: Mapping[str, Any] | None = None) -> Query:
-    return Query(dialect.render(sql), dict(params or {}))
-
-
-def _ddl(dialect: Dialect, sql: str) -> Query:
-    # DDL is not a transition template: only pyformat's % needs escaping.
-    return Query(sql if dialect.is_sqlite else sql.replace("%", "%%"))
-
-
-def _present(dialect: Dialect, probes: Mapping[str, str], **params: str) -> Conversation:
-    rows = yield _query(dialect, probes[dialect.name], params)
-    return bool(rows)
-
-
-# -- upgrade operations --------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CreateTable:
-    """Create a table when it is missing (its DDL as written when the step was added)."""
-
-    name: str
-    sqlite: str
-    mysql: str
-
-    def apply(self, dialect: Dialect) -> Conversation:
-        """Run it unless the table is there."""
-        if not (yield from _present(dialect, _TABLE_EXISTS, table=self.name)):
-            yield _ddl(dialect, self.sqlite if dialect.is_sqlite else self.mysql)
-
-
-@dataclass(frozen=True, slots=True)
-class CreateIndex:
-    """Create a secondary index when it is missing. ``columns`` like ``(a, b)``."""
-
-    table: str
-    name: str
-    columns: str
-
-    def apply(self, dialect: Dialect) -> Conversation:
-        """Run it unless an index of that name is there."""
-        if not (yield from _present(dialect, _INDEX_EXISTS, table=self.table, name=self.name)):
-            yield _ddl(dialect, f"CREATE INDEX {self.name} ON {self.table} {self.columns}")
-
-
-@dataclass(frozen=True, slots=True)
-class DropIndex:
-    """Drop a retired secondary index when it is there."""
-
-    table: str
-    name: str
-
-    def apply(self, dialect: Dialect) -> Conversation:
-        """Run it if the index is there."""
-        if (yield from _present(dialect, _INDEX_EXISTS, table=self.table, name=self.name)):
-            on = "" if dialect.is_sqlite else f" ON {self.table}"
-            yield _ddl(dialect, f"DROP INDEX {self.name}{on}")
-
-
-@dataclass(frozen=True, slots=True)
-class AddColumn:
-    """Add a column at the end of an existing table when it is missing (so a migrated
-    table has the columns of a fresh one in the same order)."""
-
-    table: str
-    name: str
-    sqlite: str
-    mysql: str
-
-    def apply(self, dialect: Dialect) -> Conversation:
-        """Run it unless the column is there."""
-        if not (yield from _present(dialect, _COLUMN_EXISTS, table=self.table, name=self.name)):
-            definition = self.sqlite if dialect.is_sqlite else self.mysql
-            yield _ddl(dialect, f"ALTER TABLE {self.table} ADD COLUMN {self.name} {definition}")
-
-
-@dataclass(frozen=True, slots=True)
-class Backfill:
-    """Fill a column just added to existing rows: one ``UPDATE`` written once for both
-    dialects (``{now}``-free, no dialect function), idempotent by its own ``WHERE`` (it
-    only touches rows still unset), so an interrupted step can run it again. On MySQL it
-    must assign ``updated_at = updated_at`` (``ON UPDATE CURRENT_TIMESTAMP`` would move
-    it otherwise)."""
-
-    table: str
-    sql: str
-
-    def apply(self, dialect: Dialect) -> Conversation:
-        """Run it."""
-        yield _ddl(dialect, self.sql)
-
-
-Operation = CreateTable | CreateIndex | DropIndex | AddColumn | Backfill
-
-
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One schema version: what brings a database from ``version - 1`` to ``version``.
-
-    Attributes:
-        version: the version the database is at once the step is applied.
-        description: one line, printed by ``export-center migrate`` and recorded.
-        operations: applied in order, each idempotent.
-    """
-
-    version: int
-    description: str
-    operations: tuple[Operation, ...]
-
-
-#: The schema of before the download-center tables, as deployed without a version table.
-BASELINE_VERSION = 1
-
-STEPS: tuple[Step, ...] = (
-    Step(
-        2,
-        "download-center tables: file_export_task_event and its indexes, the list and"
-        " retention indexes",
-        (
-            CreateTable(
-                "file_export_task_event",
-                sqlite="""CREATE TABLE IF NOT EXISTS file_export_task_event (
-  id INTEGER NOT NULL PRIMARY KEY,
-  task_id INTEGER NOT NULL,
-  kind TEXT NOT NULL,
-  detail_json TEXT NOT NULL,
-  created_at INTEGER NOT NULL
-)""",
-                mysql="""CREATE TABLE IF NOT EXISTS file_export_task_event (
-  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT COMMENT 'commit order within a task',
-  task_id BIGINT UNSIGNED NOT NULL,
-  kind VARCHAR(32) NOT NULL COMMENT 'actors/core/events.py TaskEventKind',
-  detail_json TEXT NOT NULL COMMENT 'the fields of the kind',
-  created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
-  PRIMARY KEY (id)
-) ENGINE=InnoDB COMMENT='append-only history of each task, written with its transitions'""",
-            ),
-            CreateIndex(
-                "file_export_task_event", "idx_file_export_task_event_task", "(task_id, id)"
-            ),
-            CreateIndex(
-                "file_export_task_event", "idx_file_export_task_event_age", "(created_at, id)"
-            ),
-            CreateIndex("file_export_task", "idx_file_export_expiry", "(status, expires_at, id)"),
-            CreateIndex(
-                "file_export_task",
-                "idx_file_export_requester_status",
-                "(tenant_id, app_code, requested_by, status, id)",
-            ),
-            CreateIndex("file_export_task", "idx_file_export_scope", "(tenant_id, app_code, id)"),
-            CreateIndex(
-                "file_export_task",
-                "idx_file_export_scope_status",
-                "(tenant_id, app_code, status, id)",
-            ),
-            CreateIndex(
-                "file_export_outbox", "idx_file_export_outbox_sent", "(status, sent_at, id)"
-            ),
-            # replaced by idx_file_export_requester_status
-            DropIndex("file_export_task", "idx_file_export_requester_active"),
-        ),
-    ),
-    Step(
-        3,
-        "file_export_task.trace_id and warnings_json columns",
-        (
-            AddColumn(
-                "file_export_task",
-                "trace_id",
-                sqlite="TEXT NULL",
-                mysql="VARCHAR(32) NULL"
-                " COMMENT 'W3C trace id (32 lowercase hex), created at the API'",
-            ),
-            AddColumn(
-                "file_export_task",
-                "warnings_json",
-                sqlite="TEXT NULL",
-                mysql="TEXT NULL"
-                " COMMENT 'JSON list of the data warnings of the last successful run'",
-            ),
-        ),
-    ),
-    Step(
-        4,
-        "list indexes ordered by requested_at: the list's requested-at range and order",
-        (
-            CreateIndex(
-                "file_export_task",
-                "idx_file_export_requester_time",
-                "(tenant_id, app_code, requested_by, requested_at, id)",
-            ),
-            CreateIndex(
-                "file_export_task",
-                "idx_file_export_requester_status_time",
-                "(tenant_id, app_code, requested_by, status, requested_at, id)",
-            ),
-            CreateIndex(
-                "file_export_task",
-                "idx_file_export_scope_time",
-                "(tenant_id, app_code, requested_at, id)",
-            ),
-            CreateIndex(
-                "file_export_task",
-                "idx_file_export_scope_status_time",
-                "(tenant_id, app_code, status, requested_at, id)",
-            ),
-            # replaced by the four above (the list orders by requested_at, then id)
-            DropIndex("file_export_task", "idx_file_export_requester"),
-            DropIndex("file_export_task", "idx_file_export_requester_status"),
-            DropIndex("file_export_task", "idx_file_export_scope"),
-            DropIndex("file_export_task", "idx_file_export_scope_status"),
-        ),
-    ),
-    Step(
-        5,
-        "file_export_task.handback_count and file_export_outbox.due_at columns",
-        (
-            AddColumn(
-                "file_export_task",
-                "handback_count",
-                sqlite="INTEGER NOT NULL DEFAULT 0",
-                mysql="INT NOT NULL DEFAULT 0 COMMENT 'hand-backs in a row since an attempt"
-                " last ended otherwise (actors/core/handback.py)'",
-            ),
-            AddColumn(
-                "file_export_outbox",
-                "due_at",
-                sqlite="INTEGER NULL",
-                mysql="DATETIME(3) NULL COMMENT 'first due since written or re-queued; send"
-                " back-off never moves it (NULL: written by a release before it)'",
-            ),
-            # The unsent rows only (status-led index; SENT rows are history and are never
-            # counted). A row never tried is due from next_retry_at; a row tried at least
-            # once was due at its first claim, which its back-off has overwritten: the
-            # earlier of its last attempt (updated_at) and next_retry_at is the best
-            # bound left. It is never earlier than the truth: the age it gives may read
-            # short, never long (no false alarm after a migrate).
-            Backfill(
-                "file_export_outbox",
-                """UPDATE file_export_outbox
-   SET due_at = CASE WHEN attempt_count = 0 OR next_retry_at <= updated_at
-                     THEN next_retry_at ELSE updated_at END,
-       updated_at = updated_at
- WHERE status IN ('PENDING', 'CLAIMED') AND due_at IS NULL""",
-            ),
-        ),
-    ),
-)
-
-#: The version this code reads and writes.
-LATEST_VERSION = STEPS[-1].version
 
 VERSION_TABLE = "file_export_schema_version"
 
@@ -507,10 +225,10 @@ class MigrationResult:
 
 
 def _read_state(dialect: Dialect) -> Generator[Query, Rows, tuple[bool, list[int]]]:
-    has_tasks = yield from _present(dialect, _TABLE_EXISTS, table="file_export_task")
+    has_tasks = yield from catalogue_has(dialect, TABLE_EXISTS, table="file_export_task")
     versions: list[int] = []
-    if (yield from _present(dialect, _TABLE_EXISTS, table=VERSION_TABLE)):
-        rows = yield _query(dialect, f"SELECT version FROM {VERSION_TABLE}")
+    if (yield from catalogue_has(dialect, TABLE_EXISTS, table=VERSION_TABLE)):
+        rows = yield query(dialect, f"SELECT version FROM {VERSION_TABLE}")
         versions = [int(r["version"]) for r in rows]
     return has_tasks, versions
 
@@ -522,7 +240,7 @@ def _record(dialect: Dialect, version: int, description: str, now_ms: int) -> Qu
         sql = _RECORD.replace("{applied_at}", ":applied_at")
     else:
         sql = _RECORD.replace("{applied_at}", "{now}")
-    return _query(dialect, sql, params)
+    return query(dialect, sql, params)
 
 
 def migration(dialect: Dialect, now_ms: int) -> Generator[Query, Rows, MigrationResult]:
@@ -542,21 +260,21 @@ def migration(dialect: Dialect, now_ms: int) -> Generator[Query, Rows, Migration
     has_tasks, versions = yield from _read_state(dialect)
     plan = plan_migration(has_tasks, versions)
     if plan.fresh or plan.steps or not versions:
-        yield _ddl(dialect, _VERSION_TABLE_DDL[dialect.name])
+        yield ddl(dialect, _VERSION_TABLE_DDL[dialect.name])
     if plan.fresh:
         if _INSTALLING not in versions:
             yield _record(dialect, _INSTALLING, "fresh install under way", now_ms)
         for body in schema_statements(dialect.name):
             change = None if dialect.is_sqlite else IndexChange.parse(body)
             if change is not None:
-                present = yield from _present(
-                    dialect, _INDEX_EXISTS, table=change.table, name=change.name
+                present = yield from catalogue_has(
+                    dialect, INDEX_EXISTS, table=change.table, name=change.name
                 )
                 if not change.due(present):
                     continue
-            yield _ddl(dialect, body)
+            yield ddl(dialect, body)
         yield _record(dialect, LATEST_VERSION, "created at this version (empty database)", now_ms)
-        yield _query(dialect, f"DELETE FROM {VERSION_TABLE} WHERE version = :v", {"v": _INSTALLING})
+        yield query(dialect, f"DELETE FROM {VERSION_TABLE} WHERE version = :v", {"v": _INSTALLING})
     else:
         if not versions:
             yield _record(
@@ -572,7 +290,7 @@ def migration(dialect: Dialect, now_ms: int) -> Generator[Query, Rows, Migration
     # Seed rows (the guard row) come back when missing, whatever the version.
     for body in schema_statements(dialect.name):
         if body.upper().startswith("INSERT"):
-            yield _ddl(dialect, body)
+            yield ddl(dialect, body)
     return MigrationResult(plan.found, LATEST_VERSION, plan.fresh, plan.steps)
 
 

@@ -38,10 +38,8 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Mapping
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
-from urllib.parse import unquote, urlsplit
 
 import asyncmy
 import trio
@@ -49,7 +47,7 @@ from asyncmy.constants import CLIENT
 from asyncmy.cursors import DictCursor
 from asyncmy.errors import IntegrityError, InterfaceError, OperationalError
 
-from actors.core.errors import ConfigError, TransientDatabaseError
+from actors.core.errors import TransientDatabaseError
 from db.database import (
     CommitUnknownError,
     ConnectionLostError,
@@ -59,14 +57,14 @@ from db.database import (
     RetryableDatabaseError,
 )
 from db.dialect import MYSQL, Dialect
+from db.migration_ops import Query, Rows
 from db.migrations import (
     MigrationResult,
-    Query,
-    Rows,
     SchemaVersionError,
     migration,
     schema_check,
 )
+from db.mysql_url import MysqlUrl
 
 log = logging.getLogger("db.mysql")
 T = TypeVar("T")
@@ -94,37 +92,6 @@ PING_AFTER_IDLE_SECONDS = 30.0
 MAX_IDLE_SECONDS = 300.0
 #: How long a ping of an idle connection may take, seconds.
 PING_TIMEOUT_SECONDS = 2.0
-
-
-@dataclass(frozen=True, slots=True)
-class MysqlUrl:
-    """Parsed ``mysql://user:password@host:port/db``."""
-
-    host: str
-    port: int
-    user: str
-    password: str
-    database: str
-
-    @classmethod
-    def parse(cls, url: str) -> MysqlUrl:
-        """Raises ConfigError naming FILE_EXPORT_DATABASE_URL when the URL is malformed."""
-        parts = urlsplit(url)
-        if parts.scheme != "mysql" or not parts.hostname or not parts.path.strip("/"):
-            raise ConfigError(
-                "FILE_EXPORT_DATABASE_URL must look like mysql://user:password@host:port/database"
-            )
-        try:
-            port = parts.port or 3306
-        except ValueError:
-            raise ConfigError("FILE_EXPORT_DATABASE_URL has an invalid port") from None
-        return cls(
-            parts.hostname,
-            port,
-            unquote(parts.username or ""),
-            unquote(parts.password or ""),
-            parts.path.strip("/"),
-        )
 
 
 #: How long ``migrate`` waits for another run's schema lock, seconds.

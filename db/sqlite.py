@@ -25,7 +25,8 @@ import trio
 
 from db.database import DatabaseUnavailableError, DuplicateKeyError, RetryableDatabaseError
 from db.dialect import SQLITE, Dialect
-from db.migrations import MigrationResult, Query, Rows, drive, migration
+from db.migration_ops import Query, Rows
+from db.migrations import MigrationResult, drive, migration
 
 #: Primary result codes: the file is busy or locked by another connection (retry); the
 #: file cannot be read or written now (I/O error, disk full, cannot open, lock protocol).

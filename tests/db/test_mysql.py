@@ -20,7 +20,8 @@ from db.database import (
     DuplicateKeyError,
     RetryableDatabaseError,
 )
-from db.mysql import MysqlDatabase, MysqlUrl
+from db.mysql import MysqlDatabase
+from db.mysql_url import MysqlUrl
 from db.sqlite import wall_clock_ms
 from db.store import ExportStore
 from tests.helpers import MYSQL_TEST_URL, TOPIC, claim, create, reset_mysql

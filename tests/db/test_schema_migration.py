@@ -18,15 +18,13 @@ from click.testing import CliRunner
 
 from actors.cli.main import main
 from db.database import Database
+from db.migration_ops import Step
+from db.migration_steps import BASELINE_VERSION, LATEST_VERSION, STEPS
 from db.migrations import (
-    BASELINE_VERSION,
-    LATEST_VERSION,
-    STEPS,
     VERSION_TABLE,
     IndexChange,
     MigrationResult,
     SchemaVersionError,
-    Step,
     plan_migration,
     schema_statements,
 )
