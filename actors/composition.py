@@ -32,7 +32,7 @@ from actors.core.errors import ConfigError, RegistryError, sole_exception
 from actors.core.health import HealthBoard
 from actors.core.ids import IdGenerator
 from actors.core.models import Registry
-from actors.core.ports import CommandTransport
+from actors.core.ports.transport import CommandTransport
 from actors.pipeline.export_worker import WorkerPool
 from actors.pipeline.provider_client import ProviderClient
 from actors.pipeline.runner import ExportRunner

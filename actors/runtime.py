@@ -41,7 +41,7 @@ from actors.composition import (
 from actors.core.errors import ConfigError, sole_exception
 from actors.core.models import AppCode
 from actors.core.outcomes import AbortReason
-from actors.core.ports import CommandTransport
+from actors.core.ports.transport import CommandTransport
 from actors.pipeline.storage import LocalDirectoryStorage
 from actors.service.config import Settings
 from actors.service.metrics import Metrics

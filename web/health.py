@@ -12,7 +12,7 @@ import logging
 import trio
 
 from actors.core.errors import TransientDatabaseError
-from actors.core.ports import CreationStore
+from actors.core.ports.store import CreationStore
 
 log = logging.getLogger("web.health")
 

@@ -14,14 +14,9 @@ import trio
 from actors.core.admission import CreateLimits
 from actors.core.health import HealthBoard
 from actors.core.http.session import CookieSecure
-from actors.core.ports import (
-    ApiMetrics,
-    CreationStore,
-    ExportStorage,
-    PublisherWakeup,
-    RegistryView,
-    RunWakeup,
-)
+from actors.core.ports.service import ApiMetrics, PublisherWakeup, RegistryView, RunWakeup
+from actors.core.ports.storage import ExportStorage
+from actors.core.ports.store import CreationStore
 from web.health import DatabaseProbe
 
 #: How long a request retries a database fault (a dead pooled connection is replaced at

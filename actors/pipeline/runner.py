@@ -48,7 +48,7 @@ from actors.core.errors import (
     TransientDatabaseError,
 )
 from actors.core.outcomes import AbortReason, ExportResult
-from actors.core.ports import RunStore
+from actors.core.ports.store import RunStore
 from actors.core.provider.batch_rules import final_total_rows
 from actors.core.text import safe_file_name
 from actors.pipeline.context import RunContext

@@ -30,7 +30,7 @@ from typing import Any, BinaryIO, Protocol, TypeVar
 import trio
 
 from actors.core.errors import StorageUnavailableError
-from actors.core.ports import ExportStorage, StorageProbe, StoredObject
+from actors.core.ports.storage import ExportStorage, StorageProbe, StoredObject
 
 __all__ = [
     "OBJECT_KEY_PATTERN",

@@ -142,7 +142,7 @@ class Metrics:
 
     def exposition(self) -> bytes:
         """Every metric of this instance in the Prometheus text format (``/metrics``;
-        ``actors.core.ports.ApiMetrics``)."""
+        ``actors.core.ports.service.ApiMetrics``)."""
         return generate_latest(self.registry)
 
     # ProviderObserver protocol (actors.pipeline.provider_client)

@@ -28,7 +28,7 @@ from actors.core import fairness
 from actors.core.dispatch import NoClaim
 from actors.core.models import Command, Task
 from actors.core.outcomes import ClaimResult
-from actors.core.ports import ClaimStore
+from actors.core.ports.store import ClaimStore
 from actors.service.config import Settings
 from actors.supervised.local_claims import LocalClaims
 

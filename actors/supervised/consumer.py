@@ -43,7 +43,9 @@ from actors.core.dispatch import NoClaim
 from actors.core.errors import CommandDecodeError, TransientDatabaseError
 from actors.core.log_context import bind_context
 from actors.core.models import Command
-from actors.core.ports import CommandTransport, Delivery, ExecutionStore, ExportStorage
+from actors.core.ports.storage import ExportStorage
+from actors.core.ports.store import ExecutionStore
+from actors.core.ports.transport import CommandTransport, Delivery
 from actors.pipeline.context import RunContext
 from actors.service.config import Settings
 from actors.service.metrics import Metrics

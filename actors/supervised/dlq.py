@@ -19,7 +19,8 @@ from actors.core.command_message import Locator, read_locator
 from actors.core.errors import TransientDatabaseError
 from actors.core.log_context import bind_context
 from actors.core.outcomes import QuarantineOutcome
-from actors.core.ports import CommandTransport, Delivery, QuarantineStore
+from actors.core.ports.store import QuarantineStore
+from actors.core.ports.transport import CommandTransport, Delivery
 from actors.service.metrics import Metrics
 
 log = logging.getLogger("actors.supervised.dlq")

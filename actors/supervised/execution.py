@@ -44,7 +44,8 @@ from actors.core.handback import HandBack, HandBackCause, HandBackFate
 from actors.core.log_context import bind_context
 from actors.core.models import Task
 from actors.core.outcomes import AbortReason, ExportResult, RetryOutcome
-from actors.core.ports import ExecutionStore, ExportStorage
+from actors.core.ports.storage import ExportStorage
+from actors.core.ports.store import ExecutionStore
 from actors.core.settlement import (
     SHUTDOWN_RELEASE_SECONDS,
     Ending,

@@ -28,7 +28,7 @@ from actors.core import lease
 from actors.core.errors import TransientDatabaseError
 from actors.core.lease import WatchdogStep
 from actors.core.outcomes import AbortReason
-from actors.core.ports import ExecutionStore
+from actors.core.ports.store import ExecutionStore
 from actors.pipeline.context import RunContext
 from actors.service.config import Settings
 

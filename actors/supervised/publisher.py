@@ -30,7 +30,8 @@ from actors.core.command_message import (
 from actors.core.errors import TransientDatabaseError
 from actors.core.log_context import bind_context
 from actors.core.models import OutboxRow
-from actors.core.ports import CommandTransport, OutboxStore, OutgoingMessage
+from actors.core.ports.store import OutboxStore
+from actors.core.ports.transport import CommandTransport, OutgoingMessage
 from actors.service.config import Settings
 from actors.service.metrics import Metrics
 from actors.service.wakeup import Wakeup

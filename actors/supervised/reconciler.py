@@ -43,7 +43,8 @@ from actors.core.lease import is_predecessor_lease
 from actors.core.log_context import bind_context
 from actors.core.models import Task
 from actors.core.outcomes import RetryOutcome
-from actors.core.ports import ExportStorage, ReconcilerStore
+from actors.core.ports.storage import ExportStorage
+from actors.core.ports.store import ReconcilerStore
 from actors.pipeline.storage import OBJECT_KEY_PATTERN
 from actors.service.config import Settings, pid_namespace
 from actors.service.metrics import Metrics

@@ -21,7 +21,9 @@ import trio
 from actors.core.errors import TransientDatabaseError
 from actors.core.health import Component, HealthBoard
 from actors.core.models import TaskStatus
-from actors.core.ports import ExportStorage, RegistryView, SamplerStore
+from actors.core.ports.service import RegistryView
+from actors.core.ports.storage import ExportStorage
+from actors.core.ports.store import SamplerStore
 from actors.service.metrics import Metrics
 
 log = logging.getLogger("actors.supervised.sampler")

@@ -19,7 +19,7 @@ import trio
 
 from actors.core.dead_letter import goes_to_dead_letter
 from actors.core.errors import TransportSendError
-from actors.core.ports import OutgoingMessage
+from actors.core.ports.transport import OutgoingMessage
 
 
 @dataclass(slots=True)
@@ -35,7 +35,7 @@ class _Message:
 
 @dataclass(slots=True)
 class EmbeddedDelivery:
-    """A delivery from the embedded bus; see ``actors.core.ports.Delivery``."""
+    """A delivery from the embedded bus; see ``actors.core.ports.transport.Delivery``."""
 
     _bus: EmbeddedBus
     _message: _Message

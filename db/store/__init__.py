@@ -62,7 +62,7 @@ class ExportStore(
 
 
 if TYPE_CHECKING:
-    from actors.core import ports
+    from actors.core.ports import store as ports
 
     def _implements_every_port(
         store: ExportStore,

@@ -19,7 +19,7 @@ import trio.testing
 
 from actors.core.models import Command, Task, TaskStatus
 from actors.core.outcomes import ExportResult
-from actors.core.ports import OutgoingMessage
+from actors.core.ports.transport import OutgoingMessage
 from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from actors.service.config import Settings

@@ -1,6 +1,6 @@
 """The RocketMQ command transport (seed §6, §8.1, §9.4) on the Remoting protocol.
 
-It implements ``actors.core.ports.CommandTransport`` with PyPI ``rocketmq`` 0.4.4, whose
+It implements ``actors.core.ports.transport.CommandTransport`` with PyPI ``rocketmq`` 0.4.4, whose
 wheel bundles the 2018 C++ client core (``librocketmq.so``). Names follow §6.2 with
 ``MQ_TOPIC_PREFIX``:
 

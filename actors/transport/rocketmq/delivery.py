@@ -37,7 +37,7 @@ class Decision(enum.Enum):
 
 
 class RocketMQDelivery:
-    """One delivery from a RocketMQ push consumer; see ``actors.core.ports.Delivery``.
+    """One delivery from a RocketMQ push consumer; see ``actors.core.ports.transport.Delivery``.
 
     Every field is a copy made on the native callback thread. ``ack`` / ``reject`` only
     record the decision and wake that thread, which returns the consume status; the first

@@ -11,7 +11,7 @@ import trio.testing
 from actors.core.errors import TransientDatabaseError
 from actors.core.models import OutboxStatus, TaskStatus
 from actors.core.outcomes import ExportResult, QuarantineOutcome
-from actors.core.ports import OutgoingMessage
+from actors.core.ports.transport import OutgoingMessage
 from actors.pipeline.context import RunContext
 from actors.pipeline.storage import LocalDirectoryStorage
 from actors.service.config import Settings

@@ -7,7 +7,7 @@ import trio.testing
 
 from actors.core.errors import TransportSendError
 from actors.core.models import Command, OutboxStatus
-from actors.core.ports import OutgoingMessage
+from actors.core.ports.transport import OutgoingMessage
 from actors.service.config import Settings
 from actors.service.metrics import Metrics
 from actors.service.wakeup import Wakeup

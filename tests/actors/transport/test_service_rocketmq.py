@@ -55,7 +55,7 @@ from actors.core.command_message import LOCATING_PROPERTIES
 from actors.core.dispatch import NoClaim
 from actors.core.models import OutboxRow, OutboxStatus, Task, TaskStatus
 from actors.core.outcomes import QuarantineOutcome
-from actors.core.ports import OutgoingMessage
+from actors.core.ports.transport import OutgoingMessage
 from actors.runtime import Runtime, serve
 from actors.service.metrics import Metrics
 from actors.supervised.dlq import DlqHandler
