@@ -18,8 +18,10 @@ The package, from the library up (the hazards are in docs/rocketmq.md):
 * ``delivery``  ``RocketMQDelivery`` and the dead-letter copy of a poison command.
 * ``bridge``    the callback↔trio bridge: native consume callbacks hand deliveries to
                 trio through unbuffered channels and block until a slot acks or rejects.
+* ``names``     the group and topic names from the prefix (the table above).
 * ``transport`` ``RocketMQTransport``: start, send (on a worker thread, 3000 ms native
                 timeout, below the outbox lease), receive, close.
+* ``opening``   ``open_rocketmq_transport``: a started transport for one ``async with``.
 * ``routes``    the NameServer's topic routes (what the link checks).
 * ``link``      ``TransportLink``: connects the transport in the background and watches
                 it; a broker outage never stops the service.
@@ -43,16 +45,14 @@ from actors.transport.rocketmq.delivery import (
     PROP_RECONSUME_TIMES,
     RocketMQDelivery,
 )
+from actors.transport.rocketmq.names import dead_letter_topic, dlq_handler_group, producer_group
 from actors.transport.rocketmq.native import ConsumeStatus, native_core_info
+from actors.transport.rocketmq.opening import open_rocketmq_transport
 from actors.transport.rocketmq.transport import (
     CLOSE_TIMEOUT_SECONDS,
     SEND_TIMEOUT_MS,
     RocketMQTransport,
     RocketMQTransportError,
-    dead_letter_topic,
-    dlq_handler_group,
-    open_rocketmq_transport,
-    producer_group,
 )
 
 __all__ = [

@@ -13,8 +13,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -25,6 +24,7 @@ from actors.core.ports.transport import OutgoingMessage
 from actors.service.config import Settings
 from actors.transport.rocketmq.bridge import CallbackBridge
 from actors.transport.rocketmq.delivery import Decision, RocketMQDelivery, copied_properties
+from actors.transport.rocketmq.names import dead_letter_topic, dlq_handler_group, producer_group
 from actors.transport.rocketmq.native import (
     ConsumeStatus,
     NativeCallback,
@@ -50,21 +50,6 @@ _live_lock = threading.Lock()
 
 class RocketMQTransportError(TransportStartError):
     """The native client could not be created or started (bad group, name server, …)."""
-
-
-def producer_group(topic_prefix: str) -> str:
-    """The producer group of §6.2, e.g. ``test-file-export-publisher-v1``."""
-    return f"{topic_prefix}file-export-publisher-v1"
-
-
-def dlq_handler_group(topic_prefix: str) -> str:
-    """The DLQ handler's consumer group (§9.4.2), e.g. ``test-file-export-dlq-handler-v1``."""
-    return f"{topic_prefix}file-export-dlq-handler-v1"
-
-
-def dead_letter_topic(worker_group: str) -> str:
-    """RocketMQ's dead-letter topic of a consumer group: ``%DLQ%<group>`` (§9.4.3)."""
-    return f"%DLQ%{worker_group}"
 
 
 class RocketMQTransport:
@@ -487,30 +472,3 @@ def _close_leftover_transports() -> None:
     for transport in leftovers:
         log.warning("RocketMQ transport was not closed; shutting it down at exit")
         transport._close_at_exit()
-
-
-@asynccontextmanager
-async def open_rocketmq_transport(
-    settings: Settings, **overrides: Any
-) -> AsyncIterator[RocketMQTransport]:
-    """Start a ``RocketMQTransport`` from settings and close it on exit.
-
-    Args:
-        settings: uses ``rocketmq_name_server``, ``topic_prefix``, ``command_topic``,
-            ``worker_group``, ``consumer_concurrency``, ``max_reconsume_times``,
-            ``instance_id`` and ``consumer_enabled`` (no worker consumer when false).
-        **overrides: constructor arguments to override (tests: ``close_timeout``).
-
-    Yields:
-        The started transport.
-
-    Raises:
-        ConfigError: ``ROCKETMQ_NAME_SERVER`` is missing.
-        RocketMQTransportError: a native client could not start.
-    """
-    transport = RocketMQTransport.from_settings(settings, **overrides)
-    try:
-        await transport.start()
-        yield transport
-    finally:
-        await transport.aclose()
