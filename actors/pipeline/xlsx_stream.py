@@ -118,11 +118,12 @@ def format_megabytes(limit_bytes: int) -> str:
 class _CountingStream:
     """Write-side wrapper around ``out`` that enforces the file-size limit as bytes flow.
 
-    zipfile seeks back to patch local headers, so the size is the high-water mark of the
+    The zip writer (:mod:`actors.pipeline.zip_stream`) seeks back to patch each entry's
+    local header and ``<dimension>`` prefix, so the size is the high-water mark of the
     position, not the sum of writes. A write that would pass the limit is refused before
     it reaches ``out``. After the first refusal or write error the stream is *dead*:
-    further writes and seeks are accepted but go nowhere, so zipfile's cleanup code (and
-    its ``__del__``) cannot raise a second error over the first or touch ``out`` again.
+    further writes and seeks are accepted but go nowhere, so the zip writer's remaining
+    calls cannot raise a second error over the first or touch ``out`` again.
     """
 
     def __init__(self, out: BinaryIO, max_bytes: int) -> None:
@@ -450,7 +451,7 @@ class XlsxStreamWriter:
     def _raise_translated(self, exc: BaseException) -> None:
         """Raise what ``exc`` means for the caller, or return to let it propagate as is.
 
-        The stream's first failure wins over what zipfile made of it afterwards, and disk
+        The stream's first failure wins over what the zip writer made of it afterwards, and disk
         errors (``OSError``) become ``StorageUnavailableError``.
         """
         failure = self._stream.failure or exc
