@@ -45,6 +45,14 @@ levels 4-9 (zlib) are one constant away, :data:`COMPRESS_LEVEL`, if file size ma
 than speed. Inline strings (``t="inlineStr"``) beat a shared-string table: no table in
 memory, no second pass.
 
+Package subset (the parts written, in this order): ``xl/worksheets/sheetN.xml`` per sheet,
+then ``xl/workbook.xml``, ``xl/_rels/workbook.xml.rels``, ``xl/styles.xml``, ``_rels/.rels``
+and ``[Content_Types].xml``: the least a spreadsheet reader needs. Omitted: the
+shared-string table ``xl/sharedStrings.xml`` (cells are inline strings, above),
+``docProps/core.xml`` and ``docProps/app.xml`` (optional document properties; nothing
+reads them), ``xl/theme/theme1.xml`` (optional; the font colour ``theme="1"`` in the styles
+then comes from the reader's default theme) and ``xl/calcChain.xml`` (no formulas are written).
+
 Guards, the same as the xlsxwriter-based writer had: formula-injection prefix and
 32,767-character truncation (``cells``), characters XML forbids removed, roll-over to a
 new sheet with the header repeated after 1,048,575 data rows, frozen header row, column
