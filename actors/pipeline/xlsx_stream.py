@@ -69,6 +69,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, BinaryIO
 
 from actors.core.errors import (
@@ -121,6 +122,13 @@ def format_megabytes(limit_bytes: int) -> str:
     if limit_bytes % _MB == 0:
         return f"{limit_bytes // _MB} MB"
     return f"{limit_bytes / _MB:.2f} MB ({limit_bytes} bytes)"
+
+
+class _State(StrEnum):  # OPEN -> CLOSED | DISCARDED; BROKEN after a failed write
+    OPEN = "open"
+    BROKEN = "broken"
+    CLOSED = "closed"
+    DISCARDED = "discarded"
 
 
 class _CountingStream:
@@ -268,7 +276,7 @@ class XlsxStreamWriter:
         self._sheet_names: list[str] = []
         self._sheet_bytes = 0
         self._warnings = DataWarnings()
-        self._state = "open"  # open -> closed | discarded; "broken" after a failed write
+        self._state = _State.OPEN
         self._size: int | None = None
         self._entry: ZipEntry | None = None
         self._last_row = 1  # last row of the current sheet with a cell (1: the header)
@@ -278,11 +286,11 @@ class XlsxStreamWriter:
         try:
             self._new_sheet()
         except BaseException as exc:
-            self._state = "broken"
+            self._state = _State.BROKEN
             self._raise_translated(exc)
             raise
         finally:
-            if self._state != "open":
+            if self._state != _State.OPEN:
                 self.discard()  # the caller never gets this writer to discard it
 
     @property
@@ -313,12 +321,12 @@ class XlsxStreamWriter:
             StorageUnavailableError: ``out`` could not be written.
             RuntimeError: the writer is closed, discarded or broken by an earlier error.
         """
-        if self._state != "open":
+        if self._state != _State.OPEN:
             raise RuntimeError(f"writer is {self._state}")
         try:
             self._write_rows(rows, batch)
         except BaseException as exc:
-            self._state = "broken"
+            self._state = _State.BROKEN
             self._raise_translated(exc)
             raise
 
@@ -409,12 +417,12 @@ class XlsxStreamWriter:
             StorageUnavailableError: ``out`` could not be written.
             RuntimeError: the writer was discarded or broken by an earlier error.
         """
-        if self._state == "closed":
+        if self._state == _State.CLOSED:
             assert self._size is not None
             return self._size
-        if self._state != "open":
+        if self._state != _State.OPEN:
             raise RuntimeError(f"writer is {self._state}")
-        self._state = "broken"  # until the zip is really out; discard() then cleans up
+        self._state = _State.BROKEN  # until the zip is really out; discard() then cleans up
         try:
             self._end_sheet()
             count = len(self._sheet_names)
@@ -434,7 +442,7 @@ class XlsxStreamWriter:
         if self._stream.failure is not None:
             raise self._stream.failure  # swallowed somewhere inside: still fail the run
         self._size = self._stream.size
-        self._state = "closed"
+        self._state = _State.CLOSED
         return self._size
 
     def discard(self) -> None:
@@ -443,9 +451,9 @@ class XlsxStreamWriter:
         Best effort and idempotent; never raises for cleanup problems. After a successful
         :meth:`close` it changes nothing in ``out``.
         """
-        if self._state in ("closed", "discarded"):
+        if self._state in (_State.CLOSED, _State.DISCARDED):
             return
-        self._state = "discarded"
+        self._state = _State.DISCARDED
         self._stream.kill()  # whatever still holds the stream now writes nowhere
         self._entry = None
         # "Produce nothing": the caller deletes the file, but do not leave a partial zip
