@@ -45,6 +45,14 @@ levels 4-9 (zlib) are one constant away, :data:`COMPRESS_LEVEL`, if file size ma
 than speed. Inline strings (``t="inlineStr"``) beat a shared-string table: no table in
 memory, no second pass.
 
+Package subset (the parts written, in this order): ``xl/worksheets/sheetN.xml`` per sheet,
+then ``xl/workbook.xml``, ``xl/_rels/workbook.xml.rels``, ``xl/styles.xml``, ``_rels/.rels``
+and ``[Content_Types].xml``: the least a spreadsheet reader needs. Omitted: the
+shared-string table ``xl/sharedStrings.xml`` (cells are inline strings, above),
+``docProps/core.xml`` and ``docProps/app.xml`` (optional document properties; nothing
+reads them), ``xl/theme/theme1.xml`` (optional; the font colour ``theme="1"`` in the styles
+then comes from the reader's default theme) and ``xl/calcChain.xml`` (no formulas are written).
+
 Guards, the same as the xlsxwriter-based writer had: formula-injection prefix and
 32,767-character truncation (``cells``), characters XML forbids removed, roll-over to a
 new sheet with the header repeated after 1,048,575 data rows, frozen header row, column
@@ -61,6 +69,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, BinaryIO
 
 from actors.core.errors import (
@@ -115,14 +124,22 @@ def format_megabytes(limit_bytes: int) -> str:
     return f"{limit_bytes / _MB:.2f} MB ({limit_bytes} bytes)"
 
 
+class _State(StrEnum):  # OPEN -> CLOSED | DISCARDED; BROKEN after a failed write
+    OPEN = "open"
+    BROKEN = "broken"
+    CLOSED = "closed"
+    DISCARDED = "discarded"
+
+
 class _CountingStream:
     """Write-side wrapper around ``out`` that enforces the file-size limit as bytes flow.
 
-    zipfile seeks back to patch local headers, so the size is the high-water mark of the
+    The zip writer (:mod:`actors.pipeline.zip_stream`) seeks back to patch each entry's
+    local header and ``<dimension>`` prefix, so the size is the high-water mark of the
     position, not the sum of writes. A write that would pass the limit is refused before
     it reaches ``out``. After the first refusal or write error the stream is *dead*:
-    further writes and seeks are accepted but go nowhere, so zipfile's cleanup code (and
-    its ``__del__``) cannot raise a second error over the first or touch ``out`` again.
+    further writes and seeks are accepted but go nowhere, so the zip writer's remaining
+    calls cannot raise a second error over the first or touch ``out`` again.
     """
 
     def __init__(self, out: BinaryIO, max_bytes: int) -> None:
@@ -259,7 +276,7 @@ class XlsxStreamWriter:
         self._sheet_names: list[str] = []
         self._sheet_bytes = 0
         self._warnings = DataWarnings()
-        self._state = "open"  # open -> closed | discarded; "broken" after a failed write
+        self._state = _State.OPEN
         self._size: int | None = None
         self._entry: ZipEntry | None = None
         self._last_row = 1  # last row of the current sheet with a cell (1: the header)
@@ -269,11 +286,11 @@ class XlsxStreamWriter:
         try:
             self._new_sheet()
         except BaseException as exc:
-            self._state = "broken"
+            self._state = _State.BROKEN
             self._raise_translated(exc)
             raise
         finally:
-            if self._state != "open":
+            if self._state != _State.OPEN:
                 self.discard()  # the caller never gets this writer to discard it
 
     @property
@@ -304,12 +321,12 @@ class XlsxStreamWriter:
             StorageUnavailableError: ``out`` could not be written.
             RuntimeError: the writer is closed, discarded or broken by an earlier error.
         """
-        if self._state != "open":
+        if self._state != _State.OPEN:
             raise RuntimeError(f"writer is {self._state}")
         try:
             self._write_rows(rows, batch)
         except BaseException as exc:
-            self._state = "broken"
+            self._state = _State.BROKEN
             self._raise_translated(exc)
             raise
 
@@ -400,12 +417,12 @@ class XlsxStreamWriter:
             StorageUnavailableError: ``out`` could not be written.
             RuntimeError: the writer was discarded or broken by an earlier error.
         """
-        if self._state == "closed":
+        if self._state == _State.CLOSED:
             assert self._size is not None
             return self._size
-        if self._state != "open":
+        if self._state != _State.OPEN:
             raise RuntimeError(f"writer is {self._state}")
-        self._state = "broken"  # until the zip is really out; discard() then cleans up
+        self._state = _State.BROKEN  # until the zip is really out; discard() then cleans up
         try:
             self._end_sheet()
             count = len(self._sheet_names)
@@ -425,7 +442,7 @@ class XlsxStreamWriter:
         if self._stream.failure is not None:
             raise self._stream.failure  # swallowed somewhere inside: still fail the run
         self._size = self._stream.size
-        self._state = "closed"
+        self._state = _State.CLOSED
         return self._size
 
     def discard(self) -> None:
@@ -434,9 +451,9 @@ class XlsxStreamWriter:
         Best effort and idempotent; never raises for cleanup problems. After a successful
         :meth:`close` it changes nothing in ``out``.
         """
-        if self._state in ("closed", "discarded"):
+        if self._state in (_State.CLOSED, _State.DISCARDED):
             return
-        self._state = "discarded"
+        self._state = _State.DISCARDED
         self._stream.kill()  # whatever still holds the stream now writes nowhere
         self._entry = None
         # "Produce nothing": the caller deletes the file, but do not leave a partial zip
@@ -450,7 +467,7 @@ class XlsxStreamWriter:
     def _raise_translated(self, exc: BaseException) -> None:
         """Raise what ``exc`` means for the caller, or return to let it propagate as is.
 
-        The stream's first failure wins over what zipfile made of it afterwards, and disk
+        The stream's first failure wins over what the zip writer made of it afterwards, and disk
         errors (``OSError``) become ``StorageUnavailableError``.
         """
         failure = self._stream.failure or exc

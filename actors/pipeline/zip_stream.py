@@ -42,6 +42,12 @@ _VERSION = 20  # zip 2.0: deflate
 _DEFLATED = 8
 _ZIP32_LIMIT = 0xFFFFFFFF
 _MAX_STORED = 0xFFFF  # bytes in one stored block
+#: Offset of the CRC-32 field in a local file header (APPNOTE 4.3.7: signature 4, version 2,
+#: flags 2, method 2, time 2, date 2); compressed and uncompressed size follow it.
+_LOCAL_CRC_AT = 14
+#: Bytes before a stored block's data: one header byte (BFINAL, BTYPE padded), then LEN and
+#: NLEN of two bytes each (RFC 1951 section 3.2.4).
+_STORED_HEADER = 5
 
 
 class _Output(Protocol):
@@ -231,13 +237,13 @@ class ZipEntry:
         if prefix is not None and prefix != self._prefix:
             if len(prefix) != len(self._prefix):
                 raise ValueError("the final prefix must keep the length of the first")
-            out.seek(self._data_at + 5)
+            out.seek(self._data_at + _STORED_HEADER)
             out.write(prefix)
             self._prefix = prefix
         crc = crc32_combine(isal_zlib.crc32(self._prefix), self._crc, self._size)
         compressed = _check32(end - self._data_at, "entry")
         size = _check32(len(self._prefix) + self._size, "entry")
-        out.seek(self._header_at + 14)  # CRC-32, compressed and uncompressed size
+        out.seek(self._header_at + _LOCAL_CRC_AT)  # CRC-32, compressed and uncompressed size
         out.write(_SIZES.pack(crc, compressed, size))
         out.seek(end)
         stream = self._stream
