@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 
 import trio
@@ -22,66 +21,16 @@ from actors.service.metrics import Metrics
 from actors.service.wakeup import Wakeup
 from actors.supervised.consumer import ConsumerSlot
 from actors.supervised.publisher import Publisher
-from actors.supervised.reconciler import LEASE_EXHAUSTED_MESSAGE, Reconciler
+from actors.supervised.reconciler import LEASE_EXHAUSTED_MESSAGE
 from actors.transport.embedded import EmbeddedBus
 from db.store import ExportStore
+from tests.actors.supervised.reconciler_helpers import (
+    Clock,
+    force_outbox_sent,
+    mark_all_sent,
+    reconciler_for,
+)
 from tests.helpers import claim, create, exec_sql, json_log, make_settings, new_task
-
-Clock = trio.testing.MockClock
-
-
-def reconciler_for(
-    store: ExportStore, storage: LocalDirectoryStorage, settings: Settings, metrics: Metrics
-) -> Reconciler:
-    return Reconciler(store, storage, settings, metrics, file_clock=lambda: 2_000_000_000.0)
-
-
-async def write_file(storage: LocalDirectoryStorage, key: str, data: bytes = b"") -> None:
-    f = await storage.create(key)
-    f.write(data)
-    f.close()
-
-
-async def succeeded_with_file(
-    store: ExportStore,
-    storage: LocalDirectoryStorage,
-    *,
-    retention_seconds: float,
-    data: bytes = b"",
-) -> tuple[int, str]:
-    """A SUCCEEDED task and its stored file: (task id, object key)."""
-    running = await claim(store, await create(store))
-    key = new_object_key(running.id)
-    await write_file(storage, key, data)
-    assert await store.complete_task(
-        running,
-        "owner-a",
-        file_name="f.xlsx",
-        object_key=key,
-        content_type="x",
-        size_bytes=len(data),
-        rows=0,
-        retention_seconds=retention_seconds,
-    )
-    return running.id, key
-
-
-async def mark_all_sent(store: ExportStore) -> None:
-    """Publish every due row through a transport that always succeeds."""
-    for row in await store.claim_due_outbox("pub", 60, 100):
-        assert await store.mark_outbox_sent(row.id, "pub")
-
-
-async def force_outbox_sent(store: ExportStore, task_id: int, version: int) -> None:
-    """Put an outbox row into SENT as if it had been published (also before it was due)."""
-    await exec_sql(
-        store,
-        (
-            "UPDATE file_export_outbox SET status = 'SENT', sent_at = {now} "
-            "WHERE task_id = :t AND dispatch_version = :v"
-        ),
-        {"t": task_id, "v": version},
-    )
 
 
 async def test_reconciler_does_not_skip_a_backoff_window(
@@ -291,49 +240,6 @@ async def test_stuck_claimed_outbox_rows_are_released(
     assert row.status == OutboxStatus.PENDING and row.dispatch_version == 1
 
 
-async def test_expired_files_are_deleted_before_the_task_is_marked_expired(
-    autojump_clock: Clock,
-    store: ExportStore,
-    storage: LocalDirectoryStorage,
-    settings: Settings,
-    metrics: Metrics,
-) -> None:
-    task_id, key = await succeeded_with_file(store, storage, retention_seconds=3600)
-    rec = reconciler_for(store, storage, settings, metrics)
-    assert (await rec.reconcile_once())["expire"] == 0
-    await trio.sleep(3600)
-    assert (await rec.reconcile_once())["expire"] == 1
-    assert await storage.size(key) is None
-    assert (await store.get_task(task_id)).status == TaskStatus.EXPIRED
-
-
-async def test_orphan_files_older_than_a_day_without_a_succeeded_task_are_deleted(
-    autojump_clock: Clock,
-    store: ExportStore,
-    storage: LocalDirectoryStorage,
-    settings: Settings,
-    metrics: Metrics,
-    tmp_path: Path,
-) -> None:
-    task_id, kept = await succeeded_with_file(
-        store, storage, retention_seconds=10**7, data=b"k" * 700
-    )
-    orphan = new_object_key(task_id)
-    young = new_object_key(424242)
-    for key in (orphan, young):
-        await write_file(storage, key, b"o" * 50)
-    now = 2_000_000_000.0
-    for key, age in ((kept, 90_000), (orphan, 90_000), (young, 3_600)):
-        os.utime(storage.path_for(key), (now - age, now - age))
-    assert (await reconciler_for(store, storage, settings, metrics).reconcile_once())[
-        "orphan_clean"
-    ] == 1
-    assert await storage.size(orphan) is None
-    assert await storage.size(kept) is not None and await storage.size(young) is not None
-    left = [o.size for o in await storage.list_objects()]
-    assert sorted(left) == [50, 700] and metrics.storage_bytes._value.get() == 750
-
-
 async def test_old_sent_outbox_rows_are_pruned_in_chunks(
     autojump_clock: Clock,
     store: ExportStore,
@@ -474,68 +380,3 @@ async def test_a_lease_recovery_line_carries_the_tasks_trace_id(
     assert line["dispatchVersion"] == 1 and line["tenantId"] == "0"
     payloads = [r.payload_json for r in await store.list_outbox(created.task.id)]
     assert all(json.loads(p)["traceId"] == trace for p in payloads) and len(payloads) == 2
-
-
-class UndeletableStorage(LocalDirectoryStorage):
-    """A storage directory whose files cannot be deleted (a read-only remount, a lost
-    permission): every delete raises."""
-
-    async def delete(self, key: str) -> bool:
-        raise PermissionError(13, "Permission denied", key)
-
-
-def delete_failures(metrics: Metrics, duty: str) -> float:
-    value = metrics.registry.get_sample_value("export_file_delete_failures_total", {"duty": duty})
-    assert value is not None, f"no series for duty {duty}"
-    return value
-
-
-async def test_files_that_fail_to_delete_at_expiry_are_counted_every_pass_and_kept(
-    autojump_clock: Clock,
-    store: ExportStore,
-    settings: Settings,
-    metrics: Metrics,
-    tmp_path: Path,
-) -> None:
-    """issue 22 item 5: an expired file the storage refuses to delete stays SUCCEEDED (it
-    is retried every pass) and is counted in export_file_delete_failures_total{duty=expire},
-    which the ExportFileDeleteFailing alert watches; the other duties' series exist at 0."""
-    storage = UndeletableStorage(tmp_path / "undeletable")
-    task_id, key = await succeeded_with_file(store, storage, retention_seconds=60)
-    rec = reconciler_for(store, storage, settings, metrics)
-    assert delete_failures(metrics, "expire") == 0
-    await trio.sleep(61)
-
-    for _ in range(3):
-        assert (await rec.reconcile_once())["expire"] == 0
-
-    assert delete_failures(metrics, "expire") == 3
-    assert (await store.get_task(task_id)).status == TaskStatus.SUCCEEDED
-    assert await storage.size(key) is not None
-    assert delete_failures(metrics, "lease_recover") == 0
-
-
-async def test_orphan_and_partial_files_that_fail_to_delete_are_counted_by_duty(
-    autojump_clock: Clock,
-    store: ExportStore,
-    settings: Settings,
-    metrics: Metrics,
-    tmp_path: Path,
-) -> None:
-    storage = UndeletableStorage(tmp_path / "undeletable")
-    orphan = new_object_key(515151)
-    await write_file(storage, orphan, b"o")
-    os.utime(storage.path_for(orphan), (1_000_000_000.0, 1_000_000_000.0))
-    running = await claim(store, await create(store), lease=10)
-    partial = new_object_key(running.id)
-    assert await store.record_object_key(running, "owner-a", partial)
-    (await storage.create(partial)).close()
-    os.utime(storage.path_for(partial), (2_000_000_000.0, 2_000_000_000.0))  # young: no orphan
-    await trio.sleep(11)
-
-    actions = await reconciler_for(store, storage, settings, metrics).reconcile_once()
-
-    assert actions["lease_recover"] == 1 and actions["orphan_clean"] == 0
-    assert delete_failures(metrics, "lease_recover") == 1
-    assert delete_failures(metrics, "orphan_clean") == 1
-    assert delete_failures(metrics, "expire") == 0
