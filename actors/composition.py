@@ -304,7 +304,7 @@ def allowed_services(
     Raises:
         ConfigError: see :func:`actors.service.provider_map_source.open_provider_map`.
     """
-    from web.demo_provider import DEMO_SERVICE
+    from web.demo_provider.data import DEMO_SERVICE
 
     if providers is None:
         providers = open_provider_map(settings)
@@ -352,7 +352,7 @@ async def build_components(
             message bus is not asked anything here: an outage never stops the start.
     """
     from web.app import create_app
-    from web.demo_provider import create_demo_provider_blueprint
+    from web.demo_provider.app import create_demo_provider_blueprint
     from web.server import WebServer
     from web.services import Services
 

@@ -149,7 +149,7 @@ async def _serve(
                 partial(supervise, "web", partial(c.web.serve, web_stop.wait), c.metrics)
             )
             if settings.demo_provider:
-                from web.demo_provider import DEMO_SERVICE
+                from web.demo_provider.data import DEMO_SERVICE
 
                 c.provider_urls.setdefault(DEMO_SERVICE, urls[0])
             rt = Runtime(

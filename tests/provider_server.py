@@ -28,7 +28,8 @@ import msgspec
 import trio
 
 from actors.core.provider.contract import response_envelope
-from web.demo_provider import batch_answer, demo_registry_yaml
+from web.demo_provider.app import batch_answer
+from web.demo_provider.data import demo_registry_yaml
 
 #: ``provider-service`` of the registry :func:`gated_demo_registry` writes
 GATED_SERVICE = "gated-service"
@@ -153,7 +154,7 @@ BatchBody = dict[str, Any]
 
 def gated_demo_table(gate: Callable[[BatchBody], Awaitable[None]]) -> Handler:
     """A handler serving the demo Provider's ``CUSTOMER_LIST`` table
-    (:func:`web.demo_provider.batch_answer`: the same rows, snapshot tokens and totals),
+    (:func:`web.demo_provider.app.batch_answer`: the same rows, snapshot tokens and totals),
     that awaits ``gate(body)`` before it answers each batch.
 
     ``body["cursor"]`` is ``None`` for a run's first batch, else the last customer id of

@@ -126,7 +126,7 @@ def demo_provider(bind: str) -> None:
     configure_logging(settings.log_level, fmt=settings.log_format)
     if not settings.internal_service_token:
         raise click.ClickException("INTERNAL_SERVICE_TOKEN must be set (the token callers send)")
-    from web.demo_provider import serve_demo_provider
+    from web.demo_provider.app import serve_demo_provider
 
     token = settings.internal_service_token
 
@@ -170,7 +170,7 @@ def demo(rows: int, out: Path, verbose: bool) -> None:
     configure_logging("INFO" if verbose else "WARNING")
     with tempfile.TemporaryDirectory(prefix="export-center-demo-") as tmp:
         registry = Path(tmp) / "registry.yaml"
-        from web.demo_provider import demo_registry_yaml
+        from web.demo_provider.data import demo_registry_yaml
 
         # 1,000 rows a batch, not the 500 of the packaged registry (the design's value): with
         # the Provider in the same process the larger batch is ~7 % faster (200k rows: 3.20 s

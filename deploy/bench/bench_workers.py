@@ -58,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from actors.core.models import AppCode  # noqa: E402
 from web.auth import issue_token  # noqa: E402
-from web.demo_provider import DEMO_SERVICE, demo_registry_yaml  # noqa: E402
+from web.demo_provider.data import DEMO_SERVICE, demo_registry_yaml  # noqa: E402
 
 API = "/api/platform/v1/files/export-tasks"
 SECRET = "bench-workers-secret-" + "x" * 32

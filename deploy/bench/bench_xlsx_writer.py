@@ -1,7 +1,7 @@
 """Benchmark of the streaming XLSX writer against the libraries it was chosen over.
 
 Makes N rows (first argument, default 200000) of the demo Provider's 8 columns once
-(``web.demo_provider.customer_row``, the values a run gets from JSON), then writes the
+(``web.demo_provider.data.customer_row``, the values a run gets from JSON), then writes the
 same rows, in batches of 500, with each writer in turn and prints, side by side: wall and
 CPU seconds, rows per second of each, the ratio of CPU time to a bare xlsxwriter
 ``constant_memory`` loop, the file size and the peak memory the writer added. Figures
@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from actors.core.models import ColumnDef, ColumnType  # noqa: E402
 from actors.pipeline.xlsx_stream import XlsxStreamWriter  # noqa: E402
-from web.demo_provider import DEMO_COLUMNS, customer_row  # noqa: E402
+from web.demo_provider.data import DEMO_COLUMNS, customer_row  # noqa: E402
 
 BATCH_SIZE = 500  # the registry's default batch-size
 MAX_BYTES = 1 << 40  # no file-size limit here: the figure is the speed

@@ -9,7 +9,7 @@ service on other hosts. This stand-in answers every batch request with the bytes
 Provider gave for the same cursor the first time it was asked, so a measurement with it
 shows what the service does with the cores when the Provider is elsewhere.
 
-What it replays is the demo Provider's own answer (``web.demo_provider.batch_answer``,
+What it replays is the demo Provider's own answer (``web.demo_provider.app.batch_answer``,
 encoded as the route encodes it): the same columns, rows, hostile values, snapshot token
 and cursors. It keys answers by ``(cursor, rowCount, limit)`` only and does not verify the
 snapshot token it gets back; it checks the service token header. The first export of each
@@ -43,7 +43,8 @@ from actors.core.provider.contract import (  # noqa: E402
     SERVICE_TOKEN_HEADER,
     response_envelope,
 )
-from web.demo_provider import PROVIDER_PATH, batch_answer  # noqa: E402
+from web.demo_provider.app import batch_answer  # noqa: E402
+from web.demo_provider.data import PROVIDER_PATH  # noqa: E402
 
 _ENCODER = msgspec.json.Encoder()
 _DECODER = msgspec.json.Decoder()

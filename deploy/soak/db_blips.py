@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 from actors.core.models import AppCode  # noqa: E402
 from web.auth import issue_token  # noqa: E402
-from web.demo_provider import demo_registry_yaml  # noqa: E402
+from web.demo_provider.data import demo_registry_yaml  # noqa: E402
 
 API = "/api/platform/v1/files/export-tasks"
 SECRET = "soak-db-blips-secret-" + "s" * 32

@@ -25,7 +25,7 @@ from tests.provider_server import (
     gated_demo_table,
     serve_provider,
 )
-from web.demo_provider import DEMO_COLUMNS, customer_row
+from web.demo_provider.data import DEMO_COLUMNS, customer_row
 
 ROWS = 2500
 #: rows per Provider call in the progress test

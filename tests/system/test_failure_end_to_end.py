@@ -17,7 +17,8 @@ from quart_trio import QuartTrio
 
 from actors.runtime import Runtime
 from tests.helpers import API, client_for, make_settings, running_service, wait_for_status
-from web.demo_provider import create_demo_provider_blueprint, demo_registry_yaml
+from web.demo_provider.app import create_demo_provider_blueprint
+from web.demo_provider.data import demo_registry_yaml
 
 TOKEN = "provider-token-for-tests"
 REGISTRY = demo_registry_yaml(batch_size=100, service="flaky-service")

@@ -28,7 +28,8 @@ from quart import jsonify
 from quart_trio import QuartTrio
 
 from tests.helpers import API, client_for, make_settings, running_service, served, wait_for_status
-from web.demo_provider import create_demo_provider_blueprint, demo_registry_yaml
+from web.demo_provider.app import create_demo_provider_blueprint
+from web.demo_provider.data import demo_registry_yaml
 
 SERVICE = "moving-service"
 DEFAULT_TOKEN = "default-token-neither-provider-accepts"

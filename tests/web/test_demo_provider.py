@@ -11,12 +11,12 @@ from quart_trio import QuartTrio
 
 from actors.core.models import ColumnType
 from actors.core.provider.contract import parse_batch_data
-from web.demo_provider import (
+from web.demo_provider.app import create_demo_provider_blueprint
+from web.demo_provider.data import (
     DEMO_COLUMNS,
     DEMO_SCHEMA_HASH,
     LONG_REMARK_CHARS,
     PROVIDER_PATH,
-    create_demo_provider_blueprint,
     customer_row,
     mint_snapshot_token,
 )

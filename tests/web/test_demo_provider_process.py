@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from tests.helpers import DEMO_PROVIDER_COMMAND, demo_provider_process
-from web.demo_provider import PROVIDER_PATH, SERVICE_TOKEN_HEADER
+from web.demo_provider.app import SERVICE_TOKEN_HEADER
+from web.demo_provider.data import PROVIDER_PATH
 
 TOKEN = "process-test-token"
 BODY = {

@@ -19,7 +19,7 @@ A business service exports its data by answering ``POST
 Users: the Provider client (``actors/pipeline/provider_client.py``: the request, the
 cursor loop; ``actors/pipeline/provider_http.py``: HTTP, streaming limits, error mapping),
 the export worker's decoder (``actors/pipeline/provider_decode.py``: the fast JSON decode)
-and the demo Provider (``web/demo_provider.py``). Pure: no IO.
+and the demo Provider (``web/demo_provider/``). Pure: no IO.
 
 A malformed answer is a :class:`ProviderContractError`; a request outside the contract is a
 :class:`ParameterError` naming the field.

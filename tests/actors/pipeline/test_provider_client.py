@@ -53,7 +53,8 @@ from actors.pipeline.provider_client import (
     iterate_batches,
 )
 from tests.provider_server import Handler, serve_provider
-from web.demo_provider import DEMO_COLUMNS, DEMO_SCHEMA_HASH, create_demo_provider_blueprint
+from web.demo_provider.app import create_demo_provider_blueprint
+from web.demo_provider.data import DEMO_COLUMNS, DEMO_SCHEMA_HASH
 
 TOKEN = "internal-token"
 SERVICE = "customer-service"

@@ -1,28 +1,10 @@
-"""The built-in demo Provider for export type ``CUSTOMER_LIST`` (§10.1, §10.2).
-
-It serves a synthetic customer table with ids ``1..rowCount`` over the real Provider
-contract, so the embedded mode exercises the whole pipeline over HTTP, as production does. Every
-value is a pure function of the customer id: no randomness, no clock, so two runs of a demo
-produce the same file.
-
-The data is built to keep the writer's guards busy on every demo (§11): customers 1..6
-carry formula-like strings (leading ``= + - @ Tab CR``) in ``tenantName`` and ``remark``,
-customer 7 has a 40,000-character remark (over Excel's 32,767 cell limit), ``lastOrderAt``
-and ``remark`` are ``null`` on some rows, and the columns cover all six types.
-
-Snapshot (§10.2): the token is the signed maximum id, ``v1.<maxId>.<hex HMAC-SHA256>``,
-bound to the tenant and access domain; it excludes rows added after the first batch, and
-nothing more (modifications and deletions are not frozen).
-"""
+"""The demo Provider's HTTP side: the batch endpoint over the Provider contract, its
+checks of a request, and serving it on its own port (``web/demo_provider``)."""
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import json
 import secrets
-from collections.abc import Mapping
-from datetime import date, timedelta
 from typing import Any, TypeGuard
 
 import msgspec
@@ -33,13 +15,10 @@ from werkzeug.exceptions import HTTPException
 
 from actors.core.errors import ParameterError
 from actors.core.limits import parse_json_body
-from actors.core.models import AppCode, ColumnDef, ColumnType
+from actors.core.models import AppCode
 from actors.core.provider.contract import (
-    MAX_BATCH_LIMIT,
     SERVICE_TOKEN_HEADER,
     batch_data,
-    batches_path,
-    column_json,
     request_app_code,
     request_id,
     request_limit,
@@ -48,203 +27,25 @@ from actors.core.provider.contract import (
     response_envelope,
 )
 from actors.core.text import quote_outside
+from web.demo_provider.data import (
+    COLUMNS_JSON,
+    DEMO_SCHEMA_HASH,
+    EXPORT_TYPE,
+    INACTIVE_EVERY,
+    MAX_CURSOR_DIGITS,
+    MAX_KEYWORD_CHARS,
+    MAX_ROW_COUNT,
+    PROVIDER_PATH,
+    SCAN_BUDGET,
+    STATUSES,
+    customer_row,
+    is_active,
+    is_digits,
+    mint_snapshot_token,
+    tenant_name,
+    verify_snapshot_token,
+)
 from web.errors import envelope_code
-
-EXPORT_TYPE = "CUSTOMER_LIST"
-#: The route the registry's ``provider-path`` points at (§10.3).
-PROVIDER_PATH = batches_path(EXPORT_TYPE)
-#: The ``provider-service`` name the service mounts this Provider under.
-DEMO_SERVICE = "demo-service"
-
-
-def demo_registry_yaml(
-    *,
-    batch_size: int = 1000,
-    max_attempts: int = 3,
-    max_rows: int | None = None,
-    service: str = DEMO_SERVICE,
-) -> str:
-    """A registry file (YAML text) with the one ``CUSTOMER_LIST`` definition of this
-    Provider, for the demo command, benchmarks and tests that need other limits than the
-    packaged registry's.
-
-    Args:
-        batch_size: rows per Provider call (registry ``batch-size``, 50..1000).
-        max_attempts: automatic attempts per task (``max-attempts``, 1..5).
-        max_rows: ``max-rows``; ``None`` leaves the registry's default.
-        service: ``provider-service``, for a test that serves this Provider elsewhere.
-    """
-    limit = f"    max-rows: {max_rows}\n" if max_rows is not None else ""
-    return (
-        "definitions:\n"
-        f"  {EXPORT_TYPE}:\n"
-        f"    provider-service: {service}\n"
-        f"    provider-path: {PROVIDER_PATH}\n"
-        "    required-permission: platform:customer:export\n"
-        "    app-scope: PLATFORM\n"
-        "    enabled: true\n"
-        f"{limit}"
-        f"    max-attempts: {max_attempts}\n"
-        f"    batch-size: {batch_size}\n"
-    )
-
-
-#: Largest ``limit`` a request may ask for (§10.3: batch-size ∈ [50, 1000]).
-MAX_LIMIT = MAX_BATCH_LIMIT
-#: Largest synthetic table (``rowCount``).
-MAX_ROW_COUNT = 1_000_000
-#: Ids examined per request when filters are active. A filter that matches little would
-#: otherwise scan the whole table in one request and hold the event loop; a short batch with
-#: an advancing cursor is valid (§10.1).
-SCAN_BUDGET = 100_000
-#: Longest ``keyword`` accepted (§12: a single string parameter is ≤256 characters).
-MAX_KEYWORD_CHARS = 256
-
-DEMO_COLUMNS: tuple[ColumnDef, ...] = (
-    ColumnDef("customerId", "客户ID", ColumnType.INTEGER, 12),
-    ColumnDef("tenantCode", "客户编码", ColumnType.STRING, 18),
-    ColumnDef("tenantName", "公司名称", ColumnType.STRING, 28),
-    ColumnDef("creditLimit", "授信额度", ColumnType.DECIMAL, 14),
-    ColumnDef("active", "是否启用", ColumnType.BOOLEAN, 10),
-    ColumnDef("registeredOn", "注册日期", ColumnType.DATE, 12),
-    ColumnDef("lastOrderAt", "最近下单时间", ColumnType.DATETIME, 22),
-    ColumnDef("remark", "备注", ColumnType.STRING, 40),
-)
-
-
-_COLUMNS_JSON: list[dict[str, Any]] = [column_json(c) for c in DEMO_COLUMNS]
-
-#: ``"sha256:" + sha256(canonical JSON of the columns)``: sorted keys, no spaces, UTF-8.
-#: Equal columns give an equal hash in every process and run.
-DEMO_SCHEMA_HASH = (
-    "sha256:"
-    + hashlib.sha256(
-        json.dumps(_COLUMNS_JSON, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
-            "utf-8"
-        )
-    ).hexdigest()
-)
-
-#: Customers 1..6: one formula-injection prefix each (§11: ``= + - @ Tab CR``).
-_HOSTILE_NAMES: Mapping[int, str] = {
-    1: '=HYPERLINK("http://x")',
-    2: "+1",
-    3: "-2",
-    4: "@SUM(A1)",
-    5: "\tTab",
-    6: "\rCR",
-}
-_HOSTILE_REMARKS: Mapping[int, str] = {
-    1: "=1+1",
-    2: "+SUM(1,2)",
-    3: "-3+4",
-    4: "@A1",
-    5: "\tremark",
-    6: "\rremark",
-}
-#: Customer 7's remark: longer than an Excel cell may hold (32,767), so the writer truncates.
-LONG_REMARK_CUSTOMER = 7
-LONG_REMARK_CHARS = 40_000
-_LONG_REMARK = ("超长备注-" * (LONG_REMARK_CHARS // 5 + 1))[:LONG_REMARK_CHARS]
-
-_BRANDS = ("柏悦", "远航", "星河", "蓝海", "金桥", "恒信", "瑞丰", "云帆")
-_INDUSTRIES = ("物流", "贸易", "科技", "仓储", "供应链", "实业")
-# Date strings are looked up, not formatted per row: datetime.isoformat() was half the
-# cost of a row, and a 200,000-row demo builds every row once.
-_REGISTERED_DAYS = tuple((date(2018, 1, 1) + timedelta(days=d)).isoformat() for d in range(2000))
-_ORDER_DAYS = tuple((date(2024, 1, 1) + timedelta(days=d)).isoformat() for d in range(365))
-_ORDER_SPAN_SECONDS = len(_ORDER_DAYS) * 86_400
-#: Business time of the demo tenant (China Standard Time), as §10.1 Providers emit it.
-_CST_SUFFIX = "+08:00"
-_STATUSES = ("ACTIVE", "INACTIVE")
-_INACTIVE_EVERY = 7
-
-
-def _mix(n: int) -> int:
-    # Knuth's multiplicative hash: spreads consecutive ids over 32 bits, deterministically.
-    return (n * 2_654_435_761) & 0xFFFF_FFFF
-
-
-def _is_active(customer_id: int) -> bool:
-    return customer_id % _INACTIVE_EVERY != 0
-
-
-def _tenant_name(customer_id: int) -> str:
-    hostile = _HOSTILE_NAMES.get(customer_id)
-    if hostile is not None:
-        return hostile
-    h = _mix(customer_id)
-    return f"{_BRANDS[h % 8]}{_INDUSTRIES[(h >> 3) % 6]}有限公司{customer_id}"
-
-
-def customer_row(customer_id: int) -> dict[str, Any]:
-    """The demo row for one customer. Pure and deterministic.
-
-    Args:
-        customer_id: 1-based id.
-
-    Returns:
-        A row keyed by the :data:`DEMO_COLUMNS` keys: ``customerId`` int, ``tenantCode``
-        and ``tenantName`` strings, ``creditLimit`` a JSON number with two decimals,
-        ``active`` bool, ``registeredOn`` ``YYYY-MM-DD``, ``lastOrderAt`` ISO 8601 with
-        ``+08:00`` or ``None`` (every fifth customer), ``remark`` string or ``None``.
-        ``customerId`` stays a JSON number: it is at most 1,000,000, far from the 2^53
-        that makes §5 render Long values as strings, and the column is INTEGER.
-    """
-    h = _mix(customer_id)
-    if customer_id % 5 == 0:
-        last_order: str | None = None
-    else:
-        day, second = divmod(_mix(customer_id * 31 + 7) % _ORDER_SPAN_SECONDS, 86_400)
-        minute, second = divmod(second, 60)
-        hour, minute = divmod(minute, 60)
-        last_order = f"{_ORDER_DAYS[day]}T{hour:02d}:{minute:02d}:{second:02d}{_CST_SUFFIX}"
-    if customer_id in _HOSTILE_REMARKS:
-        remark: str | None = _HOSTILE_REMARKS[customer_id]
-    elif customer_id == LONG_REMARK_CUSTOMER:
-        remark = _LONG_REMARK
-    elif customer_id % 11 == 0:
-        remark = None
-    else:
-        remark = f"演示客户 {customer_id}"
-    return {
-        "customerId": customer_id,
-        "tenantCode": f"TEN{customer_id:07d}",
-        "tenantName": _tenant_name(customer_id),
-        "creditLimit": (h % 10_000_000) / 100,
-        "active": _is_active(customer_id),
-        "registeredOn": _REGISTERED_DAYS[(h >> 7) % len(_REGISTERED_DAYS)],
-        "lastOrderAt": last_order,
-        "remark": remark,
-    }
-
-
-def mint_snapshot_token(secret: bytes, tenant_id: int, app_code: str, max_id: int) -> str:
-    """Sign ``max_id`` for one tenant and access domain (§10.2 "签名后的最大 ID").
-
-    Returns:
-        ``"v1.<maxId>.<hex HMAC-SHA256>"``, under 100 characters (the client bound is 512).
-    """
-    return f"v1.{max_id}.{_sign(secret, tenant_id, app_code, max_id)}"
-
-
-def verify_snapshot_token(secret: bytes, token: str, tenant_id: int, app_code: str) -> int | None:
-    """The max id of a valid token, or ``None`` for a malformed, forged or foreign token."""
-    parts = token.split(".")
-    if len(parts) != 3 or parts[0] != "v1" or not _is_digits(parts[1]):
-        return None
-    max_id = int(parts[1])
-    expected = _sign(secret, tenant_id, app_code, max_id)
-    if not hmac.compare_digest(expected.encode("ascii"), parts[2].encode("utf-8")):
-        return None
-    return max_id
-
-
-def _sign(secret: bytes, tenant_id: int, app_code: str, max_id: int) -> str:
-    # The tenant and access domain are signed too, so a token cannot be replayed by another
-    # tenant's task.
-    message = f"v1|{tenant_id}|{app_code}|{max_id}".encode()
-    return hmac.new(secret, message, hashlib.sha256).hexdigest()
 
 
 class _BadRequest(Exception):
@@ -349,8 +150,8 @@ def batch_answer(body: Any, secret: bytes, default_rows: int) -> dict[str, Any]:
     status = parameters.get("status")
     if status == "":
         status = None
-    if status is not None and status not in _STATUSES:
-        raise _BadRequest("400", f"status must be one of {', '.join(_STATUSES)}")
+    if status is not None and status not in STATUSES:
+        raise _BadRequest("400", f"status must be one of {', '.join(STATUSES)}")
     keyword = parameters.get("keyword")
     if keyword == "":
         keyword = None
@@ -385,7 +186,7 @@ def batch_answer(body: Any, secret: bytes, default_rows: int) -> dict[str, Any]:
         next_cursor=str(last_seen),
         has_more=last_seen < upper,
         total_rows=_estimate_total(upper, status),
-        columns=_COLUMNS_JSON if first else None,
+        columns=COLUMNS_JSON if first else None,
     )
 
 
@@ -402,9 +203,9 @@ def _page(
     last_seen = cursor
     for customer_id in range(cursor + 1, min(upper, cursor + SCAN_BUDGET) + 1):
         last_seen = customer_id
-        if status is not None and _is_active(customer_id) != want_active:
+        if status is not None and is_active(customer_id) != want_active:
             continue
-        if keyword is not None and keyword not in _tenant_name(customer_id):
+        if keyword is not None and keyword not in tenant_name(customer_id):
             continue
         rows.append(customer_row(customer_id))
         if len(rows) == limit:
@@ -429,16 +230,16 @@ def _check_cursor(raw: Any) -> None:
         raise _BadRequest(
             "400", f"cursor must be null or a string of digits, got '{quote_outside(raw, 40)}'"
         )
-    if len(raw) > _MAX_CURSOR_DIGITS:
+    if len(raw) > MAX_CURSOR_DIGITS:
         raise _BadRequest(
             "400",
             f"cursor is out of range: {len(raw)} digits; this Provider's cursors are customer "
-            f"ids of at most {_MAX_CURSOR_DIGITS} digits (send back the nextCursor it answered)",
+            f"ids of at most {MAX_CURSOR_DIGITS} digits (send back the nextCursor it answered)",
         )
 
 
 def _estimate_total(upper: int, status: str | None) -> int:
-    inactive = upper // _INACTIVE_EVERY
+    inactive = upper // INACTIVE_EVERY
     if status == "ACTIVE":
         return upper - inactive
     if status == "INACTIVE":
@@ -449,7 +250,7 @@ def _estimate_total(upper: int, status: str | None) -> int:
 def _row_count(value: Any, default_rows: int) -> int:
     if value is None:
         return default_rows
-    if isinstance(value, str) and _is_digits(value):
+    if isinstance(value, str) and is_digits(value):
         value = int(value)
     if not _is_int(value) or not 1 <= value <= MAX_ROW_COUNT:
         raise _BadRequest("400", f"rowCount must be an integer in 1..{MAX_ROW_COUNT}")
@@ -473,11 +274,6 @@ def _is_int(value: Any) -> TypeGuard[int]:
 
 
 #: A cursor is a customer id: at most 19 digits, the length of a 64-bit id.
-_MAX_CURSOR_DIGITS = 19
-
-
-def _is_digits(text: str) -> bool:
-    return text.isascii() and text.isdigit() and len(text) <= _MAX_CURSOR_DIGITS
 
 
 def _json_http_errors(app: quart.Quart) -> None:
