@@ -32,13 +32,8 @@ import trio
 from actors.core.errors import ExportError, ProviderContractError
 from actors.core.models import AppCode, ExportDefinition, ProviderBatch
 from actors.core.provider.check import ProviderCheck
-from actors.core.provider.contract import (
-    MAX_COLUMNS,
-    MAX_ID,
-    SERVICE_TOKEN_HEADER,
-    BatchRequest,
-    batches_path,
-)
+from actors.core.provider.contract import MAX_COLUMNS, SERVICE_TOKEN_HEADER, batches_path
+from actors.core.provider.request import MAX_ID, BatchRequest
 from actors.core.provider.rules import (
     PROBES,
     WRONG_SERVICE_TOKEN,

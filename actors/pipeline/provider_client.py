@@ -57,15 +57,16 @@ from actors.core.errors import (
     ProviderUnavailableError,
 )
 from actors.core.models import BatchSummary, ExportDefinition, ProviderBatch
-from actors.core.provider.batch_rules import BatchGuard, SnapshotPin, check_batch_rows
+from actors.core.provider.batch_rules import BatchGuard, SnapshotPin
 from actors.core.provider.contract import (
     MAX_COLUMNS,
     MAX_RESPONSE_BYTES,
     SERVICE_TOKEN_HEADER,
-    BatchRequest,
+    check_batch_rows,
     total_limit_exceeded,
 )
 from actors.core.provider.provider_map import ProviderEndpoint
+from actors.core.provider.request import BatchRequest
 from actors.core.text import quote_outside
 from actors.core.tracing import TRACEPARENT_HEADER, format_traceparent, is_trace_id, new_span_id
 from actors.pipeline.export_worker import FetchedBatch

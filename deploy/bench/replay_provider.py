@@ -39,10 +39,7 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from actors.core.provider.contract import (  # noqa: E402
-    SERVICE_TOKEN_HEADER,
-    response_envelope,
-)
+from actors.core.provider.contract import SERVICE_TOKEN_HEADER, response_envelope
 from web.demo_provider.app import batch_answer  # noqa: E402
 from web.demo_provider.data import PROVIDER_PATH  # noqa: E402
 

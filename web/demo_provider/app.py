@@ -16,15 +16,13 @@ from werkzeug.exceptions import HTTPException
 from actors.core.errors import ParameterError
 from actors.core.limits import parse_json_body
 from actors.core.models import AppCode
-from actors.core.provider.contract import (
-    SERVICE_TOKEN_HEADER,
-    batch_data,
+from actors.core.provider.contract import SERVICE_TOKEN_HEADER, batch_data, response_envelope
+from actors.core.provider.request import (
     request_app_code,
     request_id,
     request_limit,
     request_parameters,
     request_snapshot_token,
-    response_envelope,
 )
 from actors.core.text import quote_outside
 from web.demo_provider.data import (

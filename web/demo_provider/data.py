@@ -11,11 +11,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from actors.core.models import ColumnDef, ColumnType
-from actors.core.provider.contract import (
-    MAX_BATCH_LIMIT,
-    batches_path,
-    column_json,
-)
+from actors.core.provider.contract import MAX_BATCH_LIMIT, batches_path, column_json
 
 EXPORT_TYPE = "CUSTOMER_LIST"
 #: The route the registry's ``provider-path`` points at (§10.3).

@@ -4,7 +4,8 @@ at a time. Each batch was first checked alone by :mod:`actors.core.provider.cont
 
 :class:`SnapshotPin` holds the first batch's ``schemaHash`` and ``snapshotToken``, which no
 later batch may change (:class:`ProviderContractError`, permanent), and
-:func:`check_batch_rows` holds each batch to the ``limit`` asked for.
+:func:`~actors.core.provider.contract.check_batch_rows` holds each batch to the ``limit``
+asked for.
 
 A Provider that keeps answering ``hasMore: true`` could hold a consumer slot until the
 per-run deadline (30 minutes at ~20 requests/s), so :class:`BatchGuard` stops the run at the
@@ -230,15 +231,3 @@ class SnapshotPin:
             )
         if snapshot_token is not None and snapshot_token != self.token:
             raise ProviderContractError("snapshotToken changed between batches")
-
-
-def check_batch_rows(row_count: int, limit: int) -> None:
-    """A batch holds at most the ``limit`` asked for (the registry's ``batch-size``).
-
-    Raises:
-        ProviderContractError: more rows than ``limit``.
-    """
-    if row_count > limit:
-        raise ProviderContractError(
-            f"batch has {row_count} rows; the batch-size limit is {limit} rows"
-        )

@@ -5,8 +5,9 @@ A business service exports its data by answering ``POST
 /internal/exports/v1/{exportType}/batches`` (:func:`batches_path`) with the shared token in
 :data:`SERVICE_TOKEN_HEADER`. This module holds what both sides must agree on:
 
-* the request: :class:`BatchRequest` (what the File Service sends) and the readers a
-  Provider uses to take its fields apart (:func:`request_id`, :func:`request_app_code`,
+* the request (:mod:`actors.core.provider.request`): :class:`BatchRequest` (what the
+  File Service sends) and the readers a Provider uses to take its fields apart
+  (:func:`request_id`, :func:`request_app_code`,
   :func:`request_limit`, :func:`request_parameters`, :func:`request_snapshot_token`);
 * the answer: the envelope ``{"code", "message", "data"}`` (:func:`response_envelope`,
   :func:`parse_envelope`), the batch ``data`` (:func:`batch_data`,
@@ -30,17 +31,15 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from actors.core.errors import (
     ExportError,
     LimitExceededError,
-    ParameterError,
     ProviderContractError,
     ProviderUnavailableError,
 )
-from actors.core.models import AppCode, ColumnDef, ColumnType, ProviderBatch
+from actors.core.models import ColumnDef, ColumnType, ProviderBatch
 from actors.core.registry import BATCH_SIZE_RANGE
 from actors.core.text import has_utf8_form, quote_outside
 
@@ -162,171 +161,6 @@ def is_int(value: Any) -> TypeGuard[int]:
 def clip(text: str) -> str:
     """Provider text for a message: escaped and clipped to :data:`QUOTE_CHARS` characters."""
     return quote_outside(text, QUOTE_CHARS)
-
-
-# -- the request ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class BatchRequest:
-    """One request body.
-
-    Attributes:
-        task_id: ``file_export_task.id`` (64-bit).
-        tenant_id: tenant of the task; ``0`` is the platform tenant. Required.
-        app_code: access domain of the task (``PLATFORM`` / ``MERCHANT``). Required.
-        requested_by: user id of the requester (64-bit). Required: a MERCHANT Provider
-            filters by this user's data scope.
-        dispatch_version: the execution attempt this request belongs to.
-        parameters: the task's business parameters, sent as they are.
-        cursor: ``nextCursor`` of the previous batch, ``None`` for the first batch.
-        snapshot_token: the first batch's ``snapshotToken``, ``None`` for the first batch.
-        limit: maximum rows wanted in this batch (the registry's ``batch-size``).
-    """
-
-    task_id: int
-    tenant_id: int
-    app_code: str
-    requested_by: int
-    dispatch_version: int
-    parameters: Mapping[str, Any]
-    cursor: str | None
-    snapshot_token: str | None
-    limit: int
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON body in camelCase, 64-bit ids as strings.
-
-        Returns:
-            A dict ready for ``json.dumps``.
-
-        Raises:
-            ValueError: ``tenantId``, ``appCode`` or ``requestedBy`` is missing, or another
-                field has the wrong type. The tenant fields are the Provider's only way to
-                scope its query (§10.1: "这是原设计的严重缺口"), so the request is never
-                sent without them.
-        """
-        if not is_int(self.tenant_id) or self.tenant_id < 0:
-            raise ValueError(f"tenantId is required, got {self.tenant_id!r}")
-        if not isinstance(self.app_code, str) or not self.app_code:
-            raise ValueError(f"appCode is required, got {self.app_code!r}")
-        if not is_int(self.requested_by) or self.requested_by < 0:
-            raise ValueError(f"requestedBy is required, got {self.requested_by!r}")
-        if not is_int(self.task_id):
-            raise ValueError(f"taskId must be an integer, got {self.task_id!r}")
-        if not is_int(self.dispatch_version):
-            raise ValueError(f"dispatchVersion must be an integer, got {self.dispatch_version!r}")
-        if not is_int(self.limit) or self.limit < 1:
-            raise ValueError(f"limit must be a positive integer, got {self.limit!r}")
-        if not isinstance(self.parameters, Mapping):
-            raise ValueError("parameters must be a mapping")
-        return {
-            "taskId": str(self.task_id),
-            "tenantId": str(self.tenant_id),
-            "appCode": str(self.app_code),
-            "requestedBy": str(self.requested_by),
-            "dispatchVersion": self.dispatch_version,
-            "parameters": dict(self.parameters),
-            "cursor": self.cursor,
-            "snapshotToken": self.snapshot_token,
-            "limit": self.limit,
-        }
-
-
-#: Largest 64-bit id: ids are signed BIGINT columns.
-MAX_ID = 2**63 - 1
-_MAX_ID_DIGITS = len(str(MAX_ID))
-
-
-def request_id(body: Mapping[str, Any], name: str) -> int:
-    """A required 64-bit id of a request (``tenantId``, ``requestedBy``): a string of
-    ASCII digits, as ids travel, or a bare non-negative number, at most :data:`MAX_ID`.
-
-    Raises:
-        ParameterError: the field is missing ("tenantId is required"), negative ("must be
-            0 or a positive id"), longer or larger than a 64-bit id ("out of range"), or
-            not digits at all; the message quotes the value, clipped.
-    """
-    value = body.get(name)
-    if value is None:
-        raise ParameterError(name, f"{name} is required")
-    if is_int(value):
-        text = str(value)
-    elif isinstance(value, str):
-        text = value
-    else:
-        kind = type(value).__name__
-        raise ParameterError(
-            name, f"{name} must be a string of digits, got {kind} {clip(repr(value))}"
-        )
-    digits = text.removeprefix("-")
-    if not (digits.isascii() and digits.isdigit()):
-        raise ParameterError(name, f"{name} must be a string of digits, got {clip(repr(text))}")
-    if text.startswith("-"):
-        if digits.strip("0"):
-            raise ParameterError(name, f"{name} must be 0 or a positive id, got {clip(repr(text))}")
-        raise ParameterError(name, f"{name} must be a string of digits, got {clip(repr(text))}")
-    significant = digits.lstrip("0")
-    # Compared as text first: a 5,000-digit value is never given to int().
-    if len(significant) > _MAX_ID_DIGITS or int(significant or "0") > MAX_ID:
-        raise ParameterError(
-            name,
-            f"{name} is out of range: {len(significant)} digits, the largest 64-bit id is {MAX_ID}",
-        )
-    return int(digits)
-
-
-def request_app_code(body: Mapping[str, Any]) -> AppCode:
-    """The request's ``appCode``.
-
-    Raises:
-        ParameterError: missing, or not one of :class:`AppCode`.
-    """
-    app_code = body.get("appCode")
-    if not isinstance(app_code, str) or not app_code:
-        raise ParameterError("appCode", "appCode is required")
-    if app_code not in AppCode.__members__:
-        raise ParameterError("appCode", f"appCode must be one of {', '.join(AppCode.__members__)}")
-    return AppCode(app_code)
-
-
-def request_limit(body: Mapping[str, Any]) -> int:
-    """The request's ``limit``, rows.
-
-    Raises:
-        ParameterError: not an integer in 1..:data:`MAX_BATCH_LIMIT`.
-    """
-    limit = body.get("limit")
-    if not is_int(limit) or not 1 <= limit <= MAX_BATCH_LIMIT:
-        raise ParameterError("limit", f"limit must be an integer in 1..{MAX_BATCH_LIMIT}")
-    return limit
-
-
-def request_parameters(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The request's business ``parameters``; absent or null means none.
-
-    Raises:
-        ParameterError: not an object.
-    """
-    parameters = body.get("parameters")
-    if parameters is None:
-        return {}
-    if not isinstance(parameters, dict):
-        raise ParameterError("parameters", "parameters must be an object")
-    return parameters
-
-
-def request_snapshot_token(body: Mapping[str, Any]) -> str | None:
-    """The request's ``snapshotToken``: ``None`` on the first batch, then the first
-    batch's token echoed.
-
-    Raises:
-        ParameterError: present but not a string.
-    """
-    token = body.get("snapshotToken")
-    if token is not None and not isinstance(token, str):
-        raise ParameterError("snapshotToken", "snapshotToken must be a string")
-    return token
 
 
 # -- the answer -----------------------------------------------------------------------
@@ -463,10 +297,7 @@ def parse_batch_data(data: Mapping[str, Any], *, limit: int, max_columns: int) -
     rows = data.get("rows")
     if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
         raise ProviderContractError("rows is not a list of objects")
-    if len(rows) > limit:
-        raise ProviderContractError(
-            f"batch has {len(rows)} rows; the batch-size limit is {limit} rows"
-        )
+    check_batch_rows(len(rows), limit)
     next_cursor = data.get("nextCursor")
     if next_cursor is not None and not isinstance(next_cursor, str):
         raise ProviderContractError("nextCursor is not a string")
@@ -546,3 +377,17 @@ def _parse_total_rows(value: Any) -> int | None:
             )
         return int(value)
     raise ProviderContractError(f"totalRows {clip(repr(value))} is not a non-negative integer")
+
+
+def check_batch_rows(row_count: int, limit: int) -> None:
+    """A batch holds at most the ``limit`` asked for (the registry's ``batch-size``): the one
+    rows check, for a decoded batch (:func:`parse_batch_data`) and for one the worker
+    counted while streaming it (``actors/pipeline/provider_client.py``, provider-check).
+
+    Raises:
+        ProviderContractError: more rows than ``limit``.
+    """
+    if row_count > limit:
+        raise ProviderContractError(
+            f"batch has {row_count} rows; the batch-size limit is {limit} rows"
+        )

@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 from actors.core.errors import ExportError
 from actors.core.models import ColumnType
 from actors.core.provider.batch_rules import BatchGuard
-from actors.core.provider.contract import MAX_TOTAL_ROWS, BatchRequest
+from actors.core.provider.contract import MAX_TOTAL_ROWS
+from actors.core.provider.request import BatchRequest
 from actors.pipeline.provider_client import _encode
 from actors.pipeline.provider_decode import parse_batch_response
 from actors.pipeline.xlsx_stream import XlsxStreamWriter

@@ -46,7 +46,7 @@ from actors.core.errors import (
     ProviderUnavailableError,
 )
 from actors.core.models import AppCode, ColumnType, ExportDefinition, ProviderBatch
-from actors.core.provider.contract import BatchRequest
+from actors.core.provider.request import BatchRequest
 from actors.core.tracing import parse_traceparent
 from actors.pipeline.provider_client import (
     ProviderClient,

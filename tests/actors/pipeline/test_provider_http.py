@@ -39,7 +39,7 @@ from actors.core.errors import (
     ProviderUnavailableError,
 )
 from actors.core.models import BatchSummary
-from actors.core.provider.contract import BatchRequest
+from actors.core.provider.request import BatchRequest
 from actors.core.tracing import parse_traceparent
 from actors.pipeline.export_worker import ExportWorker, open_export_worker
 from actors.pipeline.provider_client import ProviderClient

@@ -22,10 +22,10 @@ from actors.core.provider.batch_rules import (
     MAX_EMPTY_BATCHES_IN_A_ROW,
     BatchGuard,
     SnapshotPin,
-    check_batch_rows,
     final_total_rows,
     max_batches,
 )
+from actors.core.provider.contract import check_batch_rows
 
 Batch = tuple[str | None, bool, int, int | None]  # nextCursor, hasMore, rows, totalRows
 

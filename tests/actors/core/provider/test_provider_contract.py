@@ -20,7 +20,6 @@ from actors.core.provider.contract import (
     ERROR_DETAIL_BYTES,
     MAX_BATCH_LIMIT,
     SUCCESS_CODE,
-    BatchRequest,
     batch_data,
     batches_path,
     body_too_large,
@@ -28,14 +27,17 @@ from actors.core.provider.contract import (
     error_detail,
     needs_error_detail,
     parse_envelope,
+    response_envelope,
+    status_error,
+    total_limit_exceeded,
+)
+from actors.core.provider.request import (
+    BatchRequest,
     request_app_code,
     request_id,
     request_limit,
     request_parameters,
     request_snapshot_token,
-    response_envelope,
-    status_error,
-    total_limit_exceeded,
 )
 
 COLUMNS = (
