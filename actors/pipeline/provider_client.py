@@ -32,10 +32,11 @@ Provider text quoted in a message is escaped, clipped and stripped of URL creden
 (:func:`actors.core.text.quote_outside`).
 
 :class:`ProviderClient` makes one request (:meth:`ProviderClient.fetch_batch`);
-:func:`iterate_batches` drives the cursor, echoes the snapshot token and checks the
-cross-batch rules of §10.1 and §10.2 (:mod:`actors.core.provider.batch_rules`). What the contract
-is — request and answer types, limits, parsing — is :mod:`actors.core.provider.contract`
-(shared with the demo Provider).
+:func:`actors.pipeline.cursor_loop.iterate_batches` drives the cursor, echoes the snapshot
+token and checks the cross-batch rules of §10.1 and §10.2
+(:mod:`actors.core.provider.batch_rules`). What the contract is — request and answer
+types, limits, parsing — is :mod:`actors.core.provider.contract` and
+:mod:`actors.core.provider.request` (shared with the demo Provider).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ import base64
 import json
 import logging
 import urllib.parse
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import trio
@@ -57,12 +58,10 @@ from actors.core.errors import (
     ProviderUnavailableError,
 )
 from actors.core.models import BatchSummary, ExportDefinition, ProviderBatch
-from actors.core.provider.batch_rules import BatchGuard, SnapshotPin
 from actors.core.provider.contract import (
     MAX_COLUMNS,
     MAX_RESPONSE_BYTES,
     SERVICE_TOKEN_HEADER,
-    check_batch_rows,
     total_limit_exceeded,
 )
 from actors.core.provider.provider_map import ProviderEndpoint
@@ -83,7 +82,6 @@ __all__ = [
     "ProviderClient",
     "ProviderObserver",
     "Tamper",
-    "iterate_batches",
 ]
 
 #: Default total time for one batch request, body included, in seconds
@@ -467,100 +465,6 @@ class ProviderClient:
                 fetch_body_in_thread, spec, self._pool, abandon_on_cancel=True
             )
         raise total_limit_exceeded(spec.service, spec.request_timeout)
-
-
-async def iterate_batches(
-    client: ProviderClient,
-    definition: ExportDefinition,
-    *,
-    task_id: int,
-    tenant_id: int,
-    app_code: str,
-    requested_by: int,
-    dispatch_version: int,
-    parameters: Mapping[str, Any],
-    fetch: BatchFetcher | None = None,
-    trace_id: str | None = None,
-) -> AsyncGenerator[Any, None]:
-    """Yield every batch of one export, enforcing the cross-batch rules of §10.1/§10.2.
-
-    The first request has no cursor and no token and asks for ``definition.batch_size``
-    rows. Each later request sends the previous ``nextCursor`` and the first batch's
-    ``snapshotToken`` unchanged. A batch is yielded only after it passed every check.
-    (An export run's worker writes each batch behind its answer, before these checks:
-    a batch that fails one fails the run, and a failed run's file is deleted.) Iteration
-    ends after the batch with ``hasMore`` false.
-
-    Use it as ``async with contextlib.aclosing(iterate_batches(...)) as batches:`` so an
-    abandoned iteration is closed in the caller's task (trio's rule for async generators).
-
-    Args:
-        client: the Provider client.
-        definition: the registry entry as read at execution time (§10.4).
-        task_id, tenant_id, app_code, requested_by, dispatch_version: from the task row;
-            the tenant fields are sent on every request (§10.1).
-        parameters: the task's business parameters.
-        fetch: who makes each request (see :meth:`ProviderClient.fetch_batch`): an
-            export run passes its worker, and then receives :class:`BatchSummary` values:
-            the rules below need no rows.
-        trace_id: the export's trace id, sent on every request as ``traceparent``
-            (see :meth:`ProviderClient.fetch_batch`).
-
-    Yields:
-        Each validated batch (:class:`ProviderBatch`, or its summary with ``fetch``); only
-        the first carries ``columns``, as the Provider sent it.
-
-    Raises:
-        ValueError: a tenant field is missing (nothing is sent).
-        ProviderContractError: the first batch has no columns; a later batch has another
-            ``schemaHash`` (the Provider changed its columns mid-export: permanent, §10.1)
-            or returns a snapshot token other than the one echoed.
-        CursorNotAdvancingError: ``hasMore`` is true while ``nextCursor`` is empty, equal
-            to the cursor just sent or to any cursor sent before in this run (a cycle), or
-            after too many empty batches in a row (transient, §10.1; see
-            :mod:`actors.core.provider.batch_rules`).
-        LimitExceededError: the first batch announces ``totalRows`` above ``max-rows``, or
-            the run needs more batches than ``max-rows`` / ``batch-size`` allows; also see
-            :meth:`ProviderClient.fetch_batch`.
-        ProviderUnavailableError: see :meth:`ProviderClient.fetch_batch`, which also
-            checks rows ≤ ``batch_size``.
-    """
-    limit = definition.batch_size
-    guard = BatchGuard(
-        definition.export_type, max_rows=definition.max_rows, batch_size=definition.batch_size
-    )
-    pin = SnapshotPin()
-    cursor: str | None = None
-    while True:
-        request = BatchRequest(
-            task_id=task_id,
-            tenant_id=tenant_id,
-            app_code=app_code,
-            requested_by=requested_by,
-            dispatch_version=dispatch_version,
-            parameters=parameters,
-            cursor=cursor,
-            snapshot_token=pin.token,
-            limit=limit,
-        )
-        batch = await client.fetch_batch(definition, request, fetch=fetch, trace_id=trace_id)
-        # The rules across batches (actors/core/provider/batch_rules.py).
-        pin.check(
-            columns=batch.columns,
-            schema_hash=batch.schema_hash,
-            snapshot_token=batch.snapshot_token,
-        )
-        check_batch_rows(batch.row_count, limit)
-        guard.check(
-            next_cursor=batch.next_cursor,
-            has_more=batch.has_more,
-            rows=batch.row_count,
-            total_rows=batch.total_rows,
-        )
-        yield batch
-        if not batch.has_more:
-            return
-        cursor = batch.next_cursor
 
 
 def _encode(request: BatchRequest) -> bytes:

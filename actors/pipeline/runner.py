@@ -48,15 +48,16 @@ from actors.core.errors import (
     TransientDatabaseError,
 )
 from actors.core.outcomes import AbortReason, ExportResult
+from actors.core.ports.service import RegistryView
 from actors.core.ports.store import RunStore
 from actors.core.provider.batch_rules import final_total_rows
 from actors.core.text import safe_file_name
 from actors.pipeline.context import RunContext
+from actors.pipeline.cursor_loop import iterate_batches
 from actors.pipeline.export_worker import ExportWorker, WorkerPool, open_export_worker
-from actors.pipeline.provider_client import ProviderClient, iterate_batches
+from actors.pipeline.provider_client import ProviderClient
 from actors.pipeline.storage import XLSX_CONTENT_TYPE, ExportStorage, new_object_key
 from actors.service.config import Settings
-from actors.service.registry_source import RegistryHolder
 
 log = logging.getLogger("actors.pipeline.runner")
 
@@ -82,7 +83,7 @@ class ExportRunner:
         store: RunStore,
         storage: ExportStorage,
         provider: ProviderClient,
-        registry: RegistryHolder,
+        registry: RegistryView,
         settings: Settings,
         workers: WorkerPool | None = None,
     ) -> None:

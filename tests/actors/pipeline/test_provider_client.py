@@ -48,10 +48,8 @@ from actors.core.errors import (
 from actors.core.models import AppCode, ColumnType, ExportDefinition, ProviderBatch
 from actors.core.provider.request import BatchRequest
 from actors.core.tracing import parse_traceparent
-from actors.pipeline.provider_client import (
-    ProviderClient,
-    iterate_batches,
-)
+from actors.pipeline.cursor_loop import iterate_batches
+from actors.pipeline.provider_client import ProviderClient
 from tests.provider_server import Handler, serve_provider
 from web.demo_provider.app import create_demo_provider_blueprint
 from web.demo_provider.data import DEMO_COLUMNS, DEMO_SCHEMA_HASH
