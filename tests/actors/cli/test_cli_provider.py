@@ -7,15 +7,11 @@ one thing changed, served by the standard library's WSGI server on a thread of t
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import pytest
 from click.testing import CliRunner
@@ -24,11 +20,27 @@ from actors.cli.main import main
 from actors.cli.provider import tampered
 from actors.core.provider.rules import PROBES, RULES, WRONG_SERVICE_TOKEN
 from actors.pipeline.provider_http import FetchSpec
+from tests.actors.cli.broken_providers import (
+    always,
+    data_change,
+    example,
+    extra_row,
+    failing_non_json_with_500,
+    first_row,
+    ignoring_the_service_token,
+    later,
+    many_columns,
+    new_hash_per_run,
+    not_checking_snapshot_tokens,
+    not_checking_tenant_fields,
+    pop_field,
+    serve,
+    set_field,
+    stuck_cursor,
+)
 from tests.helpers import (
     demo_provider_process,
     example_provider_process,
-    load_example_provider,
-    serving_in_thread,
 )
 
 TOKEN = "provider-check-token"
@@ -95,229 +107,68 @@ def test_a_stopped_run_skips_what_it_did_not_reach(demo_provider_url: str) -> No
     assert end["detail"].startswith("stopped after 200 rows in 2 batches, as asked (--rows 150)")
 
 
-# --- broken Providers -------------------------------------------------------------------
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # the test asserts on findings, not on the request log
-
-
-@contextmanager
-def serve(app: App) -> Iterator[str]:
-    """``app`` on the standard library's WSGI server, on a thread; yields its base URL."""
-    with serving_in_thread(make_server("127.0.0.1", 0, app, handler_class=_QuietHandler)) as url:
-        yield url
-
-
-def example() -> ModuleType:
-    """A fresh copy of the guide's example, so one case's change stays in that case."""
-    module = load_example_provider()
-    module.TOKEN = TOKEN
-    return module
-
-
-def changing_answers(change: Callable[[dict[str, Any], Envelope], Envelope]) -> App:
-    """The example whose every ``"200"`` answer passes through ``change(request, answer)``."""
-    module = example()
-    honest = module.answer
-
-    def answer(body: Any) -> Envelope:
-        envelope: Envelope = honest(body)
-        return change(body, envelope) if envelope["code"] == "200" else envelope
-
-    module.answer = answer
-    app: App = module.app
-    return app
-
-
-def data_change(change: Callable[[dict[str, Any], dict[str, Any]], None]) -> App:
-    """The example with ``change(request, data)`` applied to each successful answer."""
-
-    def apply(body: dict[str, Any], envelope: Envelope) -> Envelope:
-        change(body, envelope["data"])
-        return envelope
-
-    return changing_answers(apply)
-
-
-def later(change: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any], Any], None]:
-    """``change`` applied to the data of batches after the first only."""
-    return lambda body, data: change(data) if body.get("cursor") is not None else None
-
-
-def ignoring_the_service_token() -> App:
-    module = example()
-
-    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-        environ["HTTP_X_INTERNAL_SERVICE_TOKEN"] = TOKEN
-        result: list[bytes] = module.app(environ, start_response)
-        return result
-
-    return app
-
-
-def failing_non_json_with_500() -> App:
-    module = example()
-
-    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-        raw = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-        try:
-            json.loads(raw)
-        except ValueError:
-            start_response("500 Internal Server Error", [("Content-Type", "text/plain")])
-            return [b"Traceback (most recent call last): ..."]
-        environ["wsgi.input"] = io.BytesIO(raw)
-        result: list[bytes] = module.app(environ, start_response)
-        return result
-
-    return app
-
-
-def always(status: str) -> App:
-    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-        start_response(status, [("Content-Type", "application/json")])
-        return [b'{"code": "503", "message": "overloaded", "data": null}']
-
-    return app
-
-
-def not_checking_tenant_fields() -> App:
-    module = example()
-    honest = module.answer
-
-    def answer(body: Any) -> Envelope:
-        if isinstance(body, dict):  # a missing or bad tenant field "defaults" to tenant 0
-            body = {"tenantId": "0", "appCode": "PLATFORM", "requestedBy": "0", **body}
-            if not str(body["tenantId"]).isdecimal():
-                body["tenantId"] = "0"
-        envelope: Envelope = honest(body)
-        return envelope
-
-    module.answer = answer
-    app: App = module.app
-    return app
-
-
-def not_checking_snapshot_tokens() -> App:
-    module = example()
-    honest = module.answer
-    minted: dict[str, str] = {}
-
-    def answer(body: Any) -> Envelope:
-        # Accepts any token: a later batch is answered with the token of the first.
-        if isinstance(body, dict) and body.get("cursor") is not None:
-            body = {**body, "snapshotToken": minted.get("token")}
-        envelope: Envelope = honest(body)
-        if envelope["code"] == "200" and body.get("cursor") is None:
-            minted["token"] = envelope["data"]["snapshotToken"]
-        return envelope
-
-    module.answer = answer
-    app: App = module.app
-    return app
-
-
-def _pop(key: str) -> Callable[[dict[str, Any], dict[str, Any]], None]:
-    return lambda body, data: data.pop(key)
-
-
-def _set(key: str, value: Any) -> Callable[[dict[str, Any], dict[str, Any]], None]:
-    return lambda body, data: data.update({key: value})
-
-
-def _first_row(key: str, value: Any) -> Callable[[dict[str, Any], dict[str, Any]], None]:
-    return lambda body, data: data["rows"][0].update({key: value}) if data["rows"] else None
-
-
-def _extra_row(body: dict[str, Any], data: dict[str, Any]) -> None:
-    data["rows"].append(dict(data["rows"][-1]))
-
-
-def _many_columns(body: dict[str, Any], data: dict[str, Any]) -> None:
-    if "columns" in data:
-        data["columns"] = data["columns"] + [
-            {"key": f"c{i}", "title": f"C{i}", "type": "STRING"} for i in range(97)
-        ]
-
-
-def _stuck_cursor(body: dict[str, Any], data: dict[str, Any]) -> None:
-    data["nextCursor"] = body.get("cursor") or "100"
-
-
-def new_hash_per_run() -> App:
-    """A schemaHash minted per run: stable within the run, another in the next one."""
-    runs = iter(range(1, 1_000_000))
-    current = {"hash": ""}
-
-    def change(body: dict[str, Any], data: dict[str, Any]) -> None:
-        if body.get("cursor") is None:
-            current["hash"] = f"run-{next(runs)}"
-        data["schemaHash"] = current["hash"]
-
-    return data_change(change)
-
+# --- broken Providers (tests/actors/cli/broken_providers.py) ----------------------------
 
 BROKEN: list[tuple[str, Callable[[], App], str, str]] = [
     (
         "wrong schemaVersion",
-        lambda: data_change(_set("schemaVersion", 2)),
+        lambda: data_change(set_field("schemaVersion", 2)),
         "fields",
         "batch 1: provider {url}: unsupported schemaVersion 2",
     ),
     (
         "hasMore missing",
-        lambda: data_change(_pop("hasMore")),
+        lambda: data_change(pop_field("hasMore")),
         "fields",
         "batch 1: provider {url}: hasMore is missing or not a boolean",
     ),
     (
         "a word in a DECIMAL column",
-        lambda: data_change(_first_row("amount", "twelve")),
+        lambda: data_change(first_row("amount", "twelve")),
         "cells",
         "batch 1 row 1 column amount: invalid DECIMAL value 'twelve' written as text",
     ),
     (
         "a row key that is no column",
-        lambda: data_change(_first_row("discount", 5)),
+        lambda: data_change(first_row("discount", 5)),
         "cells",
         "batch 1 row 1: key 'discount' is not a declared column",
     ),
     (
         "one row more than the limit",
-        lambda: data_change(_extra_row),
+        lambda: data_change(extra_row),
         "limits",
         "batch 1: batch has 101 rows; the batch-size limit is 100 rows",
     ),
     (
         "totalRows over max-rows",
-        lambda: data_change(_set("totalRows", 300_000)),
+        lambda: data_change(set_field("totalRows", 300_000)),
         "limits",
         "batch 1: provider announced totalRows 300000 in its first batch; export type "
         "ORDER_LIST allows at most max-rows 200000",
     ),
     (
         "a body over 4 MB",
-        lambda: data_change(_first_row("amount", "9" * (5 * 1024 * 1024))),
+        lambda: data_change(first_row("amount", "9" * (5 * 1024 * 1024))),
         "limits",
         "batch 1: provider response body exceeds the limit of 4 MB (4194304 bytes;",
     ),
     (
         "101 columns",
-        lambda: data_change(_many_columns),
+        lambda: data_change(many_columns),
         "limits",
         "batch 1: provider declared 101 columns; the limit is 100 columns",
     ),
     (
         "a cursor that does not move",
-        lambda: data_change(_stuck_cursor),
+        lambda: data_change(stuck_cursor),
         "cursor",
         "batch 2: provider answered hasMore without advancing the cursor: batch 2 returned "
         "nextCursor '100', the cursor it was asked with",
     ),
     (
         "hasMore without nextCursor",
-        lambda: data_change(_set("nextCursor", None)),
+        lambda: data_change(set_field("nextCursor", None)),
         "cursor",
         "batch 1: provider answered hasMore with an empty nextCursor in batch 1",
     ),
