@@ -30,7 +30,6 @@ from tests import trio_timeout
 from tests.helpers import (
     MYSQL_TEST_URL,
     TOPIC,
-    ServeProcess,
     make_settings,
     reset_mysql,
     run_inline,
@@ -39,6 +38,7 @@ from tests.helpers import (
 )
 from tests.isolation import LoggingState, stray_settings
 from tests.mock_clock import held_to_thread, hold_mock_clock
+from tests.processes import ServeProcess
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-timeout's hook

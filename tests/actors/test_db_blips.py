@@ -40,16 +40,9 @@ from actors.transport.embedded import EmbeddedBus
 from db.database import DatabaseUnavailableError
 from db.store import ExportStore
 from tests.faults import FaultyDatabase
-from tests.helpers import (
-    TOPIC,
-    RecordingDelivery,
-    claim,
-    create,
-    exec_sql,
-    make_executor,
-    make_slot,
-)
+from tests.helpers import TOPIC, claim, create, exec_sql, make_executor, make_slot
 from tests.provider_server import serve_provider
+from tests.servers import RecordingDelivery
 
 Clock = trio.testing.MockClock
 

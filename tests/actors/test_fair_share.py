@@ -30,7 +30,8 @@ from actors.supervised.consumer import ConsumerSlot
 from actors.supervised.publisher import Publisher
 from actors.transport.embedded import EmbeddedBus
 from db.store import ExportStore
-from tests.helpers import RecordingDelivery, claim, create, make_settings
+from tests.helpers import claim, create, make_settings
+from tests.servers import RecordingDelivery
 
 HEAVY = 7
 LIGHT = 8

@@ -11,17 +11,8 @@ from actors.core.models import DOWNLOAD_ALL_PERMISSION, Task, TaskStatus
 from actors.core.task_list import TaskFilter
 from actors.pipeline.storage import LocalDirectoryStorage
 from db.store import ExportStore
-from tests.helpers import (
-    API,
-    api_app,
-    claim,
-    complete,
-    create,
-    exec_sql,
-    headers,
-    new_task,
-    principal,
-)
+from tests.helpers import API, claim, complete, create, exec_sql, new_task, principal
+from tests.servers import api_app, headers
 
 MANY = CreateLimits(max_active_per_user=100, max_active_per_type=1000)
 

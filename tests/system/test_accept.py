@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from actors.core.models import AppCode
-from tests.helpers import PROCESS_SECRET, ServeProcess
+from tests.processes import PROCESS_SECRET, ServeProcess
 from web.auth import issue_token
 
 pytestmark = pytest.mark.slow

@@ -30,9 +30,10 @@ import openpyxl
 import pytest
 import trio
 
-from tests.helpers import API, ServeProcess
-from tests.helpers import process_client as client
+from tests.helpers import API
 from tests.own_mariadb import OwnMariaDB
+from tests.processes import ServeProcess
+from tests.processes import process_client as client
 from tests.provider_server import (
     GATED_SERVICE,
     BatchBody,

@@ -15,13 +15,12 @@ import httpx
 import openpyxl
 
 from actors.core.models import AppCode
-from tests.helpers import (
-    API,
+from tests.helpers import API, wait_for_status
+from tests.processes import (
     PROCESS_SECRET,
     ServeProcess,
     example_provider_process,
     load_example_provider,
-    wait_for_status,
 )
 from web.auth import issue_token
 

@@ -21,7 +21,8 @@ from pathlib import Path
 import httpx
 import trio
 
-from tests.helpers import API, ServeProcess, poll_task, process_client
+from tests.helpers import API
+from tests.processes import ServeProcess, poll_task, process_client
 from tests.provider_server import serve_provider
 
 TOKEN = "slow-provider-token"

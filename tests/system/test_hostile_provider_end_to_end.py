@@ -31,16 +31,8 @@ from quart import Response, request
 from quart_trio import QuartTrio
 
 from actors.runtime import Runtime
-from tests.helpers import (
-    API,
-    ServeProcess,
-    client_for,
-    make_settings,
-    poll_task,
-    process_client,
-    running_service,
-    wait_for_status,
-)
+from tests.helpers import API, client_for, make_settings, running_service, wait_for_status
+from tests.processes import ServeProcess, poll_task, process_client
 
 TOKEN = "hostile-provider-token"
 FORGED = "boom\n2026-12-01 00:00:00,000 CRITICAL actors.runtime: FORGED"

@@ -21,16 +21,9 @@ from actors.runtime import Runtime, serve
 from db.mysql import MysqlDatabase
 from db.sqlite import wall_clock_ms
 from db.store import ExportStore
-from tests.helpers import (
-    API,
-    MYSQL_TEST_URL,
-    TOPIC,
-    ServeProcess,
-    client_for,
-    make_settings,
-    reset_mysql,
-)
-from tests.helpers import process_client as client
+from tests.helpers import API, MYSQL_TEST_URL, TOPIC, client_for, make_settings, reset_mysql
+from tests.processes import ServeProcess
+from tests.processes import process_client as client
 
 FAST = {
     "FILE_EXPORT_TASK_LEASE_SECONDS": "4",

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import trio
 
-from tests.helpers import API, ServeProcess, poll_task
-from tests.helpers import process_client as client
+from tests.helpers import API
+from tests.processes import ServeProcess, poll_task
+from tests.processes import process_client as client
 from tests.provider_server import (
     GATED_SERVICE,
     BatchBody,

@@ -27,7 +27,8 @@ import trio
 from quart import jsonify
 from quart_trio import QuartTrio
 
-from tests.helpers import API, client_for, make_settings, running_service, served, wait_for_status
+from tests.helpers import API, client_for, make_settings, running_service, wait_for_status
+from tests.servers import served
 from web.demo_provider.app import create_demo_provider_blueprint
 from web.demo_provider.data import demo_registry_yaml
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.helpers import API, ServeProcess
-from tests.helpers import process_client as client
+from tests.helpers import API
+from tests.processes import ServeProcess
+from tests.processes import process_client as client
 
 ENV = {
     # The default lease: recovery must not wait for it.

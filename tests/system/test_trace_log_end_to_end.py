@@ -13,7 +13,8 @@ import trio
 
 from actors.core.tracing import is_trace_id
 from actors.runtime import Runtime
-from tests.helpers import API, client_for, json_log, wait_for_status
+from tests.helpers import API, client_for, wait_for_status
+from tests.servers import json_log
 
 ROWS = 1250  # three batches of the packaged registry's 500
 BATCHES_PATH = "/internal/exports/v1/CUSTOMER_LIST/batches"

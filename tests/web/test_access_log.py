@@ -15,7 +15,8 @@ import trio
 
 from actors.core.tracing import MASK, is_trace_id
 from actors.runtime import Runtime
-from tests.helpers import API, client_for, json_log
+from tests.helpers import API, client_for
+from tests.servers import json_log
 
 SECRETS = ("qsecret-1", "qsecret-2", "cookie-secret-3", "csrf-secret-4", "13912345678")
 

@@ -9,7 +9,8 @@ import pytest
 from actors.core.models import TaskStatus
 from actors.pipeline.storage import LocalDirectoryStorage
 from db.store import ExportStore
-from tests.helpers import API, WokenRuns, api_app, claim, create, headers
+from tests.helpers import API, claim, create
+from tests.servers import WokenRuns, api_app, headers
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ import pytest
 import web.api
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from db.store import ExportStore
-from tests.helpers import API, WokenRuns, api_app, claim, complete, create, headers
+from tests.helpers import API, claim, complete, create
+from tests.servers import WokenRuns, api_app, headers
 
 
 @pytest.fixture

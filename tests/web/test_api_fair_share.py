@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from actors.pipeline.storage import LocalDirectoryStorage
 from db.store import ExportStore
-from tests.helpers import API, api_app, headers
+from tests.helpers import API
+from tests.servers import api_app, headers
 
 
 async def test_create_refused_for_the_kept_place_names_the_rule_and_creates_nothing(

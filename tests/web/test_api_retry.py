@@ -10,7 +10,8 @@ import pytest
 from actors.core.models import Registry, TaskStatus
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from db.store import ExportStore
-from tests.helpers import API, DEFINITION, api_app, claim, create, headers
+from tests.helpers import API, claim, create
+from tests.servers import DEFINITION, api_app, headers
 
 
 @pytest.fixture

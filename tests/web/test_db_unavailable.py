@@ -12,7 +12,8 @@ from actors.core.db_retry import DbRetryPolicy
 from actors.pipeline.storage import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.faults import Fault, FaultyDatabase
-from tests.helpers import API, TOPIC, api_app, create, headers
+from tests.helpers import API, TOPIC, create
+from tests.servers import api_app, headers
 from web.app import RETRY_AFTER_SECONDS
 
 HEADERS = headers()

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.helpers import DEMO_PROVIDER_COMMAND, demo_provider_process
+from tests.processes import DEMO_PROVIDER_COMMAND, demo_provider_process
 from web.demo_provider.app import SERVICE_TOKEN_HEADER
 from web.demo_provider.data import PROVIDER_PATH
 

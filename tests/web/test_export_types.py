@@ -14,7 +14,7 @@ from actors.core.registry import parse_registry
 from actors.pipeline.storage import LocalDirectoryStorage
 from actors.service.registry_source import default_registry_path
 from db.store import ExportStore
-from tests.helpers import API_SECRET, api_app, headers, served
+from tests.servers import API_SECRET, api_app, headers, served
 from web.auth import issue_token
 
 TYPES = "/api/platform/v1/files/export-types"

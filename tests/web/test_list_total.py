@@ -7,7 +7,8 @@ from actors.core.models import DOWNLOAD_ALL_PERMISSION
 from actors.pipeline.storage import LocalDirectoryStorage
 from db.store import ExportStore
 from deploy.bench.history import FIRST_USER, HISTORY_USERS, load_history
-from tests.helpers import API, api_app, headers
+from tests.helpers import API
+from tests.servers import api_app, headers
 
 #: More finished tasks than the cap, spread over HISTORY_USERS users of tenant 0.
 HISTORY = LIST_TOTAL_CAP + 2 * HISTORY_USERS

@@ -8,7 +8,8 @@ from quart_schema import validate_request
 
 from actors.pipeline.storage import LocalDirectoryStorage
 from db.store import ExportStore
-from tests.helpers import API, api_app
+from tests.helpers import API
+from tests.servers import api_app
 from web.api import api
 from web.openapi import DOCS_CONTENT_SECURITY_POLICY
 from web.page import CONTENT_SECURITY_POLICY

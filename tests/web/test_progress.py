@@ -21,19 +21,8 @@ from actors.composition import WEB_GRACEFUL_TIMEOUT_SECONDS
 from actors.core.models import AppCode
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from db.store import ExportStore
-from tests.helpers import (
-    API,
-    API_SECRET,
-    api_app,
-    claim,
-    client_for,
-    complete,
-    create,
-    headers,
-    make_settings,
-    running_service,
-    served,
-)
+from tests.helpers import API, claim, client_for, complete, create, make_settings, running_service
+from tests.servers import API_SECRET, api_app, headers, served
 from web.auth import issue_token
 from web.progress import KEEPALIVE_SECONDS_KEY
 

@@ -11,7 +11,7 @@ import yaml
 from actors.core.provider.contract import parse_batch_data
 from actors.core.provider.rules import RULES
 from actors.core.registry import parse_registry
-from tests.helpers import EXAMPLE_PROVIDER
+from tests.processes import EXAMPLE_PROVIDER
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "provider-guide.md"
 

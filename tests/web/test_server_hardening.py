@@ -24,17 +24,10 @@ import trio
 from actors.pipeline.storage import LocalDirectoryStorage
 from actors.runtime import Runtime
 from db.store import ExportStore
-from tests.helpers import (
-    API,
-    ServeProcess,
-    api_app,
-    client_for,
-    headers,
-    poll_task,
-    served,
-    wait_for_status,
-)
-from tests.helpers import process_client as client
+from tests.helpers import API, client_for, wait_for_status
+from tests.processes import ServeProcess, poll_task
+from tests.processes import process_client as client
+from tests.servers import api_app, headers, served
 from web.server import GuardedTCPServer, WebServer
 
 MALFORMED_CHUNKED = (

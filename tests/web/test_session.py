@@ -18,7 +18,8 @@ from actors.core.http.session import CookieSecure
 from actors.core.models import AppCode, TaskStatus
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
 from db.store import ExportStore
-from tests.helpers import API, API_SECRET, api_app, claim, complete, create, headers, served
+from tests.helpers import API, claim, complete, create
+from tests.servers import API_SECRET, api_app, headers, served
 from web.auth import CSRF_COOKIE, NO_CREDENTIAL_MESSAGE, SESSION_COOKIE, issue_token
 
 SESSION = "/api/platform/v1/session"

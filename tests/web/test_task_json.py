@@ -7,7 +7,8 @@ from __future__ import annotations
 from actors.core.tracing import is_trace_id
 from actors.pipeline.storage import LocalDirectoryStorage
 from db.store import ExportStore
-from tests.helpers import API, api_app, claim, create, headers
+from tests.helpers import API, claim, create
+from tests.servers import api_app, headers
 
 
 async def test_a_created_task_shows_requester_scope_and_parameters(

@@ -12,7 +12,8 @@ from types import ModuleType
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-from tests.helpers import load_example_provider, serving_in_thread
+from tests.processes import load_example_provider
+from tests.servers import serving_in_thread
 
 Envelope = dict[str, Any]
 App = Callable[..., list[bytes]]

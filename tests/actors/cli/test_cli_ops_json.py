@@ -24,7 +24,8 @@ from actors.pipeline.storage import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.actors.cli.operator_cli import cli, run_store, seed_dead_run
 from tests.deploy.metric_names import REPO
-from tests.helpers import API, api_app, claim, complete, create, exec_sql, headers, new_task
+from tests.helpers import API, claim, complete, create, exec_sql, new_task
+from tests.servers import api_app, headers
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 NAME = "客户名单 «März»"

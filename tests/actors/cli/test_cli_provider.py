@@ -38,10 +38,7 @@ from tests.actors.cli.broken_providers import (
     set_field,
     stuck_cursor,
 )
-from tests.helpers import (
-    demo_provider_process,
-    example_provider_process,
-)
+from tests.processes import demo_provider_process, example_provider_process
 
 TOKEN = "provider-check-token"
 Envelope = dict[str, Any]

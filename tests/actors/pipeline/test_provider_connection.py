@@ -27,7 +27,7 @@ from actors.core.errors import ProviderContractError, ProviderUnavailableError
 from actors.pipeline.export_worker import open_export_worker
 from actors.pipeline.provider_http import FetchSpec, ProviderConnection, fetch_body
 from tests.actors.pipeline.test_export_worker import answer, rows
-from tests.helpers import read_http_request, serving_raw_tcp
+from tests.servers import read_http_request, serving_raw_tcp
 
 SERVICE = "customer-service"
 SPEC = FetchSpec(

@@ -58,8 +58,8 @@ from tests.actors.pipeline.test_provider_client import (
     batch_data,
     envelope,
 )
-from tests.helpers import read_http_request, serving_in_thread, serving_raw_tcp
 from tests.provider_server import Handler, serve_provider
+from tests.servers import read_http_request, serving_in_thread, serving_raw_tcp
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 

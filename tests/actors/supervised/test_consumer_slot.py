@@ -20,7 +20,8 @@ from actors.service.metrics import Metrics
 from actors.service.wakeup import ClaimRounds
 from actors.supervised.claim_gate import ClaimGate
 from db.store import ExportStore
-from tests.helpers import RecordingDelivery, claim, create, make_slot, start_file
+from tests.helpers import claim, create, make_slot, start_file
+from tests.servers import RecordingDelivery
 
 
 def make_settings_like(settings: Settings, **changes: Any) -> Settings:

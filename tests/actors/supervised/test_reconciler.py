@@ -30,7 +30,8 @@ from tests.actors.supervised.reconciler_helpers import (
     mark_all_sent,
     reconciler_for,
 )
-from tests.helpers import claim, create, exec_sql, json_log, make_settings, new_task
+from tests.helpers import claim, create, exec_sql, make_settings, new_task
+from tests.servers import json_log
 
 
 async def test_reconciler_does_not_skip_a_backoff_window(

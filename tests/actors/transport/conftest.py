@@ -35,7 +35,7 @@ import pytest
 import trio
 
 from actors.transport.rocketmq.routes import TopicRouteError, fetch_topic_access
-from tests.helpers import BROKER_SH, Broker
+from tests.servers import BROKER_SH, Broker
 
 #: the NameServer broker.sh runs (ROCKETMQ_NAMESRV_PORT moves it, for a second dev broker)
 NAME_SERVER = f"127.0.0.1:{os.environ.get('ROCKETMQ_NAMESRV_PORT', '9876')}"

@@ -36,7 +36,9 @@ from db.mysql import MysqlDatabase
 from db.sqlite import wall_clock_ms
 from db.store import ExportStore
 from tests.actors.transport.test_service_rocketmq import broker_sh
-from tests.helpers import API, MYSQL_TEST_URL, Broker, ServeProcess, poll_task, process_client
+from tests.helpers import API, MYSQL_TEST_URL
+from tests.processes import ServeProcess, poll_task, process_client
+from tests.servers import Broker
 
 #: Rows of each export: small, the outage is what is tested.
 ROWS = 2000

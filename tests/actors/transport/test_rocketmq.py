@@ -43,7 +43,8 @@ from actors.transport.rocketmq import (
 )
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore
-from tests.helpers import Broker, create, make_settings
+from tests.helpers import create, make_settings
+from tests.servers import Broker
 
 pytestmark = pytest.mark.rocketmq
 

@@ -66,17 +66,9 @@ from actors.transport.rocketmq import (
     RocketMQDelivery,
     RocketMQTransport,
 )
-from tests.helpers import (
-    API,
-    BROKER_SH,
-    Broker,
-    ServeProcess,
-    client_for,
-    make_settings,
-    poll_task,
-    process_client,
-    wait_for_status,
-)
+from tests.helpers import API, client_for, make_settings, wait_for_status
+from tests.processes import ServeProcess, poll_task, process_client
+from tests.servers import BROKER_SH, Broker
 
 pytestmark = pytest.mark.rocketmq
 

@@ -37,15 +37,9 @@ from actors.transport.rocketmq.routes import (
     parse_route,
     remoting_request,
 )
-from tests.helpers import (
-    API,
-    Broker,
-    client_for,
-    make_settings,
-    running_service,
-    wait_for_status,
-)
+from tests.helpers import API, client_for, make_settings, running_service, wait_for_status
 from tests.own_mariadb import free_port
+from tests.servers import Broker
 
 # -- the codec ------------------------------------------------------------------------------
 
