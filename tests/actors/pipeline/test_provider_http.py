@@ -49,7 +49,7 @@ from actors.pipeline.provider_http import (
     fetch_body,
     fetch_body_in_thread,
 )
-from tests.actors.pipeline.test_provider_client import (
+from tests.actors.pipeline.provider_client_helpers import (
     DEFINITION,
     SERVICE,
     TASK,

@@ -35,7 +35,7 @@ from actors.core.models import OutboxStatus
 from db.mysql import MysqlDatabase
 from db.sqlite import wall_clock_ms
 from db.store import ExportStore
-from tests.actors.transport.test_service_rocketmq import broker_sh
+from tests.actors.transport.service_rocketmq_helpers import broker_sh
 from tests.helpers import API, MYSQL_TEST_URL
 from tests.processes import ServeProcess, poll_task, process_client
 from tests.servers import Broker
