@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from web.server import WebServer
     from web.services import Services
 
-log = logging.getLogger("actors.runtime")
+log = logging.getLogger(__name__)
 
 #: Seconds hypercorn lets in-flight requests finish after its shutdown trigger fired.
 WEB_GRACEFUL_TIMEOUT_SECONDS = 5

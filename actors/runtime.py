@@ -56,7 +56,7 @@ from db.store import ExportStore
 if TYPE_CHECKING:
     from actors.transport.rocketmq.link import TransportLink
 
-log = logging.getLogger("actors.runtime")
+log = logging.getLogger(__name__)
 
 DEMO_ADMIN_PERMS = ("platform:customer:export", "platform:download:all")
 #: After the grace period, how long aborted exports get to hand their tasks back, seconds.

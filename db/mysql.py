@@ -66,7 +66,7 @@ from db.migrations import (
 )
 from db.mysql_url import MysqlUrl
 
-log = logging.getLogger("db.mysql")
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _DUPLICATE_ENTRY = 1062

@@ -33,7 +33,7 @@ from db.migrations import MigrationResult, drive, migration
 _BUSY = frozenset({5, 6})
 _UNAVAILABLE = frozenset({10, 13, 14, 15})
 
-log = logging.getLogger("db.sqlite")
+log = logging.getLogger(__name__)
 
 
 def wall_clock_ms() -> int:

@@ -11,7 +11,7 @@ it
   (:func:`current_trace_id`);
 - binds ``requestId`` and ``traceId`` to every log line of the request
   (:func:`actors.core.log_context.bind_context`);
-- writes one line to the ``web.access`` logger when the response is over (a download or
+- writes one line to the ``web.access_log`` logger when the response is over (a download or
   an event stream: when its last byte is sent): ``method``, ``path`` (secret query values
   masked, :func:`actors.core.tracing.loggable_path`), ``status``, ``durationMs``,
   ``userId`` and ``tenantId`` of an authenticated caller, and the ``taskId`` and
@@ -36,7 +36,7 @@ from typing import Any
 from actors.core.log_context import bind_context, bind_for_rest_of_task, bound, replace_bound
 from actors.core.tracing import is_trace_id, loggable_path, request_id, request_trace_id
 
-log = logging.getLogger("web.access")
+log = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

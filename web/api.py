@@ -54,7 +54,7 @@ from web.schemas import (
 from web.serialize import envelope
 from web.services import Services
 
-log = logging.getLogger("web.api")
+log = logging.getLogger(__name__)
 
 PREFIX = "/api/platform/v1/files/export-tasks"
 

@@ -33,7 +33,7 @@ from web.serialize import envelope
 from web.services import Services
 from web.session import session
 
-log = logging.getLogger("web.app")
+log = logging.getLogger(__name__)
 
 #: The ``Retry-After`` a 503 suggests, seconds (requests retry for
 #: ``API_DB_RETRY_SECONDS`` before answering it).

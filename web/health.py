@@ -14,7 +14,7 @@ import trio
 from actors.core.errors import TransientDatabaseError
 from actors.core.ports.store import CreationStore
 
-log = logging.getLogger("web.health")
+log = logging.getLogger(__name__)
 
 #: Retry budget of one probe, seconds.
 PROBE_RETRY_SECONDS = 0.1

@@ -43,7 +43,7 @@ from web.auth import request_credentials
 from web.openapi import declare
 from web.services import Services
 
-log = logging.getLogger("web.progress")
+log = logging.getLogger(__name__)
 
 PATH = "/api/platform/v1/files/progress"
 #: App config key: seconds of silence before a keep-alive comment.

@@ -35,7 +35,7 @@ from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.typing import ConnectionState, LifespanState
 from hypercorn.utils import ShutdownError, raise_shutdown, repr_socket_addr, wrap_app
 
-log = logging.getLogger("web.server")
+log = logging.getLogger(__name__)
 
 #: How long closing a connection waits for a send in progress before closing anyway, s.
 CLOSE_LOCK_SECONDS = 5.0

@@ -98,7 +98,7 @@ class FetchedBatch:
 EXIT_TIMEOUT = 10.0
 _READ_CHUNK = 64 * 1024
 
-log = logging.getLogger("actors.pipeline.export_worker")
+log = logging.getLogger(__name__)
 
 
 class ExportWorker:

@@ -72,7 +72,7 @@ from actors.pipeline.export_worker import FetchedBatch
 from actors.pipeline.provider_decode import parse_batch_response
 from actors.pipeline.provider_http import FetchSpec, fetch_body_in_thread, new_pool
 
-log = logging.getLogger("actors.pipeline.provider_client")
+log = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_REQUEST_TIMEOUT",

@@ -59,7 +59,7 @@ from actors.pipeline.provider_client import ProviderClient
 from actors.pipeline.storage import XLSX_CONTENT_TYPE, ExportStorage, new_object_key
 from actors.service.config import Settings
 
-log = logging.getLogger("actors.pipeline.runner")
+log = logging.getLogger(__name__)
 
 #: At most one WARNING per run and interval about skipped progress writes, seconds.
 PROGRESS_WARNING_INTERVAL_SECONDS = 30.0

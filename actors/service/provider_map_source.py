@@ -53,7 +53,7 @@ from actors.service.watched_file import (
 
 __all__ = ["ProviderMapSource", "load_provider_map_file", "open_provider_map"]
 
-logger = logging.getLogger("actors.provider_map")
+logger = logging.getLogger(__name__)
 
 
 def load_provider_map_file(

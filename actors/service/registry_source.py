@@ -37,7 +37,7 @@ __all__ = [
     "watch_registry",
 ]
 
-logger = logging.getLogger("actors.registry")
+logger = logging.getLogger(__name__)
 
 
 def default_registry_path() -> pathlib.Path:

@@ -16,7 +16,7 @@ import trio
 from actors.core.backoff import SUPERVISOR_RESTART_BACKOFF, LoopBackoff
 from actors.service.metrics import Metrics
 
-log = logging.getLogger("actors.service.supervisor")
+log = logging.getLogger(__name__)
 
 
 async def supervise(

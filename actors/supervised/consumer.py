@@ -54,7 +54,7 @@ from actors.supervised.claim_gate import ClaimGate
 from actors.supervised.execution import Pipeline, TaskExecutor
 from actors.supervised.local_claims import LocalClaims
 
-log = logging.getLogger("actors.supervised.consumer")
+log = logging.getLogger(__name__)
 
 
 class ConsumerSlot:

@@ -23,7 +23,7 @@ from actors.core.ports.store import QuarantineStore
 from actors.core.ports.transport import CommandTransport, Delivery
 from actors.service.metrics import Metrics
 
-log = logging.getLogger("actors.supervised.dlq")
+log = logging.getLogger(__name__)
 
 
 class DlqHandler:

@@ -68,7 +68,7 @@ from actors.supervised.local_claims import LocalClaims
 
 # The run's lines keep the logger they have always had, whichever module writes them:
 # operators and tests select a run's lines by it.
-log = logging.getLogger("actors.supervised.consumer")
+log = logging.getLogger(__name__)
 
 #: The pipeline: given a run context, produce the file or raise an ExportError.
 Pipeline = Callable[[RunContext], Awaitable[ExportResult]]

@@ -34,7 +34,7 @@ from actors.service.config import Settings
 
 # The run's lines keep the logger they have always had, whichever module writes them:
 # operators and tests select a run's lines by it.
-log = logging.getLogger("actors.supervised.consumer")
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 

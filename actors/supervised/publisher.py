@@ -36,7 +36,7 @@ from actors.service.config import Settings
 from actors.service.metrics import Metrics
 from actors.service.wakeup import Wakeup
 
-log = logging.getLogger("actors.supervised.publisher")
+log = logging.getLogger(__name__)
 
 #: Far below the 60 s outbox lease, so a send never outlives its claim (§7.4).
 SEND_TIMEOUT_SECONDS = 3.0

@@ -50,7 +50,7 @@ from actors.service.config import Settings, pid_namespace
 from actors.service.metrics import Metrics
 from actors.supervised.local_claims import LocalClaims
 
-log = logging.getLogger("actors.supervised.reconciler")
+log = logging.getLogger(__name__)
 
 REDISPATCH_LIMIT_A = 50  # §8.5-1 case A
 REDISPATCH_LIMIT_B = 20  # §8.5-1 case B

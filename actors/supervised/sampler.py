@@ -26,7 +26,7 @@ from actors.core.ports.storage import ExportStorage
 from actors.core.ports.store import SamplerStore
 from actors.service.metrics import Metrics
 
-log = logging.getLogger("actors.supervised.sampler")
+log = logging.getLogger(__name__)
 
 #: The reconciler's ``export_reconciler_action_total{action}`` labels
 #: (actors/supervised/reconciler.py).

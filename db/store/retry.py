@@ -19,7 +19,7 @@ import trio
 from actors.core.db_retry import DbFault, DbRetryPolicy, db_retry_delay
 from actors.core.errors import TransientDatabaseError
 
-log = logging.getLogger("db.store")
+log = logging.getLogger(__name__)
 
 #: True while a transition re-runs after a lost COMMIT (``CommitUnknownError``) in the
 #: same call: the earlier attempt may have landed, so a 0-row answer may be its own work.

@@ -49,7 +49,7 @@ async def test_a_cancel_in_this_process_wakes_the_run_at_once(
 
     executor = make_executor(store, storage, settings, metrics, pipeline, local=local)
     freed_at: list[float] = []
-    with caplog.at_level(logging.INFO, logger="actors.supervised.consumer"):
+    with caplog.at_level(logging.INFO, logger="actors.supervised"):
         async with trio.open_nursery() as nursery:
 
             async def run() -> None:

@@ -78,7 +78,7 @@ async def test_a_task_handed_back_again_and_again_ends_failed_saying_why(
         faulty.down = False
 
     seen = []
-    with caplog.at_level(logging.WARNING, logger="actors.supervised.consumer"):
+    with caplog.at_level(logging.WARNING, logger="actors.supervised"):
         for ending in ("shutdown", "database", "watchdog", "shutdown"):
             current = await fs.get_task(task.id)
             assert current.status == TaskStatus.PENDING

@@ -71,7 +71,7 @@ async def test_a_worker_killed_mid_run_costs_one_attempt_and_the_retry_succeeds(
     ends as a transient failure naming the signal and the batch, its partial file is
     deleted, the service stays up and the next attempt writes the whole file."""
     task_id = await create_export(service, 30_000)
-    with caplog.at_level(logging.WARNING, logger="actors.supervised.consumer"):
+    with caplog.at_level(logging.WARNING, logger="actors.supervised"):
         ctx = await running_worker(service, task_id)
         first_key, pid = ctx.object_key, ctx.worker_pid
         assert first_key is not None and pid is not None

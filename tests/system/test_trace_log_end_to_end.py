@@ -21,7 +21,7 @@ BATCHES_PATH = "/internal/exports/v1/CUSTOMER_LIST/batches"
 
 
 async def test_one_trace_id_from_create_through_every_batch_to_download(service: Runtime) -> None:
-    with json_log("INFO", actors__pipeline__provider_client=True, web__access=True) as lines:
+    with json_log("INFO", actors__pipeline__provider_client=True, web__access_log=True) as lines:
         async with client_for(service) as client:
             created = await client.post(
                 API,
@@ -39,7 +39,7 @@ async def test_one_trace_id_from_create_through_every_batch_to_download(service:
         # has read its last byte.
         log = await until_logged(lines, f"{API}/{task_id}/download")
 
-    access = [r for r in log if r["logger"] == "web.access"]
+    access = [r for r in log if r["logger"] == "web.access_log"]
     [create] = [r for r in access if r["method"] == "POST" and r["path"] == API]
     trace_id = create["traceId"]
     assert is_trace_id(trace_id)  # created at the API (no traceparent was sent)
@@ -74,21 +74,21 @@ async def test_one_trace_id_from_create_through_every_batch_to_download(service:
 
     # Every line of the run carries the trace id (the consumer's, the runner's, the
     # pipeline's), and no other export's trace id appears on them.
-    run_lines = [r for r in log if r.get("taskId") == task_id and r["logger"] != "web.access"]
+    run_lines = [r for r in log if r.get("taskId") == task_id and r["logger"] != "web.access_log"]
     assert run_lines and {r["traceId"] for r in run_lines} == {trace_id}
 
 
 async def until_logged(lines: Callable[[], list[dict]], path: str) -> list[dict]:
     """The log once the access line of ``path`` is in it (a bounded condition wait)."""
     with trio.fail_after(10):
-        while not any(r["logger"] == "web.access" and r["path"] == path for r in lines()):
+        while not any(r["logger"] == "web.access_log" and r["path"] == path for r in lines()):
             await trio.sleep(0.01)
     return lines()
 
 
 async def test_a_caller_traceparent_is_adopted_for_the_whole_export(service: Runtime) -> None:
     caller_trace = "4bf92f3577b34da6a3ce929d0e0e4736"
-    with json_log("INFO", web__access=True) as lines:
+    with json_log("INFO", web__access_log=True) as lines:
         async with client_for(service) as client:
             created = await client.post(
                 API,
@@ -99,7 +99,7 @@ async def test_a_caller_traceparent_is_adopted_for_the_whole_export(service: Run
             task = await wait_for_status(client, task_id, "SUCCEEDED", "FAILED")
             assert task["status"] == "SUCCEEDED", task["failureMessage"]
         log = lines()
-    provider = [r for r in log if r["logger"] == "web.access" and r["path"] == BATCHES_PATH]
+    provider = [r for r in log if r["logger"] == "web.access_log" and r["path"] == BATCHES_PATH]
     assert provider and {r["traceId"] for r in provider} == {caller_trace}
     run_lines = [r for r in log if r.get("taskId") == task_id]
     assert {r["traceId"] for r in run_lines} == {caller_trace}

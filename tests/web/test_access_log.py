@@ -25,7 +25,7 @@ async def logged(lines: Callable[[], list[dict]], count: int) -> list[dict]:
     """The access lines once there are ``count`` of them (a bounded condition wait: each
     is written just after its response is over)."""
     with trio.fail_after(10):
-        while len(access := [r for r in lines() if r["logger"] == "web.access"]) < count:
+        while len(access := [r for r in lines() if r["logger"] == "web.access_log"]) < count:
             await trio.sleep(0.01)
     return access
 
@@ -61,7 +61,7 @@ async def test_no_token_cookie_query_secret_or_parameter_value_reaches_the_log(
     assert token not in text and "not.a.jwt" not in text
     for secret in SECRETS:
         assert secret not in text, secret
-    access = [r for r in lines() if r["logger"] == "web.access"]
+    access = [r for r in lines() if r["logger"] == "web.access_log"]
     list_line = next(r for r in access if r["path"].startswith(API + "?"))
     assert list_line["path"] == f"{API}?status=PENDING&token={MASK}&access_token={MASK}"
     assert list_line["userId"] == "1001" and list_line["method"] == "GET"

@@ -23,7 +23,7 @@ from actors.core.dead_letter import goes_to_dead_letter
 from actors.transport.rocketmq.delivery import Decision, RocketMQDelivery
 from actors.transport.rocketmq.native import ConsumeStatus
 
-log = logging.getLogger("actors.transport.rocketmq")
+log = logging.getLogger(__name__)
 
 #: How often (seconds) a blocked native callback checks that the trio run still exists.
 LIVENESS_POLL_SECONDS = 1.0

@@ -39,7 +39,7 @@ from actors.core.rocketmq.topic_check import decide_transport_start
 from actors.transport.rocketmq.routes import TopicRouteError, fetch_topic_access
 from actors.transport.rocketmq.transport import RocketMQTransport
 
-log = logging.getLogger("actors.transport.rocketmq.link")
+log = logging.getLogger(__name__)
 
 #: First delay after a failed check, seconds (doubling up to the check period).
 FIRST_RETRY_SECONDS = 1.0

@@ -33,7 +33,7 @@ from actors.transport.rocketmq.native import (
     native_core_info,
 )
 
-log = logging.getLogger("actors.transport.rocketmq")
+log = logging.getLogger(__name__)
 
 #: Native send timeout in milliseconds: far below the 60 s outbox lease (§7.4).
 SEND_TIMEOUT_MS = 3000

@@ -197,7 +197,7 @@ async def test_an_unchanged_file_is_not_read_again(
 async def test_a_bad_reload_keeps_the_old_map_with_one_error_and_one_count(
     map_file: pathlib.Path, caplog: pytest.LogCaptureFixture, text: str, key: str
 ) -> None:
-    caplog.set_level(logging.INFO, logger="actors.provider_map")
+    caplog.set_level(logging.INFO, logger="actors.service.provider_map_source")
     failures = Failures()
     source = open_source(map_file, failures)
     before = source.current

@@ -283,7 +283,7 @@ async def test_invalid_rewrite_keeps_the_old_registry_and_reports_the_key(
     old = load_registry_file(registry_file, ALLOWED)
     holder = RegistryHolder(old)
     recorder = Recorder()
-    caplog.set_level(logging.INFO, logger="actors.registry")
+    caplog.set_level(logging.INFO, logger="actors.service.registry_source")
 
     async with trio.open_nursery() as nursery:
         await start_watcher(nursery, holder, registry_file, recorder, FAST_POLL)
@@ -349,7 +349,7 @@ async def test_valid_reload_logs_info_with_the_fingerprint(
 ) -> None:
     holder = RegistryHolder(load_registry_file(registry_file, ALLOWED))
     recorder = Recorder()
-    caplog.set_level(logging.INFO, logger="actors.registry")
+    caplog.set_level(logging.INFO, logger="actors.service.registry_source")
 
     async with trio.open_nursery() as nursery:
         await start_watcher(nursery, holder, registry_file, recorder, FAST_POLL)
@@ -362,7 +362,7 @@ async def test_valid_reload_logs_info_with_the_fingerprint(
     messages = [
         r.getMessage()
         for r in caplog.records
-        if r.name == "actors.registry" and r.levelno == logging.INFO
+        if r.name == "actors.service.registry_source" and r.levelno == logging.INFO
     ]
     assert any(registry_fingerprint(holder.current) in m for m in messages)
 
