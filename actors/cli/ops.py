@@ -30,7 +30,7 @@ import trio
 
 from actors.cli.ops_text import inspection_lines, list_line, task_lines
 from actors.core.access import check_requestable, parse_task_id
-from actors.core.errors import ConfigError, ParameterError, Refusal, Refused
+from actors.core.errors import ConfigError, ParameterError, Refused
 from actors.core.events import TaskInspection
 from actors.core.models import Task, TaskStatus
 from actors.core.ops.operator_json import (
@@ -258,21 +258,16 @@ def cancel_task(task_id: str, as_json: bool) -> None:
     With --json: {"id", "outcome", "task"} (outcome cancelled, already-cancelled,
     not-cancellable or not-found), plus "error" when it failed."""
 
-    async def run(store: ExportStore, _: Settings) -> tuple[OperatorOutcome, Task] | None:
+    async def run(store: ExportStore, _: Settings) -> tuple[OperatorOutcome, Task]:
         try:
             result = await cancel_task_once(store, tid, OPERATOR_CANCEL_MESSAGE)
-        except Refused as exc:
-            if exc.reason is Refusal.NOT_FOUND:
-                return None
-            raise
+        except Refused:  # the one refusal a cancel raises: no such task
+            raise _no_task(tid) from None
         return cancel_outcome(result.outcome), result.task
 
     with _answering(as_json, outcomes=True):
         tid = _task_id(task_id)
-        answer = _run_with_store(run)
-        if answer is None:
-            raise _no_task(tid)
-        outcome, task = answer
+        outcome, task = _run_with_store(run)
         if outcome == OperatorOutcome.NOT_CANCELLABLE:
             raise _Refused(
                 f"task {tid} is {task.status.value}: only PENDING or RUNNING tasks can be "

@@ -115,31 +115,28 @@ def admission_refusal(
     Raises:
         ValueError: ``outcome`` admits (``CREATED``, ``RETRIED``) or is a duplicate.
     """
-    reason = outcome.value
-    if reason == "user_limit":
-        if retry:
-            message = (
-                f"the requester already has {limits.max_active_per_user}"
-                " active export tasks; retry when one finishes"
-            )
-        else:
-            message = (
-                f"you already have {limits.max_active_per_user} "
-                "active export tasks; wait until one finishes"
-            )
-        return Refused(Refusal.USER_LIMIT, message)
-    if reason == "type_limit":
-        return Refused(
-            Refusal.TYPE_LIMIT,
+    try:
+        reason = Refusal(outcome.value)  # the refusals share their values with Refusal's
+    except ValueError:
+        raise ValueError(f"{outcome!r} is not a refusal") from None
+    words = {
+        Refusal.USER_LIMIT: (
+            f"the requester already has {limits.max_active_per_user}"
+            " active export tasks; retry when one finishes"
+            if retry
+            else f"you already have {limits.max_active_per_user} "
+            "active export tasks; wait until one finishes"
+        ),
+        Refusal.TYPE_LIMIT: (
             f"export type {export_type} already has {limits.max_active_per_type} active tasks; "
-            "try again later",
-        )
-    if reason == "type_reserved":
-        return Refused(
-            Refusal.TYPE_RESERVED,
+            "try again later"
+        ),
+        Refusal.TYPE_RESERVED: (
             f"export type {export_type} has only places left that are kept for users with no "
-            f"active {export_type} export; try again when one of yours finishes",
-        )
-    if reason == "changed":
-        return Refused(Refusal.CHANGED, "the task changed meanwhile; reload and try again")
-    raise ValueError(f"{outcome!r} is not a refusal")
+            f"active {export_type} export; try again when one of yours finishes"
+        ),
+        Refusal.CHANGED: "the task changed meanwhile; reload and try again",
+    }
+    if reason not in words:
+        raise ValueError(f"{outcome!r} is not a refusal")
+    return Refused(reason, words[reason])

@@ -13,7 +13,6 @@ exit code and JSON are the command's (``actors/core/ops/operator_json.py``).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Protocol
 
 from actors.core.access import check_retryable
 from actors.core.admission import CreateLimits, admission_refusal
@@ -26,6 +25,7 @@ from actors.core.outcomes import (
     ManualRetryOutcome,
     NewTask,
 )
+from actors.core.ports.store import CreationStore
 
 #: Admission's refusals of a create, raised by :func:`create_task`.
 _CREATE_REFUSALS = frozenset(
@@ -33,21 +33,7 @@ _CREATE_REFUSALS = frozenset(
 )
 
 
-class TaskWrites(Protocol):
-    """The store's transitions the use cases make (``CreationStore`` has them all)."""
-
-    async def create_task(self, new: NewTask, limits: CreateLimits = ...) -> CreateResult: ...
-
-    async def manual_retry(
-        self, task: Task, limits: CreateLimits = ...
-    ) -> tuple[ManualRetryOutcome, Task | None]: ...
-
-    async def cancel_task(
-        self, task_id: int, failure_message: str, *, by: int | None = None
-    ) -> CancelResult | None: ...
-
-
-async def create_task(store: TaskWrites, new: NewTask, limits: CreateLimits) -> CreateResult:
+async def create_task(store: CreationStore, new: NewTask, limits: CreateLimits) -> CreateResult:
     """Admit and create a task with its first outbox row, in one transaction.
 
     The caller has checked the request and the export type (``authorise``,
@@ -73,7 +59,7 @@ async def create_task(store: TaskWrites, new: NewTask, limits: CreateLimits) -> 
 
 
 async def retry_task(
-    store: TaskWrites,
+    store: CreationStore,
     task: Task,
     limits: CreateLimits,
     *,
@@ -113,7 +99,7 @@ async def retry_task(
 
 
 async def cancel_task(
-    store: TaskWrites, task_id: int, message: str, *, by: int | None = None
+    store: CreationStore, task_id: int, message: str, *, by: int | None = None
 ) -> CancelResult:
     """Cancel a PENDING or RUNNING task; idempotent on CANCELLED.
 

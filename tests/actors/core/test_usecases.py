@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from actors.core.admission import CreateLimits
+from actors.core.admission import CreateLimits, admission_refusal
 from actors.core.errors import Refusal, Refused
 from actors.core.models import Task, TaskStatus
 from actors.core.outcomes import (
@@ -132,3 +132,13 @@ async def test_cancel_of_a_missing_task_is_not_found_else_the_store_answers() ->
     assert refused.value.reason is Refusal.NOT_FOUND
     answer = CancelResult(CancelOutcome.NOT_CANCELLABLE, task_value(id=9))
     assert await cancel_task(FakeStore(cancel=answer), 9, "cancelled") is answer
+
+
+@pytest.mark.parametrize(
+    "outcome", [CreateOutcome.CREATED, CreateOutcome.DUPLICATE, ManualRetryOutcome.RETRIED]
+)
+def test_an_admitted_outcome_has_no_refusal_words(
+    outcome: CreateOutcome | ManualRetryOutcome,
+) -> None:
+    with pytest.raises(ValueError, match="is not a refusal"):
+        admission_refusal(outcome, "demo", LIMITS, retry=False)
