@@ -24,7 +24,7 @@ second consumer *in* the worker group would steal commands from the service.
 
 Waits are bounded polls of a condition (``eventually``); the only fixed window is the
 "an acked DLQ message is not redelivered" check, several times the dev broker's 1 s
-redelivery delay. ``test_broker_outage_after_commit_recovers_without_manual_step`` stops
+redelivery delay. The broker outage test (``test_service_rocketmq_restarts.py``) stops
 the shared broker and restarts it in ``finally`` (``broker.sh start`` waits until the broker
 is registered and the session's topics are routed again); every test that uses the broker
 first waits until it serves the session's topics (``conftest.py``), so the tests run in
