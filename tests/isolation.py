@@ -25,9 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import AliasChoices, AliasPath
-
-from actors.service.config import Settings
+from actors.service.config import environment_variables
 
 
 def settings_variables() -> frozenset[str]:
@@ -36,17 +34,7 @@ def settings_variables() -> frozenset[str]:
     pydantic-settings matches names case-insensitively (``case_sensitive`` is off), so a
     caller compares ``name.upper()`` against this set.
     """
-    names: set[str] = set()
-    for name, info in Settings.model_fields.items():
-        alias = info.validation_alias
-        if isinstance(alias, AliasChoices):
-            names.update(str(c) for c in alias.choices if isinstance(c, str))
-        elif isinstance(alias, str):
-            names.add(alias)
-        elif alias is None or isinstance(alias, AliasPath):
-            names.add(info.alias or name)
-    prefix = Settings.model_config.get("env_prefix") or ""
-    return frozenset(f"{prefix}{n}".upper() for n in names)
+    return frozenset(environment_variables())
 
 
 def stray_settings(environ: Iterable[str] | None = None) -> list[str]:

@@ -4,6 +4,10 @@ Every timing is configurable so tests can run in seconds. Durations named ``*_MS
 milliseconds; every other duration is seconds (fractions allowed) unless the name says
 minutes or days. An invalid value stops start-up with a ``ConfigError`` naming the variable.
 
+A setting's variable is ``FILE_EXPORT_`` and its field's name in capitals
+(pydantic-settings' ``env_prefix``); the few that keep another name carry it as an alias
+(:data:`ENV_PREFIX`). :func:`environment_variables` lists them all.
+
 The three staged switches (reconciler / publisher / consumer) default to on in embedded
 mode and to off with the RocketMQ transport, as the operations guide requires for a first
 deployment ("三个开关默认均为 false"). The demo Provider defaults to on only for an embedded
@@ -18,7 +22,7 @@ import socket
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
@@ -28,9 +32,10 @@ from actors.core.handback import DEFAULT_MAX_HANDBACKS
 from actors.core.http.session import CookieSecure
 from actors.core.lease import default_instance_id
 
-
-def _env(name: str) -> Any:
-    return Field(None, validation_alias=AliasChoices(name))
+#: Every variable but five is ``FILE_EXPORT_`` + the field's name in capitals. The five
+#: keep the design's names: three without the prefix (shared with other services), two
+#: where the field is named for the :class:`~actors.core.admission.CreateLimits` it fills.
+ENV_PREFIX = "FILE_EXPORT_"
 
 
 def pid_namespace() -> int | None:
@@ -44,200 +49,139 @@ def pid_namespace() -> int | None:
 class Settings(BaseSettings):
     """All configuration. Attribute docs give the variable, unit and default."""
 
-    model_config = SettingsConfigDict(extra="ignore", populate_by_name=False)
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     # -- where things are ---------------------------------------------------------------
-    data_dir: Path = Field(Path("./var"), validation_alias=AliasChoices("FILE_EXPORT_DATA_DIR"))
+    data_dir: Path = Field(Path("./var"))
     """FILE_EXPORT_DATA_DIR: embedded data directory (SQLite file, files, dev secret)."""
-    database_url: str | None = _env("FILE_EXPORT_DATABASE_URL")
+    database_url: str | None = None
     """FILE_EXPORT_DATABASE_URL: ``sqlite:///PATH`` or ``mysql://user:pw@host:port/db``;
     default ``sqlite:///<data_dir>/export-center.db``."""
-    storage_dir: Path | None = _env("FILE_EXPORT_STORAGE_DIR")
+    storage_dir: Path | None = None
     """FILE_EXPORT_STORAGE_DIR: local storage root; default ``<data_dir>/files``."""
-    transport: Literal["embedded", "rocketmq"] = Field(
-        "embedded", validation_alias=AliasChoices("FILE_EXPORT_TRANSPORT")
-    )
-    http_bind: str = Field("127.0.0.1:8080", validation_alias=AliasChoices("FILE_EXPORT_HTTP_BIND"))
+    transport: Literal["embedded", "rocketmq"] = Field("embedded")
+    http_bind: str = Field("127.0.0.1:8080")
     """FILE_EXPORT_HTTP_BIND: ``host:port``; port 0 picks a free port."""
-    registry: Path | None = _env("FILE_EXPORT_REGISTRY")
+    registry: Path | None = None
     """FILE_EXPORT_REGISTRY: registry YAML; default the packaged demo registry."""
-    provider_map: Path | None = _env("FILE_EXPORT_PROVIDER_MAP")
+    provider_map: Path | None = None
     """FILE_EXPORT_PROVIDER_MAP: YAML file service → ``url`` (and an optional ``token``,
     else INTERNAL_SERVICE_TOKEN), reloaded without a restart when it changes
     (``actors/core/provider/provider_map.py``); its service names at start are the Provider
     allowlist, which a reload cannot change. Unset: FILE_EXPORT_PROVIDER_URLS (static,
     read once); setting both refuses to start."""
-    provider_urls: Annotated[dict[str, str], NoDecode] = Field(
-        default_factory=dict, validation_alias=AliasChoices("FILE_EXPORT_PROVIDER_URLS")
-    )
+    provider_urls: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
     """FILE_EXPORT_PROVIDER_URLS: JSON object service → base URL; fixed at start, and the
     set of its keys is the Provider allowlist (§10.3)."""
-    demo_provider: bool | None = _env("FILE_EXPORT_DEMO_PROVIDER")
+    demo_provider: bool | None = None
     """FILE_EXPORT_DEMO_PROVIDER: mount the demo ``CUSTOMER_LIST`` Provider as service
     ``demo-service`` at this server's own URL. Default on for an embedded instance (a
     SQLite database and the embedded transport: a try-out on one machine), off otherwise,
     so a production instance serves no demo data unless asked (and the built-in demo
     registry, which names ``demo-service``, then refuses to load: set
     ``FILE_EXPORT_REGISTRY``)."""
-    jwt_secret: str | None = _env("FILE_EXPORT_JWT_SECRET")
-    internal_service_token: str | None = _env("INTERNAL_SERVICE_TOKEN")
+    jwt_secret: str | None = None
+    internal_service_token: str | None = Field(None, validation_alias="INTERNAL_SERVICE_TOKEN")
     instance_id: str = Field(
         default_factory=lambda: default_instance_id(
             socket.gethostname(), os.getpid(), pid_namespace()
-        ),
-        validation_alias=AliasChoices("FILE_EXPORT_INSTANCE_ID"),
+        )
     )
     """FILE_EXPORT_INSTANCE_ID: ``lease_owner`` of this process, unique among running
     instances; default ``host:pid/pid-namespace`` (``actors.core.lease``). A restart
     recovers at once the tasks its predecessor was running (same id, or a default id of
     this host whose process is gone) instead of waiting for their leases to expire."""
-    log_level: str = Field("INFO", validation_alias=AliasChoices("FILE_EXPORT_LOG_LEVEL"))
-    log_format: Literal["json", "text"] | None = _env("FILE_EXPORT_LOG_FORMAT")
+    log_level: str = Field("INFO")
+    log_format: Literal["json", "text"] | None = None
     """FILE_EXPORT_LOG_FORMAT: ``json`` (one JSON object per line, for production) or
     ``text``; unset, text when standard error is a terminal, JSON otherwise."""
 
-    cookie_secure: CookieSecure = Field(
-        CookieSecure.AUTO, validation_alias=AliasChoices("FILE_EXPORT_COOKIE_SECURE")
-    )
+    cookie_secure: CookieSecure = Field(CookieSecure.AUTO)
     """FILE_EXPORT_COOKIE_SECURE: ``auto`` (``Secure`` session cookies when the request is
     https), ``always`` (behind a proxy that terminates TLS) or ``never``."""
-    progress_poll_seconds: float = Field(
-        1.0, gt=0, le=60, validation_alias=AliasChoices("FILE_EXPORT_PROGRESS_POLL_SECONDS")
-    )
+    progress_poll_seconds: float = Field(1.0, gt=0, le=60)
     """FILE_EXPORT_PROGRESS_POLL_SECONDS: how often one progress stream of the page reads
     its caller's tasks, seconds (each read is two index ranges; at most 60, or the page
     would show progress too late to be of use)."""
-    progress_write_seconds: float = Field(
-        0.5, ge=0, le=60, validation_alias=AliasChoices("FILE_EXPORT_PROGRESS_WRITE_SECONDS")
-    )
+    progress_write_seconds: float = Field(0.5, ge=0, le=60)
     """FILE_EXPORT_PROGRESS_WRITE_SECONDS: least time between two progress writes of one
     run, seconds (a write is made at the first batch boundary after it, and at the end);
     0 writes at every batch boundary. Progress is display only; the page's stream reads
     it every FILE_EXPORT_PROGRESS_POLL_SECONDS."""
 
     # -- staged switches (ops guide) ------------------------------------------------------
-    reconciler_enabled: bool | None = _env("FILE_EXPORT_RECONCILER_ENABLED")
-    publisher_enabled: bool | None = _env("FILE_EXPORT_PUBLISHER_ENABLED")
-    consumer_enabled: bool | None = _env("FILE_EXPORT_CONSUMER_ENABLED")
-    consumer_concurrency: int = Field(
-        4, ge=1, le=64, validation_alias=AliasChoices("FILE_EXPORT_CONSUMER_CONCURRENCY")
-    )
+    reconciler_enabled: bool | None = None
+    publisher_enabled: bool | None = None
+    consumer_enabled: bool | None = None
+    consumer_concurrency: int = Field(4, ge=1, le=64)
     """FILE_EXPORT_CONSUMER_CONCURRENCY: export slots of this instance, the exports it runs
     at once (with RocketMQ also the consumer's native threads); further tasks wait PENDING.
     4 is the design's starting value; docs/operations.md ("Export slots and worker
     priority") says when to raise or lower it."""
 
     max_active_per_user: int = Field(
-        3, ge=1, validation_alias=AliasChoices("FILE_EXPORT_MAX_ACTIVE_TASKS_PER_USER")
+        3, ge=1, validation_alias="FILE_EXPORT_MAX_ACTIVE_TASKS_PER_USER"
     )
     """FILE_EXPORT_MAX_ACTIVE_TASKS_PER_USER: PENDING+RUNNING tasks one user may have (§14)."""
     max_active_per_type: int = Field(
-        5, ge=1, validation_alias=AliasChoices("FILE_EXPORT_MAX_ACTIVE_TASKS_PER_TYPE")
+        5, ge=1, validation_alias="FILE_EXPORT_MAX_ACTIVE_TASKS_PER_TYPE"
     )
     """FILE_EXPORT_MAX_ACTIVE_TASKS_PER_TYPE: PENDING+RUNNING tasks per export type (§14)."""
-    type_reserved_places: int = Field(
-        1, ge=0, validation_alias=AliasChoices("FILE_EXPORT_TYPE_RESERVED_PLACES")
-    )
+    type_reserved_places: int = Field(1, ge=0)
     """FILE_EXPORT_TYPE_RESERVED_PLACES: free places of an export type's active limit that
     only a user with no active task of that type may take (fair share; 0 = first come,
     first served)."""
-    consumer_reserved_slots: int = Field(
-        1, ge=0, validation_alias=AliasChoices("FILE_EXPORT_CONSUMER_RESERVED_SLOTS")
-    )
+    consumer_reserved_slots: int = Field(1, ge=0)
     """FILE_EXPORT_CONSUMER_RESERVED_SLOTS: slots of an instance that one user may never
     fill (fair share; a user always may hold one). 0 lets one user fill every slot."""
 
     # -- timings (§16.3) ------------------------------------------------------------------
-    publisher_poll_ms: int = Field(
-        5000, ge=10, validation_alias=AliasChoices("FILE_EXPORT_PUBLISHER_POLL_MS")
-    )
-    publisher_batch_size: int = Field(
-        50, ge=1, le=1000, validation_alias=AliasChoices("FILE_EXPORT_PUBLISHER_BATCH_SIZE")
-    )
-    publisher_lease_seconds: float = Field(
-        60, gt=0, validation_alias=AliasChoices("FILE_EXPORT_PUBLISHER_LEASE_SECONDS")
-    )
-    reconciler_poll_ms: int = Field(
-        30000, ge=10, validation_alias=AliasChoices("FILE_EXPORT_RECONCILER_POLL_MS")
-    )
-    consumer_poll_ms: int = Field(
-        2000, ge=10, validation_alias=AliasChoices("FILE_EXPORT_CONSUMER_POLL_MS")
-    )
+    publisher_poll_ms: int = Field(5000, ge=10)
+    publisher_batch_size: int = Field(50, ge=1, le=1000)
+    publisher_lease_seconds: float = Field(60, gt=0)
+    reconciler_poll_ms: int = Field(30000, ge=10)
+    consumer_poll_ms: int = Field(2000, ge=10)
     """FILE_EXPORT_CONSUMER_POLL_MS: how often an instance's idle consumer slots look for
     due tasks in the database on their own, milliseconds (one read per instance and round,
     whatever the number of slots). A create or retry on the same instance wakes them at
     once. This is how exports run while the message bus is down: at the speed of this poll."""
-    transport_check_seconds: float = Field(
-        15, gt=0, validation_alias=AliasChoices("FILE_EXPORT_TRANSPORT_CHECK_SECONDS")
-    )
+    transport_check_seconds: float = Field(15, gt=0)
     """FILE_EXPORT_TRANSPORT_CHECK_SECONDS: how often the RocketMQ transport's topics are
     checked at the NameServer while it is up, seconds; while it is down the check backs off
     from 1 s doubling up to this period."""
-    metrics_sample_seconds: float = Field(
-        15, gt=0, validation_alias=AliasChoices("FILE_EXPORT_METRICS_SAMPLE_SECONDS")
-    )
+    metrics_sample_seconds: float = Field(15, gt=0)
     """FILE_EXPORT_METRICS_SAMPLE_SECONDS: how often every instance refreshes the queue,
     outbox and storage gauges (whether or not it runs the reconciler)."""
-    redispatch_grace_seconds: float = Field(
-        60, ge=0, validation_alias=AliasChoices("FILE_EXPORT_REDISPATCH_GRACE_SECONDS")
-    )
-    sent_stale_seconds: float = Field(
-        600, gt=0, validation_alias=AliasChoices("FILE_EXPORT_SENT_STALE_SECONDS")
-    )
-    task_lease_seconds: float = Field(
-        300, gt=0, validation_alias=AliasChoices("FILE_EXPORT_TASK_LEASE_SECONDS")
-    )
-    task_heartbeat_seconds: float = Field(
-        60, gt=0, validation_alias=AliasChoices("FILE_EXPORT_TASK_HEARTBEAT_SECONDS")
-    )
-    max_duration_minutes: float = Field(
-        30, gt=0, validation_alias=AliasChoices("FILE_EXPORT_MAX_DURATION_MINUTES")
-    )
-    max_file_size_mb: float = Field(
-        50, gt=0, validation_alias=AliasChoices("FILE_EXPORT_MAX_FILE_SIZE_MB")
-    )
-    retention_days: float = Field(
-        7, gt=0, validation_alias=AliasChoices("FILE_EXPORT_RETENTION_DAYS")
-    )
-    event_retention_days: float = Field(
-        30, gt=0, validation_alias=AliasChoices("FILE_EXPORT_EVENT_RETENTION_DAYS")
-    )
+    redispatch_grace_seconds: float = Field(60, ge=0)
+    sent_stale_seconds: float = Field(600, gt=0)
+    task_lease_seconds: float = Field(300, gt=0)
+    task_heartbeat_seconds: float = Field(60, gt=0)
+    max_duration_minutes: float = Field(30, gt=0)
+    max_file_size_mb: float = Field(50, gt=0)
+    retention_days: float = Field(7, gt=0)
+    event_retention_days: float = Field(30, gt=0)
     """FILE_EXPORT_EVENT_RETENTION_DAYS: how long a task's history events are kept, days."""
-    retry_backoff_seconds: Annotated[tuple[float, ...], NoDecode] = Field(
-        (60.0, 900.0), validation_alias=AliasChoices("FILE_EXPORT_RETRY_BACKOFF_SECONDS")
-    )
+    retry_backoff_seconds: Annotated[tuple[float, ...], NoDecode] = Field((60.0, 900.0))
     """FILE_EXPORT_RETRY_BACKOFF_SECONDS: comma-separated execution retry delays (§9.2)."""
     publish_backoff_seconds: Annotated[tuple[float, ...], NoDecode] = Field(
-        (5.0, 15.0, 60.0, 300.0, 900.0),
-        validation_alias=AliasChoices("FILE_EXPORT_PUBLISH_BACKOFF_SECONDS"),
+        (5.0, 15.0, 60.0, 300.0, 900.0)
     )
     """FILE_EXPORT_PUBLISH_BACKOFF_SECONDS: comma-separated send retry delays (§7.4)."""
-    shutdown_grace_seconds: float = Field(
-        60, ge=0, validation_alias=AliasChoices("FILE_EXPORT_SHUTDOWN_GRACE_SECONDS")
-    )
-    max_handbacks: int = Field(
-        DEFAULT_MAX_HANDBACKS,
-        ge=0,
-        le=100,
-        validation_alias=AliasChoices("FILE_EXPORT_MAX_HANDBACKS"),
-    )
+    shutdown_grace_seconds: float = Field(60, ge=0)
+    max_handbacks: int = Field(DEFAULT_MAX_HANDBACKS, ge=0, le=100)
     """FILE_EXPORT_MAX_HANDBACKS: hand-backs in a row (a shutdown, a database fault or a
     watchdog outage ended the run, not the export) whose attempt is not counted; the next
     one in the same row counts as an attempt, so ``max_attempts`` still ends a task that
     deploys or a flapping database keep interrupting (``actors/core/handback.py``). 0
     counts every hand-back."""
-    worker_nice: int = Field(
-        10, ge=0, le=19, validation_alias=AliasChoices("FILE_EXPORT_WORKER_NICE")
-    )
+    worker_nice: int = Field(10, ge=0, le=19)
     """FILE_EXPORT_WORKER_NICE: added to the nice value of export worker processes, so the
     event-loop process (API, leases) gets the CPU first when every core encodes, while the
     workers keep a share beside other busy programs (at +10, about a tenth of what a
     normal-priority process gets on the same core). Lower values give exports more of a
     busy host at the API's expense: measured on 2 cores (deploy/bench/bench_priority.py),
     the API's p95 during four exports was x1.1-2.0 of idle at +10, x2.8 at +5, x8 at 0."""
-    worker_sched_idle: bool = Field(
-        False, validation_alias=AliasChoices("FILE_EXPORT_WORKER_SCHED_IDLE")
-    )
+    worker_sched_idle: bool = Field(False)
     """FILE_EXPORT_WORKER_SCHED_IDLE: on Linux, export workers also run under the
     ``SCHED_IDLE`` policy: they take a core only when no normal-priority process wants
     it. Off by default: beside a neighbour's busy loops an idle-policy worker gets almost
@@ -247,26 +191,20 @@ class Settings(BaseSettings):
     API's latency during exports matters more than export progress under foreign load
     (the API's p95 during four exports: x0.9-1.8 of idle with it, x1.1-2.0 without, the
     same within the noise of each of three runs on a shared machine)."""
-    provider_request_timeout_seconds: float = Field(
-        60, gt=0, validation_alias=AliasChoices("FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS")
-    )
+    provider_request_timeout_seconds: float = Field(60, gt=0)
     """FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS: total time for one Provider batch
     request, body included. The 15 s read timeout (§14) only bounds the gap between two
     reads; this bounds the whole answer. Keep it well below the lease."""
-    db_retry_seconds: float = Field(
-        30, ge=0, validation_alias=AliasChoices("FILE_EXPORT_DB_RETRY_SECONDS")
-    )
+    db_retry_seconds: float = Field(30, ge=0)
     """FILE_EXPORT_DB_RETRY_SECONDS: how long a store transition retries a lost or refused
     database connection (a killed connection, a server restart) before its caller sees
     the error; long enough for a MariaDB restart. Settling a run keeps retrying until its
     lease margin regardless."""
 
     # -- message queue (§6.2) -------------------------------------------------------------
-    mq_topic_prefix: str | None = _env("MQ_TOPIC_PREFIX")
-    rocketmq_name_server: str | None = _env("ROCKETMQ_NAME_SERVER")
-    max_reconsume_times: int = Field(
-        2, ge=0, le=16, validation_alias=AliasChoices("FILE_EXPORT_MAX_RECONSUME_TIMES")
-    )
+    mq_topic_prefix: str | None = Field(None, validation_alias="MQ_TOPIC_PREFIX")
+    rocketmq_name_server: str | None = Field(None, validation_alias="ROCKETMQ_NAME_SERVER")
+    max_reconsume_times: int = Field(2, ge=0, le=16)
 
     @field_validator("provider_urls", mode="before")
     @classmethod
@@ -408,27 +346,39 @@ class Settings(BaseSettings):
         return host, int(port)
 
 
+def environment_variables() -> dict[str, str]:
+    """The environment variable of every setting: ``{"FILE_EXPORT_DATA_DIR": "data_dir", …}``.
+
+    The variable is the field's alias where it has one, else :data:`ENV_PREFIX` and the
+    field's name in capitals (pydantic-settings matches either case). deploy/env.example
+    and the README's table list exactly these (``tests/deploy/test_env_example.py``).
+    """
+    out = {}
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        out[alias if isinstance(alias, str) else ENV_PREFIX + name.upper()] = name
+    return out
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Read settings from the environment (plus ``overrides`` by field name, for tests).
 
     Raises:
         ConfigError: a value is invalid; the message names the environment variable.
     """
+    variable = {field: var for var, field in environment_variables().items()}
+    aliases = {  # an aliased field is given by its alias, every other one by its name
+        name: field.validation_alias
+        for name, field in Settings.model_fields.items()
+        if isinstance(field.validation_alias, str)
+    }
     try:
-        return Settings(**{_alias(k): v for k, v in overrides.items()})
+        return Settings(**{aliases.get(k, k): v for k, v in overrides.items()})
     except ValidationError as exc:
         problems = []
         for err in exc.errors():
-            loc = ".".join(str(p) for p in err["loc"]) or "configuration"
+            loc = ".".join(str(variable.get(str(p), p)) for p in err["loc"]) or "configuration"
             problems.append(f"{loc}: {err['msg']}")
         raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
     except SettingsError as exc:
         raise ConfigError(f"invalid configuration: {exc}") from None
-
-
-def _alias(field_name: str) -> str:
-    field = Settings.model_fields[field_name]
-    alias = field.validation_alias
-    if isinstance(alias, AliasChoices):
-        return str(alias.choices[0])
-    return field_name

@@ -1,7 +1,8 @@
-"""deploy/env.example lists every environment variable the service reads, with its real
-default (issue 12 item 3), so it cannot go stale: the names are compared with the
-Settings fields' variable names, and the values it shows are loaded through the real
-settings loader and compared with the defaults.
+"""deploy/env.example and the README's table list every environment variable the service
+reads, and every variable they list is read: the names are compared with the Settings
+fields' variable names, each variable is set and seen to change its setting, and the
+values env.example shows are loaded through the real settings loader and compared with
+the defaults.
 """
 
 from __future__ import annotations
@@ -9,9 +10,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from pydantic import AliasChoices
 
-from actors.service.config import Settings, load_settings
+from actors.service.config import environment_variables, load_settings
 from tests.deploy.metric_names import REPO
 
 ENV_EXAMPLE = REPO / "deploy" / "env.example"
@@ -28,13 +28,7 @@ STAGED_SWITCHES = {
 
 def settings_variables() -> dict[str, str]:
     """variable name -> Settings field name, for every field."""
-    out = {}
-    for name, field in Settings.model_fields.items():
-        alias = field.validation_alias
-        assert isinstance(alias, AliasChoices), f"{name}: no environment variable"
-        for choice in alias.choices:
-            out[str(choice)] = name
-    return out
+    return environment_variables()
 
 
 def example_lines() -> dict[str, tuple[bool, str]]:
@@ -86,3 +80,102 @@ def test_the_values_shown_are_the_defaults(monkeypatch: pytest.MonkeyPatch) -> N
         if field == "instance_id":  # host:pid, different per process
             continue
         assert getattr(shown, field) == getattr(defaults, field), var
+
+
+#: a value other than the default for every variable, valid on its own (with
+#: COMPANIONS), so that setting the variable alone must change what the service reads
+OTHER_VALUE = {
+    "FILE_EXPORT_DATA_DIR": "/srv/export-center",
+    "FILE_EXPORT_DATABASE_URL": "mysql://u:p@db:3306/export_center",
+    "FILE_EXPORT_STORAGE_DIR": "/srv/files",
+    "FILE_EXPORT_TRANSPORT": "rocketmq",
+    "FILE_EXPORT_HTTP_BIND": "0.0.0.0:9090",
+    "FILE_EXPORT_REGISTRY": "/etc/export-center/registry.yaml",
+    "FILE_EXPORT_PROVIDER_MAP": "/etc/export-center/providers.yaml",
+    "FILE_EXPORT_PROVIDER_URLS": '{"crm": "http://crm:8000"}',
+    "FILE_EXPORT_DEMO_PROVIDER": "false",
+    "FILE_EXPORT_JWT_SECRET": "k" * 32,
+    "INTERNAL_SERVICE_TOKEN": "internal",
+    "FILE_EXPORT_INSTANCE_ID": "pod-7",
+    "FILE_EXPORT_LOG_LEVEL": "debug",
+    "FILE_EXPORT_LOG_FORMAT": "json",
+    "FILE_EXPORT_COOKIE_SECURE": "always",
+    "FILE_EXPORT_PROGRESS_POLL_SECONDS": "2",
+    "FILE_EXPORT_PROGRESS_WRITE_SECONDS": "0",
+    "FILE_EXPORT_RECONCILER_ENABLED": "false",
+    "FILE_EXPORT_PUBLISHER_ENABLED": "false",
+    "FILE_EXPORT_CONSUMER_ENABLED": "false",
+    "FILE_EXPORT_CONSUMER_CONCURRENCY": "8",
+    "FILE_EXPORT_MAX_ACTIVE_TASKS_PER_USER": "4",
+    "FILE_EXPORT_MAX_ACTIVE_TASKS_PER_TYPE": "6",
+    "FILE_EXPORT_TYPE_RESERVED_PLACES": "0",
+    "FILE_EXPORT_CONSUMER_RESERVED_SLOTS": "0",
+    "FILE_EXPORT_PUBLISHER_POLL_MS": "1000",
+    "FILE_EXPORT_PUBLISHER_BATCH_SIZE": "10",
+    "FILE_EXPORT_PUBLISHER_LEASE_SECONDS": "30",
+    "FILE_EXPORT_RECONCILER_POLL_MS": "1000",
+    "FILE_EXPORT_CONSUMER_POLL_MS": "500",
+    "FILE_EXPORT_TRANSPORT_CHECK_SECONDS": "5",
+    "FILE_EXPORT_METRICS_SAMPLE_SECONDS": "5",
+    "FILE_EXPORT_REDISPATCH_GRACE_SECONDS": "10",
+    "FILE_EXPORT_SENT_STALE_SECONDS": "120",
+    "FILE_EXPORT_TASK_LEASE_SECONDS": "600",
+    "FILE_EXPORT_TASK_HEARTBEAT_SECONDS": "30",
+    "FILE_EXPORT_MAX_DURATION_MINUTES": "10",
+    "FILE_EXPORT_MAX_FILE_SIZE_MB": "5",
+    "FILE_EXPORT_RETENTION_DAYS": "1",
+    "FILE_EXPORT_EVENT_RETENTION_DAYS": "3",
+    "FILE_EXPORT_RETRY_BACKOFF_SECONDS": "1,2",
+    "FILE_EXPORT_PUBLISH_BACKOFF_SECONDS": "1",
+    "FILE_EXPORT_SHUTDOWN_GRACE_SECONDS": "5",
+    "FILE_EXPORT_MAX_HANDBACKS": "0",
+    "FILE_EXPORT_WORKER_NICE": "5",
+    "FILE_EXPORT_WORKER_SCHED_IDLE": "true",
+    "FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS": "20",
+    "FILE_EXPORT_DB_RETRY_SECONDS": "0",
+    "MQ_TOPIC_PREFIX": "test_",
+    "ROCKETMQ_NAME_SERVER": "ns:9876",
+    "FILE_EXPORT_MAX_RECONSUME_TIMES": "5",
+}
+#: what a variable needs beside it to be valid
+COMPANIONS = {
+    "FILE_EXPORT_TRANSPORT": {"MQ_TOPIC_PREFIX": "", "ROCKETMQ_NAME_SERVER": "ns:9876"},
+}
+
+
+def test_there_is_another_value_for_every_variable() -> None:
+    assert set(OTHER_VALUE) == set(settings_variables())
+
+
+@pytest.mark.parametrize("variable", sorted(OTHER_VALUE))
+def test_every_variable_is_read(variable: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Setting the variable alone changes its setting: the name is the one the service
+    reads (a renamed field or a lost alias would leave the default in place)."""
+    for name in settings_variables():
+        monkeypatch.delenv(name, raising=False)
+    field = settings_variables()[variable]
+    default = getattr(load_settings(), field)
+    for name, value in {variable: OTHER_VALUE[variable], **COMPANIONS.get(variable, {})}.items():
+        monkeypatch.setenv(name, value)
+    assert getattr(load_settings(), field) != default
+
+
+#: a row of the README's settings table: "| `NAME` / `_SUFFIX` … | default | meaning |"
+README_ROW = re.compile(r"^\| (`[A-Z_]+`(?:\s*[/,]\s*`[A-Z_]+`)*) \|")
+
+
+def readme_variables() -> set[str]:
+    """Every variable the README's settings table names; ``_SUFFIX`` abbreviates
+    ``FILE_EXPORT_SUFFIX``."""
+    names: set[str] = set()
+    for line in (REPO / "README.md").read_text().splitlines():
+        if m := README_ROW.match(line):
+            for name in re.findall(r"`([A-Z_]+)`", m.group(1)):
+                names.add("FILE_EXPORT" + name if name.startswith("_") else name)
+    return names
+
+
+def test_the_readme_table_names_exactly_the_variables_read() -> None:
+    named, read = readme_variables(), set(settings_variables())
+    assert not named - read, f"in the README, not read by the service: {sorted(named - read)}"
+    assert not read - named, f"read by the service, missing from the README: {sorted(read - named)}"
