@@ -173,7 +173,6 @@ async def _serve(
         c.web.close()
         if c.workers is not None:
             await c.workers.aclose()  # the spare workers: no child outlives the service
-        await c.provider.aclose()
         await c.transport.aclose()
     log.info("stopped")
 
@@ -281,7 +280,6 @@ async def stop_in_order(
             await actors.slots_done.wait()
     actors.scope.cancel()
     await actors.finished.wait()
-    await c.provider.aclose()
     web_stop.set()
     root.deadline = trio.current_time() + WEB_GRACEFUL_TIMEOUT_SECONDS + 1
 

@@ -1,9 +1,10 @@
 """``export-center provider-check URL --type T``: call a Provider the way the service does
 and report, rule by rule, whether it keeps the contract of docs/provider-guide.md.
 
-The requests go through the service's own Provider client
-(:class:`actors.pipeline.provider_client.ProviderClient`: the same headers, timeouts,
-4 MB streaming limit, status mapping and decoder) and its one HTTP client, the urllib3 code
+The requests are built by the service's own code
+(:class:`actors.pipeline.provider_check_client.ProviderCheckClient`, which shares the export
+client's request building: the same headers, timeouts, 4 MB streaming limit, status
+mapping and decoder) and its one HTTP client, the urllib3 code
 an export worker sends its batches with (:mod:`actors.pipeline.provider_http`, here from a
 thread), and every outcome is judged by :class:`actors.core.provider.check.ProviderCheck`,
 which applies the service's own checks. The requests a Provider must refuse
@@ -46,7 +47,7 @@ from actors.core.provider.rules import (
 )
 from actors.core.registry import BATCH_SIZE_RANGE, MAX_ROWS_RANGE
 from actors.core.text import quote_outside
-from actors.pipeline.provider_client import ProviderClient
+from actors.pipeline.provider_check_client import ProviderCheckClient
 from actors.pipeline.provider_decode import parse_batch_response
 from actors.pipeline.provider_http import FetchSpec
 
@@ -67,9 +68,7 @@ class _Decoder:
     def __init__(self) -> None:
         self.stage = Stage.HTTP
 
-    async def __call__(
-        self, raw: bytes, *, service: str, limit: int, max_columns: int
-    ) -> ProviderBatch:
+    def __call__(self, raw: bytes, *, service: str, limit: int, max_columns: int) -> ProviderBatch:
         self.stage = Stage.CONTENT
         try:
             return parse_batch_response(
@@ -90,7 +89,7 @@ def tampered(spec: FetchSpec, probe: Probe) -> FetchSpec:
     token when the probe asks for it. URL, other headers, timeouts and limits are kept.
 
     Args:
-        spec: the well-formed request, as :meth:`ProviderClient.fetch_spec` built it.
+        spec: the well-formed request, as :meth:`ProviderCheckClient.fetch_spec` built it.
         probe: the request the Provider must refuse.
 
     Returns:
@@ -150,14 +149,14 @@ async def check_provider(
         )
 
     # The URL is the service's name too: messages say "provider <url> answered …".
-    client = ProviderClient({url: url}, token, max_columns=MAX_COLUMNS)
+    client = ProviderCheckClient({url: url}, token, max_columns=MAX_COLUMNS)
 
     async def fetch(
         body: BatchRequest, probe: Probe | None = None
     ) -> tuple[ProviderBatch | ExportError, Stage]:
         decoder = _Decoder()
         try:
-            batch: ProviderBatch = await client.fetch_batch(
+            batch = await client.fetch_batch(
                 definition,
                 body,
                 decode=decoder,

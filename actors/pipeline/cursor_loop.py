@@ -3,23 +3,48 @@
 Each request sends the previous ``nextCursor`` and the first batch's ``snapshotToken``; each
 answer is held to the rules across batches (:mod:`actors.core.provider.batch_rules`) and to
 the batch size (:func:`actors.core.provider.contract.check_batch_rows`) before it is
-yielded. One request is :meth:`actors.pipeline.provider_client.ProviderClient.fetch_batch`.
+yielded. The loop makes no request itself: its caller passes how one batch is fetched
+(an export run: :meth:`actors.pipeline.provider_client.ProviderClient.fetch_batch` through
+its worker), so the loop is tested with a scripted fetcher.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping
-from typing import Any
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from typing import Any, Protocol, TypeVar
 
-from actors.core.models import ExportDefinition
+from actors.core.models import ColumnDef, ExportDefinition
 from actors.core.provider.batch_rules import BatchGuard, SnapshotPin
 from actors.core.provider.contract import check_batch_rows
 from actors.core.provider.request import BatchRequest
-from actors.pipeline.provider_client import BatchFetcher, ProviderClient
+
+
+class BatchHead(Protocol):
+    """What the loop reads of a batch: :class:`~actors.core.models.BatchSummary` (an
+    export run's worker keeps the rows) and :class:`~actors.core.models.ProviderBatch`
+    both have it."""
+
+    @property
+    def schema_hash(self) -> str: ...
+    @property
+    def snapshot_token(self) -> str | None: ...
+    @property
+    def columns(self) -> tuple[ColumnDef, ...] | None: ...
+    @property
+    def next_cursor(self) -> str | None: ...
+    @property
+    def has_more(self) -> bool: ...
+    @property
+    def total_rows(self) -> int | None: ...
+    @property
+    def row_count(self) -> int: ...
+
+
+B = TypeVar("B", bound=BatchHead)
 
 
 async def iterate_batches(
-    client: ProviderClient,
+    fetch_one: Callable[[BatchRequest], Awaitable[B]],
     definition: ExportDefinition,
     *,
     task_id: int,
@@ -28,9 +53,7 @@ async def iterate_batches(
     requested_by: int,
     dispatch_version: int,
     parameters: Mapping[str, Any],
-    fetch: BatchFetcher | None = None,
-    trace_id: str | None = None,
-) -> AsyncGenerator[Any, None]:
+) -> AsyncGenerator[B, None]:
     """Yield every batch of one export, enforcing the cross-batch rules of §10.1/§10.2.
 
     The first request has no cursor and no token and asks for ``definition.batch_size``
@@ -44,20 +67,17 @@ async def iterate_batches(
     abandoned iteration is closed in the caller's task (trio's rule for async generators).
 
     Args:
-        client: the Provider client.
+        fetch_one: makes one request and returns its checked batch (an export run:
+            its Provider client's ``fetch_batch`` through its worker, which returns
+            summaries and keeps the rows).
         definition: the registry entry as read at execution time (§10.4).
         task_id, tenant_id, app_code, requested_by, dispatch_version: from the task row;
             the tenant fields are sent on every request (§10.1).
         parameters: the task's business parameters.
-        fetch: who makes each request (see :meth:`ProviderClient.fetch_batch`): an
-            export run passes its worker, and then receives :class:`BatchSummary` values:
-            the rules below need no rows.
-        trace_id: the export's trace id, sent on every request as ``traceparent``
-            (see :meth:`ProviderClient.fetch_batch`).
 
     Yields:
-        Each validated batch (:class:`ProviderBatch`, or its summary with ``fetch``); only
-        the first carries ``columns``, as the Provider sent it.
+        Each batch ``fetch_one`` returned, once it passed the checks; only the first
+        carries ``columns``, as the Provider sent it.
 
     Raises:
         ValueError: a tenant field is missing (nothing is sent).
@@ -69,10 +89,10 @@ async def iterate_batches(
             after too many empty batches in a row (transient, §10.1; see
             :mod:`actors.core.provider.batch_rules`).
         LimitExceededError: the first batch announces ``totalRows`` above ``max-rows``, or
-            the run needs more batches than ``max-rows`` / ``batch-size`` allows; also see
-            :meth:`ProviderClient.fetch_batch`.
-        ProviderUnavailableError: see :meth:`ProviderClient.fetch_batch`, which also
-            checks rows ≤ ``batch_size``.
+            the run needs more batches than ``max-rows`` / ``batch-size`` allows.
+        ProviderContractError: a batch has more rows than ``batch_size``.
+        Whatever ``fetch_one`` raises, unchanged (an export run's:
+        :meth:`actors.pipeline.provider_client.ProviderClient.fetch_batch`).
     """
     limit = definition.batch_size
     guard = BatchGuard(
@@ -92,7 +112,7 @@ async def iterate_batches(
             snapshot_token=pin.token,
             limit=limit,
         )
-        batch = await client.fetch_batch(definition, request, fetch=fetch, trace_id=trace_id)
+        batch = await fetch_one(request)
         # The rules across batches (actors/core/provider/batch_rules.py).
         pin.check(
             columns=batch.columns,

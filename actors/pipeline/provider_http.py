@@ -2,12 +2,12 @@
 
 The export worker (:mod:`actors.pipeline.worker_session`) makes its run's batch requests
 itself, so the event-loop process spends no CPU on HTTP. The parent builds a
-:class:`FetchSpec` (URL, body, headers, timeouts, limits: :meth:`ProviderClient.fetch_spec
-<actors.pipeline.provider_client.ProviderClient.fetch_spec>`) and the worker sends it on
+:class:`FetchSpec` (URL, body, headers, timeouts, limits: :meth:`ProviderRequests.fetch_spec
+<actors.pipeline.provider_requests.ProviderRequests.fetch_spec>`) and the worker sends it on
 its run's :class:`ProviderConnection`, reading the answer after it wrote the batch before
 (:func:`fetch_body` does both at once). ``export-center provider-check`` sends its requests
 from a thread through urllib3's pool (:func:`fetch_body_in_thread`, called by
-:class:`~actors.pipeline.provider_client.ProviderClient` when no worker is given), the
+:class:`~actors.pipeline.provider_check_client.ProviderCheckClient`), the
 ones it tampers with included (:meth:`FetchSpec.with_body`, :meth:`FetchSpec.with_header`),
 with the same status, body and error rules. Both return the bytes of an HTTP 200 body or
 raise the export error classes of :mod:`actors.core.errors`::
@@ -338,7 +338,7 @@ def fetch_body_in_thread(spec: FetchSpec, pool: urllib3.PoolManager) -> bytes:
     """:func:`fetch_body` for any thread: the same request, limits and errors, but no
     total time limit, which only the main thread can keep with a timer.
 
-    The caller keeps that limit: :class:`~actors.pipeline.provider_client.ProviderClient`
+    The caller keeps that limit: :class:`~actors.pipeline.provider_check_client.ProviderCheckClient`
     runs this in a trio worker thread under ``trio.move_on_after(spec.request_timeout)``,
     abandons the thread when the limit passes and raises
     :func:`~actors.core.provider.contract.total_limit_exceeded`. An abandoned call ends

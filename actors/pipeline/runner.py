@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from datetime import datetime
+from functools import partial
 from typing import BinaryIO
 
 import trio
@@ -126,9 +127,12 @@ class ExportRunner:
                 # A rule this process checks fails on a batch whose answer came after
                 # every earlier batch was written: the worker writes batch n before it
                 # reads n+1's answer, and reports a failed write instead of that answer.
+                fetch_one = partial(
+                    self.provider.fetch_batch, definition, fetch=worker, trace_id=task.trace_id
+                )
                 async with contextlib.aclosing(
                     iterate_batches(
-                        self.provider,
+                        fetch_one,
                         definition,
                         task_id=task.id,
                         tenant_id=task.tenant_id,
@@ -136,8 +140,6 @@ class ExportRunner:
                         requested_by=task.requested_by,
                         dispatch_version=task.dispatch_version,
                         parameters=task.parameters,
-                        fetch=worker,
-                        trace_id=task.trace_id,
                     )
                 ) as stream:
                     async for summary in stream:

@@ -17,8 +17,9 @@ A business service exports its data by answering ``POST
   (``check_batch_rows``), the cursor advances and the run fits ``max-rows``
   (``BatchGuard``).
 
-Users: the Provider client (``actors/pipeline/provider_client.py``: the request, the
-cursor loop; ``actors/pipeline/provider_http.py``: HTTP, streaming limits, error mapping),
+Users: the Provider clients (``actors/pipeline/provider_requests.py``: the request;
+``actors/pipeline/cursor_loop.py``: the cursor loop; ``actors/pipeline/provider_http.py``:
+HTTP, streaming limits, error mapping),
 the export worker's decoder (``actors/pipeline/provider_decode.py``: the fast JSON decode)
 and the demo Provider (``web/demo_provider/``). Pure: no IO.
 
@@ -382,7 +383,7 @@ def _parse_total_rows(value: Any) -> int | None:
 def check_batch_rows(row_count: int, limit: int) -> None:
     """A batch holds at most the ``limit`` asked for (the registry's ``batch-size``): the one
     rows check, for a decoded batch (:func:`parse_batch_data`) and for one the worker
-    counted while streaming it (``actors/pipeline/provider_client.py``, provider-check).
+    counted while streaming it (``actors/pipeline/cursor_loop.py``).
 
     Raises:
         ProviderContractError: more rows than ``limit``.

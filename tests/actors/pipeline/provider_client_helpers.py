@@ -19,7 +19,7 @@ from urllib3.exceptions import (
 
 from actors.core.models import AppCode, ExportDefinition, ProviderBatch
 from actors.core.provider.request import BatchRequest
-from actors.pipeline.provider_client import ProviderClient
+from actors.pipeline.provider_check_client import ProviderCheckClient
 from tests.provider_server import Handler, serve_provider
 
 TOKEN = "internal-token"
@@ -75,10 +75,10 @@ def batch_data(**overrides: Any) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def serving(handler: Handler, **kwargs: Any) -> AsyncIterator[ProviderClient]:
+async def serving(handler: Handler, **kwargs: Any) -> AsyncIterator[ProviderCheckClient]:
     """A real server for ``handler`` and a client pointing at it (no worker)."""
     async with serve_provider(handler) as url:
-        client = ProviderClient({SERVICE: url}, TOKEN, **kwargs)
+        client = ProviderCheckClient({SERVICE: url}, TOKEN, **kwargs)
         try:
             yield client
         finally:
@@ -148,7 +148,7 @@ class FakePool:
 
 
 async def fetch_through(pool: FakePool, base_url: str = BASE_URL, **kwargs: Any) -> ProviderBatch:
-    client = ProviderClient({SERVICE: base_url}, TOKEN, pool=pool, **kwargs)
+    client = ProviderCheckClient({SERVICE: base_url}, TOKEN, pool=pool, **kwargs)
     batch: ProviderBatch = await client.fetch_batch(DEFINITION, make_request())
     return batch
 

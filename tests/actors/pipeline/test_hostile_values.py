@@ -30,8 +30,8 @@ from actors.core.models import ColumnType
 from actors.core.provider.batch_rules import BatchGuard
 from actors.core.provider.contract import MAX_TOTAL_ROWS
 from actors.core.provider.request import BatchRequest
-from actors.pipeline.provider_client import _encode
 from actors.pipeline.provider_decode import parse_batch_response
+from actors.pipeline.provider_requests import encode_request
 from actors.pipeline.xlsx_stream import XlsxStreamWriter
 
 #: Examples per run (about 15 s here). Derandomised, so every run checks the same batches;
@@ -177,7 +177,7 @@ def run_batch(body: bytes) -> int | None:
             total_rows=batch.total_rows,
         )
         # The next request echoes the cursor and token: they must be sendable.
-        _encode(
+        encode_request(
             BatchRequest(1, 0, "PLATFORM", 7, 1, {}, batch.next_cursor, batch.snapshot_token, 1)
         )
         assert batch.columns is not None

@@ -4,7 +4,7 @@ Each test runs the real path: :class:`ProviderClient` builds the request, a real
 worker process sends it (``actors/pipeline/provider_http.py``, urllib3) to a real HTTP
 server (``tests/provider_server.py``) and decodes the answer; the parent gets the summary,
 the metrics and the DEBUG line. ``export-center provider-check`` sends its requests through
-the same module from a thread (``test_provider_client.py``); the last tests here pin that
+the same module from a thread (``test_provider_check_client.py``); the last tests here pin that
 both entry points translate urllib3's errors alike, and the request rewrites provider-check
 makes (:meth:`FetchSpec.with_body`, :meth:`FetchSpec.with_header`).
 """

@@ -1,13 +1,14 @@
-"""Provider client (§10.1, §10.2, §9.1, §12, §14): error mapping, limits, cursor loop.
+"""One Provider request (§10.1, §10.2, §9.1, §12, §14): its shape, error mapping, limits.
 
-Each request goes the way ``export-center provider-check`` sends it: the client builds it
-and the service's one HTTP client (``actors/pipeline/provider_http.py``, urllib3) sends it
-from a trio thread to a real HTTP server on port 0 (``tests/provider_server.py``), whose
-fake Provider is a ``handler(httpx.Request) -> httpx.Response`` that may stream, drip or
-stall a body. urllib3's own errors that a real server cannot produce on demand (a connect
-timeout, a reset) come from a stand-in pool (:class:`RaisingPool`). One integration test
-runs the real demo Provider behind hypercorn. An export run sends the same requests from
-its worker process: ``test_provider_http.py``.
+Each request goes the way ``export-center provider-check`` sends it: the check's client
+(``actors/pipeline/provider_check_client.py``) builds it as an export run's client does
+(``actors/pipeline/provider_requests.py``), and the service's one HTTP client
+(``actors/pipeline/provider_http.py``, urllib3) sends it from a trio thread to a real HTTP
+server on port 0 (``tests/provider_server.py``), whose fake Provider is a
+``handler(httpx.Request) -> httpx.Response`` that may stream, drip or stall a body.
+urllib3's own errors that a real server cannot produce on demand (a connect timeout, a
+reset) come from a stand-in pool (:class:`FakePool`). An export run sends the same
+requests from its worker process: ``test_provider_http.py``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from actors.core.errors import (
     ProviderUnavailableError,
 )
 from actors.core.models import ColumnType
-from actors.pipeline.provider_client import ProviderClient
+from actors.core.tracing import parse_traceparent
+from actors.pipeline.provider_check_client import ProviderCheckClient
+from actors.pipeline.provider_requests import ProviderRequests
 from tests.actors.pipeline.provider_client_helpers import (
     BASE_URL,
     DEFINITION,
@@ -40,7 +43,6 @@ from tests.actors.pipeline.provider_client_helpers import (
     TRANSPORT_ERRORS,
     FakePool,
     FakeResponse,
-    RecordingObserver,
     answering,
     batch_data,
     envelope,
@@ -100,7 +102,7 @@ async def test_base_url_is_read_at_call_time() -> None:
         seen.append(str(request.url))
         return httpx.Response(200, json=envelope(batch_data()))
 
-    client = ProviderClient(urls, TOKEN)
+    client = ProviderCheckClient(urls, TOKEN)
     with pytest.raises(ProviderUnavailableError, match="no base URL"):
         await client.fetch_batch(DEFINITION, make_request())
     async with serve_provider(handler) as url:
@@ -140,18 +142,6 @@ async def test_unserialisable_parameters_raise_before_sending() -> None:
         async with serving(handler) as client:
             await client.fetch_batch(DEFINITION, request)
     assert sent == []
-
-
-async def test_observer_sees_every_request_with_outcome() -> None:
-    observer = RecordingObserver()
-    await fetch(answering(envelope(batch_data())), observer=observer)
-    with pytest.raises(ProviderUnavailableError):
-        await fetch(answering({}, status=503), observer=observer)
-    assert [(s, t, ok) for s, t, _, ok in observer.calls] == [
-        (SERVICE, "CUSTOMER_LIST", True),
-        (SERVICE, "CUSTOMER_LIST", False),
-    ]
-    assert all(seconds >= 0 for _, _, seconds, _ in observer.calls)
 
 
 # --- transport and HTTP status mapping (§9.1) --------------------------------------------
@@ -202,7 +192,7 @@ async def test_read_timeout_while_streaming_body_is_provider_unavailable() -> No
 
 
 async def test_a_refused_connection_is_unavailable() -> None:
-    client = ProviderClient({SERVICE: "http://127.0.0.1:1"}, TOKEN)
+    client = ProviderCheckClient({SERVICE: "http://127.0.0.1:1"}, TOKEN)
     with pytest.raises(ProviderUnavailableError) as info:
         await client.fetch_batch(DEFINITION, make_request())
     assert str(info.value) == (
@@ -218,7 +208,9 @@ async def test_a_request_the_provider_never_reads_hits_the_send_timeout() -> Non
         listener.bind(("127.0.0.1", 0))
         listener.listen()  # the kernel accepts; nobody reads
         port = listener.getsockname()[1]
-        client = ProviderClient({SERVICE: f"http://127.0.0.1:{port}"}, TOKEN, connect_timeout=0.5)
+        client = ProviderCheckClient(
+            {SERVICE: f"http://127.0.0.1:{port}"}, TOKEN, connect_timeout=0.5
+        )
         request = make_request(parameters={"blob": "x" * 16 * 1024 * 1024})
         with pytest.raises(ProviderUnavailableError) as info:
             await client.fetch_batch(DEFINITION, request)
@@ -232,7 +224,7 @@ async def test_a_request_the_provider_never_reads_hits_the_send_timeout() -> Non
 )
 async def test_an_unparsable_base_url_is_unavailable(base_url: str, quoted: str) -> None:
     """A configuration error: transient, as a fixed configuration applies to the retry."""
-    client = ProviderClient({SERVICE: base_url}, TOKEN)
+    client = ProviderCheckClient({SERVICE: base_url}, TOKEN)
     with pytest.raises(ProviderUnavailableError) as info:
         await client.fetch_batch(DEFINITION, make_request())
     assert str(info.value).startswith(f"provider {SERVICE} has an invalid base URL: {quoted}")
@@ -248,8 +240,33 @@ async def test_each_request_carries_section_14_timeouts() -> None:
     timeout = call["timeout"]
     assert (timeout.connect_timeout, timeout.read_timeout) == (3.0, 15.0)
     assert (call["redirect"], call["retries"], call["preload_content"]) == (False, False, False)
-    spec = ProviderClient({SERVICE: BASE_URL}, TOKEN).fetch_spec(DEFINITION, b"{}", None)
+    spec = ProviderCheckClient({SERVICE: BASE_URL}, TOKEN).fetch_spec(DEFINITION, b"{}", None)
     assert (spec.connect_timeout, spec.read_timeout, spec.request_timeout) == (3.0, 15.0, 60.0)
+
+
+def test_every_request_carries_the_trace_id_with_a_span_of_its_own() -> None:
+    """Issue 12: the export's trace id goes to the Provider on every batch request as a W3C
+    ``traceparent``, with a new span id each time (both clients build requests here)."""
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    requests = ProviderRequests({SERVICE: BASE_URL}, TOKEN)
+    headers = [
+        dict(requests.fetch_spec(DEFINITION, b"{}", trace).headers)["traceparent"] for _ in range(2)
+    ]
+    assert [parse_traceparent(h) for h in headers] == [trace, trace]
+    assert len({h.split("-")[2] for h in headers}) == 2
+
+
+@pytest.mark.parametrize("trace_id", [None, "", "NOT-A-TRACE", "0" * 32])
+async def test_no_traceparent_without_a_valid_trace_id(trace_id: str | None) -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json=envelope(batch_data()))
+
+    async with serving(handler) as client:
+        await client.fetch_batch(DEFINITION, make_request(), trace_id=trace_id)
+    assert "traceparent" not in seen[0].headers
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 302, 204])
