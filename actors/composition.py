@@ -426,7 +426,7 @@ async def build_components(
     workers: WorkerPool | None = None
     if settings.consumer_enabled:
         workers = WorkerPool(nice=settings.worker_nice, sched_idle=settings.worker_sched_idle)
-        runner = ExportRunner(store, storage, provider, registry, settings, workers)
+        runner = ExportRunner(store, provider, registry, settings, workers)
         gate = ClaimGate(store, settings)  # one per instance: fair share
         slots = [
             ConsumerSlot(

@@ -37,7 +37,7 @@ from actors.core.models import (
 )
 from actors.core.outcomes import ExportResult, NewTask
 from actors.pipeline.context import RunContext
-from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
+from actors.pipeline.storage import LocalDirectoryStorage
 from actors.runtime import Runtime, serve
 from actors.service.config import Settings, load_settings
 from actors.service.metrics import Metrics
@@ -193,15 +193,12 @@ async def claimed(store: ExportStore, settings: Settings, **kw: Any) -> Task:
     )
 
 
-async def start_file(store: ExportStore, storage: LocalDirectoryStorage, ctx: RunContext) -> str:
+async def start_file(ctx: RunContext) -> str:
     """What the real pipeline does first: record the key, create the file (a few bytes)."""
-    key = new_object_key(ctx.task.id)
-    assert await store.record_object_key(ctx.task, ctx.owner, key)
-    f = await storage.create(key)
-    ctx.object_key = key
-    f.write(b"partial xlsx bytes")
-    f.close()
-    return key
+    with await ctx.file.create() as f:
+        f.write(b"partial xlsx bytes")
+    assert ctx.file.key is not None
+    return ctx.file.key
 
 
 def make_slot(

@@ -1,8 +1,9 @@
 """One execution attempt's context, shared by the executor (``actors/supervised/execution.py``), its
 lease keeper and the pipeline.
 
-``RunContext`` carries the claimed task and the abort machinery: a trio cancel scope for
-the run; cancelling it kills the run's export worker process.
+``RunContext`` carries the claimed task, its export file (``actors/pipeline/run_file.py``)
+and the abort machinery: a trio cancel scope for the run; cancelling it kills the run's
+export worker process.
 """
 
 from __future__ import annotations
@@ -13,22 +14,23 @@ import trio
 
 from actors.core.models import Task
 from actors.core.outcomes import AbortReason
+from actors.pipeline.run_file import RunFile
 
 
 @dataclass
 class RunContext:
-    """One execution attempt: the claimed task plus its abort machinery.
+    """One execution attempt: the claimed task, its file, and its abort machinery.
 
     ``abort`` records the first reason and cancels ``scope`` (the run's worker process
-    dies with it). ``object_key`` is set by the pipeline as soon as it has created the
-    file, so every failure path can delete it (§9.5).
+    dies with it). ``file`` is the attempt's export file: the pipeline creates it, the
+    executor keeps or deletes it as the settlement says (§9.5).
     """
 
     task: Task
     owner: str
+    file: RunFile
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     abort_reason: AbortReason | None = None
-    object_key: str | None = None
     #: Process id of the run's export worker while it runs (tests and diagnostics).
     worker_pid: int | None = None
     #: ``trio.current_time()`` of the claim or of the last lease renewal that landed:

@@ -39,7 +39,6 @@ import contextlib
 import logging
 from datetime import datetime
 from functools import partial
-from typing import BinaryIO
 
 import trio
 
@@ -57,7 +56,7 @@ from actors.pipeline.context import RunContext
 from actors.pipeline.cursor_loop import iterate_batches
 from actors.pipeline.export_worker import ExportWorker, WorkerPool, open_export_worker
 from actors.pipeline.provider_client import ProviderClient
-from actors.pipeline.storage import XLSX_CONTENT_TYPE, ExportStorage, new_object_key
+from actors.pipeline.storage import XLSX_CONTENT_TYPE
 from actors.service.config import Settings
 
 log = logging.getLogger(__name__)
@@ -82,14 +81,12 @@ class ExportRunner:
     def __init__(
         self,
         store: RunStore,
-        storage: ExportStorage,
         provider: ProviderClient,
         registry: RegistryView,
         settings: Settings,
         workers: WorkerPool | None = None,
     ) -> None:
         self.store = store
-        self.storage = storage
         self.provider = provider
         self.registry = registry
         self.settings = settings
@@ -105,11 +102,7 @@ class ExportRunner:
         definition = self.registry.current.get(task.export_type)
         if definition is None:
             raise PermanentExportError(f"export type {task.export_type} is no longer registered")
-        key = new_object_key(task.id)
-        if not await self.store.record_object_key(task, ctx.owner, key):
-            raise ExportAbortedError("export aborted: lease lost before writing")
-        out: BinaryIO = await self.storage.create(key)
-        ctx.object_key = key
+        out = await ctx.file.create()
         total_estimate: int | None = None
         batches = 0
         progress = _Progress(self.store, ctx, self.settings.progress_write_seconds)
@@ -172,8 +165,9 @@ class ExportRunner:
                 )
             _log_summary(task.id, worker, size, batches, trio.current_time() - started)
         out.close()  # the worker has flushed and fsynced the file through its descriptor
+        assert ctx.file.key is not None  # created above
         return ExportResult(
-            object_key=key,
+            object_key=ctx.file.key,
             file_name=download_file_name(task.task_name, datetime.now()),
             content_type=XLSX_CONTENT_TYPE,
             size_bytes=size,

@@ -61,6 +61,7 @@ from actors.core.settlement import (
 )
 from actors.core.tracing import run_trace_id
 from actors.pipeline.context import RunContext
+from actors.pipeline.run_file import RunFile
 from actors.service.config import Settings
 from actors.service.metrics import Metrics
 from actors.supervised.lease_keeper import LeaseKeeper, Unsettled
@@ -138,7 +139,12 @@ class TaskExecutor:
             await self._execute(task)
 
     async def _execute(self, task: Task) -> None:
-        ctx = RunContext(task, self.owner, lease_renewed_at=trio.current_time())
+        ctx = RunContext(
+            task,
+            self.owner,
+            RunFile(task, self.owner, self.store, self.storage),
+            lease_renewed_at=trio.current_time(),
+        )
         self.current = ctx
         self.local.track_run(task.id, ctx.wake_for_cancel)
         started = trio.current_time()
@@ -244,7 +250,7 @@ class TaskExecutor:
             )
             return
         # Lost commit (§8.4): the file is an orphan; delete it, then see why.
-        await self._delete_file(ctx)
+        await ctx.file.discard()
         past_deadline = await self.lease.settle_write(
             ctx,
             "the deadline check",
@@ -273,7 +279,7 @@ class TaskExecutor:
         """Carry out the settlement of a run that produced no file."""
         task = ctx.task
         if settlement.file == FileFate.DELETE:
-            await self._delete_file(ctx)
+            await ctx.file.discard()
         if settlement.write == Write.RELEASE_SHIELDED:
             # Hand the task back now instead of letting the lease run out (§14); the
             # shield lets this one write finish even as the process winds down.
@@ -425,12 +431,3 @@ class TaskExecutor:
                 task.id,
                 task.dispatch_version,
             )
-
-    async def _delete_file(self, ctx: RunContext) -> None:
-        if ctx.object_key is None:
-            return
-        try:
-            await self.storage.delete(ctx.object_key)
-        except Exception:
-            # §9.5: a failed delete is only a WARN; the orphan scan removes it later.
-            log.warning("could not delete %s; the orphan scan will", ctx.object_key, exc_info=True)

@@ -42,7 +42,7 @@ async def test_a_cancel_in_this_process_wakes_the_run_at_once(
     started = trio.Event()
 
     async def pipeline(ctx: RunContext) -> ExportResult:
-        keys.append(await start_file(store, storage, ctx))
+        keys.append(await start_file(ctx))
         started.set()
         await trio.sleep(10_000)  # between batches: only the abort ends this
         raise AssertionError("not reached")
@@ -91,7 +91,7 @@ async def test_a_cancel_on_another_instance_ends_the_run_at_its_next_heartbeat(
     keys: list[str] = []
 
     async def pipeline(ctx: RunContext) -> ExportResult:
-        keys.append(await start_file(store, storage, ctx))
+        keys.append(await start_file(ctx))
         assert (await store.cancel_task(task.id, MESSAGE)) is not None
         await trio.sleep(10_000)
         raise AssertionError("not reached")
@@ -125,7 +125,7 @@ async def test_cancel_racing_the_final_commit_leaves_no_file_for_the_loser(
         async def pipeline(
             ctx: RunContext, keys: list[str] = keys, returning: trio.Event = returning
         ) -> ExportResult:
-            key = await start_file(store, storage, ctx)
+            key = await start_file(ctx)
             keys.append(key)
             returning.set()
             return ExportResult(key, "customers.xlsx", "application/x", 18, 1)

@@ -26,7 +26,7 @@ from actors.core.outcomes import ExportResult
 from actors.pipeline.context import RunContext
 from actors.pipeline.provider_client import ProviderClient
 from actors.pipeline.runner import ExportRunner
-from actors.pipeline.storage import LocalDirectoryStorage, StoredObject, new_object_key
+from actors.pipeline.storage import LocalDirectoryStorage, StoredObject
 from actors.service.config import Settings
 from actors.service.metrics import Metrics
 from actors.service.registry_source import RegistryHolder
@@ -65,14 +65,12 @@ async def claimed(store: ExportStore, settings: Settings, **kw: Any) -> Task:
     )
 
 
-async def write_file(store: ExportStore, storage: LocalDirectoryStorage, ctx: RunContext) -> str:
-    key = new_object_key(ctx.task.id)
-    assert await store.record_object_key(ctx.task, ctx.owner, key)
-    f = await storage.create(key)
-    f.write(b"xlsx bytes")
-    f.close()
-    ctx.object_key = key
-    return key
+async def write_file(ctx: RunContext) -> str:
+    """What a run does with its file, in short: recorded, created and written."""
+    with await ctx.file.create() as f:
+        f.write(b"xlsx bytes")
+    assert ctx.file.key is not None
+    return ctx.file.key
 
 
 async def outage(faulty: FaultyDatabase, start: float, end: float) -> None:
@@ -104,7 +102,7 @@ async def test_settling_retries_through_an_outage_and_records_the_real_outcome(
     task = await claimed(fs, settings)
 
     async def pipeline(ctx: RunContext) -> ExportResult:
-        key = await write_file(fs, storage, ctx)
+        key = await write_file(ctx)
         faulty.down = True
         if ending == "transient":
             raise ProviderUnavailableError("provider answered HTTP 503")
@@ -153,7 +151,7 @@ async def test_an_outage_past_the_lease_margin_leaves_the_real_cause_to_the_reco
     keys: list[str] = []
 
     async def pipeline(ctx: RunContext) -> ExportResult:
-        keys.append(await write_file(fs, storage, ctx))
+        keys.append(await write_file(ctx))
         faulty.down = True
         if ending == "transient":
             raise ProviderUnavailableError("provider answered HTTP 503")
@@ -193,7 +191,7 @@ async def test_a_database_error_escaping_the_run_hands_the_task_back_uncounted(
     task = await claimed(store, settings)
 
     async def pipeline(ctx: RunContext) -> ExportResult:
-        await write_file(store, storage, ctx)
+        await write_file(ctx)
         raise DatabaseUnavailableError("cannot connect to MySQL: (2003, ...)")
 
     await make_executor(store, storage, settings, metrics, pipeline).execute(task)
@@ -221,7 +219,7 @@ async def test_a_watchdog_outage_hands_the_task_back_if_the_database_returns_in_
     t0 = trio.current_time()
 
     async def pipeline(ctx: RunContext) -> ExportResult:
-        await write_file(fs, storage, ctx)
+        await write_file(ctx)
         await trio.sleep(1000)
         raise AssertionError("only the abort ends this")
 
@@ -294,7 +292,6 @@ async def test_failed_progress_writes_are_skipped_and_cost_no_attempt(
         client = ProviderClient({SERVICE: url}, "token")
         runner = ExportRunner(
             fs,
-            storage,
             client,
             RegistryHolder(Registry({"CUSTOMER_LIST": DEFINITION})),
             settings,
@@ -445,7 +442,7 @@ async def test_a_second_delivery_of_a_task_held_by_another_slot_is_acked_without
     release = trio.Event()
 
     async def pipeline(ctx: RunContext) -> ExportResult:
-        key = await write_file(fs, storage, ctx)
+        key = await write_file(ctx)
         running.set()
         await release.wait()
         return ExportResult(key, "f.xlsx", "x", 10, 1)

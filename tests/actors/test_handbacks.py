@@ -59,7 +59,7 @@ async def test_a_task_handed_back_again_and_again_ends_failed_saying_why(
     ending = ""
 
     async def run(ctx: RunContext) -> ExportResult:
-        await start_file(fs, storage, ctx)
+        await start_file(ctx)
         if ending == "database":
             raise DatabaseUnavailableError("cannot connect to MySQL: (2003, ...)")
         await trio.sleep(1000)  # a long export: only an abort ends it

@@ -73,7 +73,7 @@ async def test_a_worker_killed_mid_run_costs_one_attempt_and_the_retry_succeeds(
     task_id = await create_export(service, 30_000)
     with caplog.at_level(logging.WARNING, logger="actors.supervised"):
         ctx = await running_worker(service, task_id)
-        first_key, pid = ctx.object_key, ctx.worker_pid
+        first_key, pid = ctx.file.key, ctx.worker_pid
         assert first_key is not None and pid is not None
         os.kill(pid, signal.SIGKILL)
         async with client_for(service) as client:
@@ -103,7 +103,7 @@ async def test_a_lost_lease_kills_the_worker_within_a_second(service: Runtime) -
     task_id = await create_export(service, 200_000)
     ctx = await running_worker(service, task_id)
     pid = ctx.worker_pid
-    assert pid is not None and ctx.object_key is not None
+    assert pid is not None and ctx.file.key is not None
     await exec_sql(
         service.store,
         "UPDATE file_export_task SET lease_owner = 'another-instance' WHERE id = :id",
@@ -116,7 +116,7 @@ async def test_a_lost_lease_kills_the_worker_within_a_second(service: Runtime) -
         while alive(pid):
             await trio.sleep(0.005)
     with trio.fail_after(10):
-        while await service.storage.size(ctx.object_key) is not None:
+        while await service.storage.size(ctx.file.key) is not None:
             await trio.sleep(0.02)
     assert ctx.abort_reason.value == "lease_lost"
 

@@ -124,9 +124,9 @@ class RunStore(Protocol):
         ...
 
 
-class ExecutionStore(ClaimStore, Protocol):
+class ExecutionStore(ClaimStore, RunStore, Protocol):
     """What a consumer slot uses: claims (through its gate), and, through its executor,
-    the lease and settling the run (``db.store.execution``)."""
+    the run's file key, the lease and settling the run (``db.store.execution``)."""
 
     async def renew_lease(self, task: Task, owner: str, lease_seconds: float) -> bool:
         """Renew the lease; ``False``: lost, version changed or deadline passed."""

@@ -5,7 +5,7 @@ client; only the Provider is fake (a real HTTP server, ``tests/provider_server.p
 answering each batch request the worker process sends, in this test's loop). Each test
 checks what the runner promises its consumer slot: progress written after each batch, the
 object key recorded before the file is written, the file closed and the result's fields
-true to the file, errors propagated with the partial file left at ``ctx.object_key`` for
+true to the file, errors propagated with the partial file left at ``ctx.file.key`` for
 the slot to delete.
 """
 
@@ -32,10 +32,11 @@ from actors.core.errors import (
     ProviderContractError,
     ProviderUnavailableError,
 )
-from actors.core.models import AppCode, ExportDefinition, Registry
+from actors.core.models import AppCode, ExportDefinition, Registry, Task
 from actors.core.text import content_disposition
 from actors.pipeline.context import RunContext
 from actors.pipeline.provider_client import ProviderClient
+from actors.pipeline.run_file import RunFile
 from actors.pipeline.runner import ExportRunner, download_file_name
 from actors.pipeline.storage import XLSX_CONTENT_TYPE, LocalDirectoryStorage
 from actors.service.config import Settings
@@ -87,7 +88,6 @@ def ok(data: dict) -> httpx.Response:
 
 async def run(
     store: ExportStore,
-    storage: LocalDirectoryStorage,
     settings: Settings,
     answer: Answer,
     ctx: RunContext,
@@ -102,7 +102,6 @@ async def run(
         client = ProviderClient({SERVICE: url}, "token")
         runner = ExportRunner(
             store,
-            storage,
             client,
             RegistryHolder(registry or Registry({"CUSTOMER_LIST": DEFINITION})),
             settings,
@@ -110,9 +109,17 @@ async def run(
         return await runner(ctx)
 
 
-async def claimed(store: ExportStore, settings: Settings) -> RunContext:
-    task = await create(store)
-    return RunContext(await claim(store, task, settings.instance_id), settings.instance_id)
+def run_context(
+    task: Task, owner: str, store: ExportStore, storage: LocalDirectoryStorage
+) -> RunContext:
+    return RunContext(task, owner, RunFile(task, owner, store, storage))
+
+
+async def claimed(
+    store: ExportStore, storage: LocalDirectoryStorage, settings: Settings
+) -> RunContext:
+    task = await claim(store, await create(store), settings.instance_id)
+    return run_context(task, settings.instance_id, store, storage)
 
 
 def open_in_this_process(path: Path) -> bool:
@@ -142,7 +149,7 @@ async def test_a_run_writes_every_batch_reports_progress_and_returns_the_file(
     which holds every row, and the runner has closed it."""
     settings = settings.model_copy(update={"progress_write_seconds": 0.0})
     batches = 6
-    ctx = await claimed(store, settings)
+    ctx = await claimed(store, storage, settings)
     seen: list[tuple[int, str | None, bool]] = []
 
     async def answer(n: int) -> httpx.Response:
@@ -152,7 +159,7 @@ async def test_a_run_writes_every_batch_reports_progress_and_returns_the_file(
         return ok(batch(n, batches))
 
     before = datetime.now().replace(microsecond=0)
-    result = await run(store, storage, settings, answer, ctx)
+    result = await run(store, settings, answer, ctx)
 
     key = result.object_key
     assert [s[1:] for s in seen] == [(key, True)] * batches
@@ -160,7 +167,7 @@ async def test_a_run_writes_every_batch_reports_progress_and_returns_the_file(
     total = batches * ROWS_PER_BATCH
     after = await store.get_task(ctx.task.id)
     assert (after.processed_rows, after.total_rows, after.object_key) == (total, total, key)
-    assert ctx.object_key == key and ctx.worker_pid is not None
+    assert ctx.file.key == key and ctx.worker_pid is not None
 
     path = storage.path_for(key)
     assert not open_in_this_process(path)
@@ -189,14 +196,14 @@ async def test_progress_is_written_at_most_once_per_interval_and_at_the_end(
     figure until the run's final write, which is always made."""
     settings = settings.model_copy(update={"progress_write_seconds": 60.0})
     batches = 6
-    ctx = await claimed(store, settings)
+    ctx = await claimed(store, storage, settings)
     seen: list[int] = []
 
     async def answer(n: int) -> httpx.Response:
         seen.append((await store.get_task(ctx.task.id)).processed_rows)
         return ok(batch(n, batches))
 
-    result = await run(store, storage, settings, answer, ctx)
+    result = await run(store, settings, answer, ctx)
 
     assert seen == [0, 0] + [ROWS_PER_BATCH] * 4
     after = await store.get_task(ctx.task.id)
@@ -209,12 +216,12 @@ async def test_fewer_rows_than_announced_keep_the_announced_total(
 ) -> None:
     """The Provider announces 1,000 rows and sends 100: the result counts the rows written
     and keeps the announced total (the shortfall is a data warning, not an error)."""
-    ctx = await claimed(store, settings)
+    ctx = await claimed(store, storage, settings)
 
     async def answer(n: int) -> httpx.Response:
         return ok({**batch(n, 2), "totalRows": 1000})
 
-    result = await run(store, storage, settings, answer, ctx)
+    result = await run(store, settings, answer, ctx)
     assert (result.rows, result.total_rows) == (100, 1000)
 
 
@@ -227,13 +234,13 @@ async def test_data_warnings_are_logged_once_per_run(
 ) -> None:
     """Three batches, each with one cell over the XLSX limit of 32,767 characters: the
     run succeeds with the cells truncated and logs one summary line, not one per cell."""
-    ctx = await claimed(store, settings)
+    ctx = await claimed(store, storage, settings)
 
     async def answer(n: int) -> httpx.Response:
         return ok(batch(n, 3, name=lambda i: "x" * 40_000 if i % 50 == 0 else f"row {i}"))
 
     with caplog.at_level(logging.WARNING, logger="actors.pipeline.runner"):
-        result = await run(store, storage, settings, answer, ctx)
+        result = await run(store, settings, answer, ctx)
     assert result.rows == 150
     [line] = [r.getMessage() for r in caplog.records if "provider data warnings" in r.message]
     assert f"task {ctx.task.id} v1" in line and "after 150 rows in 3 batches" in line
@@ -262,21 +269,21 @@ async def test_a_provider_error_propagates_and_leaves_the_partial_file_for_the_s
 ) -> None:
     """The Provider fails on the third batch: its error reaches the caller unchanged (the
     slot settles by its class), the worker is gone, the file is closed and left in place
-    at ``ctx.object_key`` (the slot deletes it by that key), and the task row still names
+    at ``ctx.file.key`` (the slot deletes it by that key), and the task row still names
     it."""
-    ctx = await claimed(store, settings)
+    ctx = await claimed(store, storage, settings)
 
     async def answer(n: int) -> httpx.Response:
         return response if n == 2 else ok(batch(n, 5))
 
     with pytest.raises(error, match=message):
-        await run(store, storage, settings, answer, ctx)
-    assert ctx.object_key is not None
-    path = storage.path_for(ctx.object_key)
+        await run(store, settings, answer, ctx)
+    assert ctx.file.key is not None
+    path = storage.path_for(ctx.file.key)
     assert path.exists() and not open_in_this_process(path)
     assert ctx.worker_pid is not None and not Path(f"/proc/{ctx.worker_pid}").exists()
-    assert (await store.get_task(ctx.task.id)).object_key == ctx.object_key
-    assert [o.key for o in await storage.list_objects()] == [ctx.object_key]
+    assert (await store.get_task(ctx.task.id)).object_key == ctx.file.key
+    assert [o.key for o in await storage.list_objects()] == [ctx.file.key]
 
 
 @on_sqlite
@@ -288,7 +295,7 @@ async def test_a_failed_write_outranks_a_later_batchs_failed_check(
     fails with the earlier failure — permanent max-rows, not a transient cursor error that
     would be retried: the worker writes batch 1 before it reads batch 2's answer and
     reports the failed write instead."""
-    ctx = await claimed(store, settings)
+    ctx = await claimed(store, storage, settings)
     slow = "&" * 20_000  # escaped character by character: batch 1 takes a while to write
 
     async def answer(n: int) -> httpx.Response:
@@ -300,7 +307,7 @@ async def test_a_failed_write_outranks_a_later_batchs_failed_check(
 
     registry = Registry({"CUSTOMER_LIST": replace(DEFINITION, max_rows=40)})
     with pytest.raises(LimitExceededError, match="max-rows 40"):
-        await run(store, storage, settings, answer, ctx, registry)
+        await run(store, settings, answer, ctx, registry)
 
 
 @on_sqlite
@@ -311,14 +318,14 @@ async def test_a_lost_lease_stops_the_run_before_any_file_exists(
     aborted before a file is created or the Provider is asked."""
     task = await create(store)
     await claim(store, task, "other-instance")
-    ctx = RunContext(await store.get_task(task.id), settings.instance_id)
+    ctx = run_context(await store.get_task(task.id), settings.instance_id, store, storage)
 
     async def answer(n: int) -> httpx.Response:
         raise AssertionError("the Provider must not be asked")
 
     with pytest.raises(ExportAbortedError, match="lease lost before writing"):
-        await run(store, storage, settings, answer, ctx)
-    assert ctx.object_key is None and await storage.list_objects() == []
+        await run(store, settings, answer, ctx)
+    assert ctx.file.key is None and await storage.list_objects() == []
     assert (await store.get_task(task.id)).object_key is None
 
 
@@ -328,13 +335,13 @@ async def test_an_export_type_no_longer_registered_fails_permanently_before_writ
 ) -> None:
     """The registry is read at execution time: a type removed since the task was created
     fails it for good, with nothing recorded and no file."""
-    ctx = await claimed(store, settings)
+    ctx = await claimed(store, storage, settings)
 
     async def answer(n: int) -> httpx.Response:
         raise AssertionError("the Provider must not be asked")
 
     with pytest.raises(PermanentExportError, match="CUSTOMER_LIST is no longer registered"):
-        await run(store, storage, settings, answer, ctx, registry=Registry({}))
+        await run(store, settings, answer, ctx, registry=Registry({}))
     assert await storage.list_objects() == []
     assert (await store.get_task(ctx.task.id)).object_key is None
 

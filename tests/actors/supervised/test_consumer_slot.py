@@ -41,7 +41,7 @@ async def test_claimed_command_is_acked_before_the_export_runs(
 
     async def pipeline(ctx: RunContext) -> ExportResult:
         delivery.events.append("run")
-        key = await start_file(store, storage, ctx)
+        key = await start_file(ctx)
         return ExportResult(key, "f.xlsx", "x", 18, 1)
 
     await make_slot(store, storage, settings, metrics, pipeline).handle(delivery)
@@ -112,7 +112,7 @@ def signalling_pipeline(
 
     async def pipeline(ctx: RunContext) -> ExportResult:
         ran.set()
-        key = await start_file(store, storage, ctx)
+        key = await start_file(ctx)
         return ExportResult(key, "f.xlsx", "x", 18, 1)
 
     return ran, pipeline

@@ -36,7 +36,7 @@ async def test_watchdog_keeps_a_slow_final_write_alive(
     renewals_seen: list[object] = []
 
     async def pipeline(ctx: RunContext) -> ExportResult:
-        key = await start_file(store, storage, ctx)
+        key = await start_file(ctx)
         for _ in range(7):  # 35 s "final write" against a 10 s lease
             await trio.sleep(5)
             assert (await reconciler.reconcile_once())["lease_recover"] == 0
@@ -62,7 +62,7 @@ async def test_lost_lease_aborts_the_run_and_leaves_no_file(
     keys: list[str] = []
 
     async def pipeline(ctx: RunContext) -> ExportResult:
-        keys.append(await start_file(store, storage, ctx))
+        keys.append(await start_file(ctx))
         # Someone else takes the task over (as lease recovery would): version + owner change.
         await exec_sql(
             store,
@@ -103,7 +103,7 @@ async def test_a_failing_watchdog_aborts_the_run(
         raise OSError("database unreachable")
 
     async def pipeline(ctx: RunContext) -> ExportResult:
-        keys.append(await start_file(store, storage, ctx))
+        keys.append(await start_file(ctx))
         monkeypatch.setattr(store, "renew_lease", broken_renew)
         await trio.sleep(10_000)
         raise AssertionError("not reached")
@@ -125,7 +125,7 @@ async def test_deadline_aborts_the_run_and_schedules_a_retry_naming_the_limit(
     task = await claimed(store, settings)
 
     async def pipeline(ctx: RunContext) -> ExportResult:
-        await start_file(store, storage, ctx)
+        await start_file(ctx)
         await trio.sleep(10_000)
         raise AssertionError("not reached")
 
@@ -159,7 +159,7 @@ async def test_commit_racing_past_the_deadline_deletes_the_file_and_retries(
     keys: list[str] = []
 
     async def pipeline(ctx: RunContext) -> ExportResult:
-        keys.append(await start_file(store, storage, ctx))
+        keys.append(await start_file(ctx))
         return ExportResult(keys[0], "f.xlsx", "x", 18, 1)
 
     executor = make_executor(store, storage, settings, metrics, pipeline)
@@ -185,7 +185,7 @@ async def test_permanent_error_fails_the_task_and_deletes_the_file(
     task = await claimed(store, settings)
 
     async def pipeline(ctx: RunContext) -> ExportResult:
-        await start_file(store, storage, ctx)
+        await start_file(ctx)
         raise LimitExceededError("export exceeds max-rows 10")
 
     await make_executor(store, storage, settings, metrics, pipeline).execute(task)
@@ -206,7 +206,7 @@ async def test_transient_error_schedules_a_retry_with_backoff(
     task = await claimed(store, settings)
 
     async def pipeline(ctx: RunContext) -> ExportResult:
-        await start_file(store, storage, ctx)
+        await start_file(ctx)
         raise ProviderUnavailableError("provider answered HTTP 503")
 
     await make_executor(store, storage, settings, metrics, pipeline).execute(task)
@@ -230,7 +230,7 @@ async def test_commit_lost_to_a_new_version_deletes_the_file_and_writes_nothing(
     keys: list[str] = []
 
     async def pipeline(ctx: RunContext) -> ExportResult:
-        keys.append(await start_file(store, storage, ctx))
+        keys.append(await start_file(ctx))
         # Between the last write and the commit the task moves on to version 2.
         await exec_sql(
             store,

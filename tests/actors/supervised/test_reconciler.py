@@ -283,14 +283,12 @@ async def test_a_queued_task_is_not_starved_by_redispatch(
     files: list[str] = []
 
     async def pipeline(ctx: RunContext) -> ExportResult:
-        key = new_object_key(ctx.task.id)
-        assert await store.record_object_key(ctx.task, ctx.owner, key)
-        (await storage.create(key)).close()
-        ctx.object_key = key
-        files.append(key)
+        (await ctx.file.create()).close()
+        assert ctx.file.key is not None
+        files.append(ctx.file.key)
         if len(files) == 1:
             await release_first.wait()  # the first export occupies the only slot
-        return ExportResult(key, "f.xlsx", "x", 0, 0)
+        return ExportResult(ctx.file.key, "f.xlsx", "x", 0, 0)
 
     slot = ConsumerSlot("slot-0", store, bus, storage, settings, metrics, pipeline, trio.Event())
     first = await create(store, user_id=1)
@@ -330,11 +328,10 @@ async def test_duplicate_commands_run_once(
 
     async def pipeline(ctx: RunContext) -> ExportResult:
         runs.append(ctx.task.id)
-        key = new_object_key(ctx.task.id)
-        (await storage.create(key)).close()
-        ctx.object_key = key
+        (await ctx.file.create()).close()
+        assert ctx.file.key is not None
         await trio.sleep(5)
-        return ExportResult(key, "f.xlsx", "x", 0, 0)
+        return ExportResult(ctx.file.key, "f.xlsx", "x", 0, 0)
 
     task = await create(store)
     [row] = await store.claim_due_outbox("pub", 60, 10)
