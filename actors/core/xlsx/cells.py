@@ -25,7 +25,9 @@ Rules (§11 "通用 XLSX Writer", §12 limits):
   so no data is lost and the export does not fail.
 
 Every string cell, whatever the column, gets two guards: the formula-injection guard (text
-starting with ``= + - @ TAB CR`` gets a leading apostrophe, §11) and truncation to Excel's
+whose first written character is one of ``= + - @ TAB CR LF`` or a full-width ``＝ ＋ － ＠``
+gets a leading apostrophe, §11; characters XML forbids are dropped when the cell is
+written, so the guard looks past them) and truncation to Excel's
 32767-character limit (§11, §12), counted in UTF-16 code units as Excel counts them.
 Lone UTF-16 surrogates (legal in JSON, illegal in XML) are replaced with U+FFFD.
 
@@ -55,8 +57,13 @@ MAX_EXACT_INTEGER = 2**53
 #: Digits of MAX_EXACT_INTEGER: a digit string longer than this (leading zeros aside) is
 #: beyond it without converting it.
 _EXACT_DIGITS = len(str(MAX_EXACT_INTEGER))
-#: First characters that make Excel (or a CSV re-import) evaluate text as a formula (§11).
-FORMULA_TRIGGERS = "=+-@\t\r"
+#: First characters that make Excel (or a CSV re-import) evaluate text as a formula (§11),
+#: with LF (a CSV reader may start a new field there) and the full-width forms of = + - @
+#: (an input method may turn them into the ASCII ones when the cell is edited).
+FORMULA_TRIGGERS = "=+-@\t\r\n\uff1d\uff0b\uff0d\uff20"
+#: Characters XML 1.0 forbids: C0 controls except TAB, LF and CR; U+FFFE, U+FFFF. The sheet
+#: writer drops them (``sheet_xml.escape_text``), so the injection guard looks past them.
+XML_DROPPED = "".join(map(chr, [*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20)])) + "\ufffe\uffff"
 #: Earliest date Excel can display (serial 1 in the 1900 date system).
 EXCEL_MIN_DATETIME = datetime(1900, 1, 1)
 
@@ -159,7 +166,10 @@ def text_cell(text: str, warning: str | None = None, *, invalid: bool = False) -
     """
     if not text.isascii():
         text = _replace_lone_surrogates(text)
-    if text and text[0] in FORMULA_TRIGGERS:
+    # The guard judges the first character that will be written: the writer drops what
+    # XML forbids, so "\x00=1" would otherwise reach the file as "=1".
+    head = text.lstrip(XML_DROPPED) if text and text[0] in XML_DROPPED else text
+    if head and head[0] in FORMULA_TRIGGERS:
         text = "'" + text
     return _limited(text, warning, invalid)
 

@@ -49,6 +49,7 @@ from actors.core.xlsx.cells import (
     EXCEL_MIN_DATETIME,
     FORMULA_TRIGGERS,
     MAX_EXACT_INTEGER,
+    XML_DROPPED,
     Cell,
     parse_datetime_text,
     to_cell,
@@ -73,10 +74,10 @@ _SECONDS_PER_DAY = 86_400.0
 
 # What XML text cannot carry as is. Characters XML 1.0 forbids are removed; CR becomes a
 # character reference so that parsers keep it (they turn a literal CR into LF).
-_XML_SPECIAL = re.compile("[&<>\r\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_XML_SPECIAL = re.compile("[" + re.escape("&<>\r" + XML_DROPPED) + "]")
 # The fast string path's one check: anything to escape, or a lone surrogate (which
 # cells.text_cell replaces), sends the value to the full rules.
-_NOT_PLAIN = re.compile("[&<>\r\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+_NOT_PLAIN = re.compile("[" + re.escape("&<>\r" + XML_DROPPED) + "\ud800-\udfff]")
 # Excel's own escape of a character in cell text: "_x" + 4 hex digits + "_".
 _EXCEL_ESCAPE = re.compile("_x[0-9A-Fa-f]{4}_")
 # Whitespace an XML reader may drop at the ends of a text without xml:space="preserve".
