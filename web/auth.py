@@ -1,7 +1,8 @@
 """Authentication: HS256 JWTs via PyJWT, sent as a bearer header or a session cookie.
 
 Claims: ``sub`` (user id), ``tenant_id``, ``app_code`` (PLATFORM | MERCHANT), ``perms``
-(list of permission codes), ``exp``. Ids are carried as strings (64-bit).
+(list of permission codes), ``exp``. Ids are carried as strings (64-bit). What they mean
+is read strictly, in one place: ``actors/core/http/claims.py``.
 
 Every API route takes its caller from :func:`request_principal`: the ``Authorization:
 Bearer`` header when present, else the session cookie that ``POST /api/platform/v1/session``
@@ -17,6 +18,7 @@ from collections.abc import Iterable
 import jwt
 from quart import request
 
+from actors.core.http.claims import ClaimError, parse_claims
 from actors.core.http.session import Credential, csrf_key, decide_credential
 from actors.core.models import AppCode, Principal
 from web.access_log import note_user
@@ -126,24 +128,8 @@ def principal_from_token(secret: str, token: str) -> tuple[Principal, int]:
     except jwt.InvalidTokenError as exc:
         raise ApiError("401", f"invalid token: {exc}", http_status=401) from None
     try:
-        perms = claims.get("perms", [])
-        if not isinstance(perms, list) or not all(isinstance(p, str) for p in perms):
-            raise ValueError("perms must be a list of strings")
-        user_id, tenant_id = int(claims["sub"]), int(claims["tenant_id"])
-        if not (0 <= user_id < 2**63 and 0 <= tenant_id < 2**63):
-            raise ValueError("sub and tenant_id must be 64-bit ids")
-        exp = claims["exp"]  # PyJWT has checked it is a number in the future
-        if isinstance(exp, bool) or not isinstance(exp, int | float):
-            raise ValueError("exp must be a number")
-        expires_at = int(exp)
-        principal = Principal(
-            user_id=user_id,
-            tenant_id=tenant_id,
-            app_code=AppCode(str(claims["app_code"])),
-            perms=frozenset(perms),
-        )
-        return principal, expires_at
-    except (KeyError, TypeError, ValueError) as exc:
+        return parse_claims(claims)
+    except ClaimError as exc:
         raise ApiError("401", f"invalid token claims: {exc}", http_status=401) from None
 
 

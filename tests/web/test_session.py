@@ -12,6 +12,7 @@ import logging
 import time
 
 import httpx
+import jwt
 import pytest
 
 from actors.core.http.session import CookieSecure
@@ -110,6 +111,25 @@ async def test_an_expired_token_cannot_sign_in(url: str) -> None:
         expired = token_of(now=time.time() - 7200, ttl=3600)
         response = await sign_in(c, expired)
         assert response.status_code == 401 and response.json()["message"] == "token expired"
+        assert not c.cookies
+
+
+async def test_a_token_expiring_after_the_year_9999_is_refused_not_a_500(url: str) -> None:
+    """Issue 24 item 3: a validly signed token whose exp lies past 9999 made both session
+    routes answer 500 (a date that cannot be shown). It is an invalid token: 401."""
+    far = jwt.encode(
+        {"sub": "7", "tenant_id": "0", "app_code": "PLATFORM", "exp": 10**12},
+        API_SECRET,
+        algorithm="HS256",
+    )
+    async with client(url) as c:
+        for response in (
+            await sign_in(c, far),
+            await c.get(SESSION, headers={"Authorization": f"Bearer {far}"}),
+            await c.get(API, headers={"Authorization": f"Bearer {far}"}),
+        ):
+            assert response.status_code == 401, response.text
+            assert response.json()["message"].startswith("invalid token claims: exp must be")
         assert not c.cookies
 
 
