@@ -14,6 +14,7 @@ wires ``web`` (imported lazily, so ``export-center migrate`` does not load the w
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import sqlite3
 from collections.abc import AsyncIterator, Callable
@@ -94,7 +95,7 @@ class Components:
         web: the HTTP server over the app, not yet bound.
         jwt_secret: the bearer-token secret.
         dev_secret: whether ``jwt_secret`` is the embedded dev secret (then a demo
-            administrator token is logged at start).
+            administrator token is written to ``<data_dir>/demo-admin-token`` at start).
         stopping: set when consumer slots must stop taking commands.
         publisher: ``None`` when ``FILE_EXPORT_PUBLISHER_ENABLED`` is off.
         slots: the consumer slots; empty when ``FILE_EXPORT_CONSUMER_ENABLED`` is off.
@@ -197,6 +198,19 @@ async def open_database(
         raise sole_exception(group) from None
 
 
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable by this user only (mode 0600 from the first
+    byte: never briefly readable by others under a loose umask).
+
+    Raises:
+        OSError: the file could not be written.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    path.chmod(0o600)  # an older file keeps its mode through O_CREAT
+
+
 def resolve_jwt_secret(settings: Settings) -> tuple[str, bool]:
     """The JWT secret, and whether it is the embedded dev secret.
 
@@ -212,8 +226,7 @@ def resolve_jwt_secret(settings: Settings) -> tuple[str, bool]:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists():
-            path.write_text(secrets.token_urlsafe(32))
-            path.chmod(0o600)
+            write_private(path, secrets.token_urlsafe(32))
         return path.read_text().strip(), True
     except OSError as exc:
         raise ConfigError(f"FILE_EXPORT_DATA_DIR ({settings.data_dir}): {exc}") from None

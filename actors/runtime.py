@@ -37,6 +37,7 @@ from actors.composition import (
     Components,
     build_components,
     open_database,
+    write_private,
 )
 from actors.core.errors import ConfigError, sole_exception
 from actors.core.models import AppCode
@@ -311,6 +312,11 @@ async def _wait_for_stop(stop: trio.Event, install_signal_handlers: bool) -> Non
             n.cancel_scope.cancel()
 
 
+#: Where an embedded instance with the dev secret leaves a demo administrator's token,
+#: under ``FILE_EXPORT_DATA_DIR``.
+DEMO_TOKEN_FILE = "demo-admin-token"
+
+
 def _announce(settings: Settings, rt: Runtime, dev_secret: bool) -> None:
     log.info(
         "Export Center ready at %s (instance %s, transport %s, %d consumer slots)",
@@ -325,5 +331,13 @@ def _announce(settings: Settings, rt: Runtime, dev_secret: bool) -> None:
         token = issue_token(
             rt.jwt_secret, user_id=1, tenant_id=0, app_code=AppCode.PLATFORM, perms=DEMO_ADMIN_PERMS
         )
-        log.info("demo administrator token (embedded dev secret): %s", token)
-        log.info("download center: %s/ (sign in with a token)", rt.base_url)
+        # Not in the log: every log line masks tokens (actors/core/text.py), so the one a
+        # person needs to sign in waits in a file of their own.
+        path = settings.data_dir / DEMO_TOKEN_FILE
+        try:
+            write_private(path, token + "\n")
+        except OSError as exc:
+            log.warning("could not write the demo administrator token to %s: %s", path, exc)
+        else:
+            log.info("demo administrator token (embedded dev secret) written to %s", path)
+        log.info("download center: %s/ (sign in with that token)", rt.base_url)

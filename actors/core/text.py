@@ -32,8 +32,19 @@ _ESCAPED = re.compile(
 )
 # scheme://userinfo@ — the userinfo (user, or user:password) is what we redact.
 _URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/?#@\s]+)@")
-#: What replaces the userinfo of a URL.
+#: What replaces the userinfo of a URL, or a credential-shaped value.
 REDACTED = "***"
+# A JWT (JWS compact serialisation): a base64url JSON header, which starts "eyJ" ('{"').
+_JWT = re.compile(r"eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*")
+# A long run of base64 or base64url characters: a secret when it mixes upper-case letters,
+# lower-case letters and digits (token_urlsafe, API keys). Hex ids (trace ids, object keys),
+# numbers and CONSTANT_NAMES have no such mix and are kept.
+_LONG_RUN = re.compile(r"[A-Za-z0-9_+\-]{32,}={0,2}")
+_SECRET_MIX = (
+    re.compile("[A-Z]").search,
+    re.compile("[a-z]").search,
+    re.compile("[0-9]").search,
+)
 
 
 def has_utf8_form(text: str) -> bool:
@@ -104,21 +115,34 @@ def redact_url(url: str) -> str:
 
 
 def redact_credentials(text: str) -> str:
-    """Replace the userinfo of every ``scheme://userinfo@`` URL inside ``text``.
+    """Replace every credential inside ``text``: the userinfo of each
+    ``scheme://userinfo@`` URL, and every credential-shaped value whatever it is called
+    (a JWT; a run of 32 or more base64 characters mixing upper case, lower case and
+    digits).
 
-    Used on every formatted log line and on every export error message, so a base URL
-    with ``user:password@`` cannot leak through any message that quotes it (a library's
+    Used on every formatted log line, on the access line's path and on every export
+    error message, so a base URL with ``user:password@`` or a token in a query parameter
+    of any name (``?jwt=…``) cannot leak through any message that quotes it (a library's
     own request line, an exception text, a configuration echo).
 
     Args:
-        text: free text that may contain URLs.
+        text: free text that may contain URLs and tokens.
 
     Returns:
-        ``text`` with each URL's userinfo replaced by :data:`REDACTED`.
+        ``text`` with each of them replaced by :data:`REDACTED`.
     """
-    if "@" not in text or "://" not in text:
+    if "@" in text and "://" in text:
+        text = _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+    if len(text) < 32:
         return text
-    return _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}{REDACTED}@", text)
+    if "eyJ" in text:
+        text = _JWT.sub(REDACTED, text)
+    return _LONG_RUN.sub(_mask_secret_shaped, text)
+
+
+def _mask_secret_shaped(match: re.Match[str]) -> str:
+    run = match.group()
+    return REDACTED if all(search(run) for search in _SECRET_MIX) else run
 
 
 #: Unicode categories never allowed in a file name we hand out: controls (C0, DEL, C1),

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from urllib.parse import parse_qsl, quote
 
-from actors.core.text import escape_control
+from actors.core.text import escape_control, redact_credentials
 
 #: A source of random bytes: ``rand(n)`` returns ``n`` bytes.
 RandomBytes = Callable[[int], bytes]
@@ -49,7 +49,9 @@ _TRACEPARENT = re.compile(
 _REQUEST_ID = re.compile(rf"[A-Za-z0-9._:\-]{{1,{MAX_REQUEST_ID_CHARS}}}")
 # Query parameter names whose values are never logged (credentials a client may put in a
 # URL). Matched anywhere in the lower-cased name: "access_token", "X-Api-Key", "sig" …
-_SECRET_NAME = re.compile(r"token|secret|passw|pwd|key|sig|auth|session|csrf|cookie|code|cred")
+_SECRET_NAME = re.compile(
+    r"token|secret|passw|pwd|key|sig|auth|session|csrf|cookie|code|cred|jwt|bearer"
+)
 
 
 def is_trace_id(value: object) -> bool:
@@ -234,9 +236,10 @@ def loggable_path(path: str, query_string: str = "") -> str:
     """A request's path and query as an access line shows it.
 
     The value of every query parameter whose name may carry a credential
-    (:func:`is_secret_name`) is replaced by :data:`MASK`; others are kept. The result is
-    escaped (:func:`actors.core.text.escape_control`) and cut to
-    :data:`MAX_LOGGED_PATH_CHARS`.
+    (:func:`is_secret_name`) is replaced by :data:`MASK`, and so is every credential-shaped
+    value whatever its name (:func:`actors.core.text.redact_credentials`: ``?jwt=…``,
+    a token in the path); others are kept. The result is escaped
+    (:func:`actors.core.text.escape_control`) and cut to :data:`MAX_LOGGED_PATH_CHARS`.
 
     Args:
         path: the decoded request path.
@@ -252,7 +255,7 @@ def loggable_path(path: str, query_string: str = "") -> str:
             f"{quote(name, safe='')}={MASK if is_secret_name(name) else quote(value, safe='')}"
             for name, value in pairs
         )
-    line = escape_control(line)
+    line = escape_control(redact_credentials(line))
     if len(line) > MAX_LOGGED_PATH_CHARS:
         line = line[: MAX_LOGGED_PATH_CHARS - 1] + "…"
     return line

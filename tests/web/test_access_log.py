@@ -72,6 +72,26 @@ async def test_no_token_cookie_query_secret_or_parameter_value_reaches_the_log(
     assert create["parameters"] == {"phone": "***string", "rowCount": "***number"}
 
 
+async def test_a_credential_under_any_name_or_in_the_path_never_reaches_the_log(
+    service: Runtime,
+) -> None:
+    """Issue 24 item 5: masking went by parameter name, so ``?jwt=<token>`` was logged in
+    full. Anything shaped like a credential is masked, whatever it is called."""
+    secret = "Zx9" + "kQ2mW7pL" * 5  # token_urlsafe-like: mixed case and digits
+    with json_log("DEBUG") as lines:
+        async with client_for(service) as client:
+            token = client.headers["Authorization"].removeprefix("Bearer ")
+            for params in ({"jwt": token}, {"q": token}, {"filter": secret}):
+                assert (await client.get(API, params=params)).status_code == 200
+            await client.get(f"{API}/{token}")
+        access = await logged(lines, 4)
+        text = "\n".join(json.dumps(r, ensure_ascii=False) for r in lines())
+    assert token not in text and secret not in text
+    paths = [r["path"] for r in access]
+    assert f"{API}?jwt={MASK}" in paths and f"{API}?q={MASK}" in paths
+    assert f"{API}?filter={MASK}" in paths and f"{API}/{MASK}" in paths
+
+
 async def test_request_ids_are_adopted_when_sane_else_drawn_and_always_echoed(
     service: Runtime,
 ) -> None:

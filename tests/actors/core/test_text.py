@@ -90,6 +90,42 @@ def test_redact_credentials_removes_userinfo_of_every_url(text: str, redacted: s
     assert redact_credentials(text) == redacted
 
 
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI3IiwiZXhwIjoxfQ.dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+URLSAFE = "q3X0v7Jc5Zp_Yd2LwF8m-R1sTgHkA9bNe4uCiQoVyE6"  # secrets.token_urlsafe(32)
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        (f"Bearer {JWT}", "Bearer ***"),
+        (f"/files?jwt={JWT}&page=2", "/files?jwt=***&page=2"),
+        (f"bad token {JWT}.", "bad token ***."),
+        (f"key={URLSAFE}", "key=***"),
+        (f"x {URLSAFE}== y", "x *** y"),
+    ],
+)
+def test_credential_shaped_values_are_masked_whatever_they_are_called(
+    text: str, redacted: str
+) -> None:
+    assert redact_credentials(text) == redacted
+    assert JWT not in quote_outside(text) and URLSAFE not in quote_outside(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "trace 4bf92f3577b34da6a3ce929d0e0e4736 span 00f067aa0ba902b7",
+        "exports/190000000000000001/8f3a0c9e2b7d4e1f9a6b5c4d3e2f1a0b.xlsx",
+        "FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS must be positive",
+        "task 190000000000000001 v3 attempt 2 of 3, 1234567890123456789012345 rows",
+        "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "test_a_credential_under_any_name_or_in_the_path_never_reaches_the_log",
+    ],
+)
+def test_ids_hashes_and_names_are_not_mistaken_for_credentials(text: str) -> None:
+    assert redact_credentials(text) == text
+
+
 def test_redact_url_keeps_the_rest_of_the_url() -> None:
     assert redact_url("http://user:secret@host:1/a?b=c#d") == "http://***@host:1/a?b=c#d"
 
