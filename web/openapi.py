@@ -5,16 +5,20 @@ serves the document built from them. The document covers the API (``/api/…``),
 ``/healthz`` and ``/metrics``; the download center page and the demo Provider are not part
 of the contract and are left out.
 
-The ``/docs`` page is Swagger UI, loaded from cdnjs.cloudflare.com (pinned version): the
-service ships no copy of it. The page says so; it has its own Content-Security-Policy,
-allowing that origin only, and not the download center's (``web/page.py``).
+The ``/docs`` page is Swagger UI, served from this origin: its files come from the
+``swagger-ui-py`` package (the version the lock file pins), so no script from a CDN runs on
+the origin of the session cookie and the readable CSRF cookie. The page has its own
+Content-Security-Policy, this origin only, and not the download center's (``web/page.py``).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
+from importlib.resources import files
 from typing import Any, TypeVar
 
+import trio
 from pydantic import BaseModel
 from quart import Blueprint, Quart, Response
 from quart_schema import (
@@ -36,14 +40,16 @@ from web.serialize import envelope
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Swagger UI on the CDN (the docs page's only outside resource).
-SWAGGER_UI = "https://cdnjs.cloudflare.com/ajax/libs/swagger-ui/5.17.14"
-#: The docs page's policy: Swagger UI's script and styles from the CDN, its set-up script
-#: and the document from this origin.
+#: Swagger UI's files served under ``/docs/`` (name -> content type), from the package.
+SWAGGER_UI_FILES = {
+    "swagger-ui-bundle.js": "text/javascript; charset=utf-8",
+    "swagger-ui.css": "text/css; charset=utf-8",
+    "favicon-32x32.png": "image/png",
+}
+#: The docs page's policy: everything from this origin.
 DOCS_CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; script-src 'self' https://cdnjs.cloudflare.com; "
-    "style-src https://cdnjs.cloudflare.com; img-src 'self' data:; connect-src 'self'; "
-    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 SECURITY_SCHEME = "bearerAuth"
 #: The session cookie set by ``POST /api/platform/v1/session`` (``web/session.py``), taken
@@ -165,14 +171,14 @@ _DOCS_PAGE = """<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Export Center API</title>
-<link rel="stylesheet" href="{ui}/swagger-ui.min.css">
+<link rel="stylesheet" href="/docs/swagger-ui.css">
+<link rel="icon" type="image/png" href="/docs/favicon-32x32.png">
 </head>
 <body>
 <p>The Export Center API, described by <a href="/openapi.json">/openapi.json</a>.
-This page loads Swagger UI from cdnjs.cloudflare.com; without access to it, read the
-document itself. Authorize with a bearer token (<code>export-center token</code>).</p>
+Authorize with a bearer token (<code>export-center token</code>).</p>
 <div id="swagger-ui"></div>
-<script src="{ui}/swagger-ui-bundle.min.js"></script>
+<script src="/docs/swagger-ui-bundle.js"></script>
 <script src="/docs/init.js"></script>
 </body>
 </html>
@@ -194,7 +200,7 @@ docs = Blueprint("docs", __name__)
 async def docs_page() -> Response:
     """The API's documentation page (Swagger UI over ``/openapi.json``)."""
     return Response(
-        _DOCS_PAGE.format(ui=SWAGGER_UI),
+        _DOCS_PAGE,
         content_type="text/html; charset=utf-8",
         headers=_DOCS_HEADERS,
     )
@@ -206,6 +212,23 @@ async def docs_script() -> Response:
     return Response(
         _DOCS_INIT, content_type="text/javascript; charset=utf-8", headers=_DOCS_HEADERS
     )
+
+
+@docs.get("/docs/<name>")
+async def docs_asset(name: str) -> Response:
+    """One of Swagger UI's files (:data:`SWAGGER_UI_FILES`); 404 for any other name."""
+    content_type = SWAGGER_UI_FILES.get(name)
+    if content_type is None:
+        return Response("not found", status=404, content_type="text/plain; charset=utf-8")
+    body = await trio.to_thread.run_sync(_swagger_ui_file, name)
+    headers = {**_DOCS_HEADERS, "Cache-Control": "public, max-age=3600"}
+    return Response(body, content_type=content_type, headers=headers)
+
+
+@functools.cache
+def _swagger_ui_file(name: str) -> bytes:
+    """The file's bytes, read from the ``swagger_ui`` package once per process."""
+    return (files("swagger_ui") / "static" / name).read_bytes()
 
 
 def install_openapi(app: Quart) -> None:

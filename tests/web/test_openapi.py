@@ -3,6 +3,8 @@ token scheme, and nothing that is not the contract; ``/docs`` has its own policy
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel
 from quart_schema import validate_request
 
@@ -11,7 +13,7 @@ from db.store import ExportStore
 from tests.helpers import API
 from tests.servers import api_app
 from web.api import api
-from web.openapi import DOCS_CONTENT_SECURITY_POLICY
+from web.openapi import DOCS_CONTENT_SECURITY_POLICY, SWAGGER_UI_FILES
 from web.page import CONTENT_SECURITY_POLICY
 
 
@@ -86,21 +88,34 @@ async def test_every_api_route_is_declared_with_its_models(
     assert list(stream["content"]) == ["text/event-stream"]
 
 
-async def test_the_docs_page_has_its_own_policy_and_says_where_its_script_comes_from(
+async def test_the_docs_page_and_its_files_come_from_this_origin_under_its_own_policy(
     store: ExportStore, storage: LocalDirectoryStorage
 ) -> None:
+    """Issue 24 item 4: no script from a CDN on the origin of the session cookie; every
+    file the page names is served here, and nothing else under /docs/."""
     client = api_app(store, storage)[0].test_client()
     docs = await client.get("/docs")
     assert docs.status_code == 200
     assert docs.headers["Content-Security-Policy"] == DOCS_CONTENT_SECURITY_POLICY
+    assert "http" not in DOCS_CONTENT_SECURITY_POLICY  # no other origin at all
     text = await docs.get_data(as_text=True)
-    assert "loads Swagger UI from cdnjs.cloudflare.com" in text and "/openapi.json" in text
-    script = await client.get("/docs/init.js")
-    assert "SwaggerUIBundle" in await script.get_data(as_text=True)
-    assert script.headers["Content-Security-Policy"] == DOCS_CONTENT_SECURITY_POLICY
+    named = re.findall(r'(?:src|href)="(/[^"]+)"', text)
+    assert set(named) == {
+        "/openapi.json",
+        "/docs/init.js",
+        *(f"/docs/{n}" for n in SWAGGER_UI_FILES),
+    }
+    for path in named:
+        answer = await client.get(path)
+        assert answer.status_code == 200 and len(await answer.get_data()) > 0, path
+    bundle = await client.get("/docs/swagger-ui-bundle.js")
+    assert bundle.content_type.startswith("text/javascript")
+    assert "SwaggerUIBundle" in await bundle.get_data(as_text=True)
+    assert bundle.headers["Content-Security-Policy"] == DOCS_CONTENT_SECURITY_POLICY
+    for other in ("/docs/swagger-editor.js", "/docs/..%2Fconfig.py", "/docs/LICENSE"):
+        assert (await client.get(other)).status_code == 404, other
     page = await client.get("/")
     assert page.headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
-    assert "cdnjs" not in CONTENT_SECURITY_POLICY
 
 
 async def test_a_route_validated_by_quart_schema_refuses_in_the_envelope(

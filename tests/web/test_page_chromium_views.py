@@ -292,3 +292,33 @@ async def test_twenty_one_exports_take_two_pages_newest_first(
     assert seen["until_yesterday"] == "No exports match these filters."
     assert seen["today"] == "Page 1 of 2"
     assert console_errors(browser) == []
+
+
+async def test_the_api_docs_render_from_this_origin_alone(
+    tmp_path: Path, browser: WebDriver, screenshot: Shoot
+) -> None:
+    """Issue 24 item 4: Swagger UI came from a CDN, without Subresource Integrity, on the
+    origin of the session cookie. It is served by the service now, under a policy of this
+    origin only; in a browser with no route to any CDN the page renders the API."""
+    async with running_service(make_settings(tmp_path)) as rt:
+
+        def drive() -> dict[str, Any]:
+            browser.get(f"{rt.base_url}/docs")
+            title = wait_for(
+                browser,
+                lambda d: d.find_element(By.CSS_SELECTOR, ".swagger-ui .info .title").text,
+                "rendered the API's title",
+            )
+            operations = browser.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")
+            screenshot(browser, "api-docs")
+            sources = browser.execute_script(
+                "return [...document.querySelectorAll('script[src], link[href]')]"
+                ".map(e => e.src || e.href)"
+            )
+            return {"title": title, "operations": len(operations), "sources": sources}
+
+        seen = await in_thread(drive)
+    assert seen["title"].startswith("Export Center API")
+    assert seen["operations"] >= 8
+    assert seen["sources"] and all(s.startswith(rt.base_url + "/") for s in seen["sources"])
+    assert console_errors(browser) == []
