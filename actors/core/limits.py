@@ -114,7 +114,8 @@ def parse_json_body(raw: bytes) -> dict[str, Any]:
     """Decode a request body into a JSON object, or say precisely why not.
 
     The checks, in order: strict UTF-8; nesting at most :data:`MAX_BODY_DEPTH`; valid JSON
-    (RFC 8259, no ``NaN``/``Infinity``); a JSON object at the top; no unpaired UTF-16
+    (RFC 8259, no ``NaN``/``Infinity``, no key twice in one object); a JSON object at the
+    top; no unpaired UTF-16
     surrogate escape (``"\\ud800"``) in any key or string — such text has no UTF-8 form and
     would fail later, deep in the store.
 
@@ -147,7 +148,13 @@ def parse_json_body(raw: bytes) -> dict[str, Any]:
     if json_nesting_depth(text) > MAX_BODY_DEPTH:
         raise ParameterError("body", f"request body is nested deeper than {MAX_BODY_DEPTH} levels")
     try:
-        body = json.loads(text, parse_constant=_reject_constant)
+        body = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise ParameterError(
+            "body",
+            f"request body names {quote_outside(exc.key, 64)} twice in one object; "
+            "a key may appear once (which one was meant cannot be told)",
+        ) from None
     except (ValueError, RecursionError) as exc:
         raise ParameterError(
             "body", f"request body is not valid JSON: {_json_error(exc)}"
@@ -156,6 +163,25 @@ def parse_json_body(raw: bytes) -> dict[str, Any]:
         raise ParameterError("body", "request body must be a JSON object")
     _check_text(body, "body")
     return body
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a key given twice: RFC 8259 leaves its meaning open and
+    Python keeps the last one silently (``{"exportType": "A", "exportType": "B"}``)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return out
 
 
 def _reject_constant(name: str) -> Any:
@@ -253,8 +279,9 @@ def create_request(body: dict[str, Any]) -> CreateRequest:
         ParameterError: a key that is not one of :data:`CREATE_FIELDS` (a misspelt
             ``parameters`` would otherwise export with no filter at all, as Stripe's API
             refuses an unknown parameter rather than drop it); ``exportType`` missing, not
-            a string or empty; ``format`` other than XLSX; ``taskName`` not a string of at
-            most :data:`MAX_TASK_NAME` characters.
+            a string or empty; ``format`` present and other than the string XLSX (null,
+            ``{}`` and ``[]`` included); ``taskName`` present and not a string of at most
+            :data:`MAX_TASK_NAME` characters (an empty one means the default name).
     """
     unknown = sorted(key for key in body if key not in CREATE_FIELDS)
     if unknown:
@@ -270,12 +297,15 @@ def create_request(body: dict[str, Any]) -> CreateRequest:
         raise ParameterError("exportType", "exportType must be a string (an export type's key)")
     if not export_type:
         raise ParameterError("exportType", "exportType must not be empty")
-    fmt = body.get("format") or EXPORT_FORMAT
-    if fmt != EXPORT_FORMAT:
+    # Absent means the default; a present value is taken only for what it says (a null,
+    # {} or [] is not "XLSX", nor a name).
+    fmt = body.get("format", EXPORT_FORMAT)
+    if fmt != EXPORT_FORMAT or type(fmt) is not str:
         raise ParameterError("format", "format must be XLSX (the only supported format)")
-    task_name = body.get("taskName") or export_type
-    if not isinstance(task_name, str) or len(task_name) > MAX_TASK_NAME:
+    task_name = body.get("taskName", "")
+    if type(task_name) is not str or len(task_name) > MAX_TASK_NAME:
         raise ParameterError(
             "taskName", f"taskName must be a string of at most {MAX_TASK_NAME} characters"
         )
+    task_name = task_name or export_type
     return CreateRequest(export_type, fmt, task_name, body.get("parameters"))

@@ -27,7 +27,22 @@ from web.errors import envelope_code
             CreateRequest("T", "XLSX", "mine", {"a": 1}),
         ),
         ({"exportType": "T", "taskName": ""}, CreateRequest("T", "XLSX", "T", None)),
-        ({"exportType": "T", "format": ""}, CreateRequest("T", "XLSX", "T", None)),
+        ({"exportType": "T", "taskName": ""}, CreateRequest("T", "XLSX", "T", None)),
+        # Issue 24: a present value is taken for what it says, never as "the default"
+        *[
+            (
+                {"exportType": "T", "format": bad},
+                ParameterError("format", "format must be XLSX (the only supported format)"),
+            )
+            for bad in ("", None, {}, [], 0, False, "xlsx")
+        ],
+        *[
+            (
+                {"exportType": "T", "taskName": bad},
+                ParameterError("taskName", "taskName must be a string of at most 128 characters"),
+            )
+            for bad in (None, {}, [], 0, False)
+        ],
         (
             {"exportType": "T", "taskName": "x" * MAX_TASK_NAME},
             CreateRequest("T", "XLSX", "x" * MAX_TASK_NAME, None),

@@ -43,6 +43,9 @@ def test_json_nesting_depth(text: str, depth: int) -> None:
         (b'{"taskName": "\\ud800"}', "taskName contains an unpaired surrogate"),
         (b'{"parameters": {"k": ["\\udfff"]}}', "parameters.k[0] contains an unpaired"),
         (b'{"\\ud800": 1}', "body has a key with an unpaired surrogate"),
+        # Issue 24: a key given twice is refused (Python would keep the last silently)
+        (b'{"exportType": "A", "exportType": "B"}', "names exportType twice in one object"),
+        (b'{"parameters": {"s": 1, "t": 2, "s": 3}}', "names s twice in one object"),
     ],
 )
 def test_malformed_bodies_are_400_naming_the_problem(raw: bytes, message: str) -> None:
