@@ -18,6 +18,7 @@ from actors.core.access import (
     downloadable_key,
     parse_task_id,
     sees_all_requesters,
+    sees_instances,
     visible_task,
 )
 from actors.core.cancel import cancel_message, check_cancelled
@@ -291,13 +292,16 @@ async def events(task_id: str) -> Any:
     """The task's history, oldest first.
 
     For whoever may see the task (``actors/core/access.py``); the newest 1,000 events
-    with ``truncated`` when there are more (``actors/core/events.py``).
+    with ``truncated`` when there are more (``actors/core/events.py``). Which instance ran
+    an attempt (host and process id) is shown to administrators only.
     """
-    task = await owned_task(caller(), task_id)
+    principal = caller()
+    task = await owned_task(principal, task_id)
     events = await services().api_store.list_task_events(task.id, limit=MAX_TASK_EVENTS + 1)
+    instances = sees_instances(principal)
     return ok(
         {
-            "items": [event_json(e) for e in events[-MAX_TASK_EVENTS:]],
+            "items": [event_json(e, instances=instances) for e in events[-MAX_TASK_EVENTS:]],
             "truncated": len(events) > MAX_TASK_EVENTS,  # older events left out
         }
     )

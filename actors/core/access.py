@@ -44,6 +44,20 @@ def sees_all_requesters(principal: Principal) -> bool:
     return principal.has(DOWNLOAD_ALL_PERMISSION)
 
 
+def sees_instances(principal: Principal) -> bool:
+    """Whether ``principal`` sees which instance ran a task (an event's ``instance``:
+    host name and process id). Only administrators: for anyone else it maps the service's
+    hosts and processes and tells nothing about their export.
+
+    Args:
+        principal: the authenticated caller.
+
+    Returns:
+        True when it holds :data:`DOWNLOAD_ALL_PERMISSION`.
+    """
+    return principal.has(DOWNLOAD_ALL_PERMISSION)
+
+
 def owns(principal: Principal, task: Task) -> bool:
     """The ownership rule (``ownedTask``): same tenant and app, and the requester or
     one who sees all requesters (:func:`sees_all_requesters`).

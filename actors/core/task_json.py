@@ -87,9 +87,20 @@ def task_json(task: Task) -> dict[str, Any]:
 _ID_DETAILS = frozenset({"by"})
 
 
-def event_json(event: TaskEvent) -> dict[str, Any]:
+#: Event details that name the service's own machinery (host name and process id).
+_INSTANCE_DETAILS = frozenset({"instance"})
+
+
+def event_json(event: TaskEvent, *, instances: bool = True) -> dict[str, Any]:
     """One history event as the API shows it: string ids, ``at`` in ISO-8601 UTC, the
-    kind's fields under ``detail`` (``actors/core/events.py``)."""
+    kind's fields under ``detail`` (``actors/core/events.py``).
+
+    Args:
+        event: the stored event.
+        instances: keep the ``instance`` that claimed or lost the run (host and process
+            id): for operators and administrators (``access.sees_instances``), left out
+            for anyone else.
+    """
     return {
         "id": str(event.id),
         "taskId": str(event.task_id),
@@ -99,5 +110,6 @@ def event_json(event: TaskEvent) -> dict[str, Any]:
             # User ids are 64-bit: strings, like every id of the API (stored as numbers).
             k: str(v) if k in _ID_DETAILS and isinstance(v, int) else v
             for k, v in event.detail.items()
+            if instances or k not in _INSTANCE_DETAILS
         },
     }
