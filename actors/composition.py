@@ -424,6 +424,7 @@ async def build_components(
         cookie_secure=settings.cookie_secure,
         progress_poll_seconds=settings.progress_poll_seconds,
         create_limits=settings.create_limits,
+        metrics_token=settings.metrics_token,
     )
     blueprints = []
     if settings.demo_provider:

@@ -21,6 +21,7 @@ from werkzeug.exceptions import HTTPException
 
 from actors.core.errors import TransientDatabaseError
 from actors.core.health import Component, ComponentHealth, overall_status
+from actors.core.http.scrape import REALM, scrape_allowed
 from web.access_log import AccessLog
 from web.api import api
 from web.errors import ApiError
@@ -138,7 +139,15 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     @app.get("/metrics")
     @declare(None)
     async def metrics() -> Response:
-        """Prometheus metrics of this instance."""
+        """Prometheus metrics of this instance; with ``FILE_EXPORT_METRICS_TOKEN`` set, for
+        a scrape that sends it as a bearer token only (else 401)."""
+        if not scrape_allowed(services.metrics_token, request.headers.get("Authorization")):
+            return Response(
+                "401: send the scrape token (FILE_EXPORT_METRICS_TOKEN) as a bearer token\n",
+                status=401,
+                content_type="text/plain; charset=utf-8",
+                headers={"WWW-Authenticate": f'Bearer realm="{REALM}"'},
+            )
         return Response(services.metrics.exposition(), content_type=CONTENT_TYPE_LATEST)
 
     return app

@@ -51,6 +51,8 @@ class Services:
             (``FILE_EXPORT_COOKIE_SECURE``; ``actors/core/http/session.cookie_secure``).
         progress_poll_seconds: seconds between two reads of one progress stream
             (``FILE_EXPORT_PROGRESS_POLL_SECONDS``).
+        metrics_token: the bearer token ``/metrics`` requires
+            (``FILE_EXPORT_METRICS_TOKEN``); ``None``: open.
         health: what the watchers last saw of the transport and the storage
             (``/healthz/details``).
     """
@@ -65,6 +67,7 @@ class Services:
     runs: RunWakeup = field(default_factory=lambda: _NoRuns())
     cookie_secure: CookieSecure = CookieSecure.AUTO
     progress_poll_seconds: float = 1.0
+    metrics_token: str | None = None
     health: HealthBoard = field(default_factory=HealthBoard)
     ready: trio.Event = field(default_factory=trio.Event)
     stopping: bool = False

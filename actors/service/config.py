@@ -96,6 +96,10 @@ class Settings(BaseSettings):
     """FILE_EXPORT_LOG_FORMAT: ``json`` (one JSON object per line, for production) or
     ``text``; unset, text when standard error is a terminal, JSON otherwise."""
 
+    metrics_token: str | None = None
+    """FILE_EXPORT_METRICS_TOKEN: the bearer token a scrape of ``/metrics`` must send
+    (Prometheus: ``authorization: {credentials: <token>}``); unset, ``/metrics`` is open,
+    for a private network only."""
     cookie_secure: CookieSecure = Field(CookieSecure.AUTO)
     """FILE_EXPORT_COOKIE_SECURE: ``auto`` (``Secure`` session cookies when the request is
     https), ``always`` (behind a proxy that terminates TLS) or ``never``."""
