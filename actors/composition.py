@@ -293,6 +293,10 @@ def build_transport_link(
     )
 
 
+#: The listen backlog of the HTTP server (``hypercorn_config``).
+HTTP_BACKLOG = 4096
+
+
 def hypercorn_config(settings: Settings) -> HypercornConfig:
     """hypercorn's configuration: ``FILE_EXPORT_HTTP_BIND``, our own logging, no access
     log, ``WEB_GRACEFUL_TIMEOUT_SECONDS`` to finish requests after the shutdown trigger."""
@@ -301,6 +305,10 @@ def hypercorn_config(settings: Settings) -> HypercornConfig:
     hc.accesslog = None
     hc.errorlog = logging.getLogger("hypercorn.error")
     hc.graceful_timeout = WEB_GRACEFUL_TIMEOUT_SECONDS
+    # Connections waiting to be accepted: hypercorn's 100 drops the SYNs of a burst (many
+    # pages reconnecting their progress streams after a deploy), and each dropped one
+    # waits 1, 3, 7 … s to retry. The kernel caps it at net.core.somaxconn.
+    hc.backlog = HTTP_BACKLOG
     return hc
 
 
@@ -425,6 +433,7 @@ async def build_components(
         progress_poll_seconds=settings.progress_poll_seconds,
         create_limits=settings.create_limits,
         metrics_token=settings.metrics_token,
+        progress_stream_limits=settings.progress_stream_limits,
     )
     blueprints = []
     if settings.demo_provider:

@@ -56,6 +56,7 @@ from db.store import ExportStore
 
 if TYPE_CHECKING:
     from actors.transport.rocketmq.link import TransportLink
+    from web.progress_feed import ProgressFeed
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,8 @@ class Runtime:
     stop: trio.Event = field(default_factory=trio.Event)
     slots: list[ConsumerSlot] = field(default_factory=list)
     link: TransportLink | None = None
+    #: The one reader of task changes for the progress streams (tests and diagnostics).
+    progress_feed: ProgressFeed | None = None
 
     @property
     def base_url(self) -> str:
@@ -163,6 +166,7 @@ async def _serve(
                 c.jwt_secret,
                 slots=c.slots,
                 link=c.link,
+                progress_feed=c.web_services.progress_feed,
             )
             actors = await root.start(_run_actors, c)
             c.web_services.ready.set()

@@ -146,6 +146,15 @@ STEPS: tuple[Step, ...] = (
             ),
         ),
     ),
+    Step(
+        6,
+        "file_export_task change-time index, for the progress feed",
+        (
+            # The progress feed (web/progress_feed.py) reads what changed since its last
+            # read: one range of this index per interval, whatever the number of streams.
+            CreateIndex("file_export_task", "idx_file_export_updated", "(updated_at, id)"),
+        ),
+    ),
 )
 
 #: The version this code reads and writes.

@@ -69,6 +69,12 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
         app.register_blueprint(bp)
     install_openapi(app)
 
+    @app.before_serving
+    async def _start_progress_feed() -> None:
+        # One reader of task changes for every progress stream, for as long as the
+        # server serves (web/progress_feed.py); it reads nothing while no stream is open.
+        app.add_background_task(services.progress_feed.run)
+
     @app.errorhandler(ApiError)
     async def _api_error(exc: ApiError) -> Any:
         body = jsonify(envelope(None, code=exc.code, message=exc.message))

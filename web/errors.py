@@ -53,6 +53,8 @@ REFUSAL_CODES: dict[Refusal, str] = {
     Refusal.USER_LIMIT: "429",
     Refusal.TYPE_LIMIT: "429",
     Refusal.TYPE_RESERVED: "429",
+    Refusal.STREAMS_PER_USER: "429",
+    Refusal.STREAMS_PER_INSTANCE: "429",
     Refusal.CHANGED: "409",
 }
 

@@ -7,15 +7,21 @@ change — the task JSON of ``GET .../export-tasks/{id}`` (``actors/core/task_js
 A ``: keep-alive`` comment goes out after 15 s without an event, so proxies keep the
 connection open.
 
-One connection costs one read per poll (``FILE_EXPORT_PROGRESS_POLL_SECONDS``, default
-1 s, as ``Services.progress_poll_seconds``): the caller's live tasks and its 20 newest,
-two index ranges in one transaction (``db/store/progress.py``; their plans are checked in
-``tests/db/test_query_plans.py``). Only changes are sent (``actors/core/http/progress.py``).
+A connection reads the database once, on connect: the caller's live tasks and its 20
+newest, two index ranges in one transaction (``db/store/progress.py``; their plans are
+checked in ``tests/db/test_query_plans.py``). Afterwards the instance's one progress feed
+(``web/progress_feed.py``) reads what changed once per ``FILE_EXPORT_PROGRESS_POLL_SECONDS``
+for every stream, and hands this one the changes its caller may see; only changes are
+sent (``actors/core/http/progress.py``). So the database's load does not grow with the
+number of open pages. A stream that falls behind the feed reads afresh, as on connect.
+Open streams are capped per user and per instance (``FILE_EXPORT_PROGRESS_STREAMS_PER_USER``,
+``…_PER_INSTANCE``): one more is refused with an envelope 429, and the page polls the list
+instead.
 
 The stream ends when the client disconnects (Quart cancels the response), when the
-caller's token expires (the client must sign in again), and within 0.1 s of the service
-starting to drain, so it never holds a SIGTERM drain open. A database
-fault during a poll is logged and the next poll tries again; the stream stays open.
+caller's token expires (the client must sign in again), and at once when the service
+starts to drain, so it never holds a SIGTERM drain open. A failed read of the feed is
+logged and tried again at the next interval; the stream stays open.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from actors.core.http.progress import (
     ProgressStep,
     TaskState,
     first_step,
+    follow,
     next_step,
     settle_missing,
 )
@@ -55,8 +62,6 @@ NEWEST_TASKS = 20
 #: The most live tasks one read returns (a bound on a tenant administrator's stream).
 MAX_LIVE_TASKS = 500
 KEEPALIVE = b": keep-alive\n\n"
-#: How soon a stream notices the drain (``Services.stopping`` is a flag, not an event), s.
-STOP_CHECK_SECONDS = 0.1
 
 progress = Blueprint("progress", __name__)
 
@@ -67,8 +72,9 @@ def task_event(task: Task) -> bytes:
     return f"event: task\ndata: {data}\n\n".encode()
 
 
-class _Poller:
-    """One connection's reads of the caller's tasks."""
+class _Reader:
+    """One connection's own reads of the caller's tasks: on connect, and again when it fell
+    behind the feed."""
 
     def __init__(self, services: Services, principal: Principal) -> None:
         self.services = services
@@ -80,8 +86,8 @@ class _Poller:
             self.principal, all_users=self.all_users, newest=NEWEST_TASKS, limit=MAX_LIVE_TASKS
         )
 
-    async def step(self, seen: Mapping[int, TaskState]) -> ProgressStep:
-        """One poll: the changed tasks, and the final state of live ones that left the read."""
+    async def resync(self, seen: Mapping[int, TaskState]) -> ProgressStep:
+        """Read afresh: the changed tasks, and the final state of live ones that left the read."""
         step = next_step(seen, await self.read())
         if not step.missing:
             return step
@@ -90,68 +96,69 @@ class _Poller:
         return ProgressStep(step.send + settled.send, (), settled.seen)
 
 
-async def _wait_unless_stopping(services: Services, seconds: float) -> bool:
-    """Wait ``seconds``, looking at ``services.stopping`` every
-    :data:`STOP_CHECK_SECONDS`; False as soon as the service drains."""
-    deadline = trio.current_time() + seconds
-    while not services.stopping:
-        left = deadline - trio.current_time()
-        if left <= 0:
-            return True
-        await trio.sleep(min(left, STOP_CHECK_SECONDS))
-    return False
-
-
 @progress.get(PATH)
 @declare(None)
 async def progress_stream() -> Response:
     """The stream of the caller's task changes (bearer header or session cookie).
 
     Returns:
-        ``text/event-stream``; 401 (envelope) without a valid credential, 503 when the
+        ``text/event-stream``; 401 (envelope) without a valid credential, 429 (envelope)
+        when the caller or the instance holds the most streams allowed, 503 when the
         first read finds the database unavailable.
     """
     services: Services = current_app.config["SERVICES"]
     principal, expires_at = request_credentials(services.jwt_secret)
-    poll_seconds = services.progress_poll_seconds
     keepalive_seconds = float(
         current_app.config.get(KEEPALIVE_SECONDS_KEY, DEFAULT_KEEPALIVE_SECONDS)
     )
     if request.method == "HEAD":  # Quart would run the stream for a body nobody reads
         return Response(b"", status=200, content_type="text/event-stream; charset=utf-8")
-    poller = _Poller(services, principal)
-    # Read once before answering: a database fault now is still an envelope (503).
-    first = first_step(await poller.read())
+    feed = services.progress_feed
+    # Subscribe before the first read: a change between the two is then delivered too
+    # (and sent only if the read did not already show it).
+    sub = feed.subscribe(principal)  # Refused (429) at a cap
+    reader = _Reader(services, principal)
+    try:
+        # Read once before answering: a database fault now is still an envelope (503).
+        first = first_step(await reader.read())
+    except BaseException:
+        feed.unsubscribe(sub)
+        raise
 
     async def events() -> AsyncIterator[bytes]:
         log.debug("progress stream of user %s opened", principal.user_id)
         # Quart cancels or closes the body when the client disconnects: unless the loop
-        # below ends by itself (a drain), the client went away.
+        # below ends by itself (a drain, the token's end), the client went away.
         ended = "the client went away"
         try:
             yield b"".join(task_event(t) for t in first.send) or KEEPALIVE
             seen = first.seen
-            quiet_since = trio.current_time()
-            while not services.stopping:
-                if not await _wait_unless_stopping(services, poll_seconds):
-                    break
-                if time.time() >= expires_at:  # the token's end is the stream's end
+            while True:
+                wait = min(keepalive_seconds, expires_at - time.time())
+                if wait <= 0:  # the token's end is the stream's end
                     ended = "the token expired"
                     return
-                try:
-                    step = await poller.step(seen)
-                except TransientDatabaseError as exc:
-                    log.warning("progress stream of user %s: %s", principal.user_id, exc)
-                    continue
+                changes: tuple[Task, ...] | None = ()
+                with trio.move_on_after(wait):
+                    changes = await sub.next()
+                if changes is None:
+                    ended = "the service is draining"
+                    return
+                if sub.behind:
+                    sub.behind = False
+                    try:
+                        step = await reader.resync(seen)
+                    except TransientDatabaseError as exc:
+                        sub.behind = True  # try again at the next delivery
+                        log.warning("progress stream of user %s: %s", principal.user_id, exc)
+                        continue
+                else:
+                    step = follow(seen, changes)
                 seen = step.seen
-                if step.send:
-                    yield b"".join(task_event(t) for t in step.send)
-                    quiet_since = trio.current_time()
-                elif trio.current_time() - quiet_since >= keepalive_seconds:
-                    yield KEEPALIVE
-                    quiet_since = trio.current_time()
-            ended = "the service is draining"
+                # Nothing new: a keep-alive comment, so proxies keep the connection open.
+                yield b"".join(task_event(t) for t in step.send) or KEEPALIVE
         finally:
+            feed.unsubscribe(sub)
             log.debug("progress stream of user %s ended: %s", principal.user_id, ended)
 
     response = Response(events(), status=200, content_type="text/event-stream; charset=utf-8")

@@ -13,11 +13,13 @@ import trio
 
 from actors.core.admission import CreateLimits
 from actors.core.health import HealthBoard
+from actors.core.http.progress import StreamLimits
 from actors.core.http.session import CookieSecure
 from actors.core.ports.service import ApiMetrics, PublisherWakeup, RegistryView, RunWakeup
 from actors.core.ports.storage import ExportStorage
 from actors.core.ports.store import CreationStore
 from web.health import DatabaseProbe
+from web.progress_feed import ProgressFeed
 
 #: How long a request retries a database fault (a dead pooled connection is replaced at
 #: once) before answering 503, seconds.
@@ -49,8 +51,10 @@ class Services:
         create_limits: the active-task limits of a create.
         cookie_secure: when the session cookies get ``Secure``
             (``FILE_EXPORT_COOKIE_SECURE``; ``actors/core/http/session.cookie_secure``).
-        progress_poll_seconds: seconds between two reads of one progress stream
-            (``FILE_EXPORT_PROGRESS_POLL_SECONDS``).
+        progress_poll_seconds: seconds between two reads of the progress feed, which
+            serves every progress stream (``FILE_EXPORT_PROGRESS_POLL_SECONDS``).
+        progress_stream_limits: progress streams per user and per instance
+            (``FILE_EXPORT_PROGRESS_STREAMS_PER_USER``, ``…_PER_INSTANCE``).
         metrics_token: the bearer token ``/metrics`` requires
             (``FILE_EXPORT_METRICS_TOKEN``); ``None``: open.
         health: what the watchers last saw of the transport and the storage
@@ -68,11 +72,27 @@ class Services:
     cookie_secure: CookieSecure = CookieSecure.AUTO
     progress_poll_seconds: float = 1.0
     metrics_token: str | None = None
+    progress_stream_limits: StreamLimits = field(default_factory=StreamLimits)
     health: HealthBoard = field(default_factory=HealthBoard)
     ready: trio.Event = field(default_factory=trio.Event)
-    stopping: bool = False
 
     def __post_init__(self) -> None:
         #: The store as requests use it: retries bounded by ``API_DB_RETRY_SECONDS``.
         self.api_store = self.store.with_retry_budget(API_DB_RETRY_SECONDS)
         self.db_probe = DatabaseProbe(self.store)
+        #: The instance's one reader of task changes for every progress stream.
+        self.progress_feed = ProgressFeed(
+            self.api_store, self.progress_poll_seconds, self.progress_stream_limits, self.metrics
+        )
+        self._stopping = False
+
+    @property
+    def stopping(self) -> bool:
+        """Whether the service drains: ``/healthz`` answers 503 and progress streams end."""
+        return self._stopping
+
+    @stopping.setter
+    def stopping(self, value: bool) -> None:
+        self._stopping = value
+        if value:
+            self.progress_feed.close()  # every stream ends now, not at its next poll

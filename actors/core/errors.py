@@ -205,6 +205,10 @@ class Refusal(StrEnum):
     TYPE_RESERVED = "type_reserved"
     #: A manual retry's fenced write matched nothing: the task changed since it was read.
     CHANGED = "changed"
+    #: The caller already holds the most progress streams one user may hold.
+    STREAMS_PER_USER = "streams_per_user"
+    #: The instance already serves the most progress streams it may.
+    STREAMS_PER_INSTANCE = "streams_per_instance"
 
 
 class Refused(RequestError):

@@ -29,6 +29,7 @@ from pydantic_settings.exceptions import SettingsError
 from actors.core.admission import CreateLimits
 from actors.core.errors import ConfigError
 from actors.core.handback import DEFAULT_MAX_HANDBACKS
+from actors.core.http.progress import StreamLimits
 from actors.core.http.session import CookieSecure
 from actors.core.lease import default_instance_id
 
@@ -104,14 +105,22 @@ class Settings(BaseSettings):
     """FILE_EXPORT_COOKIE_SECURE: ``auto`` (``Secure`` session cookies when the request is
     https), ``always`` (behind a proxy that terminates TLS) or ``never``."""
     progress_poll_seconds: float = Field(1.0, gt=0, le=60)
-    """FILE_EXPORT_PROGRESS_POLL_SECONDS: how often one progress stream of the page reads
-    its caller's tasks, seconds (each read is two index ranges; at most 60, or the page
-    would show progress too late to be of use)."""
+    """FILE_EXPORT_PROGRESS_POLL_SECONDS: how often the progress feed reads what changed,
+    for every progress stream of the instance at once, seconds (one index range per read;
+    at most 60, or the page would show progress too late to be of use)."""
     progress_write_seconds: float = Field(0.5, ge=0, le=60)
     """FILE_EXPORT_PROGRESS_WRITE_SECONDS: least time between two progress writes of one
     run, seconds (a write is made at the first batch boundary after it, and at the end);
     0 writes at every batch boundary. Progress is display only; the page's stream reads
     it every FILE_EXPORT_PROGRESS_POLL_SECONDS."""
+    progress_streams_per_user: int = Field(20, ge=1)
+    """FILE_EXPORT_PROGRESS_STREAMS_PER_USER: live progress streams one user may hold open
+    on an instance (one per open download center page); one more is refused (429) and
+    that page polls the list instead."""
+    progress_streams_per_instance: int = Field(10_000, ge=1)
+    """FILE_EXPORT_PROGRESS_STREAMS_PER_INSTANCE: live progress streams one instance serves
+    at most; each costs memory and a connection, not database reads (one feed reads for
+    all: web/progress_feed.py)."""
 
     # -- staged switches (ops guide) ------------------------------------------------------
     reconciler_enabled: bool | None = None
@@ -342,6 +351,15 @@ class Settings(BaseSettings):
             max_active_per_user=self.max_active_per_user,
             max_active_per_type=self.max_active_per_type,
             type_reserved_places=self.type_reserved_places,
+        )
+
+    @property
+    def progress_stream_limits(self) -> StreamLimits:
+        """The progress stream caps (``FILE_EXPORT_PROGRESS_STREAMS_PER_USER``,
+        ``FILE_EXPORT_PROGRESS_STREAMS_PER_INSTANCE``)."""
+        return StreamLimits(
+            per_user=self.progress_streams_per_user,
+            per_instance=self.progress_streams_per_instance,
         )
 
     @property

@@ -140,6 +140,25 @@ class Metrics:
         for duty in FILE_DELETE_DUTIES:
             self.file_delete_failures.labels(duty)  # at 0, so increase() sees the first
 
+        # -- the progress streams of the page (web/progress.py, web/progress_feed.py) -----
+        self.progress_streams = Gauge(
+            "export_progress_streams", "Progress streams this instance serves now", registry=r
+        )
+        self.progress_streams_refused = Counter(
+            "export_progress_streams_refused_total",
+            "Progress streams refused by a cap: user (FILE_EXPORT_PROGRESS_STREAMS_PER_USER) "
+            "or instance (FILE_EXPORT_PROGRESS_STREAMS_PER_INSTANCE); the page polls instead",
+            ["reason"],
+            registry=r,
+        )
+        for reason in ("user", "instance"):
+            self.progress_streams_refused.labels(reason)
+        self.progress_feed_reads = Counter(
+            "export_progress_feed_reads_total",
+            "Database reads of the progress feed: one per interval while any stream is open",
+            registry=r,
+        )
+
     def exposition(self) -> bytes:
         """Every metric of this instance in the Prometheus text format (``/metrics``;
         ``actors.core.ports.service.ApiMetrics``)."""

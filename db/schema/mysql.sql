@@ -113,6 +113,8 @@ CREATE INDEX idx_file_export_requester_status_time
 CREATE INDEX idx_file_export_scope_time ON file_export_task (tenant_id, app_code, requested_at, id);
 CREATE INDEX idx_file_export_scope_status_time
   ON file_export_task (tenant_id, app_code, status, requested_at, id);
+-- What changed since a time: the progress feed's one read per interval.
+CREATE INDEX idx_file_export_updated ON file_export_task (updated_at, id);
 
 -- Due PENDING rows by next_retry_at (publisher), CLAIMED rows (release), unsent gauge.
 CREATE INDEX idx_file_export_outbox_publish ON file_export_outbox (status, next_retry_at, id);

@@ -1,7 +1,10 @@
-"""The read behind the progress stream (``web/progress.py``): one statement pair per poll."""
+"""The reads behind the progress stream (``web/progress.py``): a stream's first read (one
+statement pair), and the instance's one read per interval of what changed
+(``web/progress_feed.py``)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from actors.core.models import Principal, Task
@@ -48,3 +51,26 @@ class ProgressReads(StoreBase):
             recent = await tx.fetchall(newest_sql, {**params, "limit": newest})
         by_id = {int(row["id"]): row for row in [*recent, *live]}
         return [self.task_from_row(row) for row in by_id.values()]
+
+    @retrying
+    async def tasks_changed_since(self, since: datetime, after_id: int, limit: int) -> list[Task]:
+        """The tasks written at or after a time, for the progress feed (``web/progress_feed.py``).
+
+        Args:
+            since: a time of the database's clock (every write sets ``updated_at`` to it).
+            after_id: of the tasks written exactly at ``since``, only those with a greater
+                id (the key of the last row of a full page; 0 for all of them).
+            limit: the most tasks returned (a page).
+
+        Returns:
+            The tasks whose ``(updated_at, id)`` comes after ``(since, after_id)``, in that
+            order; one range of ``idx_file_export_updated`` (``tests/db/test_query_plans.py``).
+        """
+        params = {
+            "since": self.db.dialect.from_datetime(since),
+            "after_id": after_id,
+            "limit": limit,
+        }
+        async with self.db.transaction() as tx:
+            rows = await tx.fetchall(self._sql.TASKS_CHANGED_SINCE, params)
+        return [self.task_from_row(row) for row in rows]

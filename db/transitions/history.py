@@ -61,6 +61,16 @@ SELECT id, task_id, kind, detail_json, created_at FROM file_export_task_event
         f"{OF_SCOPE}{_NEWEST}"
     )
 
+    # The progress feed (web/progress_feed.py), one read per interval for every stream of
+    # the instance: the tasks changed at or after a time, in (updated_at, id) order from
+    # a key after the last row read, one range of idx_file_export_updated. The time is
+    # the database's ({now} on every write), so instances' clocks do not matter.
+    TASKS_CHANGED_SINCE: str = (
+        f"SELECT {TASK_COLUMNS} FROM {TASKS_BY_INDEX % 'idx_file_export_updated'}"
+        "(updated_at > :since OR (updated_at = :since AND id > :after_id))"
+        " ORDER BY updated_at, id LIMIT :limit"
+    )
+
     # idx_file_export_task_event_age: the range of events older than the retention.
     # Chunked like the SENT outbox pruning: the chunk-th candidate in (created_at, id) order
     # bounds the delete, so one pass never deletes months of history in one statement.

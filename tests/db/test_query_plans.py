@@ -143,6 +143,8 @@ CHECKS: dict[str, Expect] = {
     "LIVE_TASKS_OF_SCOPE": uses("idx_file_export_scope_status_time", *_TASK_BY_STATUS),
     "NEWEST_TASKS_OF_REQUESTER": uses("idx_file_export_requester_time"),
     "NEWEST_TASKS_OF_SCOPE": uses("idx_file_export_scope_time"),
+    # progress feed: one range of the change-time index, whatever the number of streams
+    "TASKS_CHANGED_SINCE": uses("idx_file_export_updated"),
     "SELECT_EVENT_PRUNE_BOUND": uses("idx_file_export_task_event_age"),
     "PRUNE_TASK_EVENTS": uses("idx_file_export_task_event_age"),
     "PRUNE_ALL_TASK_EVENTS": uses("idx_file_export_task_event_age"),
@@ -246,6 +248,8 @@ def params_for(template: str, db: Database) -> dict[str, Any]:
         "backoff_seconds": 60,
         "max_sent_at": db.dialect.from_datetime(_AT),
         "max_created_at": db.dialect.from_datetime(_AT),
+        "since": db.dialect.from_datetime(_AT),
+        "after_id": 0,
         "next_retry_at": db.dialect.from_datetime(_AT),
         "event_id": "e-1",
         "topic": "t",

@@ -1,23 +1,31 @@
 """What the progress stream sends: the tasks whose visible state changed since last time.
 
 ``GET /api/platform/v1/files/progress`` (``web/progress.py``) reads the caller's live
-tasks and its newest ones once per poll and sends a task only when its status, processed
-rows or total rows differ from what this connection last saw. The rules, pure:
+tasks and its newest ones once, on connect; afterwards the instance's one progress feed
+(``web/progress_feed.py``) reads what changed, for every stream at once, and hands each
+stream the changes it may see. A task is sent only when its status, processed rows or
+total rows differ from what the connection last saw. The rules, pure:
 
 * On connect every live (PENDING or RUNNING) task is sent; finished tasks among the
   newest are remembered but not sent — the page has them from the list.
 * Afterwards a task is sent when it is new to the connection (created meanwhile, even if
-  it already finished between two polls) or its state changed.
-* A live task that left the read (finished and pushed out of the newest, or beyond the
-  read's cap) is looked up by id, so its final state is never missed.
+  it already finished between two reads) or its state changed (:func:`follow`).
+* The feed re-reads a short overlap of time each round, so a write committed late is not
+  missed; it passes on a task only when its state changed (:func:`feed_round`).
+* A stream that fell behind (its buffer full) reads again as on connect
+  (:func:`next_step`); a live task that left that read is looked up by id
+  (:func:`settle_missing`), so its final state is never missed.
+* How many streams may be open, per user and per instance: :func:`admit_stream`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TypeAlias
 
+from actors.core.errors import Refusal, Refused
 from actors.core.models import ACTIVE_STATUSES, Task, TaskStatus
 
 #: What the stream reports a change of.
@@ -100,3 +108,108 @@ def settle_missing(seen: Mapping[int, TaskState], found: Mapping[int, Task | Non
         if t is not None and seen.get(i) != task_state(t)
     )
     return ProgressStep(send, (), {i: s for i, s in seen.items() if i not in found})
+
+
+@dataclass(frozen=True, slots=True)
+class StreamLimits:
+    """How many progress streams may be open at once.
+
+    Attributes:
+        per_user: streams of one user, one per open page
+            (``FILE_EXPORT_PROGRESS_STREAMS_PER_USER``).
+        per_instance: streams of the whole instance
+            (``FILE_EXPORT_PROGRESS_STREAMS_PER_INSTANCE``).
+    """
+
+    per_user: int = 20
+    per_instance: int = 10_000
+
+
+def admit_stream(open_by_user: int, open_total: int, limits: StreamLimits) -> Refused | None:
+    """Whether one more progress stream may open.
+
+    Args:
+        open_by_user: the streams the caller holds open on this instance now.
+        open_total: every stream this instance serves now.
+        limits: the caps.
+
+    Returns:
+        ``None`` to admit it, else the refusal to answer (envelope 429): the instance's
+        cap first (nothing the caller can change), then the caller's.
+    """
+    if open_total >= limits.per_instance:
+        return Refused(
+            Refusal.STREAMS_PER_INSTANCE,
+            f"this instance already serves {open_total} live progress streams, its most "
+            "(FILE_EXPORT_PROGRESS_STREAMS_PER_INSTANCE); the page shows progress by "
+            "polling the list instead",
+        )
+    if open_by_user >= limits.per_user:
+        return Refused(
+            Refusal.STREAMS_PER_USER,
+            f"you already have {open_by_user} live progress streams open, the most one "
+            "user may (FILE_EXPORT_PROGRESS_STREAMS_PER_USER): close a download center "
+            "tab you no longer use; this one shows progress by polling the list",
+        )
+    return None
+
+
+def feed_round(
+    last: Mapping[int, tuple[TaskState, datetime]], tasks: Iterable[Task], horizon: datetime
+) -> tuple[tuple[Task, ...], dict[int, tuple[TaskState, datetime]]]:
+    """One read of the progress feed: which tasks to pass on to the streams.
+
+    The feed reads every task written since a little before its last read (an overlap,
+    so a write that committed late is still seen); a task read twice is passed on once.
+
+    Args:
+        last: each task passed on lately, with its state and its ``updated_at``.
+        tasks: this read, in ``(updated_at, id)`` order.
+        horizon: the start of this read's overlap: entries of ``last`` written before it
+            cannot be read again and are forgotten.
+
+    Returns:
+        The tasks whose state differs from the one last passed on (in read order), and
+        the new ``last``.
+    """
+    now_last = {
+        i: entry
+        for i, entry in last.items()
+        if entry[1] >= horizon  # still inside the overlap: may be read again
+    }
+    send = []
+    for task in tasks:
+        state = task_state(task)
+        previous = now_last.get(task.id)
+        if previous is None or previous[0] != state:
+            send.append(task)
+        if task.updated_at is not None:
+            now_last[task.id] = (state, task.updated_at)
+    return tuple(send), now_last
+
+
+def follow(seen: Mapping[int, TaskState], tasks: Iterable[Task]) -> ProgressStep:
+    """What one stream sends of the feed's changes it may see.
+
+    Args:
+        seen: what the connection last sent or read of each task it follows.
+        tasks: changes from the feed (each allowed to the caller).
+
+    Returns:
+        ``send``: tasks new to the connection or whose state differs, in id order;
+        ``seen``: updated, without the tasks that ended (their last state was sent: a
+        finished task is not followed any more, so the map stays as small as the live
+        work). ``missing`` is empty.
+    """
+    now_seen = dict(seen)
+    by_id = {t.id: t for t in tasks}
+    send = []
+    for i, task in sorted(by_id.items()):
+        state = task_state(task)
+        if now_seen.get(i) != state:
+            send.append(task)
+        if state[0] in ACTIVE_STATUSES:
+            now_seen[i] = state
+        else:
+            now_seen.pop(i, None)
+    return ProgressStep(tuple(send), (), now_seen)

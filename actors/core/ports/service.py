@@ -57,6 +57,14 @@ class LabelledCounter(Protocol):
         ...
 
 
+class Gauge(Protocol):
+    """A value that goes up and down (a prometheus ``Gauge`` without labels)."""
+
+    def set(self, value: float) -> None:
+        """Make the value ``value``."""
+        ...
+
+
 class ApiMetrics(Protocol):
     """The metrics the HTTP side records and serves (``actors.service.metrics.Metrics``)."""
 
@@ -68,6 +76,23 @@ class ApiMetrics(Protocol):
     @property
     def task_completed(self) -> LabelledCounter:
         """``export_task_completed_total{type,status}``: the API counts its cancels."""
+        ...
+
+    @property
+    def progress_streams(self) -> Gauge:
+        """``export_progress_streams``: progress streams this instance serves now."""
+        ...
+
+    @property
+    def progress_streams_refused(self) -> LabelledCounter:
+        """``export_progress_streams_refused_total{reason}``: streams refused by a cap
+        (``user``, ``instance``)."""
+        ...
+
+    @property
+    def progress_feed_reads(self) -> Counter:
+        """``export_progress_feed_reads_total``: database reads of the progress feed (one
+        per interval while a stream is open, whatever their number)."""
         ...
 
     def exposition(self) -> bytes:

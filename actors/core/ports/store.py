@@ -87,7 +87,12 @@ class CreationStore(Protocol):
         self, principal: Principal, *, all_users: bool, newest: int, limit: int
     ) -> list[Task]:
         """The caller's live tasks (at most ``limit``) and its ``newest`` newest, each once
-        (one poll of the progress stream)."""
+        (a progress stream's first read)."""
+        ...
+
+    async def tasks_changed_since(self, since: datetime, after_id: int, limit: int) -> list[Task]:
+        """At most ``limit`` tasks whose ``(updated_at, id)`` follows ``(since, after_id)``,
+        in that order (the progress feed's read); ``since`` is of the database clock."""
         ...
 
 
