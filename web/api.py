@@ -32,6 +32,7 @@ from actors.core.limits import (
     normalise_parameters,
     parse_json_body,
 )
+from actors.core.log_context import task_fields
 from actors.core.models import ExportDefinition, Principal, Task
 from actors.core.outcomes import CancelOutcome, CreateOutcome, NewTask
 from actors.core.task_json import event_json, task_json
@@ -134,11 +135,13 @@ async def create_task() -> Any:
     svc.metrics.task_created.labels(export_type).inc()
     svc.wakeup.set()  # the row is committed: let the publisher send it now (§7.4)
     log.info(
-        "task %s created: type %s by user %s",
-        result.task.id,
-        export_type,
-        principal.user_id,
-        extra={"parameters": masked_parameters(fields.parameters)},
+        "task created",
+        extra=task_fields(
+            result.task.id,
+            exportType=export_type,
+            userId=str(principal.user_id),
+            parameters=masked_parameters(fields.parameters),
+        ),
     )
     return ok(task_json(result.task))
 
@@ -200,7 +203,9 @@ async def download(task_id: str) -> Any:
     storage = services().storage
     size = await storage.size(object_key)
     if size is None:
-        log.error("task %s: file %s missing from storage", task.id, object_key)
+        log.error(
+            "task file missing from storage", extra=task_fields(task.id, objectKey=object_key)
+        )
         raise ApiError("404", "the export file is missing from storage")
     tag = etag(object_key)
     part = byte_range(request.headers.get("Range"), request.headers.get("If-Range"), size, tag)
@@ -250,10 +255,8 @@ async def retry(task_id: str) -> Any:
     )
     svc.wakeup.set()
     log.info(
-        "task %s manually retried as v%d by user %s",
-        task.id,
-        updated.dispatch_version,
-        principal.user_id,
+        "task retried by hand",
+        extra=task_fields(task.id, updated.dispatch_version, userId=str(principal.user_id)),
     )
     return ok(task_json(updated))
 
@@ -278,10 +281,8 @@ async def cancel(task_id: str) -> Any:
         svc.runs.cancelled(task.id)
         svc.metrics.task_completed.labels(task.export_type, "CANCELLED").inc()
         log.info(
-            "task %s cancelled (was %s) by user %s",
-            task.id,
-            task.status.value,
-            principal.user_id,
+            "task cancelled",
+            extra=task_fields(task.id, was=task.status.value, userId=str(principal.user_id)),
         )
     return ok(task_json(check_cancelled(result.outcome, result.task)))
 

@@ -126,7 +126,7 @@ async def progress_stream() -> Response:
         raise
 
     async def events() -> AsyncIterator[bytes]:
-        log.debug("progress stream of user %s opened", principal.user_id)
+        log.debug("progress stream opened", extra={"userId": str(principal.user_id)})
         # Quart cancels or closes the body when the client disconnects: unless the loop
         # below ends by itself (a drain, the token's end), the client went away.
         ended = "the client went away"
@@ -150,7 +150,10 @@ async def progress_stream() -> Response:
                         step = await reader.resync(seen)
                     except TransientDatabaseError as exc:
                         sub.behind = True  # try again at the next delivery
-                        log.warning("progress stream of user %s: %s", principal.user_id, exc)
+                        log.warning(
+                            "progress stream could not read afresh; trying again",
+                            extra={"userId": str(principal.user_id), "error": str(exc)},
+                        )
                         continue
                 else:
                     step = follow(seen, changes)
@@ -159,7 +162,9 @@ async def progress_stream() -> Response:
                 yield b"".join(task_event(t) for t in step.send) or KEEPALIVE
         finally:
             feed.unsubscribe(sub)
-            log.debug("progress stream of user %s ended: %s", principal.user_id, ended)
+            log.debug(
+                "progress stream ended", extra={"userId": str(principal.user_id), "reason": ended}
+            )
 
     response = Response(events(), status=200, content_type="text/event-stream; charset=utf-8")
     response.headers["Cache-Control"] = "no-store"

@@ -27,6 +27,29 @@ CONTEXT_KEYS = (
 )
 
 
+def task_fields(task_id: int, dispatch_version: int | None = None, **more: Any) -> dict[str, Any]:
+    """The structured fields of a log line about one task (``extra=task_fields(…)``).
+
+    A line about a task names it by these fields, not in its message, so that the message
+    stays one constant event text to search and alert on, and a query on ``taskId``
+    finds every line of the task (docs/operations.md, "Logs").
+
+    Args:
+        task_id: the task's id (written as a decimal string, as bound by
+            :func:`bind_context`).
+        dispatch_version: the attempt's version, when the line is about one.
+        more: further fields (``attempt``, ``rows``, ``error`` …), camelCase.
+
+    Returns:
+        ``{"taskId": "…", "dispatchVersion": …, **more}``.
+    """
+    fields: dict[str, Any] = {"taskId": str(task_id)}
+    if dispatch_version is not None:
+        fields["dispatchVersion"] = dispatch_version
+    fields.update(more)
+    return fields
+
+
 def bind_context(**values: Any) -> contextlib.AbstractContextManager[None]:
     """Bind identifiers to every log line of the current task (and tasks it starts) for a block.
 

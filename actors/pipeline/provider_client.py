@@ -220,11 +220,7 @@ class ProviderClient(ProviderRequests):
         self._observe(definition, started, fetched.seconds, ok=True)
         ms = round(fetched.seconds * 1000, 1)
         log.debug(
-            "provider %s batch: %d rows, %d bytes in %.1f ms",
-            service,
-            batch.row_count,
-            fetched.size,
-            ms,
+            "provider batch",
             extra={"service": service, "rows": batch.row_count, "bytes": fetched.size, "ms": ms},
         )
         return batch

@@ -47,6 +47,7 @@ from actors.core.errors import (
     PermanentExportError,
     TransientDatabaseError,
 )
+from actors.core.log_context import task_fields
 from actors.core.outcomes import AbortReason, ExportResult
 from actors.core.ports.service import RegistryView
 from actors.core.ports.store import RunStore
@@ -156,12 +157,14 @@ class ExportRunner:
         finally:
             if worker is not None and worker.warnings:
                 log.warning(
-                    "task %s v%d: provider data warnings after %d rows in %d batches: %s",
-                    task.id,
-                    task.dispatch_version,
-                    worker.rows_written,
-                    batches,
-                    "; ".join(worker.warnings),
+                    "provider data warnings",
+                    extra=task_fields(
+                        task.id,
+                        task.dispatch_version,
+                        rows=worker.rows_written,
+                        batches=batches,
+                        warnings=list(worker.warnings),
+                    ),
                 )
             _log_summary(task.id, worker, size, batches, trio.current_time() - started)
         out.close()  # the worker has flushed and fsynced the file through its descriptor
@@ -186,15 +189,9 @@ def _log_summary(
     warnings = len(worker.warnings) if worker is not None else 0  # kinds of data warning
     outcome = "written" if size is not None else "stopped"
     log.info(
-        "task %s run %s: %d rows, %s bytes in %.2f s, %d batches, %d warnings",
-        task_id,
-        outcome,
-        rows,
-        "-" if size is None else size,
-        seconds,
-        batches,
-        warnings,
+        "run summary",
         extra={
+            "taskId": str(task_id),
             "outcome": outcome,
             "rows": rows,
             "bytes": size,
@@ -246,8 +243,11 @@ class _Progress:
             ):
                 self._warned_at = now
                 log.warning(
-                    "task %s: progress write skipped (%d so far; the export goes on): %s",
-                    self.ctx.task.id,
-                    self.skipped,
-                    exc,
+                    "progress write skipped; the export goes on",
+                    extra=task_fields(
+                        self.ctx.task.id,
+                        self.ctx.task.dispatch_version,
+                        rows=self.skipped,
+                        error=str(exc),
+                    ),
                 )

@@ -41,7 +41,7 @@ import trio
 
 from actors.core.dispatch import NoClaim
 from actors.core.errors import CommandDecodeError, TransientDatabaseError
-from actors.core.log_context import bind_context
+from actors.core.log_context import bind_context, task_fields
 from actors.core.models import Command
 from actors.core.ports.storage import ExportStorage
 from actors.core.ports.store import ExecutionStore
@@ -165,10 +165,8 @@ class ConsumerSlot:
                 return
             round_number = None  # a slot just freed always looks again
             log.info(
-                "task %s v%d claimed from the database by %s",
-                task.id,
-                task.dispatch_version,
-                self.name,
+                "task claimed from the database",
+                extra=task_fields(task.id, task.dispatch_version, slot=self.name),
             )
             try:
                 await self.executor.execute(task)
@@ -187,10 +185,12 @@ class ConsumerSlot:
             command = Command.from_json(delivery.body)
         except CommandDecodeError as exc:
             log.error(
-                "undecodable command (message %s, reconsume %d): %s",
-                delivery.message_id,
-                delivery.reconsume_times,
-                exc,
+                "undecodable command; rejected (it ends in the dead-letter queue)",
+                extra={
+                    "messageId": delivery.message_id,
+                    "reconsumeTimes": delivery.reconsume_times,
+                    "error": str(exc),
+                },
             )
             await delivery.reject()  # the only unacked path: ends in the DLQ (§6.4)
             return
@@ -209,9 +209,8 @@ class ConsumerSlot:
             await delivery.ack()
             self.metrics.consumer_no_claim.labels(NoClaim.RUNNING_ELSEWHERE.value).inc()
             log.info(
-                "task %s v%d already held by another slot",
-                command.task_id,
-                command.dispatch_version,
+                "task already held by another slot",
+                extra=task_fields(command.task_id, command.dispatch_version),
             )
             return
         try:
@@ -227,14 +226,13 @@ class ConsumerSlot:
             # PENDING the reconciler re-sends the same version (§8.5-1 case B).
             if isinstance(exc, TransientDatabaseError):
                 log.warning(
-                    "claim of task %s failed (%s); acking, the reconciler will redispatch",
-                    command.task_id,
-                    exc,
+                    "claim failed; acking, the reconciler will redispatch",
+                    extra=task_fields(command.task_id, command.dispatch_version, error=str(exc)),
                 )
             else:
                 log.exception(
-                    "claim of task %s failed; acking, the reconciler will redispatch",
-                    command.task_id,
+                    "claim failed; acking, the reconciler will redispatch",
+                    extra=task_fields(command.task_id, command.dispatch_version),
                 )
             await delivery.ack()
             return
@@ -245,10 +243,10 @@ class ConsumerSlot:
             level = logging.WARNING if claim.no_claim == "task_missing" else logging.INFO
             log.log(
                 level,
-                "task %s v%d not claimed: %s",
-                command.task_id,
-                command.dispatch_version,
-                claim.no_claim.value,
+                "task not claimed",
+                extra=task_fields(
+                    command.task_id, command.dispatch_version, reason=claim.no_claim.value
+                ),
             )
             return
         await self.executor.execute(claim.task, command.trace_id)

@@ -17,7 +17,7 @@ import trio
 from actors.core.backoff import DLQ_RETRY_BACKOFF
 from actors.core.command_message import Locator, read_locator
 from actors.core.errors import TransientDatabaseError
-from actors.core.log_context import bind_context
+from actors.core.log_context import bind_context, task_fields
 from actors.core.outcomes import QuarantineOutcome
 from actors.core.ports.store import QuarantineStore
 from actors.core.ports.transport import CommandTransport, Delivery
@@ -48,11 +48,8 @@ class DlqHandler:
             locator = read_locator(props)
         except (KeyError, ValueError) as exc:
             log.critical(
-                "DLQ message %s lacks locating properties (%s); acked without "
-                "action. properties=%r",
-                delivery.message_id,
-                exc,
-                props,
+                "DLQ message lacks locating properties; acked without action",
+                extra={"messageId": delivery.message_id, "error": str(exc), "properties": props},
             )
             await delivery.ack()
             return None
@@ -78,28 +75,28 @@ class DlqHandler:
                 break
             except TransientDatabaseError as exc:
                 log.warning(
-                    "DLQ quarantine of task %s failed (%s); retrying in %.1fs", task_id, exc, delay
+                    "DLQ quarantine failed; retrying",
+                    extra=task_fields(task_id, error=str(exc), retryInSeconds=round(delay, 1)),
                 )
             except Exception:
-                log.exception("DLQ quarantine of task %s failed; retrying in %.1fs", task_id, delay)
+                log.exception(
+                    "DLQ quarantine failed; retrying",
+                    extra=task_fields(task_id, retryInSeconds=round(delay, 1)),
+                )
             # both branches wait: a transient error retried at once would hammer a
             # database that is already struggling
             await trio.sleep(delay)
         if outcome == QuarantineOutcome.QUARANTINED:
             log.error(
-                "poison command quarantined: task %s event %s v%d; task FAILED",
-                task_id,
-                event_id,
-                version,
+                "poison command quarantined; task FAILED",
+                extra=task_fields(task_id, version, eventId=event_id),
             )
             await self._count_failed(task_id)
         else:
             log.warning(
-                "DLQ message for task %s event %s v%d matches no current attempt "
-                "(stale version or foreign event id); acked, nothing changed",
-                task_id,
-                event_id,
-                version,
+                "DLQ message matches no current attempt (stale version or foreign event "
+                "id); acked, nothing changed",
+                extra=task_fields(task_id, version, eventId=event_id),
             )
         await delivery.ack()
         return outcome
@@ -111,7 +108,9 @@ class DlqHandler:
         try:
             task = await self.store.get_task(task_id)
         except TransientDatabaseError as exc:
-            log.warning("quarantined task %s not counted as FAILED: %s", task_id, exc)
+            log.warning(
+                "quarantined task not counted as FAILED", extra=task_fields(task_id, error=str(exc))
+            )
             return
         if task is not None:
             self.metrics.task_completed.labels(task.export_type, "FAILED").inc()

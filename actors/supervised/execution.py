@@ -41,7 +41,7 @@ from actors.core.errors import (
 )
 from actors.core.events import error_class
 from actors.core.handback import HandBack, HandBackCause, HandBackFate
-from actors.core.log_context import bind_context
+from actors.core.log_context import bind_context, task_fields
 from actors.core.models import Task
 from actors.core.outcomes import AbortReason, ExportResult, RetryOutcome
 from actors.core.ports.storage import ExportStorage
@@ -149,7 +149,8 @@ class TaskExecutor:
         self.local.track_run(task.id, ctx.wake_for_cancel)
         started = trio.current_time()
         log.info(
-            "task %s v%d attempt %d started", task.id, task.dispatch_version, task.attempt_count
+            "attempt started",
+            extra=task_fields(task.id, task.dispatch_version, attempt=task.attempt_count),
         )
         try:
             async with trio.open_nursery() as nursery:
@@ -173,9 +174,15 @@ class TaskExecutor:
             except Exception as exc:
                 error = run_failure(exc)  # every class of the error tree, a bug as transient
                 if isinstance(exc, DatabaseError):  # the database, not the export, failed
-                    log.warning("task %s: database error during the run: %s", ctx.task.id, exc)
+                    log.warning(
+                        "database error during the run",
+                        extra=task_fields(ctx.task.id, ctx.task.dispatch_version, error=str(exc)),
+                    )
                 elif not isinstance(exc, ExportError):
-                    log.exception("task %s: unexpected error in the export pipeline", ctx.task.id)
+                    log.exception(
+                        "unexpected error in the export pipeline",
+                        extra=task_fields(ctx.task.id, ctx.task.dispatch_version),
+                    )
         if ctx.abort_reason is not None:
             error = abort_error(ctx.abort_reason, self.settings.max_duration_minutes)
             result = None
@@ -242,11 +249,10 @@ class TaskExecutor:
         if ok:
             self.metrics.task_completed.labels(task.export_type, "SUCCEEDED").inc()
             log.info(
-                "task %s v%d SUCCEEDED: %d rows, %d bytes",
-                task.id,
-                task.dispatch_version,
-                result.rows,
-                result.size_bytes,
+                "task succeeded",
+                extra=task_fields(
+                    task.id, task.dispatch_version, rows=result.rows, bytes=result.size_bytes
+                ),
             )
             return
         # Lost commit (§8.4): the file is an orphan; delete it, then see why.
@@ -268,9 +274,8 @@ class TaskExecutor:
             await self._reschedule(ctx, error, lost)
         else:
             log.warning(
-                "task %s v%d: final commit lost (version, owner or status changed); file deleted",
-                task.id,
-                task.dispatch_version,
+                "final commit lost (version, owner or status changed); file deleted",
+                extra=task_fields(task.id, task.dispatch_version),
             )
 
     async def _settle_failure(
@@ -293,11 +298,9 @@ class TaskExecutor:
                     )
                 except TransientDatabaseError as exc:
                     log.warning(
-                        "task %s v%d interrupted by shutdown; could not hand it back (%s): "
-                        "its lease will expire",
-                        task.id,
-                        task.dispatch_version,
-                        exc,
+                        "interrupted by shutdown; could not hand the task back, its lease "
+                        "will expire",
+                        extra=task_fields(task.id, task.dispatch_version, error=str(exc)),
                     )
                     return
                 self._handed_back(ctx, "interrupted by shutdown", handed)
@@ -307,10 +310,8 @@ class TaskExecutor:
             level = logging.INFO if ctx.abort_reason == AbortReason.CANCELLED else logging.WARNING
             log.log(
                 level,
-                "task %s v%d aborted: %s; nothing written",
-                task.id,
-                task.dispatch_version,
-                error,
+                "run aborted; nothing written",
+                extra=task_fields(task.id, task.dispatch_version, reason=str(error)),
             )
             return
         assert settlement.margin is not None
@@ -338,7 +339,10 @@ class TaskExecutor:
                 self._note_unsettled(ctx, str(error), failed)
             elif failed:
                 self.metrics.task_completed.labels(task.export_type, "FAILED").inc()
-                log.warning("task %s v%d FAILED: %s", task.id, task.dispatch_version, error)
+                log.warning(
+                    "task failed",
+                    extra=task_fields(task.id, task.dispatch_version, error=str(error)),
+                )
             return
         await self._reschedule(ctx, error, settlement)
 
@@ -366,27 +370,27 @@ class TaskExecutor:
         """Log (and count, when it ended the task) a hand-back the store carried out."""
         task = ctx.task
         if handed is None:
-            log.warning("task %s v%d %s; lease already lost", task.id, task.dispatch_version, why)
+            log.warning(
+                "run ended; lease already lost",
+                extra=task_fields(task.id, task.dispatch_version, reason=why),
+            )
         elif handed.fate == HandBackFate.REFUNDED:
             log.warning(
-                "task %s v%d %s; handed back as a new version, attempt not counted (%d in a row)",
-                task.id,
-                task.dispatch_version,
-                why,
-                handed.in_a_row,
+                "task handed back as a new version, attempt not counted",
+                extra=task_fields(
+                    task.id, task.dispatch_version, reason=why, inARow=handed.in_a_row
+                ),
             )
         elif handed.fate == HandBackFate.COUNTED:
             log.warning(
-                "task %s v%d %s; handed back as a new version: %s",
-                task.id,
-                task.dispatch_version,
-                why,
-                handed.message,
+                "task handed back as a new version",
+                extra=task_fields(task.id, task.dispatch_version, reason=why, error=handed.message),
             )
         else:
             self.metrics.task_completed.labels(task.export_type, "FAILED").inc()
             log.warning(
-                "task %s v%d %s; FAILED: %s", task.id, task.dispatch_version, why, handed.message
+                "task failed",
+                extra=task_fields(task.id, task.dispatch_version, reason=why, error=handed.message),
             )
 
     async def _reschedule(
@@ -410,24 +414,24 @@ class TaskExecutor:
         if outcome == RetryOutcome.FAILED:
             self.metrics.task_completed.labels(task.export_type, "FAILED").inc()
             log.warning(
-                "task %s v%d FAILED after %d attempts: %s",
-                task.id,
-                task.dispatch_version,
-                task.attempt_count,
-                error,
+                "task failed after its last attempt",
+                extra=task_fields(
+                    task.id, task.dispatch_version, attempt=task.attempt_count, error=str(error)
+                ),
             )
         elif outcome == RetryOutcome.SCHEDULED:
             log.warning(
-                "task %s v%d transient failure (%s); retry v%d in %.0fs",
-                task.id,
-                task.dispatch_version,
-                error,
-                task.dispatch_version + 1,
-                delay,
+                "transient failure; retry scheduled",
+                extra=task_fields(
+                    task.id,
+                    task.dispatch_version,
+                    error=str(error),
+                    nextVersion=task.dispatch_version + 1,
+                    retryInSeconds=round(delay),
+                ),
             )
         else:
             log.warning(
-                "task %s v%d: retry not recorded, lease already lost",
-                task.id,
-                task.dispatch_version,
+                "retry not recorded; lease already lost",
+                extra=task_fields(task.id, task.dispatch_version),
             )

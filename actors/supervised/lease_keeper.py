@@ -27,6 +27,7 @@ import trio
 from actors.core import lease
 from actors.core.errors import TransientDatabaseError
 from actors.core.lease import WatchdogStep
+from actors.core.log_context import task_fields
 from actors.core.outcomes import AbortReason
 from actors.core.ports.store import ExecutionStore
 from actors.pipeline.context import RunContext
@@ -83,20 +84,28 @@ class LeaseKeeper:
                     renewed = await self.store.renew_lease(ctx.task, self.owner, lease_seconds)
                 except TransientDatabaseError as exc:
                     failure = exc
-                    log.warning("task %s: lease renewal failed: %s", ctx.task.id, exc)
+                    log.warning(
+                        "lease renewal failed",
+                        extra=task_fields(ctx.task.id, ctx.task.dispatch_version, error=str(exc)),
+                    )
                 except Exception as exc:
                     failure = exc
-                    log.exception("task %s: lease renewal failed", ctx.task.id)
+                    log.exception(
+                        "lease renewal failed",
+                        extra=task_fields(ctx.task.id, ctx.task.dispatch_version),
+                    )
             step = lease.after_renewal(renewed, trio.current_time(), abort_at, heartbeat)
             if step == WatchdogStep.KEEP_TRYING:
                 continue
             if step == WatchdogStep.ABORT_UNRENEWED:
                 log.warning(
-                    "task %s v%d: no lease renewal for %.0fs (%s); aborting the run",
-                    ctx.task.id,
-                    ctx.task.dispatch_version,
-                    trio.current_time() - ctx.lease_renewed_at,
-                    failure or "renewal still in flight",
+                    "no lease renewal in time; aborting the run",
+                    extra=task_fields(
+                        ctx.task.id,
+                        ctx.task.dispatch_version,
+                        seconds=round(trio.current_time() - ctx.lease_renewed_at),
+                        reason=failure or "renewal still in flight",
+                    ),
                 )
                 ctx.abort(AbortReason.WATCHDOG_FAILED)
                 return
@@ -105,9 +114,8 @@ class LeaseKeeper:
                 # deadline into the renewal); tell the two apart for the settle step.
                 if ctx.cancel_requested:
                     log.info(
-                        "task %s v%d cancelled; aborting the run",
-                        ctx.task.id,
-                        ctx.task.dispatch_version,
+                        "task cancelled; aborting the run",
+                        extra=task_fields(ctx.task.id, ctx.task.dispatch_version),
                     )
                     ctx.abort(AbortReason.CANCELLED)
                     return
@@ -116,10 +124,14 @@ class LeaseKeeper:
                 except TransientDatabaseError:
                     past_deadline = False  # cannot tell: treat as lost, write nothing
                 log.warning(
-                    "task %s v%d: lease renewal matched 0 rows (%s); aborting run",
-                    ctx.task.id,
-                    ctx.task.dispatch_version,
-                    "deadline passed" if past_deadline else "lease lost or task cancelled",
+                    "lease renewal matched 0 rows; aborting the run",
+                    extra=task_fields(
+                        ctx.task.id,
+                        ctx.task.dispatch_version,
+                        reason="deadline passed"
+                        if past_deadline
+                        else "lease lost or task cancelled",
+                    ),
                 )
                 ctx.abort(AbortReason.DEADLINE if past_deadline else AbortReason.LEASE_LOST)
                 return
@@ -172,7 +184,8 @@ class LeaseKeeper:
                 last = exc
             except Exception as exc:
                 log.exception(
-                    "task %s v%d: recording %s failed", task.id, task.dispatch_version, what
+                    "recording the outcome failed",
+                    extra=task_fields(task.id, task.dispatch_version, what=what),
                 )
                 return Unsettled(exc)
             else:
@@ -182,22 +195,15 @@ class LeaseKeeper:
             if not warned:
                 warned = True
                 log.warning(
-                    "task %s v%d: could not record %s yet (%s); retrying until the lease margin",
-                    task.id,
-                    task.dispatch_version,
-                    what,
-                    last,
+                    "could not record the outcome yet; retrying until the lease margin",
+                    extra=task_fields(task.id, task.dispatch_version, what=what, error=str(last)),
                 )
             if left() > 0:
                 await trio.sleep(lease.settle_retry_pause(left()))
         error = last or TimeoutError("the lease margin passed while the database was busy")
         log.warning(
-            "task %s v%d: %s not recorded before the lease margin (%s); leaving the task "
-            "to the reconciler",
-            task.id,
-            task.dispatch_version,
-            what,
-            error,
+            "outcome not recorded before the lease margin; leaving the task to the reconciler",
+            extra=task_fields(task.id, task.dispatch_version, what=what, error=str(error)),
         )
         return Unsettled(error)
 

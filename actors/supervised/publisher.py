@@ -28,7 +28,7 @@ from actors.core.command_message import (
     payload_trace_id,
 )
 from actors.core.errors import TransientDatabaseError
-from actors.core.log_context import bind_context
+from actors.core.log_context import bind_context, task_fields
 from actors.core.models import OutboxRow
 from actors.core.ports.store import OutboxStore
 from actors.core.ports.transport import CommandTransport, OutgoingMessage
@@ -145,16 +145,22 @@ class Publisher:
             # A database fault here ends the round; the row stays CLAIMED and is sent
             # again after its lease (see the module docstring).
             if not await self.store.mark_outbox_sent(row.id, self.owner):
-                log.warning("outbox %s sent but its claim was lost (duplicate is harmless)", row.id)
+                log.warning(
+                    "command sent but its outbox claim was lost (a duplicate is harmless)",
+                    extra=task_fields(row.task_id, row.dispatch_version, outboxId=str(row.id)),
+                )
             return
         delay = publish_backoff(row.attempt_count, self.settings.publish_backoff_seconds)
         self.metrics.outbox_send.labels("failed").inc()
         log.warning(
-            "outbox %s task %s send attempt %d failed: %s; next try in %gs",
-            row.id,
-            row.task_id,
-            row.attempt_count,
-            error,
-            delay,
+            "command send failed; trying again later",
+            extra=task_fields(
+                row.task_id,
+                row.dispatch_version,
+                outboxId=str(row.id),
+                attempt=row.attempt_count,
+                error=str(error),
+                retryInSeconds=delay,
+            ),
         )
         await self.store.mark_outbox_send_failed(row.id, self.owner, delay, error)

@@ -40,7 +40,7 @@ import trio
 from actors.core.errors import TransientDatabaseError
 from actors.core.events import retention_seconds
 from actors.core.lease import is_predecessor_lease
-from actors.core.log_context import bind_context
+from actors.core.log_context import bind_context, task_fields
 from actors.core.models import Task
 from actors.core.outcomes import RetryOutcome
 from actors.core.ports.storage import ExportStorage
@@ -134,12 +134,9 @@ async def expire_predecessor_leases(
             if await store.expire_lease(task):
                 ended += 1
                 log.warning(
-                    "task %s v%d was running under %s, a process that is gone: its lease "
-                    "ends now and the reconciler runs it again",
-                    task.id,
-                    task.dispatch_version,
-                    task.lease_owner,
-                    extra={"taskId": str(task.id), "owner": task.lease_owner},
+                    "task was running under a process that is gone: its lease ends now and "
+                    "the reconciler runs it again",
+                    extra=task_fields(task.id, task.dispatch_version, owner=task.lease_owner),
                 )
     except TransientDatabaseError as exc:
         log.warning("could not look for a predecessor's leases (they expire as usual): %s", exc)
@@ -258,14 +255,16 @@ class Reconciler:
         if outcome == RetryOutcome.FAILED:
             self.metrics.task_completed.labels(task.export_type, "FAILED").inc()
         log.warning(
-            "task %s v%d lease expired (owner %s%s): %s",
-            task.id,
-            task.dispatch_version,
-            task.lease_owner,
-            f"; {cause}" if cause else "",
-            "retrying as a new version"
-            if outcome == RetryOutcome.SCHEDULED
-            else "FAILED, max attempts reached",
+            "lease expired",
+            extra=task_fields(
+                task.id,
+                task.dispatch_version,
+                owner=task.lease_owner,
+                cause=cause or None,
+                outcome="retrying as a new version"
+                if outcome == RetryOutcome.SCHEDULED
+                else "FAILED, max attempts reached",
+            ),
         )
         if task.object_key:
             await self._delete_quietly(task.object_key, "lease_recover")

@@ -123,6 +123,8 @@ async def test_a_task_handed_back_again_and_again_ends_failed_saying_why(
     )
     assert completed == 1
     assert any(
-        f"task {task.id} v4 interrupted by shutdown; FAILED: {MESSAGE}" == r.getMessage()
+        r.getMessage() == "task failed"
+        and (r.taskId, r.dispatchVersion) == (str(task.id), 4)  # type: ignore[attr-defined]
+        and (r.reason, r.error) == ("interrupted by shutdown", MESSAGE)  # type: ignore[attr-defined]
         for r in caplog.records
     )

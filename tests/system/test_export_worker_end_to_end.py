@@ -82,7 +82,11 @@ async def test_a_worker_killed_mid_run_costs_one_attempt_and_the_retry_succeeds(
     assert task["status"] == "SUCCEEDED", task["failureMessage"]
     assert task["attemptCount"] == 2 and task["dispatchVersion"] == 2
     assert task["processedRows"] == "30000"
-    failures = [r.getMessage() for r in caplog.records if "transient failure" in r.getMessage()]
+    failures = [
+        r.error  # type: ignore[attr-defined]
+        for r in caplog.records
+        if r.getMessage() == "transient failure; retry scheduled"
+    ]
     assert len(failures) == 1, failures
     # The worker fetches, decodes and writes behind; the kill lands during a Fetch ("while
     # fetching batch n (batch n-1 being written)") or the Finish after the last batch

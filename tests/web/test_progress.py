@@ -211,7 +211,10 @@ async def test_the_stream_ends_when_the_client_goes_and_when_the_service_drains(
     url, _, services = served_app
 
     def ended(reason: str) -> bool:
-        return any(r.getMessage().endswith(f"ended: {reason}") for r in caplog.records)
+        return any(
+            r.getMessage() == "progress stream ended" and r.reason == reason  # type: ignore[attr-defined]
+            for r in caplog.records
+        )
 
     async with httpx.AsyncClient(base_url=url, timeout=10, headers=headers()) as c:
         async with stream(c) as events:
@@ -277,4 +280,7 @@ async def test_the_stream_ends_when_the_token_expires(
     async with httpx.AsyncClient(base_url=url, timeout=10, headers=auth) as c:
         async with stream(c) as events:
             assert await events.next() is None  # ended by the server, cleanly
-    assert any(r.getMessage().endswith("ended: the token expired") for r in caplog.records)
+    assert any(
+        r.getMessage() == "progress stream ended" and r.reason == "the token expired"  # type: ignore[attr-defined]
+        for r in caplog.records
+    )

@@ -445,21 +445,25 @@ class RocketMQTransport:
             )
         except Exception as exc:
             log.error(
-                "could not move poison message %s to %s (%s); it will be redelivered",
-                delivery.message_id,
-                self.dead_letter_topic,
-                exc,
+                "could not move a poison message to the dead-letter topic; it will be redelivered",
+                extra={
+                    "messageId": delivery.message_id,
+                    "topic": self.dead_letter_topic,
+                    "error": str(exc),
+                },
             )
             return ConsumeStatus.RECONSUME_LATER
         with self._count_lock:
             self.dead_lettered += 1
         log.error(
-            "poison message %s (task %s) moved to %s as %s after %d deliveries",
-            delivery.message_id,
-            delivery.properties.get("taskId", "?"),
-            self.dead_letter_topic,
-            receipt.message_id,
-            delivery.reconsume_times + 1,
+            "poison message moved to the dead-letter topic",
+            extra={
+                "taskId": delivery.properties.get("taskId", "?"),
+                "messageId": delivery.message_id,
+                "topic": self.dead_letter_topic,
+                "deadLetterId": receipt.message_id,
+                "deliveries": delivery.reconsume_times + 1,
+            },
         )
         return ConsumeStatus.CONSUME_SUCCESS
 

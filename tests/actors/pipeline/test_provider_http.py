@@ -124,7 +124,8 @@ async def test_the_worker_posts_the_contract_body_with_token_traceparent_and_log
     assert (service, export_type, ok) == (SERVICE, DEFINITION.export_type, True)
     assert 0 < seconds < 10
     (line,) = [r for r in caplog.records if r.name == "actors.pipeline.provider_client"]
-    assert line.getMessage().startswith(f"provider {SERVICE} batch: 1 rows, ")
+    assert line.getMessage() == "provider batch"
+    assert (line.service, line.rows) == (SERVICE, 1)  # type: ignore[attr-defined]
     sent = httpx.Response(200, json=envelope(batch_data())).content
     assert line.bytes == len(sent)  # type: ignore[attr-defined]
 

@@ -242,8 +242,10 @@ async def test_data_warnings_are_logged_once_per_run(
     with caplog.at_level(logging.WARNING, logger="actors.pipeline.runner"):
         result = await run(store, settings, answer, ctx)
     assert result.rows == 150
-    [line] = [r.getMessage() for r in caplog.records if "provider data warnings" in r.message]
-    assert f"task {ctx.task.id} v1" in line and "after 150 rows in 3 batches" in line
+    [line] = [r for r in caplog.records if r.getMessage() == "provider data warnings"]
+    assert (line.taskId, line.dispatchVersion) == (str(ctx.task.id), 1)  # type: ignore[attr-defined]
+    assert (line.rows, line.batches) == (150, 3)  # type: ignore[attr-defined]
+    assert line.warnings and all(isinstance(w, str) for w in line.warnings)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(

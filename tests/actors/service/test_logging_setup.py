@@ -20,7 +20,7 @@ import pytest
 import trio
 
 from actors.core.errors import ConfigError
-from actors.core.log_context import bind_context
+from actors.core.log_context import bind_context, task_fields
 from actors.service.config import load_settings
 from actors.service.logs import (
     LIBRARY_LOGGERS,
@@ -256,3 +256,14 @@ def test_the_log_format_setting_is_case_insensitive_and_checked(
     monkeypatch.setenv("FILE_EXPORT_LOG_FORMAT", "xml")
     with pytest.raises(ConfigError, match="FILE_EXPORT_LOG_FORMAT"):
         load_settings()
+
+
+def test_a_task_line_in_json_carries_the_task_as_fields(json_output: io.StringIO) -> None:
+    """Issue 23: the message is the event, the task is in fields (``task_fields``)."""
+    logging.getLogger("actors.supervised.execution").warning(
+        "task failed", extra=task_fields(190000000000000001, 3, error="provider said 500")
+    )
+    (line,) = [json.loads(x) for x in json_output.getvalue().splitlines()]
+    assert line["message"] == "task failed" and line["level"] == "warning"
+    assert line["taskId"] == "190000000000000001" and line["dispatchVersion"] == 3
+    assert line["error"] == "provider said 500"

@@ -288,7 +288,7 @@ async def test_dead_letter_without_locating_properties_is_logged_critical_and_ac
             for r in caplog.records
             if r.name == "actors.supervised.dlq"
             and r.levelno == logging.CRITICAL
-            and dead.message_id in r.getMessage()
+            and getattr(r, "messageId", None) == dead.message_id
         ]
         assert len(critical) == 1, [r.getMessage() for r in caplog.records]
         assert "lacks locating properties" in critical[0].getMessage()
