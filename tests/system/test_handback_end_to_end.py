@@ -156,7 +156,12 @@ async def test_an_export_sigtermed_again_and_again_ends_failed_saying_why(
             "handed back 3 times in a row (shutdown) without finishing; counted as attempt 2 of 2"
         )
         assert message == expected
-        assert f"FAILED: {expected}" in log
+        failed = [
+            line
+            for line in map(json.loads, log.splitlines())
+            if line.get("message") == "task failed"
+        ]
+        assert [(f["taskId"], f["error"]) for f in failed] == [(task_id, expected)]
         assert not any((data / "files" / "exports").glob("*/*.xlsx"))  # every partial deleted
 
         # What the user sees, from a fresh start: the task FAILED with that message, and

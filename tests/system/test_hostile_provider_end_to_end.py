@@ -417,12 +417,15 @@ async def _forge_and_check(proc: ServeProcess, hostile: HostileProvider, log_for
     if log_format == "json":  # … every line is one of our objects …
         records = [json.loads(line) for line in log.splitlines()]
         assert all(r["level"] in ("debug", "info", "warning", "error", "critical") for r in records)
-        log = "\n".join(r["message"] for r in records)  # … whose messages are checked below
+        # … whose messages and error fields are checked below
+        log = "\n".join(f"{r['message']} {r.get('error', '')}" for r in records)
     for line in log.splitlines():
         if log_format == "text":
             assert LOG_LINE.match(line), line  # … and every line is one of ours
         assert not line.startswith("2026-12-01 00:00:00,000 CRITICAL"), line
-    assert "answered code E500: boom\\n2026-12-01 00:00:00,000 CRITICAL" in log
+    escaped = "answered code E500: boom\\n2026-12-01 00:00:00,000 CRITICAL"
+    # a text line shows the field JSON-quoted (error="…"), its backslash escaped once more
+    assert (escaped if log_format == "json" else json.dumps(escaped)[1:-1]) in log
     raw = proc.log.read_text()
     assert "s3cret-pw" not in raw
     assert "HTTP Request" not in raw
