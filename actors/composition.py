@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from quart_trio import QuartTrio
 
     from actors.transport.rocketmq.link import TransportLink
+    from web.identity import TokenVerifier
     from web.server import WebServer
     from web.services import Services
 
@@ -209,6 +210,41 @@ def write_private(path: Path, text: str) -> None:
     with os.fdopen(fd, "w") as f:
         f.write(text)
     path.chmod(0o600)  # an older file keeps its mode through O_CREAT
+
+
+def build_token_verifier(settings: Settings, secret: str) -> TokenVerifier:
+    """How the API verifies tokens (``web/identity.py``), from ``FILE_EXPORT_JWT_*``.
+
+    Raises:
+        ConfigError: the PEM key file cannot be read, or the settings contradict each
+            other (an HS algorithm with an identity provider's keys).
+    """
+    from web.identity import token_verifier
+
+    public_key = None
+    if settings.jwt_public_key_file is not None:
+        try:
+            public_key = settings.jwt_public_key_file.read_text()
+        except OSError as exc:
+            raise ConfigError(f"FILE_EXPORT_JWT_PUBLIC_KEY_FILE: {exc}") from None
+    names = {
+        "user": settings.jwt_claim_user,
+        "tenant": settings.jwt_claim_tenant,
+        "app": settings.jwt_claim_app,
+        "perms": settings.jwt_claim_perms,
+    }
+    try:
+        return token_verifier(
+            secret,
+            algorithms=settings.jwt_algorithms,
+            jwks_url=settings.jwt_jwks_url,
+            public_key=public_key,
+            issuer=settings.jwt_issuer,
+            audience=settings.jwt_audience,
+            claim_names=names,
+        )
+    except ValueError as exc:
+        raise ConfigError(f"FILE_EXPORT_JWT_ALGORITHMS: {exc}") from None
 
 
 def resolve_jwt_secret(settings: Settings) -> tuple[str, bool]:
@@ -403,6 +439,7 @@ async def build_components(
     registry_path = Path(settings.registry or default_registry_path())
     registry = RegistryHolder(read_registry(settings, allowed))
     jwt_secret, dev_secret = resolve_jwt_secret(settings)
+    verifier = build_token_verifier(settings, jwt_secret)
     service_token = _service_token(settings)
     provider_urls = providers.static_urls  # the runtime adds the demo Provider's, once bound
     provider = ProviderClient(
@@ -428,6 +465,7 @@ async def build_components(
         wakeup=CommitWakeup(wakeup, rounds, bus_up),
         health=health,
         jwt_secret=jwt_secret,
+        verifier=verifier,
         runs=local,  # the API wakes this process's run of a task it cancels
         cookie_secure=settings.cookie_secure,
         progress_poll_seconds=settings.progress_poll_seconds,

@@ -75,7 +75,7 @@ def services() -> Services:
 
 
 def caller() -> Principal:
-    return request_principal(services().jwt_secret)  # bearer header or session cookie
+    return request_principal(services().tokens)  # bearer header or session cookie
 
 
 def ok(data: Any, message: str = "success") -> dict[str, Any]:

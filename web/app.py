@@ -24,6 +24,7 @@ from actors.core.health import Component, ComponentHealth, overall_status
 from actors.core.http.scrape import REALM, scrape_allowed
 from web.access_log import AccessLog
 from web.api import api
+from web.auth import presented_token
 from web.errors import ApiError
 from web.export_types import export_types
 from web.openapi import declare, install_openapi
@@ -68,6 +69,12 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     for bp in extra_blueprints or []:
         app.register_blueprint(bp)
     install_openapi(app)
+
+    @app.before_request
+    async def _prepare_credentials() -> None:
+        # An identity provider's key the request's token names is fetched here, before
+        # any handler verifies the token (synchronously): web/identity.py.
+        await services.tokens.prepare(presented_token())
 
     @app.before_serving
     async def _start_progress_feed() -> None:

@@ -1,4 +1,5 @@
-"""Authentication: HS256 JWTs via PyJWT, sent as a bearer header or a session cookie.
+"""Authentication: JWTs via PyJWT, sent as a bearer header or a session cookie; verified
+with the shared secret (HS256) or an identity provider's keys (``web/identity.py``).
 
 Claims: ``sub`` (user id), ``tenant_id``, ``app_code`` (PLATFORM | MERCHANT), ``perms``
 (list of permission codes), ``exp``. Ids are carried as strings (64-bit). What they mean
@@ -18,11 +19,11 @@ from collections.abc import Iterable
 import jwt
 from quart import request
 
-from actors.core.http.claims import ClaimError, parse_claims
 from actors.core.http.session import Credential, csrf_key, decide_credential
 from actors.core.models import AppCode, Principal
 from web.access_log import note_user
 from web.errors import ApiError
+from web.identity import TokenVerifier
 
 #: The 401 of a request with neither credential: say both ways in.
 NO_CREDENTIAL_MESSAGE = (
@@ -71,14 +72,14 @@ def issue_token(
     return jwt.encode(claims, secret, algorithm=ALGORITHM)
 
 
-def principal_from_header(secret: str, authorization: str | None) -> Principal:
+def principal_from_header(tokens: TokenVerifier | str, authorization: str | None) -> Principal:
     """Authenticate an ``Authorization: Bearer …`` header.
 
     Raises:
         ApiError: code "401" with HTTP 401 when the header is missing, the token is
             invalid or expired, or a claim is malformed.
     """
-    return principal_from_token(secret, bearer_token(authorization))[0]
+    return principal_from_token(tokens, bearer_token(authorization))[0]
 
 
 def bearer_token(authorization: str | None) -> str:
@@ -93,11 +94,12 @@ def bearer_token(authorization: str | None) -> str:
     return token.strip()
 
 
-def principal_from_token(secret: str, token: str) -> tuple[Principal, int]:
+def principal_from_token(tokens: TokenVerifier | str, token: str) -> tuple[Principal, int]:
     """Authenticate a JWT, from the header or the session cookie alike.
 
     Args:
-        secret: the HS256 key.
+        tokens: how tokens are verified (``web/identity.py``); a string is the HS256
+            shared secret alone.
         token: the encoded JWT.
 
     Returns:
@@ -107,38 +109,30 @@ def principal_from_token(secret: str, token: str) -> tuple[Principal, int]:
         ApiError: code "401" with HTTP 401 when the token is invalid or expired, or a
             claim is malformed.
     """
-    try:
-        claims = jwt.decode(
-            token,
-            secret,
-            algorithms=[ALGORITHM],
-            options={"require": ["sub", "exp", "tenant_id", "app_code"]},
-        )
-    except jwt.ExpiredSignatureError:
-        raise ApiError("401", "token expired", http_status=401) from None
-    except jwt.InvalidSignatureError:
-        raise ApiError("401", "invalid token: signature does not match", http_status=401) from None
-    except jwt.DecodeError:
-        # PyJWT's own text names decoder internals (a codec, a byte offset): say what it is.
-        raise ApiError(
-            "401",
-            "invalid token: not a well-formed JWT (header.payload.signature)",
-            http_status=401,
-        ) from None
-    except jwt.InvalidTokenError as exc:
-        raise ApiError("401", f"invalid token: {exc}", http_status=401) from None
-    try:
-        return parse_claims(claims)
-    except ClaimError as exc:
-        raise ApiError("401", f"invalid token claims: {exc}", http_status=401) from None
+    return as_verifier(tokens).verify(token)
 
 
-def request_principal(secret: str) -> Principal:
+def as_verifier(tokens: TokenVerifier | str) -> TokenVerifier:
+    """``tokens`` as a verifier: a string is the HS256 shared secret alone."""
+    return TokenVerifier(secret=tokens) if isinstance(tokens, str) else tokens
+
+
+def presented_token() -> str | None:
+    """The token the current request presents: its bearer header's, else its session
+    cookie (the order :func:`request_credentials` takes them in); ``None`` without."""
+    authorization = request.headers.get("Authorization")
+    if authorization is not None:
+        scheme, _, token = authorization.partition(" ")
+        return token.strip() or None if scheme.lower() == "bearer" else None
+    return request.cookies.get(SESSION_COOKIE)
+
+
+def request_principal(tokens: TokenVerifier | str) -> Principal:
     """The caller of the current request (:func:`request_credentials` without the expiry)."""
-    return request_credentials(secret)[0]
+    return request_credentials(tokens)[0]
 
 
-def request_credentials(secret: str) -> tuple[Principal, int]:
+def request_credentials(tokens: TokenVerifier | str) -> tuple[Principal, int]:
     """The caller of the current request: the bearer header, else the session cookie.
 
     The choice and the CSRF rule are ``decide_credential`` (``actors/core/http/session.py``);
@@ -146,7 +140,8 @@ def request_credentials(secret: str) -> tuple[Principal, int]:
     again) rather than a CSRF refusal.
 
     Args:
-        secret: the HS256 key.
+        tokens: how tokens are verified (a string: the HS256 shared secret alone); its
+            ``secret`` keys the CSRF tokens.
 
     Returns:
         The authenticated principal and its token's expiry (epoch seconds).
@@ -156,6 +151,7 @@ def request_credentials(secret: str) -> tuple[Principal, int]:
             missing or invalid") for a cookie-authenticated request other than GET or HEAD
             whose ``X-CSRF-Token`` is missing or not valid for the session.
     """
+    verifier = as_verifier(tokens)
     authorization = request.headers.get("Authorization")
     session = request.cookies.get(SESSION_COOKIE)
     decision = decide_credential(
@@ -164,15 +160,15 @@ def request_credentials(secret: str) -> tuple[Principal, int]:
         session_cookie=session,
         csrf_cookie=request.cookies.get(CSRF_COOKIE),
         csrf_header=request.headers.get(CSRF_HEADER),
-        key=csrf_key(secret),
+        key=csrf_key(verifier.secret),
         now=time.time(),
     )
     if decision.credential == Credential.BEARER:
-        credentials = principal_from_token(secret, bearer_token(authorization))
+        credentials = verifier.verify(bearer_token(authorization))
     elif decision.credential == Credential.NONE or session is None:
         raise ApiError("401", NO_CREDENTIAL_MESSAGE, http_status=401)
     else:
-        credentials = principal_from_token(secret, session)
+        credentials = verifier.verify(session)
         if not decision.csrf_ok:
             raise ApiError("403", CSRF_MESSAGE, http_status=403)
     principal = credentials[0]

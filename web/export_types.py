@@ -61,6 +61,6 @@ def export_type_json(definition: ExportDefinition) -> dict[str, Any]:
 async def list_export_types() -> dict[str, Any]:
     """The export types the caller (bearer header or session cookie) may request."""
     services: Services = current_app.config["SERVICES"]
-    principal = request_principal(services.jwt_secret)
+    principal = request_principal(services.tokens)
     definitions = services.registry.current.definitions.values()
     return envelope([export_type_json(d) for d in requestable_types(definitions, principal)])

@@ -107,7 +107,7 @@ async def progress_stream() -> Response:
         first read finds the database unavailable.
     """
     services: Services = current_app.config["SERVICES"]
-    principal, expires_at = request_credentials(services.jwt_secret)
+    principal, expires_at = request_credentials(services.tokens)
     keepalive_seconds = float(
         current_app.config.get(KEEPALIVE_SECONDS_KEY, DEFAULT_KEEPALIVE_SECONDS)
     )

@@ -19,6 +19,7 @@ from actors.core.ports.service import ApiMetrics, PublisherWakeup, RegistryView,
 from actors.core.ports.storage import ExportStorage
 from actors.core.ports.store import CreationStore
 from web.health import DatabaseProbe
+from web.identity import TokenVerifier
 from web.progress_feed import ProgressFeed
 
 #: How long a request retries a database fault (a dead pooled connection is replaced at
@@ -45,7 +46,10 @@ class Services:
         registry: the export-type registry in force.
         metrics: the metrics requests record and ``/metrics`` serves.
         wakeup: pokes the publisher after a create or retry committed its outbox row.
-        jwt_secret: the HS256 secret of bearer tokens.
+        jwt_secret: the shared secret: the HS256 key of bearer tokens without an identity
+            provider, and the key of the page's CSRF tokens.
+        verifier: how tokens are verified (``web/identity.py``); default: HS256 with
+            ``jwt_secret``. In use as ``tokens``.
         runs: wakes this process's run of a task just cancelled (a no-op by default,
             for an API without consumer slots).
         create_limits: the active-task limits of a create.
@@ -72,6 +76,7 @@ class Services:
     cookie_secure: CookieSecure = CookieSecure.AUTO
     progress_poll_seconds: float = 1.0
     metrics_token: str | None = None
+    verifier: TokenVerifier | None = None
     progress_stream_limits: StreamLimits = field(default_factory=StreamLimits)
     health: HealthBoard = field(default_factory=HealthBoard)
     ready: trio.Event = field(default_factory=trio.Event)
@@ -80,6 +85,8 @@ class Services:
         #: The store as requests use it: retries bounded by ``API_DB_RETRY_SECONDS``.
         self.api_store = self.store.with_retry_budget(API_DB_RETRY_SECONDS)
         self.db_probe = DatabaseProbe(self.store)
+        #: How tokens are verified: ``verifier``, else HS256 with ``jwt_secret``.
+        self.tokens = self.verifier or TokenVerifier(secret=self.jwt_secret)
         #: The instance's one reader of task changes for every progress stream.
         self.progress_feed = ProgressFeed(
             self.api_store, self.progress_poll_seconds, self.progress_stream_limits, self.metrics

@@ -82,6 +82,27 @@ class Settings(BaseSettings):
     registry, which names ``demo-service``, then refuses to load: set
     ``FILE_EXPORT_REGISTRY``)."""
     jwt_secret: str | None = None
+    # -- an identity provider's tokens (web/identity.py) --------------------------------
+    jwt_jwks_url: str | None = None
+    """FILE_EXPORT_JWT_JWKS_URL: the identity provider's published keys (JWKS); tokens are
+    then verified with the key their ``kid`` names (RS256/ES256), not the shared secret."""
+    jwt_public_key_file: Path | None = None
+    """FILE_EXPORT_JWT_PUBLIC_KEY_FILE: one PEM public key instead of a JWKS."""
+    jwt_algorithms: Annotated[tuple[str, ...], NoDecode] | None = None
+    """FILE_EXPORT_JWT_ALGORITHMS: accepted ``alg`` values, comma-separated; default
+    HS256, or RS256,ES256 with an identity provider (HS* is refused with one)."""
+    jwt_issuer: str | None = None
+    """FILE_EXPORT_JWT_ISSUER: the ``iss`` every token must carry, if set."""
+    jwt_audience: str | None = None
+    """FILE_EXPORT_JWT_AUDIENCE: an ``aud`` every token must carry, if set."""
+    jwt_claim_user: str = "sub"
+    """FILE_EXPORT_JWT_CLAIM_USER: the claim holding the user id."""
+    jwt_claim_tenant: str = "tenant_id"
+    """FILE_EXPORT_JWT_CLAIM_TENANT: the claim holding the tenant id."""
+    jwt_claim_app: str = "app_code"
+    """FILE_EXPORT_JWT_CLAIM_APP: the claim holding the app code (PLATFORM, MERCHANT)."""
+    jwt_claim_perms: str = "perms"
+    """FILE_EXPORT_JWT_CLAIM_PERMS: the claim holding the permission list."""
     internal_service_token: str | None = Field(None, validation_alias="INTERNAL_SERVICE_TOKEN")
     instance_id: str = Field(
         default_factory=lambda: default_instance_id(
@@ -234,6 +255,13 @@ class Settings(BaseSettings):
             raise ValueError('must be a JSON object of service name -> "http(s)://" base URL')
         return value
 
+    @field_validator("jwt_algorithms", mode="before")
+    @classmethod
+    def _parse_algorithms(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = tuple(p.strip() for p in value.split(",") if p.strip()) or None
+        return value
+
     @field_validator("retry_backoff_seconds", "publish_backoff_seconds", mode="before")
     @classmethod
     def _parse_schedule(cls, value: Any) -> Any:
@@ -308,6 +336,11 @@ class Settings(BaseSettings):
                 "FILE_EXPORT_PROVIDER_MAP and FILE_EXPORT_PROVIDER_URLS are both set: "
                 "name the Providers in one place (the map file, which reloads, or the "
                 "static environment variable), so no address is silently overridden"
+            )
+        if self.jwt_jwks_url and self.jwt_public_key_file:
+            raise ValueError(
+                "FILE_EXPORT_JWT_JWKS_URL and FILE_EXPORT_JWT_PUBLIC_KEY_FILE are both set: "
+                "name the identity provider's keys in one place"
             )
         if self.task_heartbeat_seconds >= self.task_lease_seconds:
             raise ValueError(

@@ -3,8 +3,11 @@ FILE_EXPORT_PROGRESS_POLL_SECONDS are read from the environment and checked at s
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from actors.composition import build_token_verifier
 from actors.core.admission import CreateLimits
 from actors.core.errors import ConfigError
 from actors.core.http.session import CookieSecure
@@ -49,3 +52,40 @@ def test_create_limits_come_from_their_three_settings(monkeypatch: pytest.Monkey
     assert load_settings().create_limits == CreateLimits(
         max_active_per_user=7, max_active_per_type=9, type_reserved_places=2
     )
+
+
+def test_identity_provider_settings_build_the_verifier_or_say_what_is_wrong(
+    tmp_path: Path,
+) -> None:
+    """Issue 24 item 7: FILE_EXPORT_JWT_* become the API's token verifier."""
+    secret = "s" * 32
+    verifier = build_token_verifier(
+        load_settings(
+            data_dir=tmp_path,
+            jwt_jwks_url="https://idp.test/jwks",
+            jwt_issuer="https://idp.test/",
+            jwt_claim_user="uid",
+        ),
+        secret,
+    )
+    assert verifier.uses_identity_provider and verifier.algorithms == ("RS256", "ES256")
+    assert (verifier.issuer, verifier.claim_names.user) == ("https://idp.test/", "uid")
+    assert build_token_verifier(load_settings(data_dir=tmp_path), secret).algorithms == ("HS256",)
+    with pytest.raises(ConfigError, match="FILE_EXPORT_JWT_PUBLIC_KEY_FILE"):
+        build_token_verifier(
+            load_settings(data_dir=tmp_path, jwt_public_key_file=tmp_path / "missing.pem"),
+            secret,
+        )
+    with pytest.raises(ConfigError, match="HS algorithms"):
+        build_token_verifier(
+            load_settings(
+                data_dir=tmp_path, jwt_jwks_url="https://idp.test/jwks", jwt_algorithms="HS256"
+            ),
+            secret,
+        )
+    with pytest.raises(ConfigError, match="JWKS_URL and FILE_EXPORT_JWT_PUBLIC_KEY_FILE"):
+        load_settings(
+            data_dir=tmp_path,
+            jwt_jwks_url="https://idp.test/jwks",
+            jwt_public_key_file=tmp_path / "k.pem",
+        )
