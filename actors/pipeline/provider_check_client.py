@@ -13,20 +13,20 @@ limit, and decodes the answer here. The request is built exactly as an export ru
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Protocol, Unpack
 
 import trio
 import urllib3
 
 from actors.core.models import ExportDefinition, ProviderBatch
-from actors.core.provider.contract import MAX_COLUMNS, MAX_RESPONSE_BYTES, total_limit_exceeded
+from actors.core.provider.contract import total_limit_exceeded
 from actors.core.provider.request import BatchRequest
 from actors.pipeline.provider_decode import parse_batch_response
 from actors.pipeline.provider_http import FetchSpec, fetch_body_in_thread, new_pool
 from actors.pipeline.provider_requests import (
-    DEFAULT_REQUEST_TIMEOUT,
     EndpointSource,
     ProviderRequests,
+    RequestOptions,
     encode_request,
 )
 
@@ -55,8 +55,9 @@ class ProviderCheckClient(ProviderRequests):
     (its answer dropped), which a service could not afford.
 
     Args:
-        base_urls, service_token, connect_timeout, read_timeout, request_timeout,
-            max_response_bytes, max_columns: as :class:`ProviderRequests`.
+        base_urls, service_token, options (``connect_timeout``, ``read_timeout``,
+            ``request_timeout``, ``max_response_bytes``, ``max_columns``): as
+            :class:`ProviderRequests`.
         pool: the urllib3 connections; ``None``: a pool made at the first request
             (:func:`actors.pipeline.provider_http.new_pool`). Tests pass a stand-in whose
             ``request`` raises urllib3's errors. :meth:`aclose` closes only a pool made here.
@@ -70,22 +71,10 @@ class ProviderCheckClient(ProviderRequests):
         base_urls: Mapping[str, str] | EndpointSource,
         service_token: str,
         *,
-        connect_timeout: float = 3.0,
-        read_timeout: float = 15.0,
-        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-        max_response_bytes: int = MAX_RESPONSE_BYTES,
-        max_columns: int = MAX_COLUMNS,
         pool: urllib3.PoolManager | None = None,
+        **options: Unpack[RequestOptions],
     ) -> None:
-        super().__init__(
-            base_urls,
-            service_token,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            request_timeout=request_timeout,
-            max_response_bytes=max_response_bytes,
-            max_columns=max_columns,
-        )
+        super().__init__(base_urls, service_token, **options)
         self._owns_pool = pool is None
         self._pool = pool
 

@@ -44,13 +44,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Protocol, Unpack
 
 import trio
 
 from actors.core.errors import ExportError, ExportWorkerDiedError
 from actors.core.models import BatchSummary, ExportDefinition
-from actors.core.provider.contract import MAX_COLUMNS, MAX_RESPONSE_BYTES
 from actors.core.provider.request import BatchRequest
 from actors.pipeline.export_worker import FetchedBatch
 from actors.pipeline.provider_http import FetchSpec
@@ -58,6 +57,7 @@ from actors.pipeline.provider_requests import (
     DEFAULT_REQUEST_TIMEOUT,
     EndpointSource,
     ProviderRequests,
+    RequestOptions,
     encode_request,
 )
 
@@ -117,8 +117,9 @@ class ProviderClient(ProviderRequests):
     request, sent by the worker of the run that makes it; the client keeps no connection.
 
     Args:
-        base_urls, service_token, connect_timeout, read_timeout, request_timeout,
-            max_response_bytes, max_columns: as :class:`ProviderRequests`.
+        base_urls, service_token, options (``connect_timeout``, ``read_timeout``,
+            ``request_timeout``, ``max_response_bytes``, ``max_columns``): as
+            :class:`ProviderRequests`.
         observer: told about every request that was sent, ok or not.
 
     Raises:
@@ -130,22 +131,10 @@ class ProviderClient(ProviderRequests):
         base_urls: Mapping[str, str] | EndpointSource,
         service_token: str,
         *,
-        connect_timeout: float = 3.0,
-        read_timeout: float = 15.0,
-        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-        max_response_bytes: int = MAX_RESPONSE_BYTES,
-        max_columns: int = MAX_COLUMNS,
         observer: ProviderObserver | None = None,
+        **options: Unpack[RequestOptions],
     ) -> None:
-        super().__init__(
-            base_urls,
-            service_token,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            request_timeout=request_timeout,
-            max_response_bytes=max_response_bytes,
-            max_columns=max_columns,
-        )
+        super().__init__(base_urls, service_token, **options)
         self._observer = observer
 
     async def fetch_batch(

@@ -19,7 +19,7 @@ import base64
 import json
 import urllib.parse
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Protocol, TypedDict
 
 from actors.core.errors import PermanentExportError, ProviderUnavailableError
 from actors.core.models import ExportDefinition
@@ -34,6 +34,7 @@ __all__ = [
     "DEFAULT_REQUEST_TIMEOUT",
     "EndpointSource",
     "ProviderRequests",
+    "RequestOptions",
     "encode_request",
 ]
 
@@ -58,6 +59,16 @@ class EndpointSource(Protocol):
         """Bring the addresses up to date with their source (an export run calls it before
         its first request); never raises for a bad source, which keeps the old ones."""
         ...
+
+
+class RequestOptions(TypedDict, total=False):
+    """The timeouts and limits of :class:`ProviderRequests`, for the clients built on it."""
+
+    connect_timeout: float
+    read_timeout: float
+    request_timeout: float
+    max_response_bytes: int
+    max_columns: int
 
 
 class _StaticEndpoints:

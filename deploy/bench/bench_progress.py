@@ -41,9 +41,7 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from actors.core.models import AppCode  # noqa: E402
-from deploy.bench.bench_workers import API, SECRET, Service, client, percentiles  # noqa: E402
-from web.auth import issue_token  # noqa: E402
+from deploy.bench.bench_workers import API, Service, client, percentiles  # noqa: E402
 
 PROGRESS = "/api/platform/v1/files/progress"
 PER_USER = 20
@@ -78,20 +76,6 @@ async def probe(c: httpx.AsyncClient) -> tuple[float, float]:
     return percentiles(health)[2], percentiles(listed)[1]
 
 
-def stream_client(url: str, user: int, limits: httpx.Limits) -> httpx.AsyncClient:
-    """A client of ``user`` with no cap on its connections (each stream holds one)."""
-    token = issue_token(
-        SECRET,
-        user_id=user,
-        tenant_id=0,
-        app_code=AppCode.PLATFORM,
-        perms=("platform:customer:export",),
-    )
-    return httpx.AsyncClient(
-        base_url=url, timeout=120, limits=limits, headers={"Authorization": f"Bearer {token}"}
-    )
-
-
 async def measure(url: str, pid: int, streams: int, seconds: float) -> dict[str, float]:
     users = max(1, -(-streams // PER_USER))
     seen: dict[int, set[str]] = {}
@@ -114,7 +98,7 @@ async def measure(url: str, pid: int, streams: int, seconds: float) -> dict[str,
                 if line.startswith("data: "):
                     names.add(json.loads(line[6:])["taskName"])
 
-    clients = [stream_client(url, FIRST_USER + u, limits) for u in range(users)]
+    clients = [client(url, FIRST_USER + u, limits) for u in range(users)]
     async with clients[0] as creator, client(url, FIRST_USER + 999_999) as watcher:
         t0 = time.perf_counter()
         async with trio.open_nursery() as nursery:

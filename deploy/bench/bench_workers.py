@@ -230,7 +230,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def client(url: str, user: int) -> httpx.AsyncClient:
+def client(url: str, user: int, limits: httpx.Limits | None = None) -> httpx.AsyncClient:
     token = issue_token(
         SECRET,
         user_id=user,
@@ -238,7 +238,12 @@ def client(url: str, user: int) -> httpx.AsyncClient:
         app_code=AppCode.PLATFORM,
         perms=("platform:customer:export",),
     )
-    return httpx.AsyncClient(base_url=url, timeout=60, headers={"Authorization": f"Bearer {token}"})
+    return httpx.AsyncClient(
+        base_url=url,
+        timeout=60,
+        limits=limits or httpx.Limits(),
+        headers={"Authorization": f"Bearer {token}"},
+    )
 
 
 async def sample_latency(c: httpx.AsyncClient, until: trio.Event, limit: int | None) -> list[float]:
