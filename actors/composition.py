@@ -14,7 +14,6 @@ wires ``web`` (imported lazily, so ``export-center migrate`` does not load the w
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import sqlite3
 from collections.abc import AsyncIterator, Callable
@@ -34,6 +33,7 @@ from actors.core.health import HealthBoard
 from actors.core.ids import IdGenerator
 from actors.core.models import Registry
 from actors.core.ports.transport import CommandTransport
+from actors.credentials import build_token_verifier, provider_service_token, resolve_jwt_secret
 from actors.pipeline.export_worker import WorkerPool
 from actors.pipeline.provider_client import ProviderClient
 from actors.pipeline.runner import ExportRunner
@@ -60,7 +60,6 @@ if TYPE_CHECKING:
     from quart_trio import QuartTrio
 
     from actors.transport.rocketmq.link import TransportLink
-    from web.identity import TokenVerifier
     from web.server import WebServer
     from web.services import Services
 
@@ -197,87 +196,6 @@ async def open_database(
         # trio-asyncio's nursery wraps whatever the block raised; callers expect the
         # plain exception (a ConfigError, or a Cancelled that must keep propagating).
         raise sole_exception(group) from None
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path``, readable by this user only (mode 0600 from the first
-    byte: never briefly readable by others under a loose umask).
-
-    Raises:
-        OSError: the file could not be written.
-    """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    path.chmod(0o600)  # an older file keeps its mode through O_CREAT
-
-
-def build_token_verifier(settings: Settings, secret: str) -> TokenVerifier:
-    """How the API verifies tokens (``web/identity.py``), from ``FILE_EXPORT_JWT_*``.
-
-    Raises:
-        ConfigError: the PEM key file cannot be read, or the settings contradict each
-            other (an HS algorithm with an identity provider's keys).
-    """
-    from web.identity import token_verifier
-
-    public_key = None
-    if settings.jwt_public_key_file is not None:
-        try:
-            public_key = settings.jwt_public_key_file.read_text()
-        except OSError as exc:
-            raise ConfigError(f"FILE_EXPORT_JWT_PUBLIC_KEY_FILE: {exc}") from None
-    names = {
-        "user": settings.jwt_claim_user,
-        "tenant": settings.jwt_claim_tenant,
-        "app": settings.jwt_claim_app,
-        "perms": settings.jwt_claim_perms,
-    }
-    try:
-        return token_verifier(
-            secret,
-            algorithms=settings.jwt_algorithms,
-            jwks_url=settings.jwt_jwks_url,
-            public_key=public_key,
-            issuer=settings.jwt_issuer,
-            audience=settings.jwt_audience,
-            claim_names=names,
-        )
-    except ValueError as exc:
-        raise ConfigError(f"FILE_EXPORT_JWT_ALGORITHMS: {exc}") from None
-
-
-def resolve_jwt_secret(settings: Settings) -> tuple[str, bool]:
-    """The JWT secret, and whether it is the embedded dev secret.
-
-    Without ``FILE_EXPORT_JWT_SECRET`` in embedded mode, a random secret is kept in
-    ``<data_dir>/dev-jwt-secret`` (mode 0600) so tokens survive restarts. With the
-    RocketMQ transport (production) the variable is required.
-    """
-    if settings.jwt_secret:
-        return settings.jwt_secret, False
-    if settings.transport != "embedded":
-        raise ConfigError("FILE_EXPORT_JWT_SECRET must be set outside embedded mode")
-    path = Path(settings.data_dir) / "dev-jwt-secret"
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists():
-            write_private(path, secrets.token_urlsafe(32))
-        return path.read_text().strip(), True
-    except OSError as exc:
-        raise ConfigError(f"FILE_EXPORT_DATA_DIR ({settings.data_dir}): {exc}") from None
-
-
-def _service_token(settings: Settings) -> str:
-    if settings.internal_service_token:
-        return settings.internal_service_token
-    if settings.provider_urls:
-        raise ConfigError(
-            "INTERNAL_SERVICE_TOKEN must be set when FILE_EXPORT_PROVIDER_URLS "
-            "names real Providers: every batch request carries it as "
-            "X-Internal-Service-Token, and a Provider answers no other token"
-        )
-    return secrets.token_urlsafe(24)  # only the built-in demo Provider checks it
 
 
 def build_transport(settings: Settings) -> CommandTransport:
@@ -440,7 +358,7 @@ async def build_components(
     registry = RegistryHolder(read_registry(settings, allowed))
     jwt_secret, dev_secret = resolve_jwt_secret(settings)
     verifier = build_token_verifier(settings, jwt_secret)
-    service_token = _service_token(settings)
+    service_token = provider_service_token(settings)
     provider_urls = providers.static_urls  # the runtime adds the demo Provider's, once bound
     provider = ProviderClient(
         providers,

@@ -37,12 +37,12 @@ from actors.composition import (
     Components,
     build_components,
     open_database,
-    write_private,
 )
 from actors.core.errors import ConfigError, sole_exception
 from actors.core.models import AppCode
 from actors.core.outcomes import AbortReason
 from actors.core.ports.transport import CommandTransport
+from actors.credentials import write_private
 from actors.pipeline.storage import LocalDirectoryStorage
 from actors.service.config import Settings
 from actors.service.metrics import Metrics

@@ -89,7 +89,7 @@ def migrate() -> None:
 def token(user_id: int, tenant_id: int, app_code: str, perms: tuple[str, ...], ttl: int) -> None:
     """Print a JWT for calling the API (FILE_EXPORT_JWT_SECRET or the embedded dev secret)."""
     settings = settings_or_exit()
-    from actors.composition import resolve_jwt_secret
+    from actors.credentials import resolve_jwt_secret
     from web.auth import issue_token
 
     try:

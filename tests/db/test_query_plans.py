@@ -143,8 +143,7 @@ CHECKS: dict[str, Expect] = {
     "LIVE_TASKS_OF_SCOPE": uses("idx_file_export_scope_status_time", *_TASK_BY_STATUS),
     "NEWEST_TASKS_OF_REQUESTER": uses("idx_file_export_requester_time"),
     "NEWEST_TASKS_OF_SCOPE": uses("idx_file_export_scope_time"),
-    # progress feed: one range of the change-time index, whatever the number of streams
-    "TASKS_CHANGED_SINCE": uses("idx_file_export_updated"),
+    "TASKS_CHANGED_SINCE": uses("idx_file_export_updated"),  # the progress feed
     "SELECT_EVENT_PRUNE_BOUND": uses("idx_file_export_task_event_age"),
     "PRUNE_TASK_EVENTS": uses("idx_file_export_task_event_age"),
     "PRUNE_ALL_TASK_EVENTS": uses("idx_file_export_task_event_age"),

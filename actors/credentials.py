@@ -1,0 +1,107 @@
+"""The secrets and keys of one instance: the JWT secret (or the embedded dev secret), the
+token verifier of the API (``web/identity.py``), the Provider service token, and files
+only this user may read.
+
+Part of the composition root (``actors/composition.py`` builds the service with them);
+``export-center token`` and the runtime's demo token use them too.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from actors.core.errors import ConfigError
+from actors.service.config import Settings
+
+if TYPE_CHECKING:
+    from web.identity import TokenVerifier
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable by this user only (mode 0600 from the first
+    byte: never briefly readable by others under a loose umask).
+
+    Raises:
+        OSError: the file could not be written.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    path.chmod(0o600)  # an older file keeps its mode through O_CREAT
+
+
+def build_token_verifier(settings: Settings, secret: str) -> TokenVerifier:
+    """How the API verifies tokens (``web/identity.py``), from ``FILE_EXPORT_JWT_*``.
+
+    Raises:
+        ConfigError: the PEM key file cannot be read, or the settings contradict each
+            other (an HS algorithm with an identity provider's keys).
+    """
+    from web.identity import token_verifier
+
+    public_key = None
+    if settings.jwt_public_key_file is not None:
+        try:
+            public_key = settings.jwt_public_key_file.read_text()
+        except OSError as exc:
+            raise ConfigError(f"FILE_EXPORT_JWT_PUBLIC_KEY_FILE: {exc}") from None
+    names = {
+        "user": settings.jwt_claim_user,
+        "tenant": settings.jwt_claim_tenant,
+        "app": settings.jwt_claim_app,
+        "perms": settings.jwt_claim_perms,
+    }
+    try:
+        return token_verifier(
+            secret,
+            algorithms=settings.jwt_algorithms,
+            jwks_url=settings.jwt_jwks_url,
+            public_key=public_key,
+            issuer=settings.jwt_issuer,
+            audience=settings.jwt_audience,
+            claim_names=names,
+        )
+    except ValueError as exc:
+        raise ConfigError(f"FILE_EXPORT_JWT_ALGORITHMS: {exc}") from None
+
+
+def resolve_jwt_secret(settings: Settings) -> tuple[str, bool]:
+    """The JWT secret, and whether it is the embedded dev secret.
+
+    Without ``FILE_EXPORT_JWT_SECRET`` in embedded mode, a random secret is kept in
+    ``<data_dir>/dev-jwt-secret`` (mode 0600) so tokens survive restarts. With the
+    RocketMQ transport (production) the variable is required.
+    """
+    if settings.jwt_secret:
+        return settings.jwt_secret, False
+    if settings.transport != "embedded":
+        raise ConfigError("FILE_EXPORT_JWT_SECRET must be set outside embedded mode")
+    path = Path(settings.data_dir) / "dev-jwt-secret"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            write_private(path, secrets.token_urlsafe(32))
+        return path.read_text().strip(), True
+    except OSError as exc:
+        raise ConfigError(f"FILE_EXPORT_DATA_DIR ({settings.data_dir}): {exc}") from None
+
+
+def provider_service_token(settings: Settings) -> str:
+    """The ``X-Internal-Service-Token`` every Provider request carries: ``INTERNAL_SERVICE_TOKEN``,
+    else (only the built-in demo Provider checks it) a random one.
+
+    Raises:
+        ConfigError: no token while ``FILE_EXPORT_PROVIDER_URLS`` names real Providers.
+    """
+    if settings.internal_service_token:
+        return settings.internal_service_token
+    if settings.provider_urls:
+        raise ConfigError(
+            "INTERNAL_SERVICE_TOKEN must be set when FILE_EXPORT_PROVIDER_URLS "
+            "names real Providers: every batch request carries it as "
+            "X-Internal-Service-Token, and a Provider answers no other token"
+        )
+    return secrets.token_urlsafe(24)  # only the built-in demo Provider checks it
