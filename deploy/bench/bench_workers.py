@@ -113,6 +113,7 @@ class Service:
         max_rows: int = REGISTRY_MAX_ROWS,
         *,
         provider: str = "demo",
+        env: dict[str, str] | None = None,
     ) -> None:
         if provider not in PROVIDERS:
             raise ValueError(f"provider must be one of {', '.join(PROVIDERS)}, not {provider!r}")
@@ -165,6 +166,7 @@ class Service:
             "FILE_EXPORT_PUBLISHER_POLL_MS": "200",
             "FILE_EXPORT_SHUTDOWN_GRACE_SECONDS": "1",
             "PYTHONDONTWRITEBYTECODE": "1",
+            **(env or {}),  # a benchmark's own settings win
         }
         if source is not None:
             env["PYTHONPATH"] = str(source)
