@@ -322,3 +322,42 @@ async def test_the_api_docs_render_from_this_origin_alone(
     assert seen["operations"] >= 8
     assert seen["sources"] and all(s.startswith(rt.base_url + "/") for s in seen["sources"])
     assert console_errors(browser) == []
+
+
+async def test_a_stream_refused_by_the_cap_leaves_the_page_polling(
+    tmp_path: Path, browser: WebDriver, screenshot: Shoot
+) -> None:
+    """Issue 24 item 1: one stream over the caller's cap is refused (an envelope 429, not
+    an event stream); the page falls back to polling the list and still shows the export
+    finish."""
+    settings = make_settings(tmp_path, progress_streams_per_user=1)
+    async with running_service(settings) as rt:
+        async with (
+            client(rt, 4009) as c,
+            c.stream("GET", "/api/platform/v1/files/progress") as held,  # the one allowed
+        ):
+            assert held.status_code == 200
+            refused = await c.get("/api/platform/v1/files/progress")
+            assert refused.json()["code"] == "429"
+
+            def open_page() -> str:
+                sign_in(browser, rt.base_url, token_for(rt, 4009))
+                updates = wait_for(
+                    browser,
+                    lambda d: d.find_element(By.CSS_SELECTOR, '#updates[data-mode="polling"]'),
+                    "fell back to polling",
+                )
+                return str(updates.text)
+
+            mode_text = await in_thread(open_page)
+            body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 2000}}
+            task_id = (await c.post(API, json=body)).json()["data"]["id"]
+
+            def finished() -> str:
+                wait_for(browser, lambda d: row_state(d, task_id) == "succeeded", "showed it ready")
+                screenshot(browser, "stream-refused-polled", row_css(task_id))
+                return str(row(browser, task_id).find_element(By.CLASS_NAME, "progress").text)
+
+            progress = await in_thread(finished)
+    assert "refreshing every second" in mode_text
+    assert "2,000 / 2,000 rows" in progress
