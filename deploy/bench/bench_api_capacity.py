@@ -115,7 +115,8 @@ async def main(seconds: float, mariadb: str | None) -> None:
     }
     await bench("embedded (SQLite)", base, seconds)
     if mariadb:
-        env = {**base, "FILE_EXPORT_DATABASE_URL": mariadb}
+        # the demo Provider is mounted by default only on SQLite: the registry names it
+        env = {**base, "FILE_EXPORT_DATABASE_URL": mariadb, "FILE_EXPORT_DEMO_PROVIDER": "true"}
         subprocess.run(
             [sys.executable, "-c", "from actors.cli.main import main; main(['migrate'])"],
             env={**os.environ, **env},
