@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The real servers the tests need (MariaDB, RocketMQ), shared by every test run on a machine.
+# The real servers the tests need (MariaDB, RocketMQ; S3Proxy on request), shared by every
+# test run on a machine.
 #
 #   deploy/services.sh run CMD [ARG...]  start what is missing, run CMD, then stop what a
 #                                        test run started, unless another run still uses it
@@ -14,7 +15,8 @@
 # run adopts and stops them.
 #
 # Environment:
-#   EXPORT_CENTER_SERVICES       which servers, default "mariadb rocketmq"
+#   EXPORT_CENTER_SERVICES       which servers, default "mariadb rocketmq"; "s3" adds an
+#                                S3-compatible object store (deploy/s3/server.sh)
 #   EXPORT_CENTER_KEEP_SERVICES  1: `run` starts what is missing and keeps everything running
 #   and the servers' own settings (deploy/mariadb/server.sh, deploy/rocketmq/broker.sh).
 #
@@ -30,8 +32,9 @@ script_of() {
   case "$1" in
     mariadb) echo "$HERE/mariadb/server.sh" ;;
     rocketmq) echo "$HERE/rocketmq/broker.sh" ;;
+    s3) echo "$HERE/s3/server.sh" ;;
     *)
-      echo "services.sh: unknown service '$1' in EXPORT_CENTER_SERVICES (mariadb, rocketmq)" >&2
+      echo "services.sh: unknown service '$1' in EXPORT_CENTER_SERVICES (mariadb, rocketmq, s3)" >&2
       exit 2
       ;;
   esac
@@ -41,6 +44,7 @@ label_of() {
   case "$1" in
     mariadb) echo MariaDB ;;
     rocketmq) echo RocketMQ ;;
+    s3) echo "S3 (S3Proxy)" ;;
   esac
 }
 
