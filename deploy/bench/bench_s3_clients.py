@@ -132,7 +132,8 @@ def main(size_mb: int) -> None:
         pinned = {p["name"]: p["version"] for p in json.loads(versions)}
         print(f"\n{size_mb} MB multipart upload in 8 MB parts to {endpoint} (S3Proxy)")
         print(
-            "| client | import ms | RSS at import MB | upload s | CPU ms per MB | peak RSS MB | presign µs |"
+            "| client | import ms | RSS at import MB | upload s | CPU ms per MB "
+            "| peak RSS MB | presign µs |"
         )
         print("|---|---|---|---|---|---|---|")
         for name, package in CANDIDATES.items():
@@ -142,9 +143,8 @@ def main(size_mb: int) -> None:
                 text=True,
             )
             if out.returncode != 0:
-                print(
-                    f"| {name} {pinned.get(package, '?')} | failed: {out.stderr.strip().splitlines()[-1]} |"
-                )
+                reason = out.stderr.strip().splitlines()[-1]
+                print(f"| {name} {pinned.get(package, '?')} | failed: {reason} |")
                 continue
             f = json.loads(out.stdout.strip().splitlines()[-1])
             print(
