@@ -68,18 +68,40 @@ def build_token_verifier(settings: Settings, secret: str) -> TokenVerifier:
         raise ConfigError(f"FILE_EXPORT_JWT_ALGORITHMS: {exc}") from None
 
 
-def resolve_jwt_secret(settings: Settings) -> tuple[str, bool]:
+def dev_secret_path(settings: Settings) -> Path:
+    """Where an embedded instance keeps its dev secret: ``<data_dir>/dev-jwt-secret``."""
+    return Path(settings.data_dir) / "dev-jwt-secret"
+
+
+def resolve_jwt_secret(settings: Settings, *, create: bool = True) -> tuple[str, bool]:
     """The JWT secret, and whether it is the embedded dev secret.
 
     Without ``FILE_EXPORT_JWT_SECRET`` in embedded mode, a random secret is kept in
     ``<data_dir>/dev-jwt-secret`` (mode 0600) so tokens survive restarts. With the
     RocketMQ transport (production) the variable is required.
+
+    Args:
+        settings: the settings.
+        create: make the dev secret when there is none yet (the server does). ``False``
+            refuses instead: a token signed with a secret no server holds is refused by
+            every server (``export-center token`` run from another directory).
+
+    Raises:
+        ConfigError: no secret outside embedded mode; no dev secret yet and ``create``
+            is false; the data directory cannot be read or written.
     """
     if settings.jwt_secret:
         return settings.jwt_secret, False
     if settings.transport != "embedded":
         raise ConfigError("FILE_EXPORT_JWT_SECRET must be set outside embedded mode")
-    path = Path(settings.data_dir) / "dev-jwt-secret"
+    path = dev_secret_path(settings)
+    if not create and not path.exists():
+        raise ConfigError(
+            f"no dev secret in {path}: a token signed with a new one would be refused by "
+            "the server. Run this where the server keeps its data (the same "
+            "FILE_EXPORT_DATA_DIR), or set FILE_EXPORT_JWT_SECRET to the server's secret; "
+            "--new-secret makes a dev secret here (a server started later uses it)"
+        )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists():

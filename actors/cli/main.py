@@ -86,16 +86,34 @@ def migrate() -> None:
     type=click.IntRange(min=1),
     help="lifetime in seconds",
 )
-def token(user_id: int, tenant_id: int, app_code: str, perms: tuple[str, ...], ttl: int) -> None:
-    """Print a JWT for calling the API (FILE_EXPORT_JWT_SECRET or the embedded dev secret)."""
+@click.option(
+    "--new-secret",
+    is_flag=True,
+    help="make the embedded dev secret when FILE_EXPORT_DATA_DIR has none yet",
+)
+def token(
+    user_id: int,
+    tenant_id: int,
+    app_code: str,
+    perms: tuple[str, ...],
+    ttl: int,
+    new_secret: bool,
+) -> None:
+    """Print a JWT for calling the API (FILE_EXPORT_JWT_SECRET or the embedded dev secret).
+
+    Says on standard error which secret signed it. Without FILE_EXPORT_JWT_SECRET it
+    refuses when the data directory has no dev secret yet (unless --new-secret): the
+    server would refuse the token."""
     settings = settings_or_exit()
-    from actors.credentials import resolve_jwt_secret
+    from actors.credentials import dev_secret_path, resolve_jwt_secret
     from web.auth import issue_token
 
     try:
-        secret, _ = resolve_jwt_secret(settings)
+        secret, dev = resolve_jwt_secret(settings, create=new_secret)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
+    source = f"the dev secret in {dev_secret_path(settings)}" if dev else "FILE_EXPORT_JWT_SECRET"
+    click.echo(f"signed with {source}", err=True)
     click.echo(
         issue_token(
             secret,
