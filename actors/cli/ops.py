@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 import trio
 
-from actors.cli.ops_text import inspection_lines, list_line, task_lines
-from actors.core.access import check_requestable, parse_task_id
+from actors.cli.ops_text import LIST_HEADER, inspection_lines, list_line, task_lines
+from actors.core.access import check_requestable, parse_task_reference
 from actors.core.errors import ConfigError, ParameterError, Refused
 from actors.core.events import TaskInspection
 from actors.core.models import Task, TaskStatus
@@ -94,12 +94,15 @@ def _run_with_store(fn: Callable[[ExportStore, Settings], Awaitable[R]]) -> R:
 
 
 def _task_id(value: str) -> int:
-    """The task id argument, by the API's own rule (``actors.core.access.parse_task_id``):
-    ASCII digits within the id range; anything else is a usage error, never a traceback."""
+    """The task argument: its id, or the number the page shows (``EXP<id>``), by the API's
+    own rule for the digits (``actors.core.access.parse_task_reference``); anything else is
+    a usage error, never a traceback."""
     try:
-        return parse_task_id(value)
+        return parse_task_reference(value)
     except ParameterError:
-        raise click.BadParameter(f"{value!r} is not a task id (digits only)") from None
+        raise click.BadParameter(
+            f"{value!r} is not a task: give its id (digits) or its number (EXP…)"
+        ) from None
     except Refused as exc:  # digits past the id range: no task can have them
         raise _Refused(str(exc), value, OperatorOutcome.NOT_FOUND) from None
 
@@ -218,6 +221,8 @@ def list_tasks(
     if as_json:
         _print_json([task_json(t) for t in found])
         return
+    if found:
+        click.echo(LIST_HEADER)
     for task in found:
         click.echo(list_line(task, now))
     if not found:

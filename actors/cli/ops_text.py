@@ -33,9 +33,17 @@ def one_line(text: str | None, width: int = 80) -> str:
     return quote_outside(text, width) if text else ""
 
 
+#: The header of ``tasks list``, over the columns of :func:`list_line`.
+LIST_HEADER = (
+    f"{'TASK':<20} {'STATUS':<9} {'TYPE':<20} {'VERSION':<7} {'ATTEMPT':<8}  "
+    "TENANT/APP/USER  WHEN  LAST ERROR"
+)
+
+
 def list_line(task: Task, now: datetime) -> str:
-    """One task of ``tasks list``: id, status, type, version, attempts, requester, and
-    its lease end (RUNNING), next try (PENDING) or request time, by DB time."""
+    """One task of ``tasks list`` under :data:`LIST_HEADER`: id, status, type, its
+    ``dispatch_version``, attempts so far of the most allowed, requester, and its lease end
+    (RUNNING), next try (PENDING) or request time, by DB time."""
     if task.status == TaskStatus.RUNNING and task.lease_until is not None:
         state = "lease ends" if task.lease_until > now else "lease ended"
         when = f"{state} {relative_time(task.lease_until, now)}"
@@ -45,7 +53,7 @@ def list_line(task: Task, now: datetime) -> str:
         when = f"requested {relative_time(task.requested_at, now)}"
     return (
         f"{task.id:<20} {task.status.value:<9} {task.export_type:<20} "
-        f"v{task.dispatch_version:<3} {task.attempt_count}/{task.max_attempts}  "
+        f"{task.dispatch_version:<7} {f'{task.attempt_count} of {task.max_attempts}':<8}  "
         f"t{task.tenant_id}/{task.app_code}/u{task.requested_by}  {when}  "
         f"{one_line(task.failure_message, 60)}".rstrip()
     )

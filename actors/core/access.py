@@ -19,6 +19,7 @@ envelope codes.
 from __future__ import annotations
 
 from actors.core.errors import ParameterError, Refusal, Refused
+from actors.core.ids import TASK_NO_PREFIX
 from actors.core.models import (
     DOWNLOAD_ALL_PERMISSION,
     ExportDefinition,
@@ -74,6 +75,18 @@ def owns(principal: Principal, task: Task) -> bool:
         and task.app_code == principal.app_code.value
         and (task.requested_by == principal.user_id or sees_all_requesters(principal))
     )
+
+
+def parse_task_reference(raw: str) -> int:
+    """A task named by its id or by the number people are shown (``EXP<id>``, any case),
+    for the operator's commands.
+
+    Raises:
+        ParameterError, Refused: as :func:`parse_task_id` for what follows the prefix.
+    """
+    if raw[: len(TASK_NO_PREFIX)].upper() == TASK_NO_PREFIX:
+        raw = raw[len(TASK_NO_PREFIX) :]
+    return parse_task_id(raw)
 
 
 def parse_task_id(raw_id: str) -> int:

@@ -17,6 +17,13 @@ WORKER_BITS = 10
 SEQUENCE_BITS = 12
 MAX_WORKER = (1 << WORKER_BITS) - 1
 MAX_SEQUENCE = (1 << SEQUENCE_BITS) - 1
+#: A task's number as people see it (the page, the file's history): this prefix and its id.
+TASK_NO_PREFIX = "EXP"
+
+
+def task_number(task_id: int) -> str:
+    """The task number people are shown for task ``task_id``: ``EXP<id>``."""
+    return f"{TASK_NO_PREFIX}{task_id}"
 
 
 class IdGenerator:

@@ -13,6 +13,7 @@ from typing import Any
 from actors.core.admission import ActiveCounts, CreateLimits, admit
 from actors.core.cancel import cancel_outcome
 from actors.core.events import TaskEvent, TaskEventKind
+from actors.core.ids import task_number
 from actors.core.models import Command, Principal, Task, TaskStatus
 from actors.core.outcomes import (
     CancelOutcome,
@@ -160,7 +161,7 @@ class CreationTransitions(StoreBase):
                 {
                     **scope,
                     "id": task_id,
-                    "task_no": f"EXP{task_id}",
+                    "task_no": task_number(task_id),
                     "export_type": new.export_type,
                     "task_name": new.task_name,
                     "format": new.format,

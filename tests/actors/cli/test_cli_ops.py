@@ -28,17 +28,29 @@ def test_list_and_show_every_tenant_by_db_time(database_url: str, tmp_path: Path
     queued, running = run_store(database_url, tmp_path, seed)
     listed = cli(database_url, tmp_path, "tasks", "list")
     assert listed.exit_code == 0, listed.output
-    first, second = listed.output.splitlines()
+    header, first, second = listed.output.splitlines()
+    assert header.split() == [
+        "TASK",
+        "STATUS",
+        "TYPE",
+        "VERSION",
+        "ATTEMPT",
+        "TENANT/APP/USER",
+        "WHEN",
+        "LAST",
+        "ERROR",
+    ]
     assert first.startswith(f"{running.id} ") and "RUNNING" in first and "t9/PLATFORM/u2" in first
+    assert " 1       1 of 3  " in first  # version 1, its first attempt of 3
     assert "lease ends in 4 min 5" in first  # 300 s lease, a moment of DB time gone
     assert second.startswith(f"{queued.id} ") and "PENDING" in second and "next try " in second
 
     only = cli(database_url, tmp_path, "tasks", "list", "--status", "PENDING", "--limit", "5")
-    assert [line.split()[0] for line in only.output.splitlines()] == [str(queued.id)]
+    assert [line.split()[0] for line in only.output.splitlines()[1:]] == [str(queued.id)]
     none = cli(database_url, tmp_path, "tasks", "list", "--type", "ORDER_LIST")
     assert none.exit_code == 0 and none.output == "no tasks\n"
 
-    shown = cli(database_url, tmp_path, "tasks", "show", str(running.id))
+    shown = cli(database_url, tmp_path, "tasks", "show", f"EXP{running.id}")  # as the page shows it
     assert shown.exit_code == 0, shown.output
     assert f"task {running.id} (EXP{running.id}) CUSTOMER_LIST RUNNING" in shown.output
     assert "requester   tenant 9, app PLATFORM, user 2" in shown.output
@@ -59,7 +71,7 @@ def test_list_and_show_every_tenant_by_db_time(database_url: str, tmp_path: Path
     missing = cli(database_url, tmp_path, "tasks", "show", "123")
     assert missing.exit_code == 1 and "no task 123" in missing.output
     bad = cli(database_url, tmp_path, "tasks", "show", "12a")
-    assert bad.exit_code == 2 and "not a task id" in bad.output
+    assert bad.exit_code == 2 and "is not a task: give its id" in bad.output
 
 
 def test_inspect_names_the_troubleshooting_row(database_url: str, tmp_path: Path) -> None:
@@ -161,8 +173,8 @@ def test_retry_deletes_the_leftover_file_like_the_api(database_url: str, tmp_pat
     [
         ("99999999999999999999999", 1, "not found"),  # past the id range: no such task
         ("18446744073709551616", 1, "not found"),
-        ("+5", 2, "is not a task id"),
-        ("٥", 2, "is not a task id"),  # a non-ASCII digit
+        ("+5", 2, "is not a task: give its id"),
+        ("٥", 2, "is not a task: give its id"),  # a non-ASCII digit
     ],
 )
 def test_a_task_id_outside_the_rule_is_an_error_not_a_traceback(

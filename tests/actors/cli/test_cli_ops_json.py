@@ -169,7 +169,9 @@ def test_a_bad_id_or_database_is_a_json_error_with_the_text_modes_exit(
     url = f"sqlite:///{tmp_path}/typo.db"
     bad = cli(url, tmp_path, *command, "12a", "--json")
     assert bad.exit_code == 2  # a usage error, as without --json
-    assert document(bad) == {"error": "Invalid value: '12a' is not a task id (digits only)"}
+    assert document(bad) == {
+        "error": "Invalid value: '12a' is not a task: give its id (digits) or its number (EXP…)"
+    }
     nowhere = cli(url, tmp_path, *command, "5", "--json")
     assert nowhere.exit_code == 1
     assert document(nowhere)["error"].startswith("no SQLite database at")

@@ -13,10 +13,12 @@ from actors.core.access import (
     downloadable_key,
     owns,
     parse_task_id,
+    parse_task_reference,
     sees_all_requesters,
     visible_task,
 )
 from actors.core.errors import ParameterError, Refusal, Refused, RequestError
+from actors.core.ids import task_number
 from actors.core.models import (
     DOWNLOAD_ALL_PERMISSION,
     AppCode,
@@ -251,3 +253,19 @@ def assert_refusal(got: RequestError, expected: RequestError) -> None:
     assert getattr(got, "field", None) == getattr(expected, "field", None)
     assert getattr(got, "reason", None) == getattr(expected, "reason", None)
     assert envelope_code(got) == envelope_code(expected)
+
+
+@pytest.mark.parametrize(
+    ("raw", "task_id"),
+    [("123", 123), ("EXP123", 123), ("exp123", 123), ("Exp9", 9)],
+)
+def test_a_task_is_named_by_its_id_or_its_number(raw: str, task_id: int) -> None:
+    """Issue 26 item 9: the operator's commands take the EXP… number the page shows."""
+    assert parse_task_reference(raw) == task_id
+    assert task_number(task_id) == f"EXP{task_id}"
+
+
+@pytest.mark.parametrize("raw", ["EXP", "EXP-1", "EXP 1", "EXPORT1", "X123", "EXP٥"])
+def test_anything_else_after_the_prefix_is_not_a_task(raw: str) -> None:
+    with pytest.raises(ParameterError):
+        parse_task_reference(raw)
