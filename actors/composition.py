@@ -32,6 +32,7 @@ from actors.core.errors import ConfigError, RegistryError, sole_exception
 from actors.core.health import HealthBoard
 from actors.core.ids import IdGenerator
 from actors.core.models import Registry
+from actors.core.ports.storage import ExportStorage
 from actors.core.ports.transport import CommandTransport
 from actors.credentials import build_token_verifier, provider_service_token, resolve_jwt_secret
 from actors.pipeline.export_worker import WorkerPool
@@ -114,7 +115,7 @@ class Components:
 
     settings: Settings
     store: ExportStore
-    storage: LocalDirectoryStorage
+    storage: ExportStorage
     transport: CommandTransport
     metrics: Metrics
     registry: RegistryHolder
@@ -138,6 +139,27 @@ class Components:
     health: HealthBoard = field(default_factory=HealthBoard)
     rounds: ClaimRounds = field(default_factory=ClaimRounds)
     link: TransportLink | None = None
+
+
+def open_storage(settings: Settings) -> ExportStorage:
+    """The export file storage the settings name: the local directory
+    (``FILE_EXPORT_STORAGE_DIR``) or the S3-compatible bucket (``FILE_EXPORT_S3_*``; its
+    client is imported only then). Nothing is sent to a bucket here: a wrong endpoint or
+    credentials show in the storage probe (health, ``export_storage_writable``), not as a
+    crash at start.
+
+    Raises:
+        ConfigError: the local directory cannot be made.
+    """
+    config = settings.object_store
+    if config is not None:
+        from actors.pipeline.s3_storage import S3Storage
+
+        return S3Storage(config)
+    try:
+        return LocalDirectoryStorage(settings.resolved_storage_dir)
+    except OSError as exc:
+        raise ConfigError(f"FILE_EXPORT_STORAGE_DIR: {exc}") from None
 
 
 @asynccontextmanager
@@ -347,10 +369,7 @@ async def build_components(
         requeued = await store.requeue_sent_of_pending_tasks()
         if requeued:
             log.info("requeued %d commands the previous in-process bus held", requeued)
-    try:
-        storage = LocalDirectoryStorage(settings.resolved_storage_dir)
-    except OSError as exc:
-        raise ConfigError(f"FILE_EXPORT_STORAGE_DIR: {exc}") from None
+    storage = open_storage(settings)
     metrics = Metrics()
     providers = open_provider_map(settings, lambda err: metrics.provider_map_reload_failures.inc())
     allowed = allowed_services(settings, providers)
@@ -390,6 +409,9 @@ async def build_components(
         create_limits=settings.create_limits,
         metrics_token=settings.metrics_token,
         progress_stream_limits=settings.progress_stream_limits,
+        download_url_seconds=(
+            settings.download_url_seconds if settings.download_mode == "redirect" else None
+        ),
     )
     blueprints = []
     if settings.demo_provider:
@@ -404,7 +426,11 @@ async def build_components(
     slots: list[ConsumerSlot] = []
     workers: WorkerPool | None = None
     if settings.consumer_enabled:
-        workers = WorkerPool(nice=settings.worker_nice, sched_idle=settings.worker_sched_idle)
+        workers = WorkerPool(
+            nice=settings.worker_nice,
+            sched_idle=settings.worker_sched_idle,
+            object_store=settings.object_store is not None,
+        )
         runner = ExportRunner(store, provider, registry, settings, workers)
         gate = ClaimGate(store, settings)  # one per instance: fair share
         slots = [

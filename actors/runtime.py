@@ -41,9 +41,9 @@ from actors.composition import (
 from actors.core.errors import ConfigError, sole_exception
 from actors.core.models import AppCode
 from actors.core.outcomes import AbortReason
+from actors.core.ports.storage import ExportStorage
 from actors.core.ports.transport import CommandTransport
 from actors.credentials import write_private
-from actors.pipeline.storage import LocalDirectoryStorage
 from actors.service.config import Settings
 from actors.service.metrics import Metrics
 from actors.service.registry_source import watch_registry
@@ -72,7 +72,7 @@ class Runtime:
     settings: Settings
     urls: list[str]
     store: ExportStore
-    storage: LocalDirectoryStorage
+    storage: ExportStorage
     transport: CommandTransport
     metrics: Metrics
     jwt_secret: str

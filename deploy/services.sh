@@ -15,8 +15,8 @@
 # run adopts and stops them.
 #
 # Environment:
-#   EXPORT_CENTER_SERVICES       which servers, default "mariadb rocketmq"; "s3" adds an
-#                                S3-compatible object store (deploy/s3/server.sh)
+#   EXPORT_CENTER_SERVICES       which servers, default "mariadb rocketmq s3" (s3: an
+#                                S3-compatible object store, deploy/s3/server.sh)
 #   EXPORT_CENTER_KEEP_SERVICES  1: `run` starts what is missing and keeps everything running
 #   and the servers' own settings (deploy/mariadb/server.sh, deploy/rocketmq/broker.sh).
 #
@@ -26,7 +26,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 
-SERVICES=${EXPORT_CENTER_SERVICES:-mariadb rocketmq}
+SERVICES=${EXPORT_CENTER_SERVICES:-mariadb rocketmq s3}
 
 script_of() {
   case "$1" in

@@ -195,12 +195,22 @@ async def download(task_id: str) -> Any:
     (expired). The envelope's ``data`` is then null. A single ``Range`` (with
     ``If-Range: <ETag>``) resumes a download: 206 with those bytes, 416 past the end
     (``actors/core/http/byte_range.py``). A download event is recorded for a GET that starts
-    at the first byte; a HEAD or the rest of a resumed download records none.
+    at the first byte; a HEAD or the rest of a resumed download records none. With
+    ``FILE_EXPORT_DOWNLOAD_MODE=redirect`` a GET answers 302 to a short-lived presigned
+    URL of the bucket instead, after the same access check (one download event).
     """
     principal = caller()
     task = await owned_task(principal, task_id)
     object_key = downloadable_key(task)
-    storage = services().storage
+    svc = services()
+    storage = svc.storage
+    file_name = task.file_name or f"{task.task_no}.xlsx"
+    if svc.download_url_seconds is not None and request.method != "HEAD":
+        url = await storage.download_url(object_key, file_name, svc.download_url_seconds)
+        if url is not None:
+            # The bucket serves the bytes (and ranges); the access check above stays ours.
+            await svc.api_store.record_download(task.id, principal.user_id)
+            return "", 302, {"Location": url, "Cache-Control": "no-store"}
     size = await storage.size(object_key)
     if size is None:
         log.error(
@@ -218,7 +228,7 @@ async def download(task_id: str) -> Any:
     if request.method != "HEAD" and part.start == 0:
         await services().api_store.record_download(task.id, principal.user_id)
     headers = {
-        "Content-Disposition": content_disposition(task.file_name or f"{task.task_no}.xlsx"),
+        "Content-Disposition": content_disposition(file_name),
         "Content-Length": str(part.length),
         "Cache-Control": "no-store",
         "Accept-Ranges": "bytes",

@@ -63,6 +63,9 @@ class Services:
             (``FILE_EXPORT_METRICS_TOKEN``); ``None``: open.
         health: what the watchers last saw of the transport and the storage
             (``/healthz/details``).
+        download_url_seconds: a download answers a redirect to a presigned URL of the
+            bucket valid this many seconds (``FILE_EXPORT_DOWNLOAD_MODE=redirect``);
+            ``None``: the service streams the file.
     """
 
     store: CreationStore
@@ -79,6 +82,7 @@ class Services:
     verifier: TokenVerifier | None = None
     progress_stream_limits: StreamLimits = field(default_factory=StreamLimits)
     health: HealthBoard = field(default_factory=HealthBoard)
+    download_url_seconds: int | None = None
     ready: trio.Event = field(default_factory=trio.Event)
 
     def __post_init__(self) -> None:

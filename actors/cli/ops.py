@@ -49,6 +49,7 @@ from actors.core.usecases import retry_task as retry_task_once
 from actors.service.config import Settings, load_settings
 
 if TYPE_CHECKING:
+    from actors.core.ports.storage import ExportStorage
     from db.store import ExportStore
 
 R = TypeVar("R")
@@ -295,12 +296,19 @@ async def _delete_leftover(settings: Settings, object_key: str) -> None:
     from actors.core.errors import StorageUnavailableError
     from actors.pipeline.storage import LocalDirectoryStorage
 
-    root = settings.resolved_storage_dir
-    if not root.is_dir():  # never create a storage directory on the operator's host
-        click.echo(f"leftover {object_key} not deleted: no {root} here", err=True)
-        return
+    storage: ExportStorage
+    if settings.object_store is not None:
+        from actors.pipeline.s3_storage import S3Storage
+
+        storage = S3Storage(settings.object_store)
+    else:
+        root = settings.resolved_storage_dir
+        if not root.is_dir():  # never create a storage directory on the operator's host
+            click.echo(f"leftover {object_key} not deleted: no {root} here", err=True)
+            return
+        storage = LocalDirectoryStorage(root)
     try:
-        await LocalDirectoryStorage(root).delete(object_key)
+        await storage.delete(object_key)
     except (OSError, ValueError, StorageUnavailableError) as exc:
         click.echo(f"leftover {object_key} not deleted: {exc}", err=True)
 

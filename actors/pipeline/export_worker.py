@@ -59,6 +59,7 @@ import trio
 
 from actors.core.errors import ExportWorkerDiedError, StorageUnavailableError
 from actors.core.models import BatchSummary
+from actors.core.ports.storage import RemoteUpload
 from actors.pipeline.provider_http import FetchSpec
 from actors.pipeline.worker_protocol import (
     EXPORT_ERRORS,
@@ -250,7 +251,7 @@ class _Spawned:
     fds: socket.socket
 
 
-async def _spawn(nice: int, sched_idle: bool) -> _Spawned:
+async def _spawn(nice: int, sched_idle: bool, object_store: bool = False) -> _Spawned:
     """Start a worker process (it lowers its priority, imports, then waits for Start).
 
     Raises:
@@ -262,6 +263,7 @@ async def _spawn(nice: int, sched_idle: bool) -> _Spawned:
             [
                 *(sys.executable, "-m", "actors.pipeline.worker_main"),
                 *(str(nice), "1" if sched_idle else "0", str(theirs.fileno())),
+                *(("s3",) if object_store else ()),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -310,11 +312,21 @@ class WorkerPool:
             Linux only, ignored elsewhere). Off by default: beside other busy programs an
             idle-policy worker gets almost no CPU (``actors/service/config.py``).
         spares: workers kept waiting; 0: each run starts its own.
+        object_store: the runs upload to an object store: workers import its client
+            while they wait.
     """
 
-    def __init__(self, *, nice: int = 10, sched_idle: bool = False, spares: int = 1) -> None:
+    def __init__(
+        self,
+        *,
+        nice: int = 10,
+        sched_idle: bool = False,
+        spares: int = 1,
+        object_store: bool = False,
+    ) -> None:
         self.nice = nice
         self.sched_idle = sched_idle
+        self.object_store = object_store
         self._size = spares
         self._spares: deque[_Spawned] = deque()
         self._closed = False
@@ -333,7 +345,7 @@ class WorkerPool:
         while not self._closed and len(self._spares) + self._starting < self._size:
             self._starting += 1
             try:
-                spawned = await _spawn(self.nice, self.sched_idle)
+                spawned = await _spawn(self.nice, self.sched_idle, self.object_store)
             except StorageUnavailableError as exc:
                 log.warning("no spare export worker: %s", exc)
                 return
@@ -357,7 +369,7 @@ class WorkerPool:
                 await _reap(spawned)
                 spawned = None
         if spawned is None:
-            spawned = await _spawn(self.nice, self.sched_idle)
+            spawned = await _spawn(self.nice, self.sched_idle, self.object_store)
         try:
             await self.fill()
         except BaseException:
@@ -377,7 +389,7 @@ class WorkerPool:
 
 @contextlib.asynccontextmanager
 async def open_export_worker(
-    out: BinaryIO,
+    out: BinaryIO | RemoteUpload,
     *,
     max_rows: int,
     max_bytes: int,
@@ -386,13 +398,15 @@ async def open_export_worker(
     """Take a worker process from ``pool`` for one run; stop it when the block ends.
 
     The worker writes the XLSX into ``out``'s descriptor (passed over its Unix socket),
-    from its current position. Leaving the block normally closes the worker's request
-    pipe and waits for it to exit (SIGKILL after :data:`EXIT_TIMEOUT` seconds); leaving it
-    by an exception, cancellation included, kills it with SIGKILL at once. Either way the
-    process is reaped before the block exits. ``out`` stays open (the caller closes it).
+    from its current position, or uploads it to the object store ``out`` names. Leaving
+    the block normally closes the worker's request pipe and waits for it to exit (SIGKILL
+    after :data:`EXIT_TIMEOUT` seconds); leaving it by an exception, cancellation
+    included, kills it with SIGKILL at once. Either way the process is reaped before the
+    block exits. ``out`` stays open (the caller closes it).
 
     Args:
-        out: the storage file, opened for writing (a real file with a descriptor).
+        out: the storage file, opened for writing (a real file with a descriptor), or
+            the upload the worker carries out.
         max_rows: registry ``max-rows`` of the export.
         max_bytes: largest file, bytes.
         pool: where the worker comes from (a spare, or one started now, at the pool's
@@ -410,11 +424,13 @@ async def open_export_worker(
     process = spawned.process
     worker = ExportWorker(process)
     try:
-        try:
-            socket.send_fds(spawned.fds, [b"\0"], [out.fileno()])
-        except OSError:
-            pass  # the worker is gone: its reply pipe says how, at the first reply
-        await worker._send(Start(max_rows, max_bytes), "starting")
+        upload = out if isinstance(out, RemoteUpload) else None
+        if not isinstance(out, RemoteUpload):
+            try:
+                socket.send_fds(spawned.fds, [b"\0"], [out.fileno()])
+            except OSError:
+                pass  # the worker is gone: its reply pipe says how, at the first reply
+        await worker._send(Start(max_rows, max_bytes, upload), "starting")
         yield worker
         await _stop(process)
     finally:

@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 from actors.core.errors import ExportAbortedError
 from actors.core.models import Task
-from actors.core.ports.storage import ExportStorage
+from actors.core.ports.storage import ExportStorage, RemoteUpload
 from actors.core.ports.store import RunStore
 from actors.pipeline.storage import new_object_key
 
@@ -51,11 +51,12 @@ class RunFile:
         else ``None``."""
         return self._key
 
-    async def create(self) -> BinaryIO:
+    async def create(self) -> BinaryIO | RemoteUpload:
         """Name the file, record its key on the task, then create it for writing.
 
         Returns:
-            The new file, open for binary writing; the caller closes it.
+            The new file, open for binary writing (the caller closes it), or the upload
+            the export worker carries out (an object store).
 
         Raises:
             ExportAbortedError: the lease was lost before writing (nothing recorded or

@@ -39,6 +39,7 @@ import contextlib
 import logging
 from datetime import datetime
 from functools import partial
+from typing import BinaryIO
 
 import trio
 
@@ -50,6 +51,7 @@ from actors.core.errors import (
 from actors.core.log_context import task_fields
 from actors.core.outcomes import AbortReason, ExportResult
 from actors.core.ports.service import RegistryView
+from actors.core.ports.storage import RemoteUpload
 from actors.core.ports.store import RunStore
 from actors.core.provider.batch_rules import final_total_rows
 from actors.core.text import safe_file_name
@@ -152,7 +154,7 @@ class ExportRunner:
                 total_rows, shortfall = final_total_rows(total_estimate, rows)
                 size = await worker.close(shortfall)
         except BaseException:
-            out.close()  # the worker is gone; the slot deletes the partial file by its key
+            _close(out)  # the worker is gone; the slot deletes the partial file by its key
             raise
         finally:
             if worker is not None and worker.warnings:
@@ -167,7 +169,7 @@ class ExportRunner:
                     ),
                 )
             _log_summary(task.id, worker, size, batches, trio.current_time() - started)
-        out.close()  # the worker has flushed and fsynced the file through its descriptor
+        _close(out)  # the worker has flushed and fsynced the file, or completed its upload
         assert ctx.file.key is not None  # created above
         return ExportResult(
             object_key=ctx.file.key,
@@ -178,6 +180,12 @@ class ExportRunner:
             total_rows=total_rows,
             warnings=worker.warnings,
         )
+
+
+def _close(out: BinaryIO | RemoteUpload) -> None:
+    """Close the parent's copy of the run's file (an upload has none)."""
+    if not isinstance(out, RemoteUpload):
+        out.close()
 
 
 def _log_summary(

@@ -166,6 +166,11 @@ class LocalDirectoryStorage:
         except OSError as exc:
             raise _storage_error("delete", key, exc) from exc
 
+    async def download_url(self, key: str, file_name: str, seconds: int) -> None:
+        """None: a local file has no URL of its own; the service streams it."""
+        self.path_for(key)
+        return None
+
     async def list_objects(self) -> list[StoredObject]:
         """Every object under ``exports/``. A folder or file deleted while the listing
         walks is simply not listed (see the module docstring)."""

@@ -66,12 +66,16 @@ def main(argv: list[str]) -> int:
     Args:
         argv: ``[NICE, SCHED_IDLE, FD_SOCKET]``: the nice increment (0..19), ``1`` for
             the ``SCHED_IDLE`` policy, the descriptor of the Unix socket the run's output
-            file arrives on.
+            file arrives on; then ``s3`` when the run will upload to an object store
+            (its client is imported now, while the worker waits as a spare).
     """
-    nice, idle, fd_socket = (int(arg) for arg in argv)
+    nice, idle, fd_socket = (int(arg) for arg in argv[:3])
     _lower_priority(nice, idle=idle == 1)
     requests, replies = _prepare_process()
     from actors.pipeline.worker_session import serve  # the heavy imports, at low priority
+
+    if "s3" in argv[3:]:
+        import actors.pipeline.s3_client  # noqa: F401  (~0.15 s, before the run needs it)
 
     with socket.socket(fileno=fd_socket) as fds:
         serve(requests, replies, fds)

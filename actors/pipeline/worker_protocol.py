@@ -36,6 +36,7 @@ from typing import BinaryIO
 
 from actors.core.errors import ExportError
 from actors.core.models import BatchSummary
+from actors.core.ports.storage import RemoteUpload
 from actors.pipeline.provider_http import FetchSpec
 
 #: Frame header: payload length in bytes, unsigned 32-bit big-endian.
@@ -64,17 +65,20 @@ EXPORT_ERRORS: dict[str, type[ExportError]] = _export_error_classes()
 
 @dataclass(frozen=True, slots=True)
 class Start:
-    """Open the run. The output file's descriptor comes with it on the worker's Unix
-    socket (``SCM_RIGHTS``): the XLSX is written from its current position, flushed and
-    fsynced by :class:`Close`.
+    """Open the run. Without ``upload``, the output file's descriptor comes with it on
+    the worker's Unix socket (``SCM_RIGHTS``): the XLSX is written from its current
+    position, flushed and fsynced by :class:`Close`. With ``upload``, the worker uploads
+    the XLSX to the object store while it writes it, and :class:`Close` completes it.
 
     Attributes:
         max_rows: data rows the whole export may have (registry ``max-rows``).
         max_bytes: largest XLSX file, bytes.
+        upload: the object to upload, or ``None`` for a descriptor.
     """
 
     max_rows: int
     max_bytes: int
+    upload: RemoteUpload | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +152,8 @@ class Written:
 
 @dataclass(frozen=True, slots=True)
 class Closed:
-    """The file is complete and fsynced: ``size`` bytes."""
+    """The file is complete and durable (fsynced, or its upload completed): ``size``
+    bytes."""
 
     size: int
     rows_written: int

@@ -5,7 +5,9 @@
 around it (signals, priority, pipes) is :mod:`actors.pipeline.worker_main`. It holds the
 run's writer across batches, so every batch of a run goes to this one process. It never
 touches the database or the storage interface: it writes the one file descriptor the
-parent passed it (``SCM_RIGHTS`` over a Unix socket, with the Start request).
+parent passed it (``SCM_RIGHTS`` over a Unix socket, with the Start request), or uploads
+the file to the object store the Start request names
+(:mod:`actors.pipeline.multipart_output`), parts going up while it is written.
 
 Write-behind, one thread: a decoded batch is written during the *next* request. A Fetch
 sends its Provider request, then types, encodes and compresses the batch before it, then
@@ -30,6 +32,8 @@ from typing import BinaryIO
 
 from actors.core.errors import ExportError, StorageUnavailableError
 from actors.core.models import ProviderBatch
+from actors.core.ports.storage import RemoteUpload
+from actors.pipeline.multipart_output import MultipartOutput
 from actors.pipeline.provider_decode import parse_batch_response
 from actors.pipeline.provider_http import ProviderConnection
 from actors.pipeline.worker_protocol import (
@@ -68,6 +72,16 @@ def serve(requests: BinaryIO, replies: BinaryIO, fds: socket.socket) -> None:
         session.discard()
 
 
+def open_upload(upload: RemoteUpload) -> MultipartOutput:
+    """The output that uploads ``upload`` in parts while the XLSX is written (boto3 is
+    imported here, in a worker of a service that stores files in S3)."""
+    from actors.pipeline.s3_client import S3PartUploader, open_client
+
+    config = upload.config
+    uploader = S3PartUploader(open_client(config), config.bucket, upload.key, upload.content_type)
+    return MultipartOutput(uploader, config.part_size)
+
+
 class WorkerSession:
     """One run's state in the worker: the output file, the writer, the batch waiting to be
     written, the Provider connection, the run's first failure.
@@ -78,7 +92,7 @@ class WorkerSession:
 
     def __init__(self) -> None:
         self._start: Start | None = None
-        self._out: BinaryIO | None = None
+        self._out: BinaryIO | MultipartOutput | None = None
         self._writer: XlsxStreamWriter | None = None
         #: The decoded batch not yet written, with its 1-based number.
         self._pending: tuple[int, ProviderBatch] | None = None
@@ -107,6 +121,8 @@ class WorkerSession:
             return self.failed
         try:
             if isinstance(request, Start):
+                if request.upload is not None:
+                    return self.start(request, None)
                 # The parent sends the output file's descriptor just before the request.
                 _, (out_fd,), _, _ = socket.recv_fds(fds, 1, 1)
                 return self.start(request, out_fd)
@@ -122,10 +138,15 @@ class WorkerSession:
         except Exception as exc:
             return self.fail(request, exc)
 
-    def start(self, request: Start, out_fd: int) -> Started:
-        """Open the run's output descriptor (``out_fd``, received with the request)."""
+    def start(self, request: Start, out_fd: int | None) -> Started:
+        """Open the run's output: the descriptor ``out_fd`` received with the request,
+        or the upload the request names (``out_fd`` ``None``)."""
         self._start = request
-        self._out = os.fdopen(out_fd, "wb")  # no truncation: an fd, not a path
+        if request.upload is None:
+            assert out_fd is not None
+            self._out = os.fdopen(out_fd, "wb")  # no truncation: an fd, not a path
+        else:
+            self._out = open_upload(request.upload)
         return Started(os.getpid())
 
     def fetch(self, request: Fetch) -> Reply:
@@ -189,8 +210,11 @@ class WorkerSession:
         if writer is None or self._out is None:
             raise RuntimeError("close before any batch was written")
         size = writer.close()
-        self._out.flush()
-        os.fsync(self._out.fileno())  # before the parent's commit says the file exists
+        if isinstance(self._out, MultipartOutput):
+            self._out.commit()  # before the parent's commit says the file exists
+        else:
+            self._out.flush()
+            os.fsync(self._out.fileno())  # before the parent's commit says the file exists
         if request.note:
             writer.warnings.note(request.note)
         return Closed(size, writer.rows_written, tuple(writer.warnings.lines()))
@@ -248,6 +272,12 @@ class WorkerSession:
         self._connection.close()
         if self._writer is not None:
             self._writer.discard()
+        if isinstance(self._out, MultipartOutput):
+            try:
+                self._out.abort()  # no parts left behind (the writer may never have opened)
+            except Exception:
+                pass  # the reconciler aborts it by the run's key
+            return
         if self._out is not None:
             try:
                 self._out.close()

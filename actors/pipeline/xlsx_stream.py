@@ -66,14 +66,12 @@ cells, invalid values and undeclared fields are counted in :attr:`warnings`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, BinaryIO
+from typing import Any
 
 from actors.core.errors import (
-    ExportAbortedError,
     LimitExceededError,
     ProviderContractError,
     StorageUnavailableError,
@@ -96,6 +94,7 @@ from actors.core.xlsx.sheet_xml import (
     workbook_rels_xml,
     workbook_xml,
 )
+from actors.pipeline.capped_output import CappedOutput, Output
 from actors.pipeline.zip_stream import ZipEntry, ZipStream
 
 #: Data rows one worksheet can hold: Excel's 1048576 rows minus the header.
@@ -111,17 +110,9 @@ FLUSH_CHARS = 256 * 1024
 #: Uncompressed bytes after which the next row starts a new sheet: a zip entry written
 #: without Zip64 headers (which some readers refuse) must stay under 4 GiB.
 MAX_SHEET_XML_BYTES = 3_900_000_000
-_MB = 1024 * 1024
 #: Errors that converting one Provider value may raise besides ours: Python's int/str
 #: digit limit, a float overflow, deep nesting, an unencodable character.
 _VALUE_ERRORS = (ValueError, TypeError, OverflowError, RecursionError, UnicodeError)
-
-
-def format_megabytes(limit_bytes: int) -> str:
-    """``52428800`` -> ``"50 MB"``; a limit that is not whole MB also names the bytes."""
-    if limit_bytes % _MB == 0:
-        return f"{limit_bytes // _MB} MB"
-    return f"{limit_bytes / _MB:.2f} MB ({limit_bytes} bytes)"
 
 
 class _State(StrEnum):  # OPEN -> CLOSED | DISCARDED; BROKEN after a failed write
@@ -129,77 +120,6 @@ class _State(StrEnum):  # OPEN -> CLOSED | DISCARDED; BROKEN after a failed writ
     BROKEN = "broken"
     CLOSED = "closed"
     DISCARDED = "discarded"
-
-
-class _CountingStream:
-    """Write-side wrapper around ``out`` that enforces the file-size limit as bytes flow.
-
-    The zip writer (:mod:`actors.pipeline.zip_stream`) seeks back to patch each entry's
-    local header and ``<dimension>`` prefix, so the size is the high-water mark of the
-    position, not the sum of writes. A write that would pass the limit is refused before
-    it reaches ``out``. After the first refusal or write error the stream is *dead*:
-    further writes and seeks are accepted but go nowhere, so the zip writer's remaining
-    calls cannot raise a second error over the first or touch ``out`` again.
-    """
-
-    def __init__(self, out: BinaryIO, max_bytes: int) -> None:
-        self._out = out
-        self._max_bytes = max_bytes
-        self.start = out.tell()  # position of ``out`` where the XLSX begins
-        self._pos = self._high = self.start
-        self.failure: BaseException | None = None
-
-    @property
-    def size(self) -> int:
-        """Bytes of output so far: the high-water mark relative to the start position."""
-        return self._high - self.start
-
-    def write(self, data: bytes) -> int:
-        length = len(data)
-        if self.failure is not None:
-            self._pos += length
-            return length
-        if self._pos + length - self.start > self._max_bytes:
-            self._fail(
-                LimitExceededError(
-                    f"file exceeds the maximum file size of {format_megabytes(self._max_bytes)}"
-                )
-            )
-        try:
-            self._pos += self._out.write(data)
-        except BaseException as exc:  # e.g. disk full: go dead too, keep the first error
-            self.failure = exc
-            raise
-        self._high = max(self._high, self._pos)
-        return length
-
-    def _fail(self, error: BaseException) -> None:
-        self.failure = error
-        raise error
-
-    def kill(self) -> None:
-        """Go dead without an error of our own (discard): later writes go nowhere."""
-        if self.failure is None:
-            self.failure = ExportAbortedError("xlsx writer discarded")
-
-    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        if self.failure is not None:
-            if whence == os.SEEK_SET:
-                self._pos = offset
-            elif whence == os.SEEK_CUR:
-                self._pos += offset
-            else:
-                self._pos = self._high + offset
-            return self._pos
-        self._pos = self._out.seek(offset, whence)
-        return self._pos
-
-    def tell(self) -> int:
-        return self._pos
-
-    def flush(self) -> None:
-        if self.failure is None:
-            self._out.flush()
 
 
 class XlsxStreamWriter:
@@ -211,7 +131,7 @@ class XlsxStreamWriter:
 
     def __init__(
         self,
-        out: BinaryIO,
+        out: Output,
         columns: Sequence[ColumnDef],
         *,
         max_rows: int,
@@ -281,7 +201,7 @@ class XlsxStreamWriter:
         self._entry: ZipEntry | None = None
         self._last_row = 1  # last row of the current sheet with a cell (1: the header)
 
-        self._stream = _CountingStream(out, max_bytes)
+        self._stream = CappedOutput(out, max_bytes)
         self._zip = ZipStream(self._stream, level=compress_level, modified=datetime.now())
         try:
             self._new_sheet()

@@ -12,7 +12,9 @@ deflate is ~3.5 × zlib's level 1 at a slightly smaller size on sheet XML: the e
 single largest cost after typing), levels 4-9 by zlib (smaller files, several times
 slower). Both write standard deflate; CRC-32 is ISA-L's (the same value, faster). The file
 is plain zip 2.0 (no Zip64, no data descriptors): sizes and CRC are patched into each
-local header, which needs a seekable ``out``.
+local header, which needs a seekable ``out``; an ``out`` with ``hold(start, end)`` and
+``release()`` is told which bytes are still to be patched (an upload in parts keeps those
+parts in memory until then).
 
 Limits: every offset and size must stay below 4 GiB (no Zip64); ``LimitExceededError``
 otherwise. The XLSX writer rolls sheets over long before an entry gets there.
@@ -101,6 +103,14 @@ def _gf2_square(matrix: list[int]) -> list[int]:
     return [_gf2_times(matrix, matrix[n]) for n in range(32)]
 
 
+def _hint(out: object, name: str, *args: int) -> None:
+    """Tell ``out`` which bytes are still to be patched, if it wants to know
+    (:class:`actors.pipeline.multipart_output.MultipartOutput`; a plain file does not)."""
+    method = getattr(out, name, None)
+    if method is not None:
+        method(*args)
+
+
 def _dos_time(moment: datetime) -> tuple[int, int]:
     moment = max(moment, datetime(1980, 1, 1))
     time = (moment.hour << 11) | (moment.minute << 5) | (moment.second // 2)
@@ -178,6 +188,10 @@ class ZipEntry:
         self._name = name
         self._header_at = out.tell()
         self._offset = _check32(self._header_at - stream._start, "size")
+        # An output that uploads while written keeps the bytes close patches (the local
+        # header, the prefix) until then; told before the first of them is written.
+        patched = _LOCAL.size + len(name) + (_STORED_HEADER + len(prefix) if prefix else 0)
+        _hint(out, "hold", self._header_at, self._header_at + patched)
         out.write(
             _LOCAL.pack(
                 _LOCAL_SIG,
@@ -246,6 +260,7 @@ class ZipEntry:
         out.seek(self._header_at + _LOCAL_CRC_AT)  # CRC-32, compressed and uncompressed size
         out.write(_SIZES.pack(crc, compressed, size))
         out.seek(end)
+        _hint(out, "release")
         stream = self._stream
         stream._directory.append(
             _CENTRAL.pack(

@@ -22,7 +22,7 @@ import socket
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 
@@ -32,6 +32,7 @@ from actors.core.handback import DEFAULT_MAX_HANDBACKS
 from actors.core.http.progress import StreamLimits
 from actors.core.http.session import CookieSecure
 from actors.core.lease import default_instance_id
+from actors.core.ports.storage import ObjectStoreConfig
 
 #: Every variable but five is ``FILE_EXPORT_`` + the field's name in capitals. The five
 #: keep the design's names: three without the prefix (shared with other services), two
@@ -60,6 +61,34 @@ class Settings(BaseSettings):
     default ``sqlite:///<data_dir>/export-center.db``."""
     storage_dir: Path | None = None
     """FILE_EXPORT_STORAGE_DIR: local storage root; default ``<data_dir>/files``."""
+    storage: Literal["local", "s3"] = "local"
+    """FILE_EXPORT_STORAGE: where export files live: ``local`` (FILE_EXPORT_STORAGE_DIR)
+    or ``s3`` (an S3-compatible bucket, the FILE_EXPORT_S3_* settings): what several
+    instances on several hosts share (docs/operations.md, "Object storage")."""
+    s3_endpoint: str | None = None
+    """FILE_EXPORT_S3_ENDPOINT: ``https://host[:port]`` of the object store; unset: AWS S3."""
+    s3_bucket: str | None = None
+    """FILE_EXPORT_S3_BUCKET: the bucket (it must exist); required with ``s3``."""
+    s3_region: str = "us-east-1"
+    """FILE_EXPORT_S3_REGION: the signing region."""
+    s3_access_key_id: str | None = None
+    """FILE_EXPORT_S3_ACCESS_KEY_ID: unset: the SDK's own chain (AWS_* variables, roles)."""
+    s3_secret_access_key: SecretStr | None = None
+    """FILE_EXPORT_S3_SECRET_ACCESS_KEY: the secret of that key."""
+    s3_addressing: Literal["path", "virtual", "auto"] = "path"
+    """FILE_EXPORT_S3_ADDRESSING: ``path`` (MinIO, Ceph RGW, SeaweedFS), ``virtual``
+    (Aliyun OSS, AWS) or ``auto``."""
+    s3_ca_bundle: Path | None = None
+    """FILE_EXPORT_S3_CA_BUNDLE: PEM file of the CAs of a private endpoint's certificate."""
+    s3_part_size_mb: int = Field(8, ge=5, le=512)
+    """FILE_EXPORT_S3_PART_SIZE_MB: multipart part size, MiB (5..512); an export worker
+    holds about two parts in memory."""
+    download_mode: Literal["stream", "redirect"] = "stream"
+    """FILE_EXPORT_DOWNLOAD_MODE: ``stream`` (the service sends the file, ranges
+    included) or ``redirect`` (a 302 to a presigned URL of the bucket, after the same
+    access check; needs FILE_EXPORT_STORAGE=s3 and a bucket browsers can reach)."""
+    download_url_seconds: int = Field(300, ge=10, le=604800)
+    """FILE_EXPORT_DOWNLOAD_URL_SECONDS: life of a presigned download URL, seconds."""
     transport: Literal["embedded", "rocketmq"] = Field("embedded")
     http_bind: str = Field("127.0.0.1:8080")
     """FILE_EXPORT_HTTP_BIND: ``host:port``; port 0 picks a free port."""
@@ -342,6 +371,13 @@ class Settings(BaseSettings):
                 "FILE_EXPORT_JWT_JWKS_URL and FILE_EXPORT_JWT_PUBLIC_KEY_FILE are both set: "
                 "name the identity provider's keys in one place"
             )
+        if self.storage == "s3" and not self.s3_bucket:
+            raise ValueError("FILE_EXPORT_S3_BUCKET must be set when FILE_EXPORT_STORAGE=s3")
+        if self.download_mode == "redirect" and self.storage != "s3":
+            raise ValueError(
+                "FILE_EXPORT_DOWNLOAD_MODE=redirect needs FILE_EXPORT_STORAGE=s3: a local "
+                "directory has no URL to redirect to"
+            )
         if self.task_heartbeat_seconds >= self.task_lease_seconds:
             raise ValueError(
                 "FILE_EXPORT_TASK_HEARTBEAT_SECONDS must be well below "
@@ -370,6 +406,24 @@ class Settings(BaseSettings):
     @property
     def resolved_storage_dir(self) -> Path:
         return self.storage_dir or self.data_dir / "files"
+
+    @property
+    def object_store(self) -> ObjectStoreConfig | None:
+        """The bucket's settings when FILE_EXPORT_STORAGE=s3, else ``None``."""
+        if self.storage != "s3":
+            return None
+        assert self.s3_bucket is not None  # checked by the model validator
+        secret = self.s3_secret_access_key
+        return ObjectStoreConfig(
+            bucket=self.s3_bucket,
+            endpoint=self.s3_endpoint or None,
+            region=self.s3_region,
+            access_key_id=self.s3_access_key_id or None,
+            secret_access_key=secret.get_secret_value() if secret is not None else None,
+            addressing=self.s3_addressing,
+            ca_bundle=str(self.s3_ca_bundle) if self.s3_ca_bundle else None,
+            part_size=self.s3_part_size_mb * 1024 * 1024,
+        )
 
     @property
     def max_file_bytes(self) -> int:

@@ -285,12 +285,14 @@ class Reconciler:
         return expired
 
     async def _clean_orphans(self) -> int:
-        """Delete old unreferenced files; the same listing sets ``export_storage_bytes``."""
+        """Delete old unreferenced files, and abort old incomplete uploads no task holds
+        (S3: a worker killed mid-upload on an instance that never came back); the same
+        listing sets ``export_storage_bytes``."""
         cutoff = self.file_clock() - ORPHAN_AGE_SECONDS
         cleaned = 0
         kept_bytes = 0
         for obj in await self.storage.list_objects():
-            kept_bytes += obj.size
+            kept_bytes += obj.size  # 0 for an incomplete upload (S3)
             if obj.mtime > cutoff:
                 continue
             match = OBJECT_KEY_PATTERN.fullmatch(obj.key)

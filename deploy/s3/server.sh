@@ -94,12 +94,24 @@ s3proxy.endpoint=http://127.0.0.1:$PORT
 s3proxy.authorization=aws-v2-or-v4
 s3proxy.identity=$ACCESS_KEY
 s3proxy.credential=$SECRET_KEY
-jclouds.provider=filesystem
+jclouds.provider=filesystem-nio2
 jclouds.filesystem.basedir=$DIR/data
+jclouds.identity=$ACCESS_KEY
+jclouds.credential=$SECRET_KEY
 CONF
+  # Without a configuration logback logs everything at DEBUG: hundreds of MB a minute.
+  cat >"$DIR/logback.xml" <<XML
+<configuration>
+  <appender name="OUT" class="ch.qos.logback.core.ConsoleAppender">
+    <encoder><pattern>%d{HH:mm:ss.SSS} %-5level %logger{20} %msg%n</pattern></encoder>
+  </appender>
+  <logger name="org.gaul.s3proxy" level="INFO"/>
+  <root level="WARN"><appender-ref ref="OUT"/></root>
+</configuration>
+XML
   # its own session (setsid): Ctrl-C of the test run that started it must not reach a
   # server that other runs may share; it stops only by `stop`.
-  $SETSID java -Xmx256m -cp "$LIB/*" org.gaul.s3proxy.Main --properties "$DIR/s3proxy.conf" \
+  $SETSID java -Xmx256m -Dlogback.configurationFile="$DIR/logback.xml" -cp "$LIB/*" org.gaul.s3proxy.Main --properties "$DIR/s3proxy.conf" \
     >"$DIR/s3proxy.log" 2>&1 &
   echo $! >"$PIDFILE"
   for _ in $(seq 1 150); do

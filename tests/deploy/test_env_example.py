@@ -88,6 +88,17 @@ OTHER_VALUE = {
     "FILE_EXPORT_DATA_DIR": "/srv/export-center",
     "FILE_EXPORT_DATABASE_URL": "mysql://u:p@db:3306/export_center",
     "FILE_EXPORT_STORAGE_DIR": "/srv/files",
+    "FILE_EXPORT_STORAGE": "s3",
+    "FILE_EXPORT_S3_ENDPOINT": "https://minio.internal:9000",
+    "FILE_EXPORT_S3_BUCKET": "exports",
+    "FILE_EXPORT_S3_REGION": "cn-hangzhou",
+    "FILE_EXPORT_S3_ACCESS_KEY_ID": "AKIDEXAMPLE",
+    "FILE_EXPORT_S3_SECRET_ACCESS_KEY": "secret",
+    "FILE_EXPORT_S3_ADDRESSING": "virtual",
+    "FILE_EXPORT_S3_CA_BUNDLE": "/etc/ssl/private-ca.pem",
+    "FILE_EXPORT_S3_PART_SIZE_MB": "16",
+    "FILE_EXPORT_DOWNLOAD_MODE": "redirect",
+    "FILE_EXPORT_DOWNLOAD_URL_SECONDS": "60",
     "FILE_EXPORT_TRANSPORT": "rocketmq",
     "FILE_EXPORT_HTTP_BIND": "0.0.0.0:9090",
     "FILE_EXPORT_REGISTRY": "/etc/export-center/registry.yaml",
@@ -152,6 +163,8 @@ OTHER_VALUE = {
 #: what a variable needs beside it to be valid
 COMPANIONS = {
     "FILE_EXPORT_TRANSPORT": {"MQ_TOPIC_PREFIX": "", "ROCKETMQ_NAME_SERVER": "ns:9876"},
+    "FILE_EXPORT_STORAGE": {"FILE_EXPORT_S3_BUCKET": "exports"},
+    "FILE_EXPORT_DOWNLOAD_MODE": {"FILE_EXPORT_STORAGE": "s3", "FILE_EXPORT_S3_BUCKET": "b"},
 }
 
 
@@ -173,7 +186,7 @@ def test_every_variable_is_read(variable: str, monkeypatch: pytest.MonkeyPatch) 
 
 
 #: a row of the README's settings table: "| `NAME` / `_SUFFIX` … | default | meaning |"
-README_ROW = re.compile(r"^\| (`[A-Z_]+`(?:\s*[/,]\s*`[A-Z_]+`)*) \|")
+README_ROW = re.compile(r"^\| (`[A-Z0-9_]+`(?:\s*[/,]\s*`[A-Z0-9_]+`)*) \|")
 
 
 def readme_variables() -> set[str]:
@@ -182,7 +195,7 @@ def readme_variables() -> set[str]:
     names: set[str] = set()
     for line in (REPO / "README.md").read_text().splitlines():
         if m := README_ROW.match(line):
-            for name in re.findall(r"`([A-Z_]+)`", m.group(1)):
+            for name in re.findall(r"`([A-Z0-9_]+)`", m.group(1)):
                 names.add("FILE_EXPORT" + name if name.startswith("_") else name)
     return names
 

@@ -24,7 +24,8 @@ from actors.core.errors import (
     StorageUnavailableError,
 )
 from actors.core.models import ColumnDef, ColumnType
-from actors.pipeline.xlsx_stream import XlsxStreamWriter, format_megabytes
+from actors.pipeline.capped_output import format_megabytes
+from actors.pipeline.xlsx_stream import XlsxStreamWriter
 
 MB = 1024 * 1024
 HOSTILE = ["=1+1", "+x", "-x", "@x", "\tx", "\rx"]
