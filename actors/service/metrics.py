@@ -80,7 +80,8 @@ class Metrics:
         )
         self.storage_free_bytes = Gauge(
             "export_storage_free_bytes",
-            "Bytes free where this instance stores export files",
+            "Bytes free where this instance stores export files (NaN for an S3 bucket,"
+            " which has no free space to tell)",
             registry=r,
         )
         self.storage_writable = Gauge(

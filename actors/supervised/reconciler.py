@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from actors.core.errors import TransientDatabaseError
+from actors.core.errors import StorageUnavailableError, TransientDatabaseError
 from actors.core.events import retention_seconds
 from actors.core.lease import is_predecessor_lease
 from actors.core.log_context import bind_context, task_fields
@@ -217,6 +217,10 @@ class Reconciler:
             return await duty() or 0
         except TransientDatabaseError as exc:
             log.warning("reconciler %s skipped this pass: database fault: %s", name, exc)
+        except StorageUnavailableError as exc:
+            # The storage probe reports it too (health, export_storage_writable): the
+            # message says what is wrong; a traceback every pass would say nothing more.
+            log.warning("reconciler %s skipped this pass: %s", name, exc)
         except Exception:
             log.exception("reconciler %s failed this pass", name)
         self.metrics.reconciler_errors.labels(name).inc()

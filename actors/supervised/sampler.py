@@ -15,6 +15,7 @@ its series was first scraped would never show in an alert.
 from __future__ import annotations
 
 import logging
+import math
 
 import trio
 
@@ -87,8 +88,9 @@ class GaugeSampler:
         m.storage_writable.set(1 if probe.writable else 0)
         problem = "" if probe.writable else (probe.error or "not writable")
         self.health.report(Component.STORAGE, probe.writable, problem)
-        if probe.free_bytes is not None:
-            m.storage_free_bytes.set(probe.free_bytes)
+        # NaN where the storage cannot tell (a bucket): the low-space alert stays silent
+        # rather than seeing 0 bytes free.
+        m.storage_free_bytes.set(math.nan if probe.free_bytes is None else probe.free_bytes)
         if probe.error != self._storage_error:
             # One line when the storage stops being writable and one when it recovers.
             if probe.error is None:
