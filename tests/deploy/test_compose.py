@@ -61,6 +61,8 @@ def test_services_and_pinned_images() -> None:
         "export-center-migrate",
         "export-center",
         "prometheus",
+        "minio",
+        "minio-bucket-init",
     }
     for name, service in s.items():
         image = service["image"]
@@ -166,3 +168,14 @@ def test_prometheus_loads_the_alert_rules() -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_object_store_comes_with_its_profile_and_makes_the_bucket() -> None:
+    """MinIO and its bucket set-up start only with ``--profile s3``; the bucket is the one
+    the comment tells the operator to name in FILE_EXPORT_S3_BUCKET."""
+    s = services()
+    assert s["minio"]["profiles"] == s["minio-bucket-init"]["profiles"] == ["s3"]
+    assert depends_on(s["minio-bucket-init"]) == {"minio": "service_healthy"}
+    assert "mc mb --ignore-existing store/export-center" in s["minio-bucket-init"]["entrypoint"][-1]
+    assert "FILE_EXPORT_S3_BUCKET=export-center" in COMPOSE.read_text()
+    assert "minio" not in depends_on(s["export-center"])  # a local-storage stack needs none
