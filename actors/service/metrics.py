@@ -6,7 +6,19 @@ would collide on duplicated series.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+import os
+from collections.abc import Iterator
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 _DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600)
 #: Provider batch latency, seconds: past the 15 s read timeout up to the 60 s total limit
@@ -160,6 +172,12 @@ class Metrics:
             registry=r,
         )
 
+        # -- CPU and memory: the service process, and its export workers ----------------
+        # process_cpu_seconds_total, process_resident_memory_bytes … of the service process
+        # (the standard collector); the export workers are its child processes.
+        ProcessCollector(registry=r)
+        r.register(WorkerProcessCollector())
+
     def exposition(self) -> bytes:
         """Every metric of this instance in the Prometheus text format (``/metrics``;
         ``actors.core.ports.service.ApiMetrics``)."""
@@ -170,3 +188,58 @@ class Metrics:
         self.provider_request.labels(service, export_type).observe(seconds)
         if not ok:
             self.provider_failure.labels(service, export_type).inc()
+
+
+class WorkerProcessCollector(Collector):
+    """The export worker processes' share of CPU and memory, which the standard
+    ``process_*`` metrics of the service process leave out (Linux ``/proc``; nothing
+    elsewhere).
+
+    * ``export_workers_cpu_seconds_total``: CPU seconds, user and system, of the child
+      processes that ended and were reaped (``os.times``): one export worker per run.
+    * ``export_workers_resident_memory_bytes``: resident memory of the child processes
+      alive now (the running workers and the spare).
+    """
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        times = os.times()
+        cpu = CounterMetricFamily(
+            "export_workers_cpu_seconds_total",
+            "CPU seconds of this instance's finished export worker processes",
+        )
+        cpu.add_metric([], times.children_user + times.children_system)
+        yield cpu
+        rss = GaugeMetricFamily(
+            "export_workers_resident_memory_bytes",
+            "Resident memory of this instance's export worker processes alive now, bytes",
+        )
+        rss.add_metric([], float(sum(_rss_bytes(pid) for pid in _child_pids())))
+        yield rss
+
+
+def _child_pids() -> list[int]:
+    """Process ids of this process's children (``/proc/self/task/*/children``)."""
+    pids: list[int] = []
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return pids
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/children") as f:
+                pids.extend(int(p) for p in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+def _rss_bytes(pid: int) -> int:
+    """VmRSS of ``pid`` in bytes; 0 when it is gone or unreadable."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
