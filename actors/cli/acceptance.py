@@ -214,6 +214,58 @@ def _verdict(checked: list[Checked], failed: list[str], total: int, seconds: flo
     )
 
 
+def _parse_parameters(text: str) -> dict[str, Any]:
+    try:
+        params = json.loads(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="--parameters") from None
+    if not isinstance(params, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--parameters")
+    return params
+
+
+def _accept_load(
+    base_url: str,
+    token: str,
+    export_type: str,
+    all_params: list[dict[str, Any]],
+    exports: int,
+    baseline_seconds: float,
+    probe_rate: float,
+    allowance: float,
+    timeout: float,
+    metrics_url: str | None,
+    metrics_token: str | None,
+) -> None:
+    """``accept --load`` (:mod:`actors.cli.load_acceptance`): print its verdict, exit."""
+    import trio
+
+    from actors.cli.load_acceptance import LoadRun, run_load
+
+    if len(all_params) not in (1, exports):
+        raise click.UsageError(f"give --parameters once, or once per export ({exports})")
+    run = LoadRun(
+        base_url=base_url,
+        token=token,
+        export_type=export_type,
+        parameters=all_params * exports if len(all_params) == 1 else all_params,
+        exports=exports,
+        baseline_seconds=baseline_seconds,
+        probe_rate=probe_rate,
+        allowance=allowance,
+        timeout=timeout,
+        metrics_url=metrics_url,
+        metrics_token=metrics_token,
+    )
+    try:
+        passed, line = trio.run(run_load, run)
+    except (AcceptanceError, httpx.HTTPError) as exc:
+        click.echo(f"accept --load: FAIL {exc}")
+        raise SystemExit(1) from None
+    click.echo(line)
+    raise SystemExit(0 if passed else 1)
+
+
 def _split_ids(values: tuple[str, ...]) -> list[str]:
     ids = [v for value in values for v in value.replace(",", " ").split()]
     for v in ids:
@@ -233,9 +285,11 @@ def _split_ids(values: tuple[str, ...]) -> list[str]:
 @click.option("--export-type", default="CUSTOMER_LIST", show_default=True)
 @click.option(
     "--parameters",
-    default="{}",
-    show_default=True,
-    help="the export's parameters as a JSON object",
+    "parameter_texts",
+    multiple=True,
+    help="the export's parameters as a JSON object (default {}); with --load, once per "
+    "export if they differ (the service answers an identical create within a minute "
+    "with the task it already has)",
 )
 @click.option("--create-only", is_flag=True, help="create the exports, print their ids, stop")
 @click.option(
@@ -251,20 +305,68 @@ def _split_ids(values: tuple[str, ...]) -> list[str]:
     type=click.FloatRange(min=1),
     help="seconds to wait for each export to finish",
 )
+@click.option(
+    "--load",
+    is_flag=True,
+    help="the production load acceptance: --exports exports at once while the API's p95 "
+    "is measured against an idle baseline (docs/capacity.md)",
+)
+@click.option("--exports", default=4, show_default=True, type=click.IntRange(1, 64))
+@click.option(
+    "--baseline-seconds",
+    default=20.0,
+    show_default=True,
+    type=click.FloatRange(min=1),
+    help="--load: seconds of idle API probes before the exports",
+)
+@click.option(
+    "--probe-rate",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=1, max=200),
+    help="--load: API probes per second (the neighbours' task list)",
+)
+@click.option(
+    "--allowance",
+    default=0.20,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="--load: how much the API's p95 may grow under load (0.20: +20 %)",
+)
+@click.option(
+    "--metrics-url",
+    default=None,
+    help="--load: the instance whose /metrics gives CPU, memory and Provider latency "
+    "(default --base-url)",
+)
+@click.option(
+    "--metrics-token",
+    envvar="EXPORT_CENTER_METRICS_TOKEN",
+    default=None,
+    help="--load: FILE_EXPORT_METRICS_TOKEN of that instance, if set",
+)
 @click.argument("task_ids", nargs=-1)
 def accept(
     base_url: str,
     token: str,
     export_type: str,
-    parameters: str,
+    parameter_texts: tuple[str, ...],
     create_only: bool,
     verify_ids: bool,
     timeout: float,
+    load: bool,
+    exports: int,
+    baseline_seconds: float,
+    probe_rate: float,
+    allowance: float,
+    metrics_url: str | None,
+    metrics_token: str | None,
     task_ids: tuple[str, ...],
 ) -> None:
     """Acceptance check of a deployed service: create an export (or check earlier ones
     with --task-ids ID...), wait for it, download it, read the XLSX back, print one
-    verdict line. Exit status 0 only when every export passed."""
+    verdict line. With --load, the production load acceptance instead. Exit status 0
+    only when every export passed."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -272,12 +374,18 @@ def accept(
         raise click.UsageError("task ids are given after --task-ids")
     if verify_ids and (create_only or not task_ids):
         raise click.UsageError("--task-ids needs ids, and does not go with --create-only")
-    try:
-        params = json.loads(parameters)
-    except ValueError as exc:
-        raise click.BadParameter(f"not JSON: {exc}", param_hint="--parameters") from None
-    if not isinstance(params, dict):
-        raise click.BadParameter("must be a JSON object", param_hint="--parameters")
+    all_params = [_parse_parameters(text) for text in parameter_texts or ("{}",)]
+    if load:
+        if create_only or verify_ids:
+            raise click.UsageError("--load does not go with --create-only or --task-ids")
+        _accept_load(
+            base_url, token, export_type, all_params, exports, baseline_seconds, probe_rate,
+            allowance, timeout, metrics_url, metrics_token,
+        )  # fmt: skip
+        return
+    if len(all_params) > 1:
+        raise click.UsageError("--parameters is given once, except with --load")
+    params = all_params[0]
 
     started = time.monotonic()
     console = Console(stderr=True)

@@ -6,6 +6,7 @@ drill, and a task that FAILED giving a failing verdict."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +98,46 @@ async def test_accept_fails_cleanly_when_the_service_refuses_or_is_gone(
 
     usage = await accept(url, "123")
     assert usage.returncode == 2 and "task ids are given after --task-ids" in usage.stderr
+
+
+async def test_accept_load_measures_the_api_under_exports_and_reports_resources(
+    tmp_path: Path, processes: list[ServeProcess]
+) -> None:
+    """``accept --load`` against a live instance: two exports at once (different
+    parameters: identical ones would be one task), the API probed idle then under load,
+    one verdict line with the figures; its exit status follows its PASS or FAIL (on a
+    shared test machine either may happen: the figures are what is checked here)."""
+    server = ServeProcess(tmp_path / "data", tmp_path / "serve.log")
+    processes.append(server)
+    url = await server.ready()
+
+    done = await accept(
+        url,
+        "--load",
+        "--exports",
+        "2",
+        "--baseline-seconds",
+        "2",
+        "--probe-rate",
+        "30",
+        "--parameters",
+        '{"rowCount": 100000}',
+        "--parameters",
+        '{"rowCount": 99999}',
+    )
+    [verdict] = done.stdout.splitlines()
+    assert verdict.startswith(("accept --load: PASS 2/2 exports", "accept --load: FAIL 2/2")), (
+        done.stdout + done.stderr
+    )
+    assert done.returncode == (0 if " PASS " in verdict else 1)
+    assert "(199999 rows, " in verdict
+    assert re.search(
+        r"API p95 [\d.]+ ms idle, [\d.]+ ms under load \([+-]\d+%, allowed \+20%\)", verdict
+    )
+    assert re.search(r"CPU [\d.]+ cores \(service [\d.]+ s, export workers [\d.]+ s\)", verdict)
+    assert re.search(r"memory peak \d+ MB", verdict)
+    assert re.search(r"Provider p95 [\d.]+ s, p99 [\d.]+ s", verdict), verdict
+
+    same = await accept(url, "--load", "--exports", "2", "--baseline-seconds", "1")
+    assert same.returncode == 1
+    assert "give --parameters once per export, each different" in same.stdout
