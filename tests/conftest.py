@@ -137,6 +137,17 @@ async def store(
 
 
 @pytest.fixture
+async def mysql_store() -> AsyncIterator[ExportStore]:
+    """A clean MariaDB database and a store to inspect it with (real DB clock): for tests
+    of several service processes sharing the database."""
+    async with trio_asyncio.open_loop() as loop:
+        db = MysqlDatabase(MYSQL_TEST_URL, loop)
+        await reset_mysql(db)
+        yield ExportStore(db, IdGenerator(wall_clock_ms), topic=TOPIC)
+        await db.aclose()
+
+
+@pytest.fixture
 def storage(tmp_path: Path) -> LocalDirectoryStorage:
     """Real local storage; file IO inline so mock-clock tests stay deterministic."""
     return LocalDirectoryStorage(tmp_path / "files", offload=run_inline)

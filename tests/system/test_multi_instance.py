@@ -7,21 +7,16 @@ closing note reports (run with ``-s`` to see them).
 from __future__ import annotations
 
 import signal
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
-import pytest
 import trio
-import trio_asyncio
 
-from actors.core.ids import IdGenerator
 from actors.core.models import TaskStatus
 from actors.runtime import Runtime, serve
-from db.mysql import MysqlDatabase
 from db.sqlite import wall_clock_ms
 from db.store import ExportStore
-from tests.helpers import API, MYSQL_TEST_URL, TOPIC, client_for, make_settings, reset_mysql
+from tests.helpers import API, MYSQL_TEST_URL, client_for, make_settings
 from tests.processes import ServeProcess
 from tests.processes import process_client as client
 
@@ -42,16 +37,6 @@ FAST = {
     "FILE_EXPORT_WORKER_NICE": "0",
     "FILE_EXPORT_WORKER_SCHED_IDLE": "false",
 }
-
-
-@pytest.fixture
-async def mysql_store() -> AsyncIterator[ExportStore]:
-    """A clean MariaDB database and a store to inspect it with (real DB clock)."""
-    async with trio_asyncio.open_loop() as loop:
-        db = MysqlDatabase(MYSQL_TEST_URL, loop)
-        await reset_mysql(db)
-        yield ExportStore(db, IdGenerator(wall_clock_ms), topic=TOPIC)
-        await db.aclose()
 
 
 async def test_a_skewed_instance_clock_neither_steals_nor_extends_leases(

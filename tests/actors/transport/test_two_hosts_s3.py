@@ -18,15 +18,11 @@ import httpx
 import openpyxl
 import pytest
 import trio
-import trio_asyncio
 
-from actors.core.ids import IdGenerator
 from actors.core.models import TaskStatus
-from db.mysql import MysqlDatabase
-from db.sqlite import wall_clock_ms
 from db.store import ExportStore
 from tests.actors.transport.test_service_rocketmq_restarts import process_env
-from tests.helpers import API, MYSQL_TEST_URL, TOPIC, reset_mysql
+from tests.helpers import API, MYSQL_TEST_URL
 from tests.processes import ServeProcess
 from tests.processes import process_client as client
 from tests.s3_helpers import (
@@ -42,15 +38,6 @@ from tests.servers import Broker
 
 #: the file expires this long after A finishes it (FILE_EXPORT_RETENTION_DAYS, in days)
 RETENTION_SECONDS = 25
-
-
-@pytest.fixture
-async def mysql_store() -> AsyncIterator[ExportStore]:
-    async with trio_asyncio.open_loop() as loop:
-        db = MysqlDatabase(MYSQL_TEST_URL, loop)
-        await reset_mysql(db)
-        yield ExportStore(db, IdGenerator(wall_clock_ms), topic=TOPIC)
-        await db.aclose()
 
 
 @pytest.fixture
