@@ -35,7 +35,7 @@ import httpx
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
-from actors.cli.acceptance import (
+from actors.cli.acceptance_checks import (
     API,
     FINAL,
     AcceptanceError,
