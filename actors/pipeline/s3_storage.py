@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import trio
@@ -57,6 +58,13 @@ class S3Storage:
         self.config = config
         self._bucket = config.bucket
         self._client = client if client is not None else open_client(config)
+        # Presigning is local arithmetic, but the URL's host is signed: browsers must be
+        # given the address they reach the store by.
+        self._signer = (
+            open_client(replace(config, endpoint=config.public_endpoint))
+            if config.public_endpoint
+            else self._client
+        )
         self._offload = offload
 
     @property
@@ -170,7 +178,7 @@ class S3Storage:
             "ResponseContentDisposition": content_disposition(file_name),
             "ResponseContentType": XLSX_CONTENT_TYPE,
         }
-        url: str = self._client.generate_presigned_url(
+        url: str = self._signer.generate_presigned_url(
             "get_object", Params=params, ExpiresIn=seconds
         )
         return url

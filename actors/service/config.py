@@ -80,6 +80,10 @@ class Settings(BaseSettings):
     (Aliyun OSS, AWS) or ``auto``."""
     s3_ca_bundle: Path | None = None
     """FILE_EXPORT_S3_CA_BUNDLE: PEM file of the CAs of a private endpoint's certificate."""
+    s3_public_endpoint: str | None = None
+    """FILE_EXPORT_S3_PUBLIC_ENDPOINT: the object store's address as browsers reach it, for
+    presigned download URLs (redirect mode), where it differs from FILE_EXPORT_S3_ENDPOINT;
+    unset: the same."""
     s3_part_size_mb: int = Field(8, ge=5, le=512)
     """FILE_EXPORT_S3_PART_SIZE_MB: multipart part size, MiB (5..512); an export worker
     holds about two parts in memory."""
@@ -423,6 +427,7 @@ class Settings(BaseSettings):
             addressing=self.s3_addressing,
             ca_bundle=str(self.s3_ca_bundle) if self.s3_ca_bundle else None,
             part_size=self.s3_part_size_mb * 1024 * 1024,
+            public_endpoint=self.s3_public_endpoint or None,
         )
 
     @property

@@ -97,6 +97,7 @@ OTHER_VALUE = {
     "FILE_EXPORT_S3_ADDRESSING": "virtual",
     "FILE_EXPORT_S3_CA_BUNDLE": "/etc/ssl/private-ca.pem",
     "FILE_EXPORT_S3_PART_SIZE_MB": "16",
+    "FILE_EXPORT_S3_PUBLIC_ENDPOINT": "https://files.example.com",
     "FILE_EXPORT_DOWNLOAD_MODE": "redirect",
     "FILE_EXPORT_DOWNLOAD_URL_SECONDS": "60",
     "FILE_EXPORT_TRANSPORT": "rocketmq",

@@ -38,6 +38,8 @@ class ObjectStoreConfig:
             system's.
         part_size: bytes of one multipart part, at least 5 MiB (S3's minimum for every
             part but the last); a worker holds about two of them.
+        public_endpoint: the address browsers reach the store by, for presigned download
+            URLs, where it differs from ``endpoint`` (an internal name); ``None``: the same.
     """
 
     bucket: str
@@ -48,6 +50,7 @@ class ObjectStoreConfig:
     addressing: Literal["path", "virtual", "auto"] = "path"
     ca_bundle: str | None = None
     part_size: int = 8 * 1024 * 1024
+    public_endpoint: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from actors.pipeline.multipart_output import MultipartOutput
 from actors.pipeline.s3_client import S3PartUploader, open_client
 from actors.pipeline.s3_storage import S3Storage
 from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
-from tests.s3_helpers import drop_bucket, incomplete_uploads, new_bucket, s3_config
+from tests.s3_helpers import S3_TEST_URL, drop_bucket, incomplete_uploads, new_bucket, s3_config
 
 MB = 1024 * 1024
 
@@ -182,5 +182,27 @@ async def test_an_incomplete_upload_is_listed_and_a_delete_aborts_it(tmp_path: P
         assert await trio.to_thread.run_sync(incomplete_uploads, bucket) == [key]
         assert await storage.delete(key) is False  # no object, but the upload is gone
         assert await trio.to_thread.run_sync(incomplete_uploads, bucket) == []
+    finally:
+        await trio.to_thread.run_sync(drop_bucket, bucket)
+
+
+async def test_a_public_endpoint_names_the_host_browsers_use_and_still_verifies() -> None:
+    """The service reaches the store at 127.0.0.1; browsers by another name (here
+    ``localhost``, the same server): the URL carries that host, signed for it."""
+    bucket = await trio.to_thread.run_sync(new_bucket)
+    try:
+        public = S3_TEST_URL.replace("127.0.0.1", "localhost")
+        assert public != S3_TEST_URL
+        storage = S3Storage(s3_config(bucket, public_endpoint=public))
+        key = new_object_key(12)
+        await put(storage, key, b"hello")
+        url = await storage.download_url(key, "a.xlsx", 60)
+        assert url is not None and url.startswith(public + "/")
+
+        def fetch() -> bytes:
+            with urllib.request.urlopen(url, timeout=10) as answer:
+                return bytes(answer.read())
+
+        assert await trio.to_thread.run_sync(fetch) == b"hello"
     finally:
         await trio.to_thread.run_sync(drop_bucket, bucket)
