@@ -136,6 +136,10 @@ async def seed(store: ExportStore) -> tuple[dict[Symptom, set[int]], int]:
     healthy = await claim(
         store, await create(store, user_id=10, export_type="T10"), lease=300, max_duration=600
     )
+    permanent = await claim(store, await create(store, user_id=11, export_type="T11"))
+    waiting = await claim(
+        store, await create(store, user_id=12, export_type="T12"), lease=300, max_duration=600
+    )
 
     [poison_row] = await store.list_outbox(poisoned.id)
     await send_commands(store)  # every command so far SENT (the backlog's comes below)
@@ -148,6 +152,8 @@ async def seed(store: ExportStore) -> tuple[dict[Symptom, set[int]], int]:
     await store.schedule_retry(retrying, "owner-a", "Provider unavailable", 900)
     await store.fail_task(await claim(store, spent), "owner-a", "Provider unavailable")
     assert await complete(store, expired_file, retention_seconds=1)
+    await store.fail_task(permanent, "owner-a", "provider contract: column 'x' undeclared")
+    await shift(store, "file_export_task", waiting.id, started_at=120)
     await shift(store, "file_export_task", expired_file.id, expires_at=400)
     await shift(store, "file_export_task", past_deadline.id, execution_deadline_at=4)
     await send_commands(store)  # the recovered task's new command: sent, not a backlog
@@ -165,6 +171,8 @@ async def seed(store: ExportStore) -> tuple[dict[Symptom, set[int]], int]:
         Symptom.RETRIES: {retrying.id, spent.id, recovered.id},  # recovery counts one
         Symptom.EXPIRED_NOT_CLEANED: {expired_file.id},
         Symptom.PAST_DEADLINE: {past_deadline.id},
+        Symptom.PERMANENT_FAILURE: {permanent.id},
+        Symptom.WAITING_ON_PROVIDER: {waiting.id},
     }
     return expected, healthy.id
 

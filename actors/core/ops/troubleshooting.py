@@ -46,6 +46,8 @@ class Symptom(StrEnum):
     RETRIES = "retries"  # attempts failed: waiting for the next one, or spent
     EXPIRED_NOT_CLEANED = "expired-not-cleaned"  # its file outlived its retention
     PAST_DEADLINE = "past-deadline"  # RUNNING after its execution deadline
+    PERMANENT_FAILURE = "permanent-failure"  # FAILED at once: another run would fail alike
+    WAITING_ON_PROVIDER = "waiting-on-provider"  # RUNNING, alive, no row written for long
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,9 @@ class Thresholds:
         heartbeat_overdue_seconds: a RUNNING task whose last heartbeat is older has
             likely lost its instance (a run renews every ``FILE_EXPORT_TASK_HEARTBEAT_SECONDS``,
             60 s by default), though its lease has not ended yet.
+        provider_wait_seconds: a live RUNNING task with no row written this long after it
+            started waits on its Provider; one Provider request may take
+            ``FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS`` (60 s by default).
     """
 
     queue_age_seconds: float = 600.0
@@ -71,6 +76,7 @@ class Thresholds:
     outbox_attempts: int = 10
     expiry_grace_seconds: float = 300.0
     heartbeat_overdue_seconds: float = 150.0
+    provider_wait_seconds: float = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +213,50 @@ def diagnose(facts: TaskInspection, limits: Thresholds | None = None) -> tuple[F
                 f"still RUNNING; its deadline passed {relative_time(deadline, now)}",
             )
         )
+
+    if (
+        task.status == TaskStatus.FAILED
+        and task.attempt_count < task.max_attempts
+        and not quarantined
+    ):
+        found.append(
+            Finding(
+                Symptom.PERMANENT_FAILURE,
+                f"FAILED on attempt {task.attempt_count} of {task.max_attempts} without a "
+                "retry: the error is permanent (the Provider's answer broke the contract, a "
+                "limit was reached or a parameter was refused), so another run fails alike "
+                f"until that changes{_last_error(task)}",
+            )
+        )
+
+    waiting = _provider_wait(task, now, limits)
+    if waiting is not None:
+        found.append(Finding(Symptom.WAITING_ON_PROVIDER, waiting))
     return tuple(found)
+
+
+def _last_error(task: Task) -> str:
+    """``": <failure message>"``, or nothing when the task has none."""
+    return f": {task.failure_message}" if task.failure_message else ""
+
+
+def _provider_wait(task: Task, now: datetime, limits: Thresholds) -> str | None:
+    """Why a live RUNNING task with no row written counts as waiting on its Provider."""
+    if task.status != TaskStatus.RUNNING or task.processed_rows > 0 or task.started_at is None:
+        return None
+    if task.lease_until is None or task.lease_until <= now or _heartbeat_overdue(task, now, limits):
+        return None  # not alive: the lease-recovery row says so
+    running = (now - task.started_at).total_seconds()
+    if running <= limits.provider_wait_seconds:
+        return None
+    deadline = task.execution_deadline_at
+    ends = f"; its deadline is {relative_time(deadline, now)}" if deadline is not None else ""
+    return (
+        f"RUNNING on {task.lease_owner or '?'} since {relative_time(task.started_at, now)} "
+        "with no row written: the run waits on its Provider's first batches (rows count "
+        "once a batch is written; each request may take FILE_EXPORT_PROVIDER_REQUEST_"
+        f"TIMEOUT_SECONDS, 60 s by default, before the attempt fails and is retried){ends}"
+    )
 
 
 def _heartbeat_overdue(task: Task, now: datetime, limits: Thresholds) -> bool:
@@ -245,7 +294,7 @@ def _stuck_reason(task: Task, command: OutboxRow | None, now: datetime) -> str:
 
 def _retry_reason(task: Task, now: datetime) -> str | None:
     """What the task's failed attempts mean now, or ``None`` when none failed."""
-    last = f": {task.failure_message}" if task.failure_message else ""
+    last = _last_error(task)
     if task.status == TaskStatus.PENDING and task.attempt_count > 0 and task.failure_message:
         when = relative_time(task.next_retry_at, now)
         return (

@@ -63,7 +63,40 @@ RUNNING = dict(
         ("running, lease fresh", facts((command(),), **RUNNING), ()),
         ("succeeded, file kept", facts(status=TaskStatus.SUCCEEDED, expires_at=NOW), ()),
         ("cancelled", facts(status=TaskStatus.CANCELLED), ()),
-        ("failed at once (permanent)", facts(status=TaskStatus.FAILED, attempt_count=1), ()),
+        ("running 60 s, no row yet", facts((command(),), **{**RUNNING, "started_at": ago(60)}), ()),
+        (
+            "running 10 min, rows written",
+            facts(
+                (command(),),
+                **{
+                    **RUNNING,
+                    "started_at": ago(600),
+                    "last_heartbeat_at": ago(5),
+                    "processed_rows": 5000,
+                },
+            ),
+            (),
+        ),
+        # a permanent failure: FAILED at the first attempt, not quarantined
+        (
+            "failed at once (permanent)",
+            facts(status=TaskStatus.FAILED, attempt_count=1, failure_message="max-rows"),
+            (Symptom.PERMANENT_FAILURE,),
+        ),
+        # waiting on the Provider: alive, no row written, past a minute
+        (
+            "running 61 s, no row yet",
+            facts((command(),), **{**RUNNING, "started_at": ago(61), "last_heartbeat_at": ago(5)}),
+            (Symptom.WAITING_ON_PROVIDER,),
+        ),
+        (
+            "no row, heartbeat overdue: the lease row, not this one",
+            facts(
+                (command(),),
+                **{**RUNNING, "started_at": ago(600), "last_heartbeat_at": ago(200)},
+            ),
+            (Symptom.LEASE_RECOVERY,),
+        ),
         # stuck PENDING: due past the queue-age alert, command sent or missing
         (
             "stuck, command sent",
@@ -150,7 +183,13 @@ RUNNING = dict(
         (
             "heartbeat 149 s ago",
             facts(
-                (command(),), **{**RUNNING, "last_heartbeat_at": ago(149), "started_at": ago(900)}
+                (command(),),
+                **{
+                    **RUNNING,
+                    "last_heartbeat_at": ago(149),
+                    "started_at": ago(900),
+                    "processed_rows": 100,
+                },
             ),
             (),
         ),
@@ -222,6 +261,20 @@ def test_diagnose_matches_the_troubleshooting_row(
     case: str, inspection: TaskInspection, expected: tuple[Symptom, ...]
 ) -> None:
     assert tuple(f.symptom for f in diagnose(inspection)) == expected, case
+
+
+def test_the_new_rows_say_what_to_do() -> None:
+    (permanent,) = diagnose(
+        facts(status=TaskStatus.FAILED, attempt_count=1, failure_message="column 'x' undeclared")
+    )
+    assert permanent.reason.startswith("FAILED on attempt 1 of 3 without a retry")
+    assert permanent.reason.endswith("until that changes: column 'x' undeclared")
+    (waiting,) = diagnose(
+        facts((command(),), **{**RUNNING, "started_at": ago(125), "last_heartbeat_at": ago(5)})
+    )
+    assert waiting.reason.startswith("RUNNING on host-a:1 since 2 min 5 s ago with no row")
+    assert "FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS" in waiting.reason
+    assert waiting.reason.endswith("its deadline is in 25 min 0 s")
 
 
 def test_thresholds_are_the_callers() -> None:
