@@ -78,12 +78,16 @@ class ColumnDef:
     """One column of a Provider's schema (§10.1 ``columns``).
 
     ``width`` is in Excel character units, already validated to 1..255 or ``None``.
+    ``number_format`` is an Excel number format code for an INTEGER or DECIMAL column
+    (``"0.00"``, ``"#,##0.00"``, ``"[$¥-804]#,##0.00"``), already validated by
+    ``actors.core.provider.contract.check_number_format``; ``None``: General.
     """
 
     key: str
     title: str
     type: ColumnType
     width: int | None = None
+    number_format: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

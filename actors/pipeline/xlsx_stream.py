@@ -83,7 +83,7 @@ from actors.core.xlsx.data_warnings import DataWarnings, cell_location
 from actors.core.xlsx.sheet_xml import (
     ROOT_RELS_XML,
     SHEET_TAIL,
-    STYLES_XML,
+    STYLE_FIRST_NUMBER_FORMAT,
     cell_xml,
     column_formatter,
     column_letter,
@@ -91,6 +91,7 @@ from actors.core.xlsx.sheet_xml import (
     sheet_head,
     sheet_path,
     sheet_prefix,
+    styles_xml,
     workbook_rels_xml,
     workbook_xml,
 )
@@ -180,9 +181,19 @@ class XlsxStreamWriter:
         self._rows_per_sheet = rows_per_sheet
         self._sheet_name = sheet_name
         self._out = out
-        # Per column, chosen once: key, fast formatter, column letter, definition.
+        # The columns' number formats, each once, and the style each column uses.
+        self._number_formats = tuple(
+            dict.fromkeys(c.number_format for c in self._columns if c.number_format)
+        )
+        styles = [
+            None
+            if column.number_format is None
+            else STYLE_FIRST_NUMBER_FORMAT + self._number_formats.index(column.number_format)
+            for column in self._columns
+        ]
+        # Per column, chosen once: key, fast formatter, column letter, definition, style.
         self._plan = tuple(
-            (column.key, column_formatter(column), column_letter(c), column)
+            (column.key, column_formatter(column, styles[c]), column_letter(c), column, styles[c])
             for c, column in enumerate(self._columns)
         )
         self._widths = tuple(
@@ -274,14 +285,14 @@ class XlsxStreamWriter:
             parts = [f'<row r="{r}">']
             key = plan[0][0]
             try:
-                for key, fast, letter, column in plan:
+                for key, fast, letter, column, style in plan:
                     value = get(key)
                     if value is None:
                         continue
                     tail = fast(value)
                     if tail is None:
                         cell = to_cell(column, value)
-                        tail = cell_xml(cell)
+                        tail = cell_xml(cell, style)
                         if cell.warning is not None:
                             # Row number in messages: within the batch when there is one.
                             label = index if batch is not None else written + 1
@@ -349,7 +360,7 @@ class XlsxStreamWriter:
             for name, text in (
                 ("xl/workbook.xml", workbook_xml(self._sheet_names)),
                 ("xl/_rels/workbook.xml.rels", workbook_rels_xml(count)),
-                ("xl/styles.xml", STYLES_XML),
+                ("xl/styles.xml", styles_xml(self._number_formats)),
                 ("_rels/.rels", ROOT_RELS_XML),
                 ("[Content_Types].xml", content_types_xml(count)),
             ):

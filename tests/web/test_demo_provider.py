@@ -26,7 +26,7 @@ SECRET = b"snapshot-secret"
 HEADERS = {"X-Internal-Service-Token": TOKEN}
 #: Pinned: a change here means the demo's columns changed, which every stored export and
 #: every running task would see as "schemaHash changed" (§10.1).
-PINNED_SCHEMA_HASH = "sha256:c44d8a57467b41d7143a14944b75b108952c4d011038186827ba26527b25d0f6"
+PINNED_SCHEMA_HASH = "sha256:9cbe702c58aa8299a49d685730bf62f81cda05b02b75c2d91a177c0217de184f"
 
 
 def make_app(default_rows: int = 1000) -> QuartTrio:

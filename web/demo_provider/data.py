@@ -67,7 +67,7 @@ DEMO_COLUMNS: tuple[ColumnDef, ...] = (
     ColumnDef("customerId", "客户ID", ColumnType.INTEGER, 12),
     ColumnDef("tenantCode", "客户编码", ColumnType.STRING, 18),
     ColumnDef("tenantName", "公司名称", ColumnType.STRING, 28),
-    ColumnDef("creditLimit", "授信额度", ColumnType.DECIMAL, 14),
+    ColumnDef("creditLimit", "授信额度", ColumnType.DECIMAL, 14, number_format="#,##0.00"),
     ColumnDef("active", "是否启用", ColumnType.BOOLEAN, 10),
     ColumnDef("registeredOn", "注册日期", ColumnType.DATE, 12),
     ColumnDef("lastOrderAt", "最近下单时间", ColumnType.DATETIME, 22),

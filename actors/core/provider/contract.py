@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
@@ -174,13 +175,50 @@ def response_envelope(code: str, message: str, data: Any) -> dict[str, Any]:
 
 
 def column_json(column: ColumnDef) -> dict[str, Any]:
-    """One entry of ``columns``: ``key``, ``title``, ``type``, ``width``."""
-    return {
+    """One entry of ``columns``: ``key``, ``title``, ``type``, ``width`` and, when set,
+    ``format``."""
+    out: dict[str, Any] = {
         "key": column.key,
         "title": column.title,
         "type": column.type.value,
         "width": column.width,
     }
+    if column.number_format is not None:
+        out["format"] = column.number_format
+    return out
+
+
+#: Longest number format code accepted, characters.
+MAX_NUMBER_FORMAT = 64
+#: One section of a number format code this service writes: digit placeholders, grouping
+#: and decimal separators, percent, exponent, signs, brackets, spaces, escaped or quoted
+#: literal text and currency symbols, ``[$SYMBOL-LOCALE]`` tags; no colours, conditions,
+#: dates or text placeholders. Every code it accepts opens in Excel, LibreOffice and
+#: the readers of the tests.
+_FORMAT_SECTION = re.compile(
+    r'(?:[0#?,.%+\-() ]|E[+-]|\\.|"[^"\\]{1,16}"|\[\$[^\[\]"\\]{1,10}\]|[$€£¥])+'
+)
+
+
+def check_number_format(code: Any) -> str | None:
+    """Why ``code`` is not a number format this service writes into the XLSX, or ``None``.
+
+    A code is 1..:data:`MAX_NUMBER_FORMAT` characters in at most four sections
+    (positive; negative; zero; text) separated by ``;``, each made of the parts
+    :data:`_FORMAT_SECTION` allows, with at least one digit placeholder (``0``, ``#``
+    or ``?``) in the first. Excel reports a workbook with a code it cannot parse as
+    damaged, so anything else is refused: the Provider gets a contract error naming the
+    column.
+    """
+    example = 'e.g. "0.00", "#,##0.00" or "[$¥-804]#,##0.00"'
+    if not isinstance(code, str) or not 1 <= len(code) <= MAX_NUMBER_FORMAT:
+        return f"must be a string of 1..{MAX_NUMBER_FORMAT} characters ({example})"
+    sections = code.split(";")
+    if len(sections) > 4 or not all(_FORMAT_SECTION.fullmatch(s) for s in sections):
+        return f"{clip(repr(code))} is not a number format this service writes ({example})"
+    if not re.search(r"[0#?]", re.sub(r'"[^"]*"|\\.|\[[^\]]*\]', "", sections[0])):
+        return f"{clip(repr(code))} has no digit placeholder 0, # or ? ({example})"
+    return None
 
 
 def batch_data(
@@ -332,7 +370,9 @@ def _parse_columns(raw: Any, max_columns: int) -> tuple[ColumnDef, ...]:
     for index, item in enumerate(raw):
         if not isinstance(item, dict):
             raise ProviderContractError(f"columns[{index}] is not an object")
-        key, title, kind, width = (item.get(f) for f in ("key", "title", "type", "width"))
+        key, title, kind, width, number_format = (
+            item.get(f) for f in ("key", "title", "type", "width", "format")
+        )
         if not isinstance(key, str) or not key:
             raise ProviderContractError(f"columns[{index}].key is missing or not a string")
         if key in seen:
@@ -353,7 +393,24 @@ def _parse_columns(raw: Any, max_columns: int) -> tuple[ColumnDef, ...]:
                 f"columns[{index}].width {clip(repr(width))} is not an integer in "
                 f"{MIN_COLUMN_WIDTH}..{MAX_COLUMN_WIDTH}"
             )
-        columns.append(ColumnDef(key=key, title=title, type=column_type, width=width))
+        if number_format is not None:
+            if column_type not in (ColumnType.INTEGER, ColumnType.DECIMAL):
+                raise ProviderContractError(
+                    f"columns[{index}].format is only for INTEGER and DECIMAL columns, "
+                    f"not {column_type.value}"
+                )
+            problem = check_number_format(number_format)
+            if problem is not None:
+                raise ProviderContractError(f"columns[{index}].format {problem}")
+        columns.append(
+            ColumnDef(
+                key=key,
+                title=title,
+                type=column_type,
+                width=width,
+                number_format=number_format,
+            )
+        )
     return tuple(columns)
 
 

@@ -156,11 +156,12 @@ def _inline_string(text: str) -> str:
     return f' t="inlineStr"><is><t>{escape_text(text)}</t></is></c>'
 
 
-def cell_xml(cell: Cell) -> str:
+def cell_xml(cell: Cell, style: int | None = None) -> str:
     """The cell element after ``<c r="REF"`` for a typed cell, or ``""`` for no cell.
 
     Args:
         cell: a cell from :func:`actors.core.xlsx.cells.to_cell` or ``text_cell``.
+        style: the column's number-format style, applied to a number.
 
     Returns:
         e.g. ``'><v>42</v></c>'``, ``' s="2"><v>32971</v></c>'``,
@@ -171,7 +172,8 @@ def cell_xml(cell: Cell) -> str:
     if kind == "string":
         return _inline_string(value) if value else ""
     if kind == "number":
-        return f"><v>{value if type(value) is int else repr(float(value))}</v></c>"
+        styled = "" if style is None else f' s="{style}"'
+        return f"{styled}><v>{value if type(value) is int else repr(float(value))}</v></c>"
     if kind == "boolean":
         return ' t="b"><v>1</v></c>' if value else ' t="b"><v>0</v></c>'
     if kind == "datetime":
@@ -181,11 +183,12 @@ def cell_xml(cell: Cell) -> str:
     return ""
 
 
-def column_formatter(column: ColumnDef) -> Formatter:
+def column_formatter(column: ColumnDef, style: int | None = None) -> Formatter:
     """The formatter of one column, chosen once from its declared type (module rules).
 
     Args:
         column: the declared column.
+        style: the style of its number format (INTEGER and DECIMAL columns), if any.
 
     Returns:
         A function of one raw value returning the cell element tail, ``""`` for no cell, or
@@ -196,14 +199,25 @@ def column_formatter(column: ColumnDef) -> Formatter:
     if column_type is ColumnType.STRING:
         return _string
     if column_type is ColumnType.INTEGER:
-        return _integer
+        return _integer if style is None else _styled(_integer, style)
     if column_type is ColumnType.DECIMAL:
-        return _decimal
+        return _decimal if style is None else _styled(_decimal, style)
     if column_type is ColumnType.BOOLEAN:
         return _boolean
     if column_type is ColumnType.DATE:
         return _date_formatter(column)
     return _datetime
+
+
+def _styled(plain: Formatter, style: int) -> Formatter:
+    """``plain`` with its number cells in style ``style``."""
+    attribute = f' s="{style}"'
+
+    def styled(value: Any) -> str | None:
+        tail = plain(value)
+        return attribute + tail if tail else tail
+
+    return styled
 
 
 def _string(value: Any) -> str | None:
@@ -371,31 +385,57 @@ def sheet_head(widths: Sequence[int], headers: Sequence[str], *, selected: bool)
     )
 
 
-#: Styles: 0 default, 1 bold header, 2 date, 3 date-time (see the STYLE_* indexes).
-STYLES_XML = (
-    f'{_XML_DECL}<styleSheet xmlns="{_MAIN_NS}">'
-    '<numFmts count="2">'
-    f'<numFmt numFmtId="164" formatCode="{DATE_FORMAT}"/>'
-    f'<numFmt numFmtId="165" formatCode="{DATETIME_FORMAT}"/></numFmts>'
-    '<fonts count="2">'
-    '<font><sz val="11"/><color theme="1"/><name val="Calibri"/><family val="2"/>'
-    '<scheme val="minor"/></font>'
-    '<font><b/><sz val="11"/><color theme="1"/><name val="Calibri"/><family val="2"/>'
-    '<scheme val="minor"/></font></fonts>'
-    '<fills count="2"><fill><patternFill patternType="none"/></fill>'
-    '<fill><patternFill patternType="gray125"/></fill></fills>'
-    '<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>'
-    '<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/>'
-    "</cellStyleXfs>"
-    '<cellXfs count="4">'
-    '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>'
-    '<xf numFmtId="0" fontId="1" fillId="0" borderId="0" xfId="0" applyFont="1"/>'
-    '<xf numFmtId="164" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
-    '<xf numFmtId="165" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
-    "</cellXfs>"
-    '<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>'
-    "</styleSheet>"
-)
+#: Style index of the first column number format of :func:`styles_xml` (then one more each).
+STYLE_FIRST_NUMBER_FORMAT = 4
+_FIRST_CUSTOM_NUMFMT = 166  # 164 and 165 are the date and date-time formats
+
+
+def styles_xml(number_formats: Sequence[str] = ()) -> str:
+    """``xl/styles.xml``: styles 0 default, 1 bold header, 2 date, 3 date-time (the
+    ``STYLE_*`` indexes), then one style per number format of the columns, in the order
+    given, from :data:`STYLE_FIRST_NUMBER_FORMAT`.
+
+    Args:
+        number_formats: distinct format codes, already checked
+            (``actors.core.provider.contract.check_number_format``).
+    """
+    custom = "".join(
+        f'<numFmt numFmtId="{_FIRST_CUSTOM_NUMFMT + i}" formatCode="{_attribute(code)}"/>'
+        for i, code in enumerate(number_formats)
+    )
+    custom_xfs = "".join(
+        f'<xf numFmtId="{_FIRST_CUSTOM_NUMFMT + i}" fontId="0" fillId="0" borderId="0" '
+        'xfId="0" applyNumberFormat="1"/>'
+        for i in range(len(number_formats))
+    )
+    return (
+        f'{_XML_DECL}<styleSheet xmlns="{_MAIN_NS}">'
+        f'<numFmts count="{2 + len(number_formats)}">'
+        f'<numFmt numFmtId="164" formatCode="{DATE_FORMAT}"/>'
+        f'<numFmt numFmtId="165" formatCode="{DATETIME_FORMAT}"/>{custom}</numFmts>'
+        '<fonts count="2">'
+        '<font><sz val="11"/><color theme="1"/><name val="Calibri"/><family val="2"/>'
+        '<scheme val="minor"/></font>'
+        '<font><b/><sz val="11"/><color theme="1"/><name val="Calibri"/><family val="2"/>'
+        '<scheme val="minor"/></font></fonts>'
+        '<fills count="2"><fill><patternFill patternType="none"/></fill>'
+        '<fill><patternFill patternType="gray125"/></fill></fills>'
+        '<borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>'
+        '<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/>'
+        "</cellStyleXfs>"
+        f'<cellXfs count="{4 + len(number_formats)}">'
+        '<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>'
+        '<xf numFmtId="0" fontId="1" fillId="0" borderId="0" xfId="0" applyFont="1"/>'
+        '<xf numFmtId="164" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
+        '<xf numFmtId="165" fontId="0" fillId="0" borderId="0" xfId="0" applyNumberFormat="1"/>'
+        f"{custom_xfs}</cellXfs>"
+        '<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles>'
+        "</styleSheet>"
+    )
+
+
+#: The styles of a workbook whose columns carry no number format.
+STYLES_XML = styles_xml()
 
 #: ``_rels/.rels``: the package's one relationship, to the workbook.
 ROOT_RELS_XML = (

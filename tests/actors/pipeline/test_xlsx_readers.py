@@ -242,3 +242,40 @@ def test_libreoffice_opens_the_file_and_shows_every_sheet(xlsx: Path, tmp_path: 
         assert len(got) == 1 + len(rows), name
         for values, want in zip(got[1:], rows, strict=True):
             assert tuple(values) == tuple(libreoffice_view(c, w) for c, w in enumerate(want))
+
+
+#: Columns with number formats (a Provider's ``columns[].format``): the values stay numbers,
+#: every reader sees the format, LibreOffice shows the numbers with it.
+FORMATTED = [
+    ColumnDef("n", "N", ColumnType.INTEGER, number_format="#,##0"),
+    ColumnDef("price", "Price", ColumnType.DECIMAL, number_format="0.00"),
+    ColumnDef("total", "Total", ColumnType.DECIMAL, number_format='#,##0.00 "元"'),
+    ColumnDef("plain", "Plain", ColumnType.DECIMAL),
+]
+FORMATTED_ROWS = [
+    # the fast path (numbers as JSON numbers) and the typed path (strings)
+    {"n": 1234567, "price": 12.5, "total": 1234.5, "plain": 12.5},
+    {"n": "-1000", "price": "3", "total": "0.125", "plain": "3"},
+]
+
+
+def test_number_formats_are_written_and_shown(tmp_path: Path) -> None:
+    path = tmp_path / "formatted.xlsx"
+    with path.open("wb") as out:
+        writer = XlsxStreamWriter(out, FORMATTED, max_rows=10, max_bytes=1 << 20)
+        writer.write_rows(FORMATTED_ROWS, batch=1)
+        writer.close()
+    book = openpyxl.load_workbook(path)
+    sheet = book.active
+    assert [c.number_format for c in sheet[2]] == ["#,##0", "0.00", '#,##0.00 "元"', "General"]
+    assert [c.value for c in sheet[2]] == [1234567, 12.5, 1234.5, 12.5]  # numbers, not text
+    assert [c.value for c in sheet[3]] == [-1000, 3.0, 0.125, 3.0]
+    assert CalamineWorkbook.from_path(str(path)).get_sheet_by_index(0).to_python()[1] == [
+        1234567,
+        12.5,
+        1234.5,
+        12.5,
+    ]
+    [shown] = soffice_csv(path, tmp_path).values()
+    assert shown[1] == ["1,234,567", "12.50", "1,234.50 元", "12.5"]
+    assert shown[2] == ["-1,000", "3.00", "0.13 元", "3"]

@@ -337,3 +337,41 @@ def test_body_too_large_names_the_limit_in_words_and_bytes() -> None:
     assert str(error) == (
         "provider response body exceeds the limit of 4 MB (4194304 bytes; Content-Length 9999999)"
     )
+
+
+def _columns(**number: Any) -> list[dict[str, Any]]:
+    column = {"key": "amount", "title": "Amount", "type": "DECIMAL", **number}
+    return [column]
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["0.00", "#,##0.00", "[$¥-804]#,##0.00", '#,##0.00 "元"', "0%", "0.00E+00", "0.00;-0.00;0"],
+)
+def test_a_number_format_is_carried_into_the_column(code: str) -> None:
+    batch = parse_envelope(_answer(columns=_columns(format=code)), "svc", limit=2, max_columns=9)
+    assert batch.columns is not None and batch.columns[0].number_format == code
+    assert column_json(batch.columns[0])["format"] == code  # and round-trips
+
+
+@pytest.mark.parametrize(
+    ("column", "message"),
+    [
+        (_columns(format="General"), "columns[0].format 'General' is not a number format"),
+        (_columns(format="[Red]0.00"), "is not a number format this service writes"),
+        (_columns(format='"x"'), "has no digit placeholder 0, # or ?"),
+        (_columns(format=""), "must be a string of 1..64 characters"),
+        (_columns(format=2), "must be a string of 1..64 characters"),
+        (_columns(format="0" * 65), "must be a string of 1..64 characters"),
+        (_columns(format="0.00;0;0;0;0"), "is not a number format"),
+        (
+            [{"key": "k", "title": "K", "type": "STRING", "format": "0.00"}],
+            "columns[0].format is only for INTEGER and DECIMAL columns, not STRING",
+        ),
+    ],
+)
+def test_a_number_format_outside_the_subset_is_a_contract_error(
+    column: list[dict[str, Any]], message: str
+) -> None:
+    with pytest.raises(ProviderContractError, match=message.replace("[", r"\[")):
+        parse_envelope(_answer(columns=column), "svc", limit=2, max_columns=9)
