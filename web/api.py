@@ -152,10 +152,11 @@ async def list_tasks() -> Any:
     """List the caller's tasks, newest first.
 
     With ``platform:download:all``, every task of the caller's tenant and app. Ordered by
-    (requestedAt, id), so pages are stable; filtered as ``actors/core/task_list.py`` says;
-    ``total`` counts at most ``LIST_TOTAL_CAP`` (``actors/core/limits.py``) and
-    ``totalCapped`` says when there are more.
+    (requestedAt, id), so pages are stable; the query's filters all apply together.
+    ``total`` counts at most 1,000 matching tasks and ``totalCapped`` says when there are
+    more.
     """
+    # The filters: actors/core/task_list.py; the cap: LIST_TOTAL_CAP, actors/core/limits.py.
     principal = caller()
     sees_all = sees_all_requesters(principal)
     query = parse_list_query(request.args.to_dict(flat=False), sees_all=sees_all)

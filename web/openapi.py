@@ -14,6 +14,7 @@ Content-Security-Policy, this origin only, and not the download center's (``web/
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterable
 from importlib.resources import files
 from typing import Any, TypeVar
@@ -146,7 +147,67 @@ class _Provider(OpenAPIProvider):
         health = schema["paths"].get("/healthz", {}).get("get")
         if health is not None:  # not ready answers the same shape with HTTP 503
             health["responses"][503] = health["responses"][200]
+        download = schema["paths"].get(_DOWNLOAD_PATH, {}).get("get")
+        if download is not None:
+            download["responses"][206] = {
+                "description": "The bytes of the one `Range` asked for (`Content-Range`).",
+                "content": {_XLSX: {"schema": {"type": "string", "format": "binary"}}},
+            }
+            download["responses"][416] = {
+                "description": "The range starts past the end of the file (the envelope).",
+                "content": {"application/json": {"schema": {"$ref": _ERROR_REF}}},
+            }
+        for item in schema["paths"].values():
+            for operation in item.values():
+                operation["operationId"] = readable_operation_id(operation["operationId"])
+                for field in ("summary", "description"):
+                    if field in operation:
+                        operation[field] = for_readers(operation[field])
         return schema
+
+
+_DOWNLOAD_PATH = "/api/platform/v1/files/export-tasks/{task_id}/download"
+_XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+_ERROR_REF = "#/components/schemas/ErrorEnvelope"
+#: Operation ids for client generators, by view function; quart-schema's default is the
+#: method and the function's name (``get_get_task``).
+_OPERATION_IDS = {
+    "list_tasks": "listTasks",
+    "create_task": "createTask",
+    "get_task": "getTask",
+    "cancel": "cancelTask",
+    "download": "downloadTaskFile",
+    "events": "listTaskEvents",
+    "retry": "retryTask",
+    "list_export_types": "listExportTypes",
+    "progress_stream": "streamProgress",
+    "sign_in": "signIn",
+    "sign_out": "signOut",
+    "who_am_i": "getSession",
+    "healthz": "getHealth",
+    "healthz_details": "getHealthDetails",
+    "metrics": "getMetrics",
+}
+
+
+def readable_operation_id(generated: str) -> str:
+    """``listTasks`` for quart-schema's ``get_list_tasks``; a function not in the table
+    gets its name in lower camel case."""
+    name = generated.split("_", 1)[1] if "_" in generated else generated
+    if name in _OPERATION_IDS:
+        return _OPERATION_IDS[name]
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def for_readers(text: str) -> str:
+    """A docstring as the document's reader gets it: Markdown code spans instead of
+    reStructuredText's, and no pointers into this repository's source (``(…/x.py)``,
+    ``actors/…``) or design sections (``§5``), which a reader of the API does not have."""
+    text = text.replace("``", "`")
+    text = re.sub(r"\s*\((?:see )?`?[\w./]+\.py`?[^()]*\)", "", text)
+    text = re.sub(r"\s*\(§\s?\d+(?:\.\d+)*\)|\s*§\s?\d+(?:\.\d+)*", "", text)
+    return text
 
 
 #: Routes outside /api/ in the document, answered without a token.

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from pydantic import BaseModel
 from quart_schema import validate_request
 
+from actors.core.limits import LIST_TOTAL_CAP
 from actors.pipeline.storage import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.helpers import API
 from tests.servers import api_app
 from web.api import api
-from web.openapi import DOCS_CONTENT_SECURITY_POLICY, SWAGGER_UI_FILES
+from web.openapi import DOCS_CONTENT_SECURITY_POLICY, SWAGGER_UI_FILES, for_readers
 from web.page import CONTENT_SECURITY_POLICY
 
 
@@ -141,3 +143,37 @@ async def test_a_route_validated_by_quart_schema_refuses_in_the_envelope(
     assert body["message"].startswith("token: "), body
     good = await client.post("/validated", json={"token": "t"})
     assert (await good.get_json()) == {"token": "t"}
+
+
+async def test_the_document_reads_for_a_client_author(
+    store: ExportStore, storage: LocalDirectoryStorage
+) -> None:
+    """Readable, unique operation ids for generated clients; no pointers into this
+    repository's source or design sections; the download's real 206 and 416 answers; the
+    list's cap as the code has it."""
+    app = api_app(store, storage)[0]
+    doc = await (await app.test_client().get("/openapi.json")).get_json()
+    operations = [op for item in doc["paths"].values() for op in item.values()]
+    ids = [op["operationId"] for op in operations]
+    assert len(set(ids)) == len(ids)
+    assert all(re.fullmatch(r"[a-z]+(?:[A-Z][a-z]+)*", i) for i in ids), ids
+    assert {"listTasks", "createTask", "getTask", "downloadTaskFile", "retryTask"} <= set(ids)
+    for op in operations:
+        text = f"{op.get('summary', '')} {op.get('description', '')}"
+        assert not re.search(r"actors/|web/|\.py\b|§|README|``", text), (op["operationId"], text)
+    download = doc["paths"][API + "/{task_id}/download"]["get"]["responses"]
+    assert {"206", "416"} <= download.keys()
+    assert f"{LIST_TOTAL_CAP:,}" in doc["paths"][API]["get"]["description"]
+
+
+@pytest.mark.parametrize(
+    ("text", "reader"),
+    [
+        ("as ``actors/core/access.py`` says", "as `actors/core/access.py` says"),
+        ("For the owner (``actors/core/access.py``), or", "For the owner, or"),
+        ("the design's rule (§5)", "the design's rule"),
+        ("see §8.2 for it", "see for it"),
+    ],
+)
+def test_docstrings_are_cleaned_for_readers(text: str, reader: str) -> None:
+    assert for_readers(text) == reader
