@@ -298,9 +298,9 @@ async def _delete_leftover(settings: Settings, object_key: str) -> None:
 
     storage: ExportStorage
     if settings.object_store is not None:
-        from actors.pipeline.s3_storage import S3Storage
+        from actors.composition import open_storage
 
-        storage = S3Storage(settings.object_store)
+        storage = open_storage(settings)  # the bucket the service uses
     else:
         root = settings.resolved_storage_dir
         if not root.is_dir():  # never create a storage directory on the operator's host

@@ -424,8 +424,10 @@ async def open_export_worker(
     process = spawned.process
     worker = ExportWorker(process)
     try:
-        upload = out if isinstance(out, RemoteUpload) else None
-        if not isinstance(out, RemoteUpload):
+        upload: RemoteUpload | None = None
+        if isinstance(out, RemoteUpload):
+            upload = out  # the worker uploads it itself: no descriptor to pass
+        else:
             try:
                 socket.send_fds(spawned.fds, [b"\0"], [out.fileno()])
             except OSError:

@@ -158,11 +158,6 @@ class MultipartOutput:
 
     # -- the end ------------------------------------------------------------------------
 
-    @property
-    def size(self) -> int:
-        """Bytes in the file."""
-        return self._high
-
     def commit(self) -> int:
         """Upload what is left and make the object exist; return its size in bytes.
 

@@ -29,11 +29,15 @@ from typing import Any, TypeVar
 
 import trio
 
-from actors.core.errors import StorageUnavailableError
 from actors.core.ports.storage import ObjectStoreConfig, RemoteUpload, StorageProbe, StoredObject
 from actors.core.text import content_disposition
 from actors.pipeline.s3_client import S3_ERRORS, describe, is_missing, open_client, storage_error
-from actors.pipeline.storage import XLSX_CONTENT_TYPE, Offload, validate_object_key
+from actors.pipeline.storage import (
+    OBJECT_KEY_PATTERN,
+    XLSX_CONTENT_TYPE,
+    Offload,
+    validate_object_key,
+)
 
 _CHUNK = 256 * 1024
 _PREFIX = "exports/"
@@ -67,15 +71,20 @@ class S3Storage:
         )
         self._offload = offload
 
-    @property
-    def location(self) -> str:
-        """The bucket as people name it, for logs: ``s3://bucket at endpoint``."""
-        return f"s3://{self._bucket} at {self.config.endpoint or 'AWS S3'}"
+    async def _call(
+        self, op: str, key: str, fn: Callable[..., _T], *, missing_ok: bool = False, **kwargs: Any
+    ) -> _T | None:
+        """``fn(Bucket=…, **kwargs)`` off the event loop; ``None`` when ``missing_ok`` and
+        the object or upload does not exist.
 
-    async def _call(self, op: str, key: str, fn: Callable[..., _T], **kwargs: Any) -> _T:
+        Raises:
+            StorageUnavailableError: any other failure, in words.
+        """
         try:
             return await self._offload(lambda: fn(Bucket=self._bucket, **kwargs))
         except S3_ERRORS as exc:
+            if missing_ok and is_missing(exc):
+                return None
             raise storage_error(op, key, exc, self._bucket) from exc
 
     async def create(self, key: str) -> RemoteUpload:
@@ -84,15 +93,8 @@ class S3Storage:
 
     async def size(self, key: str) -> int | None:
         validate_object_key(key)
-        try:
-            head = await self._offload(
-                lambda: self._client.head_object(Bucket=self._bucket, Key=key)
-            )
-        except S3_ERRORS as exc:
-            if is_missing(exc):
-                return None
-            raise storage_error("size", key, exc, self._bucket) from exc
-        return int(head["ContentLength"])
+        head = await self._call("size", key, self._client.head_object, missing_ok=True, Key=key)
+        return None if head is None else int(head["ContentLength"])
 
     async def load(
         self, key: str, start: int = 0, length: int | None = None
@@ -101,16 +103,16 @@ class S3Storage:
         if length == 0:
             return
         end = "" if length is None else str(start + length - 1)
-        try:
-            answer = await self._offload(
-                lambda: self._client.get_object(
-                    Bucket=self._bucket, Key=key, Range=f"bytes={start}-{end}"
-                )
-            )
-        except S3_ERRORS as exc:
-            if is_missing(exc):
-                raise FileNotFoundError(key) from exc
-            raise storage_error("read", key, exc, self._bucket) from exc
+        answer = await self._call(
+            "read",
+            key,
+            self._client.get_object,
+            missing_ok=True,
+            Key=key,
+            Range=f"bytes={start}-{end}",
+        )
+        if answer is None:
+            raise FileNotFoundError(key)
         body = answer["Body"]
         try:
             while chunk := await self._offload(body.read, _CHUNK):
@@ -125,20 +127,16 @@ class S3Storage:
         existed. Missing either is not an error."""
         validate_object_key(key)
         uploads = await self._call("delete", key, self._client.list_multipart_uploads, Prefix=key)
-        for upload in uploads.get("Uploads", []):
-            if upload["Key"] != key:
-                continue
-            try:
+        for upload in (uploads or {}).get("Uploads", []):
+            if upload["Key"] == key:  # aborted meanwhile (missing) is fine
                 await self._call(
                     "delete",
                     key,
                     self._client.abort_multipart_upload,
+                    missing_ok=True,
                     Key=key,
                     UploadId=upload["UploadId"],
                 )
-            except StorageUnavailableError as exc:
-                if not is_missing(exc.__cause__ or exc):  # aborted meanwhile: fine
-                    raise
         existed = await self.size(key) is not None
         await self._call("delete", key, self._client.delete_object, Key=key)
         return existed
@@ -166,7 +164,7 @@ class S3Storage:
             await self._offload(_walk)
         except S3_ERRORS as exc:
             raise storage_error("list", _PREFIX, exc, self._bucket) from exc
-        return [obj for obj in found if _is_service_key(obj.key)]
+        return [obj for obj in found if OBJECT_KEY_PATTERN.fullmatch(obj.key)]
 
     async def download_url(self, key: str, file_name: str, seconds: int) -> str:
         """A presigned GET URL valid ``seconds``, whose answer names the file
@@ -208,11 +206,3 @@ class S3Storage:
             return await self._offload(_probe)
         except Exception as exc:  # a bug or an unexpected error: the answer, not a raise
             return StorageProbe(False, None, f"{type(exc).__name__}: {exc}")
-
-
-def _is_service_key(key: str) -> bool:
-    try:
-        validate_object_key(key)
-    except ValueError:
-        return False
-    return True
