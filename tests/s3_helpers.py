@@ -23,6 +23,7 @@ __all__ = [
     "S3_TEST_KEY",
     "S3_TEST_SECRET",
     "S3_TEST_URL",
+    "admin_client",
     "drop_bucket",
     "incomplete_uploads",
     "new_bucket",

@@ -206,18 +206,18 @@ async def download(task_id: str) -> Any:
     svc = services()
     storage = svc.storage
     file_name = task.file_name or f"{task.task_no}.xlsx"
+    size = await storage.size(object_key)
+    if size is None:  # checked before a redirect too: the bucket would answer in XML
+        log.error(
+            "task file missing from storage", extra=task_fields(task.id, objectKey=object_key)
+        )
+        raise ApiError("404", "the export file is missing from storage")
     if svc.download_url_seconds is not None and request.method != "HEAD":
         url = await storage.download_url(object_key, file_name, svc.download_url_seconds)
         if url is not None:
             # The bucket serves the bytes (and ranges); the access check above stays ours.
             await svc.api_store.record_download(task.id, principal.user_id)
             return "", 302, {"Location": url, "Cache-Control": "no-store"}
-    size = await storage.size(object_key)
-    if size is None:
-        log.error(
-            "task file missing from storage", extra=task_fields(task.id, objectKey=object_key)
-        )
-        raise ApiError("404", "the export file is missing from storage")
     tag = etag(object_key)
     part = byte_range(request.headers.get("Range"), request.headers.get("If-Range"), size, tag)
     if part.status == 416:

@@ -22,8 +22,15 @@ from actors.core.errors import StorageUnavailableError, TransientExportError
 from actors.pipeline.s3_client import MAX_ATTEMPTS, S3PartUploader, open_client
 from actors.pipeline.s3_storage import S3Storage
 from actors.pipeline.storage import new_object_key
-from tests.helpers import API, client_for, make_settings, running_service
-from tests.s3_helpers import drop_bucket, new_bucket, s3_config, s3_settings
+from tests.helpers import API, client_for, make_settings, running_service, wait_for_status
+from tests.s3_helpers import (
+    admin_client,
+    drop_bucket,
+    new_bucket,
+    object_keys,
+    s3_config,
+    s3_settings,
+)
 from tests.servers import serving_in_thread
 
 
@@ -151,3 +158,30 @@ async def test_a_service_on_a_missing_bucket_runs_degraded_and_says_why(tmp_path
                 await trio.sleep(0.05)
         assert "bucket does not exist (FILE_EXPORT_S3_BUCKET)" in task["failureMessage"], task
         assert task["attemptCount"] > 1  # transient: retried before it failed
+
+
+async def test_a_redirect_is_only_given_for_a_file_the_bucket_has(
+    tmp_path: Path, bucket: str
+) -> None:
+    """Redirect mode answers 302 to a presigned URL; for an object gone from the bucket it
+    answers the service's envelope (404, "missing from storage"), not a redirect to the
+    bucket's XML error."""
+    settings = make_settings(
+        tmp_path,
+        **s3_settings(bucket),
+        download_mode="redirect",
+        consumer_concurrency=1,
+    )
+    async with running_service(settings) as rt, client_for(rt) as c:
+        created = (
+            await c.post(API, json={"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 20}})
+        ).json()
+        task = await wait_for_status(c, created["data"]["id"], "SUCCEEDED")
+        answer = await c.get(f"{API}/{task['id']}/download")
+        assert answer.status_code == 302 and "X-Amz-Signature" in answer.headers["Location"]
+        key = next(iter(await trio.to_thread.run_sync(object_keys, bucket)))
+        await trio.to_thread.run_sync(lambda: admin_client().delete_object(Bucket=bucket, Key=key))
+        gone = await c.get(f"{API}/{task['id']}/download")
+        assert gone.status_code == 200 and "Location" not in gone.headers
+        assert gone.json()["code"] == "404"
+        assert gone.json()["message"] == "the export file is missing from storage"
