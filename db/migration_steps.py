@@ -155,6 +155,21 @@ STEPS: tuple[Step, ...] = (
             CreateIndex("file_export_task", "idx_file_export_updated", "(updated_at, id)"),
         ),
     ),
+    Step(
+        7,
+        "file_export_task.failure_code column",
+        (
+            # Tasks that failed before it keep NULL: what people read of them falls back
+            # to the generic "the export failed" with the message (actors/core/messages.py).
+            AddColumn(
+                "file_export_task",
+                "failure_code",
+                sqlite="TEXT NULL",
+                mysql="VARCHAR(32) NULL COMMENT 'stable code of failure_message"
+                " (actors/core/messages.py)'",
+            ),
+        ),
+    ),
 )
 
 #: The version this code reads and writes.

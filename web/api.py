@@ -47,6 +47,7 @@ from web.auth import request_principal
 from web.errors import ApiError, api_error
 from web.openapi import declare
 from web.schemas import (
+    CreatedTaskEnvelope,
     CreateTaskRequest,
     ListTasksQuery,
     TaskEnvelope,
@@ -97,14 +98,15 @@ def check_definition(principal: Principal, export_type: str) -> ExportDefinition
 
 
 @api.post(PREFIX)
-@declare(TaskEnvelope, request=CreateTaskRequest)
+@declare(CreatedTaskEnvelope, request=CreateTaskRequest)
 async def create_task() -> Any:
     """Create an export task.
 
     Answers the new PENDING task at once; the export runs in the background. A second
-    request with the same parameters within 60 seconds answers the active task (message
-    "duplicate submission"). Refusals: 400 (a field, named), 403 (export type disabled,
-    out of the app's scope, or a missing permission), 429 (active-task limits).
+    request with the same parameters within 60 seconds answers the active task instead,
+    with `duplicate` true (and the message "duplicate submission"). Refusals: 400 (a
+    field, named), 403 (export type disabled, out of the app's scope, or a missing
+    permission), 429 (active-task limits).
     """
     principal = caller()
     fields = create_request(
@@ -131,7 +133,10 @@ async def create_task() -> Any:
     assert result.task is not None
     note_task(result.task.id, result.task.trace_id)
     if result.outcome == CreateOutcome.DUPLICATE:
-        return ok(task_json(result.task), "duplicate submission: the active task is returned")
+        return ok(
+            {**task_json(result.task), "duplicate": True},
+            "duplicate submission: the active task is returned",
+        )
     svc.metrics.task_created.labels(export_type).inc()
     svc.wakeup.set()  # the row is committed: let the publisher send it now (§7.4)
     log.info(
@@ -143,7 +148,7 @@ async def create_task() -> Any:
             parameters=masked_parameters(fields.parameters),
         ),
     )
-    return ok(task_json(result.task))
+    return ok({**task_json(result.task), "duplicate": False})
 
 
 @api.get(PREFIX)

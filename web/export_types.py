@@ -15,7 +15,7 @@ from quart import Blueprint, current_app
 
 from actors.core.http.export_types import requestable_types
 from actors.core.limits import EXPORT_FORMAT
-from actors.core.models import ExportDefinition
+from actors.core.models import ExportDefinition, ParameterHint
 from web.auth import request_principal
 from web.openapi import declare
 from web.schemas import ExportTypesEnvelope
@@ -36,7 +36,11 @@ def export_type_json(definition: ExportDefinition) -> dict[str, Any]:
 
     Returns:
         ``{"exportType", "displayName", "description", "formats", "maxRows",
-        "parameters": [{"name", "type", "required", "description"}]}``.
+        "parameters": [{"name", "type", "required", "label", "description", "values":
+        [{"value", "label", "translations"}], "minimum", "maximum", "translations"}],
+        "translations"}``: ``translations`` maps a language tag (``zh-CN``) to the texts
+        given in it (``displayName``, ``description``; a parameter's ``label``,
+        ``description``; a value's label), for a page in that language.
     """
     return {
         "exportType": definition.export_type,
@@ -44,15 +48,35 @@ def export_type_json(definition: ExportDefinition) -> dict[str, Any]:
         "description": definition.description,
         "formats": [EXPORT_FORMAT],
         "maxRows": definition.max_rows,
-        "parameters": [
-            {
-                "name": p.name,
-                "type": p.type,
-                "required": p.required,
-                "description": p.description,
-            }
-            for p in definition.parameters
+        "parameters": [_parameter_json(p) for p in definition.parameters],
+        "translations": {
+            tag: _texts(displayName=name, description=description)
+            for tag, name, description in definition.translations
+        },
+    }
+
+
+def _texts(**texts: str | None) -> dict[str, str]:
+    return {key: text for key, text in texts.items() if text is not None}
+
+
+def _parameter_json(hint: ParameterHint) -> dict[str, Any]:
+    return {
+        "name": hint.name,
+        "type": hint.type,
+        "required": hint.required,
+        "label": hint.label or hint.name,
+        "description": hint.description,
+        "values": [
+            {"value": c.value, "label": c.label, "translations": dict(c.translations)}
+            for c in hint.values
         ],
+        "minimum": hint.minimum,
+        "maximum": hint.maximum,
+        "translations": {
+            tag: _texts(label=label, description=description)
+            for tag, label, description in hint.translations
+        },
     }
 
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from quart import Blueprint, Response, abort, send_file
+from quart import Blueprint, Response, abort, jsonify, send_file
+
+from actors.core.messages import LANGUAGES, catalogue_json
 
 STATIC = Path(__file__).resolve().parent / "static"
 #: Same-origin scripts, styles, images and API calls; nothing inline, no plugins, no framing.
@@ -73,3 +75,17 @@ async def asset(name: str) -> Response:
     if content_type is None:
         abort(404)
     return await _static(name, content_type)
+
+
+@page.get("/i18n/<language>.json")
+async def catalogue(language: str) -> Response:
+    """``GET /i18n/<language>.json``: the service's plain-words catalogue in one language
+    (``en``, ``zh-CN``; ``actors/core/messages.py``) — failures, history events, data
+    warnings and refusals, as the page shows them. Public: it holds no data. 404 for
+    another language.
+    """
+    if language not in LANGUAGES:
+        abort(404)
+    response = jsonify(catalogue_json(language))
+    response.headers.update(_SECURITY_HEADERS)
+    return response

@@ -24,6 +24,7 @@ from actors.core.limits import (
     MAX_PAGE_SIZE,
     MAX_TASK_NAME,
 )
+from actors.core.messages import FAILURE_CODES, Remedy
 from actors.core.models import TaskStatus
 from actors.core.task_list import DEFAULT_PAGE_SIZE, MAX_EXPORT_TYPE_CHARS
 
@@ -101,6 +102,13 @@ class ListTasksQuery(BaseModel):
 # --- responses -------------------------------------------------------------------------
 
 
+class DataWarning(_Model):
+    """One data warning of a ready file, with its kind."""
+
+    kind: Literal["truncated-cells", "invalid-values", "undeclared-fields", "note"]
+    detail: str = Field(description="The warning in technical words, with examples.")
+
+
 class Task(_Model):
     """An export task."""
 
@@ -121,7 +129,22 @@ class Task(_Model):
     totalRows: Int64 | None
     fileName: str | None
     sizeBytes: Int64 | None
-    failureMessage: str | None
+    failureMessage: str | None = Field(
+        description="What went wrong, in technical words (for support and operators)."
+    )
+    failureCode: str | None = Field(
+        description="Stable code of the failure (or of the last attempt's, while a retry"
+        " waits); null without one. Tasks that failed before codes were stored answer"
+        " export-failed.",
+        json_schema_extra={"enum": [*FAILURE_CODES, None]},
+    )
+    failureReason: str | None = Field(
+        description="What the failure means and what to do, in plain English words."
+    )
+    remedy: Remedy | None = Field(
+        description="What may help: retry (run it again unchanged), edit (change the"
+        " request and export again) or support (quote the task number to support)."
+    )
     requestedAt: AwareDatetime
     startedAt: AwareDatetime | None
     completedAt: AwareDatetime | None
@@ -133,6 +156,9 @@ class Task(_Model):
     parameters: dict[str, Any] = Field(description="The parameters as stored (normalised).")
     warnings: list[str] = Field(
         description="Data warnings of the last successful run (e.g. cells truncated)."
+    )
+    dataWarnings: list[DataWarning] = Field(
+        description="The same warnings, each with its kind, for a plain-words note."
     )
     lastError: str | None = Field(
         description="The failed attempt's message while an automatic retry waits, else null."
@@ -177,6 +203,24 @@ class TaskEnvelope(_Model):
     code: Code
     message: str
     data: Task | None
+
+
+class CreatedTask(Task):
+    """The answer of a create: the task, and whether it is an earlier one."""
+
+    duplicate: bool = Field(
+        description="True when the same request (same user, type and parameters) came"
+        " within the duplicate window: the task is the active one it created then, and"
+        " no new export was started."
+    )
+
+
+class CreatedTaskEnvelope(_Model):
+    """The envelope of a create: ``data`` is null unless ``code`` is ``"200"``."""
+
+    code: Code
+    message: str
+    data: CreatedTask | None
 
 
 class TaskPageEnvelope(_Model):
@@ -270,7 +314,24 @@ class ParameterHintModel(_Model):
     name: str
     type: str
     required: bool
+    label: str = Field(description="What a form labels it (the name when none is given).")
     description: str
+    values: list[ChoiceValueModel] = Field(
+        description="The only values it takes, for a select; [] when any value."
+    )
+    minimum: float | None = Field(description="Least value of a number; null: none.")
+    maximum: float | None = Field(description="Greatest value of a number; null: none.")
+    translations: dict[str, dict[str, str]] = Field(
+        description="Language tag (e.g. zh-CN) to the label and description in it."
+    )
+
+
+class ChoiceValueModel(_Model):
+    """One value of a parameter with a fixed set of values."""
+
+    value: str
+    label: str
+    translations: dict[str, str] = Field(description="Language tag to the label in it.")
 
 
 class ExportType(_Model):
@@ -282,6 +343,9 @@ class ExportType(_Model):
     formats: list[Literal["XLSX"]]
     maxRows: int
     parameters: list[ParameterHintModel] = Field(description="[] when the registry has none.")
+    translations: dict[str, dict[str, str]] = Field(
+        description="Language tag (e.g. zh-CN) to the displayName and description in it."
+    )
 
 
 class ExportTypesEnvelope(_Model):

@@ -11,6 +11,7 @@ from datetime import datetime
 
 from actors.core.command_message import payload_trace_id
 from actors.core.events import TaskEvent, TaskInspection
+from actors.core.messages import explain_failure
 from actors.core.models import OutboxRow, Task, TaskStatus
 from actors.core.ops.troubleshooting import (
     TROUBLESHOOTING_DOC,
@@ -95,6 +96,10 @@ def task_lines(task: Task, now: datetime) -> list[str]:
     if task.object_key:
         lines.append(f"  file        {task.object_key} ({task.size_bytes or 0} bytes)")
     if task.failure_message:
+        # What the user reads about it (the page, the API's failureReason), then the text.
+        explained = explain_failure(task.failure_code)
+        lines.append(f"  failure     {explained.code} ({explained.remedy.value} may help)")
+        lines.append(f"  for people  {explained.en}")
         lines.append(f"  message     {one_line(task.failure_message, 200)}")
     # The id the task's log lines carry and the user sees in the task JSON (``traceId``).
     lines.append(f"  trace       {one_line(task.trace_id, 40) or '-'}")

@@ -44,8 +44,9 @@ def check_declared_parameters(
 
     Raises:
         ParameterError: field ``parameters.<name>``: a required parameter is missing (or
-            null), or a declared one has a value of another type than declared. A null
-            optional parameter counts as absent.
+            null), a declared one has a value of another type than declared, outside its
+            ``values`` or outside its ``minimum``..``maximum``. A null optional parameter
+            counts as absent.
     """
     for hint in hints:
         value = parameters.get(hint.name)
@@ -58,6 +59,27 @@ def check_declared_parameters(
             raise ParameterError(
                 field, f"{field} must be {_EXPECTED.get(hint.type, hint.type)}, not {_kind(value)}"
             )
+        if hint.values and value not in {choice.value for choice in hint.values}:
+            allowed = ", ".join(repr(choice.value) for choice in hint.values)
+            raise ParameterError(field, f"{field} must be one of {allowed}")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            _check_bounds(field, value, hint.minimum, hint.maximum)
+
+
+def _shown(bound: float) -> str:
+    return f"{int(bound):,}" if bound == int(bound) else f"{bound:,g}"
+
+
+def _check_bounds(field: str, value: float, low: float | None, high: float | None) -> None:
+    if (low is None or value >= low) and (high is None or value <= high):
+        return
+    if low is not None and high is not None:
+        rule = f"between {_shown(low)} and {_shown(high)}"
+    elif low is not None:
+        rule = f"at least {_shown(low)}"
+    else:
+        rule = f"at most {_shown(high or 0)}"
+    raise ParameterError(field, f"{field} must be {rule}, not {value}")
 
 
 def _matches(kind: str, value: Any) -> bool:

@@ -233,6 +233,11 @@ class ExportError(ExportCenterError):
             site can forge a log line or leak a password through ``failure_message``.
     """
 
+    #: The stable failure code a task stores with the message (``failure_code``): the key
+    #: of what people read about it (``actors/core/messages.py``). Each class has its own;
+    #: a worker's error crosses the process boundary by class name, so the code does too.
+    code: ClassVar[str] = "export-failed"
+
     def __init__(self, message: str = "") -> None:
         super().__init__(escape_control(redact_credentials(str(message))))
 
@@ -245,19 +250,52 @@ class LimitExceededError(PermanentExportError):
     """A hard limit was hit (max-rows, file size, columns, response size …). The message
     names the limit and its value (§11: "任一超限即 FAILED 并写明具体上限")."""
 
+    code = "limit"
+
+
+class RowLimitError(LimitExceededError):
+    """More rows than the export type's ``max-rows`` (announced or written)."""
+
+    code = "row-limit"
+
+
+class FileSizeLimitError(LimitExceededError):
+    """The file would pass the maximum file size (or the 4 GiB of a zip without Zip64)."""
+
+    code = "size-limit"
+
+
+class ColumnLimitError(LimitExceededError):
+    """More columns than a sheet or the contract allows."""
+
+    code = "column-limit"
+
 
 class ProviderContractError(PermanentExportError):
     """The Provider answered a well-formed HTTP response that breaks the contract: a
     business error code, a changed ``schemaHash``, an invalid snapshot token, malformed
     columns (§10.1, §10.2)."""
 
+    code = "provider-contract"
+
+
+class ProviderRefusedError(ProviderContractError):
+    """The Provider answered its envelope with a business error code (not ``"200"``): it
+    refused the request as asked, most often a parameter value it does not accept."""
+
+    code = "provider-refused"
+
 
 class TransientExportError(ExportError):
     """A dependency error worth retrying with backoff (§9.1, §9.2)."""
 
+    code = "export-failed"
+
 
 class ProviderUnavailableError(TransientExportError):
     """Provider 5xx, connect timeout or read timeout (§9.1)."""
+
+    code = "provider-unavailable"
 
 
 class CursorNotAdvancingError(TransientExportError):
@@ -269,14 +307,20 @@ class CursorNotAdvancingError(TransientExportError):
     and a new attempt starts from a fresh snapshot. The run stops at the first breach
     rather than at the deadline, and the retries are bounded by ``max-attempts``."""
 
+    code = "provider-stuck"
+
 
 class StorageUnavailableError(TransientExportError):
     """The storage could not be written or read for a reason that may pass (§9.1)."""
+
+    code = "storage-unavailable"
 
 
 class DeadlineExceededError(TransientExportError):
     """The run passed ``execution_deadline_at`` (§8.3.1). Counted as transient; the
     message names the limit, e.g. "execution exceeded the maximum duration of 30 minutes"."""
+
+    code = "deadline"
 
 
 class ExportWorkerDiedError(TransientExportError):
@@ -289,16 +333,22 @@ class ExportWorkerDiedError(TransientExportError):
     Not raised when the run itself stops its worker (a lost lease, the deadline, a
     shutdown): those are :class:`ExportAbortedError` / :class:`DeadlineExceededError`."""
 
+    code = "worker-died"
+
 
 class DatabaseExportError(TransientExportError):
     """A database error that is not a passing fault stopped a run (the account or the
     database was refused mid-run: ``DatabaseAccessError``). Retried like any transient
     export failure, so a database that is fixed meanwhile finishes the task."""
 
+    code = "database"
+
 
 class ExportAbortedError(ExportError):
     """The run lost its lease (renewal matched 0 rows) or was cancelled. The executor
     deletes its partial file and writes nothing else (§8.3, docs/design-rules.md §8.4)."""
+
+    code = "aborted"
 
 
 def run_failure(exc: Exception) -> ExportError | TransientDatabaseError:

@@ -91,6 +91,21 @@ class ColumnDef:
 
 
 @dataclass(frozen=True, slots=True)
+class ChoiceValue:
+    """One value a parameter with a fixed set of values takes (``values`` of a hint).
+
+    Attributes:
+        value: what the create request sends.
+        label: what a form shows (the value itself when the registry gives none).
+        translations: (language tag, label) pairs for other languages.
+    """
+
+    value: str
+    label: str
+    translations: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ParameterHint:
     """One parameter an export type takes, as the registry describes it for clients
     (``parameters`` of a definition): it builds forms, and the create checks a declared
@@ -107,6 +122,17 @@ class ParameterHint:
     type: str
     required: bool = False
     description: str = ""
+    #: What a form labels it (``label``; ``None``: the name).
+    label: str | None = None
+    #: The only values it takes, with their labels (``values``; empty: any value).
+    values: tuple[ChoiceValue, ...] = ()
+    #: Inclusive bounds of an ``integer`` or ``number`` parameter (``minimum``,
+    #: ``maximum``; ``None``: unbounded).
+    minimum: float | None = None
+    maximum: float | None = None
+    #: The ``label`` and ``description`` in other languages: (language tag, label,
+    #: description) with ``None`` where not given (``actors/core/registry.py``).
+    translations: tuple[tuple[str, str | None, str | None], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +157,9 @@ class ExportDefinition:
     display_name: str | None = None
     description: str = ""
     parameters: tuple[ParameterHint, ...] = ()
+    #: ``display-name`` and ``description`` in other languages: (language tag, display
+    #: name, description), ``None`` where not given.
+    translations: tuple[tuple[str, str | None, str | None], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +235,11 @@ class Task:
     handback_count: int = 0
     """Hand-backs in a row (shutdown, database fault, watchdog outage) since an attempt of
     the task last ended otherwise (``actors/core/handback.py``)."""
+    failure_code: str | None = None
+    """The stable code of ``failure_message`` (``ExportError.code``, or the code a
+    transition writes itself: ``cancelled``, ``worker-lost`` …): the key of what people
+    read about it (``actors/core/messages.py``). ``None`` without a failure, and for tasks
+    that failed before the column existed."""
 
     @property
     def parameters(self) -> dict[str, Any]:

@@ -40,7 +40,13 @@ from types import MappingProxyType
 from typing import Any
 
 from actors.core.errors import RegistryError
-from actors.core.models import AppCode, ExportDefinition, ParameterHint, Registry
+from actors.core.models import (
+    AppCode,
+    ChoiceValue,
+    ExportDefinition,
+    ParameterHint,
+    Registry,
+)
 
 __all__ = [
     "ALLOWED_KEYS",
@@ -68,7 +74,15 @@ MAX_DISPLAY_NAME_CHARS = 100
 MAX_DESCRIPTION_CHARS = 500
 #: Most parameter hints of one definition.
 MAX_PARAMETERS = 30
-_PARAMETER_KEYS = frozenset({"name", "type", "required", "description"})
+_PARAMETER_KEYS = frozenset(
+    {"name", "type", "required", "description", "label", "values", "minimum", "maximum"}
+)
+#: Most ``values`` of one parameter.
+MAX_VALUES = 50
+#: A language tag of a text given per language, e.g. ``en``, ``zh-CN`` (BCP 47, simplified).
+_LANGUAGE_TAG_RE = re.compile(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,2}")
+#: The language a text given per language falls back to (else its first).
+DEFAULT_LANGUAGE = "en"
 
 #: Inclusive bounds of the integer keys (§10.3).
 MAX_ROWS_RANGE = (1, 500_000)
@@ -163,7 +177,12 @@ def registry_fingerprint(registry: Registry) -> str:
             "batch-size": d.batch_size,
             "display-name": d.display_name,
             "description": d.description,
-            "parameters": [[p.name, p.type, p.required, p.description] for p in d.parameters],
+            "parameters": [
+                [p.name, p.type, p.required, p.description, p.label, p.minimum, p.maximum]
+                + [[[c.value, c.label, c.translations] for c in p.values], p.translations]
+                for p in d.parameters
+            ],
+            "translations": d.translations,
         }
         for export_type, d in registry.definitions.items()
     }
@@ -242,6 +261,8 @@ def _parse_definition(
     if not isinstance(enabled, bool):
         raise RegistryError(f"{base}.enabled", f"must be a boolean (true/false), got {enabled!r}")
 
+    display_name, display_names = _local_text(raw, base, "display-name", MAX_DISPLAY_NAME_CHARS)
+    description, descriptions = _local_text(raw, base, "description", MAX_DESCRIPTION_CHARS)
     return ExportDefinition(
         export_type=export_type,
         provider_service=provider_service,
@@ -252,9 +273,10 @@ def _parse_definition(
         max_rows=_bounded_int(raw, base, "max-rows", 200_000, MAX_ROWS_RANGE),
         max_attempts=_bounded_int(raw, base, "max-attempts", 3, MAX_ATTEMPTS_RANGE),
         batch_size=_bounded_int(raw, base, "batch-size", 500, BATCH_SIZE_RANGE),
-        display_name=_optional_text(raw, base, "display-name", MAX_DISPLAY_NAME_CHARS),
-        description=_optional_text(raw, base, "description", MAX_DESCRIPTION_CHARS) or "",
+        display_name=display_name,
+        description=description or "",
         parameters=_parameters(raw.get("parameters"), f"{base}.parameters"),
+        translations=_translations(display_names, descriptions),
     )
 
 
@@ -274,6 +296,81 @@ def _optional_text(raw: Mapping[Any, Any], base: str, key: str, max_chars: int) 
     if any(c in value for c in "\r\n"):  # one line: a form shows it as a label
         raise RegistryError(path, "must be a single line")
     return value.strip()
+
+
+def _local_text(
+    raw: Mapping[Any, Any], base: str, key: str, max_chars: int
+) -> tuple[str | None, dict[str, str]]:
+    """A text people read, given once (a string) or per language (a mapping of language
+    tags to strings, e.g. ``{en: Customer list, zh-CN: 客户列表}``).
+
+    Returns:
+        (the text in :data:`DEFAULT_LANGUAGE`, else the first given; the others by tag).
+        ``(None, {})`` when the key is absent or null.
+    """
+    value = raw.get(key)
+    if not isinstance(value, Mapping):
+        return _optional_text(raw, base, key, max_chars), {}
+    if not value:
+        raise RegistryError(f"{base}.{key}", "must name at least one language")
+    texts: dict[str, str] = {}
+    for tag in value:
+        if not isinstance(tag, str) or not _LANGUAGE_TAG_RE.fullmatch(tag):
+            raise RegistryError(
+                f"{base}.{key}.{tag}", f"{tag!r} is not a language tag such as en or zh-CN"
+            )
+        text = _optional_text(value, f"{base}.{key}", tag, max_chars)
+        if text is None:
+            raise RegistryError(f"{base}.{key}.{tag}", "must not be empty")
+        texts[tag] = text
+    default = DEFAULT_LANGUAGE if DEFAULT_LANGUAGE in texts else next(iter(texts))
+    first = texts.pop(default)
+    return first, texts
+
+
+def _translations(
+    labels: Mapping[str, str], descriptions: Mapping[str, str]
+) -> tuple[tuple[str, str | None, str | None], ...]:
+    return tuple(
+        (tag, labels.get(tag), descriptions.get(tag)) for tag in sorted({*labels, *descriptions})
+    )
+
+
+def _values(raw: Any, path: str, type_: str) -> tuple[ChoiceValue, ...]:
+    """A parameter's ``values``: strings, or ``{value, label}`` mappings whose label may be
+    given per language; distinct, at most :data:`MAX_VALUES`."""
+    if raw is None:
+        return ()
+    if type_ != "string":
+        raise RegistryError(path, f"is allowed for string parameters only, not {type_}")
+    if not isinstance(raw, list) or not raw:
+        raise RegistryError(path, f"must be a non-empty list, got {_type_name(raw)}")
+    if len(raw) > MAX_VALUES:
+        raise RegistryError(path, f"must have at most {MAX_VALUES} entries, got {len(raw)}")
+    choices: list[ChoiceValue] = []
+    for index, entry in enumerate(raw):
+        at = f"{path}[{index}]"
+        if isinstance(entry, str):
+            entry = {"value": entry}
+        if not isinstance(entry, Mapping) or set(entry) - {"value", "label"}:
+            raise RegistryError(at, "must be a string or a mapping of value and label")
+        value = _required_str(entry, at, "value")
+        if any(c.value == value for c in choices):
+            raise RegistryError(f"{at}.value", f"value {value!r} is listed twice")
+        label, labels = _local_text(entry, at, "label", MAX_DISPLAY_NAME_CHARS)
+        choices.append(ChoiceValue(value, label or value, tuple(sorted(labels.items()))))
+    return tuple(choices)
+
+
+def _bound(raw: Mapping[Any, Any], path: str, key: str, type_: str) -> float | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if type_ not in ("integer", "number"):
+        raise RegistryError(f"{path}.{key}", f"is allowed for numbers only, not {type_}")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise RegistryError(f"{path}.{key}", f"must be a number, got {_type_name(value)}")
+    return float(value)
 
 
 def _parameters(raw: Any, path: str) -> tuple[ParameterHint, ...]:
@@ -313,8 +410,24 @@ def _parameters(raw: Any, path: str) -> tuple[ParameterHint, ...]:
             raise RegistryError(
                 f"{at}.required", f"must be a boolean (true/false), got {required!r}"
             )
-        description = _optional_text(entry, at, "description", MAX_DESCRIPTION_CHARS) or ""
-        hints.append(ParameterHint(name, type_, required, description))
+        label, labels = _local_text(entry, at, "label", MAX_DISPLAY_NAME_CHARS)
+        description, descriptions = _local_text(entry, at, "description", MAX_DESCRIPTION_CHARS)
+        minimum, maximum = _bound(entry, at, "minimum", type_), _bound(entry, at, "maximum", type_)
+        if minimum is not None and maximum is not None and minimum > maximum:
+            raise RegistryError(f"{at}.minimum", f"{minimum} is above the maximum {maximum}")
+        hints.append(
+            ParameterHint(
+                name,
+                type_,
+                required,
+                description or "",
+                label=label,
+                values=_values(entry.get("values"), f"{at}.values", type_),
+                minimum=minimum,
+                maximum=maximum,
+                translations=_translations(labels, descriptions),
+            )
+        )
     return tuple(hints)
 
 

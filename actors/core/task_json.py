@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from actors.core.events import TaskEvent
+from actors.core.messages import explain_failure, warning_kind
 from actors.core.models import Task, TaskStatus
 
 __all__ = ["event_json", "iso_ms", "last_error", "task_json"]
@@ -43,13 +44,30 @@ def last_error(task: Task) -> str | None:
     return None
 
 
+def _failure(task: Task) -> dict[str, Any]:
+    """``failureCode``, ``failureReason`` and ``remedy`` of a task with a failure message
+    (failed, cancelled, or waiting to retry after one), else ``null`` each."""
+    if task.failure_message is None:
+        return {"failureCode": None, "failureReason": None, "remedy": None}
+    explained = explain_failure(task.failure_code)
+    return {
+        "failureCode": explained.code,
+        "failureReason": explained.en,
+        "remedy": explained.remedy.value,
+    }
+
+
 def task_json(task: Task) -> dict[str, Any]:
     """The task as the API returns it. ``id``, ``processedRows``, ``totalRows``,
     ``sizeBytes``, ``tenantId`` and ``requestedBy`` are 64-bit and therefore strings;
     small counters stay numbers. ``parameters`` are the normalised object stored at
     create; ``warnings`` the data warnings of the last successful run (``[]`` when
-    none); ``lastError`` is :func:`last_error`; ``traceId`` the W3C trace id the API gave
-    the task at create (``null`` for tasks older than it), the id its log lines carry."""
+    none), and ``dataWarnings`` the same with each one's kind
+    (``actors/core/xlsx/data_warnings.py``); ``failureCode``, ``failureReason`` and
+    ``remedy`` say in plain words what a failure means and what may help
+    (``actors/core/messages.py``); ``lastError`` is :func:`last_error`; ``traceId``
+    the W3C trace id the API gave the task at create (``null`` for tasks older than it),
+    the id its log lines carry."""
     return {
         "id": str(task.id),
         "taskNo": task.task_no,
@@ -66,6 +84,7 @@ def task_json(task: Task) -> dict[str, Any]:
         "fileName": task.file_name,
         "sizeBytes": _str(task.size_bytes),
         "failureMessage": task.failure_message,
+        **_failure(task),
         "requestedAt": iso_ms(task.requested_at),
         "startedAt": iso_ms(task.started_at),
         "completedAt": iso_ms(task.completed_at),
@@ -77,6 +96,7 @@ def task_json(task: Task) -> dict[str, Any]:
         "appCode": task.app_code,
         "parameters": task.parameters,
         "warnings": task.warnings,
+        "dataWarnings": [{"kind": warning_kind(line), "detail": line} for line in task.warnings],
         "lastError": last_error(task),
         # A user reporting a problem quotes it; an operator finds the run's log lines by it.
         "traceId": task.trace_id,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Protocol
 
-from actors.core.errors import ExportAbortedError, LimitExceededError
+from actors.core.errors import ExportAbortedError, FileSizeLimitError
 
 _MB = 1024 * 1024
 
@@ -59,7 +59,7 @@ class CappedOutput:
             return length
         if self._pos + length - self.start > self._max_bytes:
             self._fail(
-                LimitExceededError(
+                FileSizeLimitError(
                     f"file exceeds the maximum file size of {format_megabytes(self._max_bytes)}"
                 )
             )

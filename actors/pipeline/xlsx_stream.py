@@ -72,8 +72,9 @@ from enum import StrEnum
 from typing import Any
 
 from actors.core.errors import (
-    LimitExceededError,
+    ColumnLimitError,
     ProviderContractError,
+    RowLimitError,
     StorageUnavailableError,
 )
 from actors.core.models import ColumnDef
@@ -165,7 +166,7 @@ class XlsxStreamWriter:
         if len(set(keys)) != len(keys):
             raise ValueError("column keys must be unique")
         if len(columns) > EXCEL_MAX_COLUMNS:
-            raise LimitExceededError(
+            raise ColumnLimitError(
                 f"export exceeds the maximum of {EXCEL_MAX_COLUMNS} columns per sheet"
             )
         if max_rows < 0 or max_bytes <= 0:
@@ -273,7 +274,7 @@ class XlsxStreamWriter:
         for index, row in enumerate(rows, 1):
             written = self._rows_written
             if written >= max_rows:
-                raise LimitExceededError(f"export exceeds max-rows {max_rows}")
+                raise RowLimitError(f"export exceeds max-rows {max_rows}")
             if self._sheet_rows == rows_per_sheet or self._sheet_bytes > MAX_SHEET_XML_BYTES:
                 self._flush(buffer)
                 buffered = 0

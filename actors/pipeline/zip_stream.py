@@ -29,7 +29,7 @@ from typing import Protocol
 
 from isal import isal_zlib
 
-from actors.core.errors import LimitExceededError
+from actors.core.errors import FileSizeLimitError
 
 #: Highest deflate level written by ISA-L; higher levels use zlib.
 ISAL_MAX_LEVEL = 3
@@ -120,7 +120,7 @@ def _dos_time(moment: datetime) -> tuple[int, int]:
 
 def _check32(value: int, what: str) -> int:
     if value > _ZIP32_LIMIT:
-        raise LimitExceededError(f"xlsx {what} exceeds the 4 GiB a zip without Zip64 allows")
+        raise FileSizeLimitError(f"xlsx {what} exceeds the 4 GiB a zip without Zip64 allows")
     return value
 
 

@@ -22,6 +22,7 @@ from actors.core.handback import (
     decide_hand_back,
     hand_back_message,
 )
+from actors.core.messages import failure_code
 from actors.core.models import Command, Task, TaskStatus
 from actors.core.outcomes import ClaimResult, RetryOutcome
 from db.store.base import StoreBase, fenced
@@ -252,9 +253,8 @@ class ExecutionTransitions(StoreBase):
         DLQ handler write messages of their own), so the answer is True again."""
         message = failure_message[:1000]
         async with self.db.transaction() as tx:
-            if await fenced(
-                tx, self._sql.FAIL_TASK, {**self._fence(task, owner), "failure_message": message}
-            ):
+            failure = {"failure_message": message, "failure_code": failure_code(error_class)}
+            if await fenced(tx, self._sql.FAIL_TASK, {**self._fence(task, owner), **failure}):
                 await self._attempt_failed(tx, task, message, error_class, final=True)
                 return True
             return await self._now_in(tx, task, TaskStatus.FAILED, failure_message=message)
@@ -309,6 +309,7 @@ class ExecutionTransitions(StoreBase):
     ) -> RetryOutcome:
         fence = self._fence(task, owner)
         message = failure_message[:1000]
+        failure = {"failure_message": message, "failure_code": failure_code(error_class)}
         async with self.db.transaction() as tx:
             row = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})
             if (
@@ -323,16 +324,14 @@ class ExecutionTransitions(StoreBase):
                     return RetryOutcome.FAILED
                 return RetryOutcome.LOST
             if not should_retry(int(row["attempt_count"]), int(row["max_attempts"])):
-                failed = await fenced(
-                    tx, self._sql.FAIL_TASK, {**fence, "failure_message": message}
-                )
+                failed = await fenced(tx, self._sql.FAIL_TASK, {**fence, **failure})
                 if failed:
                     await self._attempt_failed(tx, task, message, error_class, final=True)
                 return RetryOutcome.FAILED if failed else RetryOutcome.LOST
             if not await fenced(
                 tx,
                 self._sql.SCHEDULE_RETRY,
-                {**fence, "failure_message": message, "backoff_seconds": backoff_seconds},
+                {**fence, **failure, "backoff_seconds": backoff_seconds},
             ):
                 return RetryOutcome.LOST
             after = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})

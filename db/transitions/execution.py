@@ -20,7 +20,7 @@ UPDATE file_export_task
        execution_deadline_at = {now+:max_duration_seconds},
        processed_rows = 0,
        total_rows = NULL,
-       failure_message = NULL,
+       failure_message = NULL, failure_code = NULL,
        updated_at = {now}
  WHERE id = :id
    AND dispatch_version = :dispatch_version
@@ -92,7 +92,7 @@ UPDATE file_export_task
        total_rows = :total_rows, processed_rows = :processed_rows,
        completed_at = {now},
        expires_at = {now+:retention_seconds},
-       lease_owner = NULL, lease_until = NULL, failure_message = NULL,
+       lease_owner = NULL, lease_until = NULL, failure_message = NULL, failure_code = NULL,
        warnings_json = :warnings_json, handback_count = 0, updated_at = {now}
  WHERE id = :id AND status = 'RUNNING'
    AND dispatch_version = :dispatch_version AND lease_owner = :owner
@@ -101,9 +101,9 @@ UPDATE file_export_task
 
     FAIL_TASK: str = """
 UPDATE file_export_task
-   SET status = 'FAILED', failure_message = :failure_message, completed_at = {now},
-       object_key = NULL, lease_owner = NULL, lease_until = NULL, handback_count = 0,
-       updated_at = {now}
+   SET status = 'FAILED', failure_message = :failure_message, failure_code = :failure_code,
+       completed_at = {now}, object_key = NULL, lease_owner = NULL, lease_until = NULL,
+       handback_count = 0, updated_at = {now}
  WHERE id = :id AND status = 'RUNNING'
    AND dispatch_version = :dispatch_version AND lease_owner = :owner
 """
@@ -113,7 +113,7 @@ UPDATE file_export_task
 UPDATE file_export_task
    SET status = 'PENDING', dispatch_version = dispatch_version + 1,
        next_retry_at = {now+:backoff_seconds},
-       failure_message = :failure_message, handback_count = 0,
+       failure_message = :failure_message, failure_code = :failure_code, handback_count = 0,
        processed_rows = 0, total_rows = NULL, object_key = NULL,
        lease_owner = NULL, lease_until = NULL, updated_at = {now}
  WHERE id = :id AND status = 'RUNNING'

@@ -55,7 +55,7 @@ UPDATE file_export_task
 UPDATE file_export_task
    SET status = 'PENDING', dispatch_version = dispatch_version + 1,
        handback_count = handback_count + 1, next_retry_at = {now},
-       failure_message = :failure_message,
+       failure_message = :failure_message, failure_code = 'handed-back',
        processed_rows = 0, total_rows = NULL, object_key = NULL,
        lease_owner = NULL, lease_until = NULL, updated_at = {now}
  WHERE id = :id AND status = 'RUNNING'
@@ -64,7 +64,8 @@ UPDATE file_export_task
 
     HAND_BACK_FAIL: str = """
 UPDATE file_export_task
-   SET status = 'FAILED', failure_message = :failure_message, completed_at = {now},
+   SET status = 'FAILED', failure_message = :failure_message, failure_code = 'handed-back',
+       completed_at = {now},
        handback_count = handback_count + 1,
        object_key = NULL, lease_owner = NULL, lease_until = NULL, updated_at = {now}
  WHERE id = :id AND status = 'RUNNING'

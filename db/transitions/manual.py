@@ -12,7 +12,8 @@ class ManualStatements:
     MANUAL_RETRY: str = """
 UPDATE file_export_task
    SET status = 'PENDING', dispatch_version = dispatch_version + 1,
-       next_retry_at = {now}, failure_message = NULL, attempt_count = 0, handback_count = 0,
+       next_retry_at = {now}, failure_message = NULL, failure_code = NULL, attempt_count = 0,
+       handback_count = 0,
        processed_rows = 0, total_rows = NULL, started_at = NULL, completed_at = NULL,
        object_key = NULL, file_name = NULL, size_bytes = NULL, content_type = NULL,
        lease_owner = NULL, lease_until = NULL, execution_deadline_at = NULL,
@@ -26,7 +27,8 @@ UPDATE file_export_task
     # deletes a file the attempt could not delete itself.
     CANCEL_TASK: str = """
 UPDATE file_export_task
-   SET status = 'CANCELLED', failure_message = :failure_message, completed_at = {now},
+   SET status = 'CANCELLED', failure_message = :failure_message, failure_code = 'cancelled',
+       completed_at = {now},
        lease_owner = NULL, lease_until = NULL, updated_at = {now}
  WHERE id = :id AND status IN ('PENDING', 'RUNNING')
 """

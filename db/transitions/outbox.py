@@ -47,7 +47,8 @@ UPDATE file_export_outbox
 
     FAIL_QUARANTINED_TASK: str = """
 UPDATE file_export_task
-   SET status = 'FAILED', failure_message = :failure_message, completed_at = {now},
+   SET status = 'FAILED', failure_message = :failure_message,
+       failure_code = 'command-corrupted', completed_at = {now},
        lease_owner = NULL, lease_until = NULL, updated_at = {now}
  WHERE id = :id AND dispatch_version = :dispatch_version AND status = 'PENDING'
 """

@@ -82,7 +82,8 @@ UPDATE file_export_task
     RECOVER_LEASE_RETRY: str = """
 UPDATE file_export_task
    SET status = 'PENDING', dispatch_version = dispatch_version + 1, next_retry_at = {now},
-       failure_message = :failure_message, processed_rows = 0, total_rows = NULL,
+       failure_message = :failure_message, failure_code = 'worker-lost',
+       processed_rows = 0, total_rows = NULL,
        object_key = NULL, lease_owner = NULL, lease_until = NULL, handback_count = 0,
        updated_at = {now}
  WHERE id = :id AND dispatch_version = :dispatch_version AND status = 'RUNNING'
@@ -91,7 +92,8 @@ UPDATE file_export_task
 
     RECOVER_LEASE_FAIL: str = """
 UPDATE file_export_task
-   SET status = 'FAILED', failure_message = :failure_message, completed_at = {now},
+   SET status = 'FAILED', failure_message = :failure_message, failure_code = 'worker-lost',
+       completed_at = {now},
        object_key = NULL, lease_owner = NULL, lease_until = NULL, handback_count = 0,
        updated_at = {now}
  WHERE id = :id AND dispatch_version = :dispatch_version AND status = 'RUNNING'

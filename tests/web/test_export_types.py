@@ -75,6 +75,7 @@ async def test_the_caller_sees_the_types_it_may_request(served_app) -> None:  # 
                     "formats": ["XLSX"],
                     "maxRows": 200000,
                     "parameters": [],
+                    "translations": {},
                 },
                 {
                     "exportType": "ORDER_LIST",
@@ -87,9 +88,15 @@ async def test_the_caller_sees_the_types_it_may_request(served_app) -> None:  # 
                             "name": "from",
                             "type": "date",
                             "required": True,
+                            "label": "from",  # no label in the registry: the name
                             "description": "first day",
+                            "values": [],
+                            "minimum": None,
+                            "maximum": None,
+                            "translations": {},
                         }
                     ],
+                    "translations": {},
                 },
             ],
         }

@@ -42,8 +42,8 @@ import math
 
 from actors.core.errors import (
     CursorNotAdvancingError,
-    LimitExceededError,
     ProviderContractError,
+    RowLimitError,
 )
 from actors.core.models import ColumnDef
 from actors.core.provider.contract import clip
@@ -128,12 +128,12 @@ class BatchGuard:
         self._batches += 1
         n = self._batches
         if n == 1 and total_rows is not None and total_rows > self._max_rows:
-            raise LimitExceededError(
+            raise RowLimitError(
                 f"provider announced totalRows {total_rows} in its first batch; export type "
                 f"{self._export_type} allows at most max-rows {self._max_rows}"
             )
         if n > self._max_batches:
-            raise LimitExceededError(
+            raise RowLimitError(
                 f"provider sent more than {self._max_batches} batches, the most that "
                 f"max-rows {self._max_rows} with batch-size {self._batch_size} allows "
                 f"(2 × ceil(max-rows / batch-size) + {BATCH_SLACK})"

@@ -36,9 +36,11 @@ from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 from actors.core.errors import (
+    ColumnLimitError,
     ExportError,
     LimitExceededError,
     ProviderContractError,
+    ProviderRefusedError,
     ProviderUnavailableError,
 )
 from actors.core.models import ColumnDef, ColumnType, ProviderBatch
@@ -285,7 +287,7 @@ def parse_envelope(envelope: Any, service: str, limit: int, max_columns: int) ->
         raise ProviderContractError(f"provider {service} envelope has no code")
     if str(code) != SUCCESS_CODE:
         message = envelope.get("message")
-        raise ProviderContractError(
+        raise ProviderRefusedError(
             f"provider {service} answered code {clip(str(code))}: {clip(str(message))}"
         )
     data = envelope.get("data")
@@ -362,7 +364,7 @@ def _parse_columns(raw: Any, max_columns: int) -> tuple[ColumnDef, ...]:
     if not isinstance(raw, list):
         raise ProviderContractError("columns is not a list")
     if len(raw) > max_columns:
-        raise LimitExceededError(
+        raise ColumnLimitError(
             f"provider declared {len(raw)} columns; the limit is {max_columns} columns"
         )
     columns: list[ColumnDef] = []

@@ -8,7 +8,7 @@ import pytest
 
 from actors.core.declared_parameters import check_declared_parameters
 from actors.core.errors import ParameterError
-from actors.core.models import ParameterHint
+from actors.core.models import ChoiceValue, ParameterHint
 
 HINTS = (
     ParameterHint("status", "string"),
@@ -67,3 +67,26 @@ def test_a_declared_parameter_broken_is_named(
 
 def test_a_type_without_declarations_takes_any_object() -> None:
     check_declared_parameters((), {"rowCount": "abc", "anything": None})
+
+
+STATUS = ParameterHint("status", "string", values=(ChoiceValue("ACTIVE", "Active"),))
+ROWS = ParameterHint("rowCount", "integer", minimum=1, maximum=200_000)
+
+
+@pytest.mark.parametrize(
+    ("parameters", "says"),
+    [
+        ({"status": "active"}, "parameters.status must be one of 'ACTIVE'"),
+        ({"rowCount": 0}, "parameters.rowCount must be between 1 and 200,000, not 0"),
+        ({"rowCount": 300_000}, "between 1 and 200,000, not 300000"),
+    ],
+)
+def test_values_and_bounds_are_promises_too(parameters: dict[str, Any], says: str) -> None:
+    with pytest.raises(ParameterError) as caught:
+        check_declared_parameters((STATUS, ROWS), parameters)
+    assert says in caught.value.message
+
+
+def test_values_and_bounds_pass_what_they_allow() -> None:
+    check_declared_parameters((STATUS, ROWS), {"status": "ACTIVE", "rowCount": 200_000})
+    check_declared_parameters((ParameterHint("r", "number", maximum=1.5),), {"r": 1.5})

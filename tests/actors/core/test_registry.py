@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from actors.core.models import AppCode, ExportDefinition, ParameterHint, Registry
+from actors.core.models import AppCode, ChoiceValue, ExportDefinition, ParameterHint, Registry
 from actors.core.registry import parse_registry
 from actors.service.registry_source import default_registry_path
 from tests.actors.core.registry_documents import ALLOWED, FULL_DEFINITION, KEY, doc, parse_error
@@ -94,14 +94,47 @@ def test_shipped_default_registry_parses_with_demo_service() -> None:
         max_attempts=3,
         batch_size=500,  # the design's batch-size (docs/design-rules.md)
         display_name="Customer list",
-        description=("The tenant's customers (demo data), optionally filtered by status or name."),
+        description=(
+            "The tenant's customers (demo data), optionally only active or inactive ones,"
+            " or those whose name holds a word."
+        ),
         parameters=(
-            ParameterHint("status", "string", False, "ACTIVE or INACTIVE; empty for both"),
             ParameterHint(
-                "keyword", "string", False, "Part of the customer name, at most 256 characters"
+                "status",
+                "string",
+                False,
+                "Leave empty for both.",
+                label="Status",
+                values=(
+                    ChoiceValue("ACTIVE", "Active", (("zh-CN", "启用"),)),
+                    ChoiceValue("INACTIVE", "Inactive", (("zh-CN", "停用"),)),
+                ),
+                translations=(("zh-CN", "状态", "留空表示两者都导出。"),),
             ),
             ParameterHint(
-                "rowCount", "integer", False, "Size of the demo table, 1 to 1,000,000 rows"
+                "keyword",
+                "string",
+                False,
+                "Part of the customer name, at most 256 characters.",
+                label="Name contains",
+                translations=(("zh-CN", "名称包含", "客户名称的一部分，最多 256 个字符。"),),
+            ),
+            ParameterHint(
+                "rowCount",
+                "integer",
+                False,
+                "How many demo customers there are to export.",
+                label="Rows in the demo table",
+                minimum=1,
+                maximum=200000,  # the type's max-rows: the form cannot ask for a failure
+                translations=(("zh-CN", "演示表行数", "可导出的演示客户数量。"),),
+            ),
+        ),
+        translations=(
+            (
+                "zh-CN",
+                "客户列表",
+                "本租户的客户（演示数据），可只导出启用或停用的客户，或名称包含某个词的客户。",
             ),
         ),
     )

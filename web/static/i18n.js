@@ -1,0 +1,400 @@
+// The page's words in English and Simplified Chinese, and the person's locale for dates,
+// numbers and sizes. The service's own messages (failures, warnings, history events,
+// refusals) come from its catalogue (GET /i18n/{language}.json, actors/core/messages.py);
+// these are the page's labels. The language is the one picked with the page's switch, else
+// the browser's first one we have.
+"use strict";
+
+export const LANGUAGES = { en: "English", "zh-CN": "中文" };
+const STORED = "export-center-language";
+
+const EN = {
+  title: "Downloads",
+  pageTitle: "Export Center — downloads",
+  skip: "Skip to the exports",
+  language: "Language",
+  signOut: "Sign out",
+  signInHeading: "Sign in",
+  signInHelp: "Paste the bearer token (JWT) the platform gave you. It is kept as a session cookie that scripts cannot read, until it expires or you sign out.",
+  token: "Token",
+  signIn: "Sign in",
+  who: "Signed in as {name}",
+  whoAdmin: "Signed in as {name} · administrator: you see every export of your tenant",
+  user: "user {id}",
+  listMine: "Your exports",
+  listAll: "All exports of your tenant",
+  newExport: "New export",
+  close: "Close",
+  exportType: "Export type",
+  format: "Format",
+  name: "Name",
+  optional: "(optional)",
+  parameters: "Filters of the export",
+  otherParameters: "Other parameters (JSON)",
+  otherParametersHelp: "Parameters as a JSON object; the fields above win",
+  export: "Export",
+  atMostRows: "At most {rows} rows per export.",
+  noTypes: "There is no export type you may request.",
+  typesFailed: "The export types could not be loaded.",
+  any: "Any",
+  choose: "— any —",
+  yes: "Yes",
+  filters: "Filters",
+  filtersOn: "Filters ({count} on)",
+  status: "Status",
+  requestedFrom: "Requested from",
+  requestedTo: "Requested until",
+  dayIncluded: "(that day included)",
+  requestedBy: "Requested by (user id)",
+  apply: "Apply filters",
+  clear: "Clear filters",
+  colExport: "Export",
+  colRequester: "Requested by",
+  colStatus: "Status",
+  colProgress: "Progress",
+  colRequested: "Requested",
+  colFile: "File",
+  colActions: "Actions",
+  caption: "Exports, newest first",
+  total: "{count} exports",
+  totalOne: "1 export",
+  totalMore: "more than {count} exports",
+  page: "Page {page} of {pages}",
+  pageMany: "Page {page} of many",
+  newer: "Newer",
+  older: "Older",
+  pages: "Pages",
+  empty: "No exports yet. Choose “New export” to make your first file.",
+  emptyFiltered: "No exports match these filters.",
+  live: "Progress is live.",
+  connecting: "Connecting to live progress…",
+  polling: "Live progress unavailable: refreshing every second while an export runs.",
+  queued: "Queued",
+  retrying: "Retrying",
+  running: "Running",
+  succeeded: "Ready",
+  failed: "Failed",
+  cancelled: "Cancelled",
+  expired: "Expired",
+  filterPending: "Queued or retrying",
+  waiting: "Waiting for a free worker",
+  starting: "Starting",
+  noRows: "No rows matched the filters: the file has only the header row.",
+  rowsOf: "{done} of {total} rows",
+  rowsDone: "{done} rows",
+  percent: "{percent}%",
+  rate: "{rate} rows/s",
+  left: "about {time} left",
+  attempt: "Attempt {attempt} of {max}",
+  nextAttempt: "Attempt {attempt} of {max} {when}",
+  lastError: "Last attempt: {reason}",
+  queuedAgain: "Queued again after a retry",
+  fileGone: "The file was deleted when its retention ended.",
+  expires: "expires {when}",
+  took: "took {time}",
+  details: "Details",
+  taskNumber: "Task number",
+  traceId: "Trace id",
+  technical: "Technical message",
+  quote: "To ask support, quote the task number and trace id.",
+  download: "Download",
+  cancel: "Cancel",
+  retry: "Retry",
+  edit: "Edit and export again",
+  history: "History",
+  downloadOf: "Download {name}",
+  cancelOf: "Cancel {name}",
+  retryOf: "Retry {name}",
+  editOf: "Edit and export {name} again",
+  historyOf: "History of {name}",
+  progressOf: "Progress of {name}",
+  warningsOf: "Notes",
+  accepted: "Export “{name}” accepted. It is at the top of the list.",
+  duplicate: "You asked for the same export a moment ago: “{name}” is already on its way. Its row is highlighted.",
+  cancelledBanner: "Export “{name}” cancelled.",
+  retried: "Export “{name}” queued again (attempt 1 of {max}).",
+  downloading: "Downloading {file}.",
+  signedOut: "Signed out.",
+  badDates: "The “Requested from” date is after the “Requested until” date.",
+  required: "“{field}” is required.",
+  wholeNumber: "“{field}” must be a whole number.",
+  number: "“{field}” must be a number.",
+  badJson: "Other parameters are not valid JSON.",
+  notObject: "Other parameters must be a JSON object, e.g. {\"status\": \"ACTIVE\"}.",
+  historyHeading: "History",
+  loading: "Loading…",
+  olderEvents: "Older events are not shown.",
+  noEvents: "No events recorded.",
+  by: "by {who}",
+  eventAttempt: "attempt {attempt}",
+  eventRows: "{rows} rows, {size}",
+  eventTook: "in {time}",
+  eventRetryAt: "next attempt {when}",
+  failedRequest: "The request failed.",
+  tokenRejected: "The token was rejected: paste a new one.",
+  sessionEnded: "Your session has ended: paste a token to sign in again.",
+};
+
+const ZH = {
+  title: "下载中心",
+  pageTitle: "导出中心 — 下载",
+  skip: "跳到导出列表",
+  language: "语言",
+  signOut: "退出登录",
+  signInHeading: "登录",
+  signInHelp: "粘贴平台发给你的令牌（JWT）。它会保存为脚本无法读取的会话 Cookie，直到过期或退出登录。",
+  token: "令牌",
+  signIn: "登录",
+  who: "当前用户：{name}",
+  whoAdmin: "当前用户：{name} · 管理员：可查看本租户的全部导出",
+  user: "用户 {id}",
+  listMine: "我的导出",
+  listAll: "本租户的全部导出",
+  newExport: "新建导出",
+  close: "关闭",
+  exportType: "导出类型",
+  format: "格式",
+  name: "名称",
+  optional: "（可选）",
+  parameters: "导出的筛选条件",
+  otherParameters: "其他参数（JSON）",
+  otherParametersHelp: "以 JSON 对象填写参数；与上方字段重复时以上方为准",
+  export: "导出",
+  atMostRows: "每次导出最多 {rows} 行。",
+  noTypes: "没有你可以申请的导出类型。",
+  typesFailed: "无法加载导出类型。",
+  any: "全部",
+  choose: "— 全部 —",
+  yes: "是",
+  filters: "筛选",
+  filtersOn: "筛选（已启用 {count} 项）",
+  status: "状态",
+  requestedFrom: "提交日期从",
+  requestedTo: "提交日期至",
+  dayIncluded: "（含当天）",
+  requestedBy: "提交人（用户 ID）",
+  apply: "应用筛选",
+  clear: "清除筛选",
+  colExport: "导出",
+  colRequester: "提交人",
+  colStatus: "状态",
+  colProgress: "进度",
+  colRequested: "提交时间",
+  colFile: "文件",
+  colActions: "操作",
+  caption: "导出列表，最新的在前",
+  total: "共 {count} 个导出",
+  totalOne: "共 1 个导出",
+  totalMore: "超过 {count} 个导出",
+  page: "第 {page} 页，共 {pages} 页",
+  pageMany: "第 {page} 页，共多页",
+  newer: "较新",
+  older: "较早",
+  pages: "分页",
+  empty: "还没有导出。点击“新建导出”生成第一个文件。",
+  emptyFiltered: "没有符合这些筛选条件的导出。",
+  live: "进度实时更新中。",
+  connecting: "正在连接实时进度…",
+  polling: "实时进度不可用：导出进行时每秒刷新一次。",
+  queued: "排队中",
+  retrying: "等待重试",
+  running: "导出中",
+  succeeded: "已就绪",
+  failed: "失败",
+  cancelled: "已取消",
+  expired: "已过期",
+  filterPending: "排队或等待重试",
+  waiting: "等待空闲的执行器",
+  starting: "正在开始",
+  noRows: "没有符合筛选条件的数据：文件只有表头。",
+  rowsOf: "{done} / {total} 行",
+  rowsDone: "{done} 行",
+  percent: "{percent}%",
+  rate: "每秒 {rate} 行",
+  left: "约剩 {time}",
+  attempt: "第 {attempt} 次尝试，共 {max} 次",
+  nextAttempt: "第 {attempt} 次尝试（共 {max} 次）{when}",
+  lastError: "上次尝试：{reason}",
+  queuedAgain: "重试后重新排队",
+  fileGone: "文件已在保留期结束时删除。",
+  expires: "{when}过期",
+  took: "耗时 {time}",
+  details: "详情",
+  taskNumber: "任务编号",
+  traceId: "追踪 ID",
+  technical: "技术信息",
+  quote: "联系技术支持时，请提供任务编号和追踪 ID。",
+  download: "下载",
+  cancel: "取消",
+  retry: "重试",
+  edit: "修改后重新导出",
+  history: "历史",
+  downloadOf: "下载 {name}",
+  cancelOf: "取消 {name}",
+  retryOf: "重试 {name}",
+  editOf: "修改后重新导出 {name}",
+  historyOf: "{name} 的历史",
+  progressOf: "{name} 的进度",
+  warningsOf: "说明",
+  accepted: "导出“{name}”已提交，显示在列表顶部。",
+  duplicate: "你刚刚提交过相同的导出：“{name}”已在进行中，已为你高亮该行。",
+  cancelledBanner: "导出“{name}”已取消。",
+  retried: "导出“{name}”已重新排队（第 1 次尝试，共 {max} 次）。",
+  downloading: "正在下载 {file}。",
+  signedOut: "已退出登录。",
+  badDates: "“提交日期从”晚于“提交日期至”。",
+  required: "请填写“{field}”。",
+  wholeNumber: "“{field}”必须是整数。",
+  number: "“{field}”必须是数字。",
+  badJson: "其他参数不是有效的 JSON。",
+  notObject: "其他参数必须是 JSON 对象，例如 {\"status\": \"ACTIVE\"}。",
+  historyHeading: "历史",
+  loading: "加载中…",
+  olderEvents: "更早的事件未显示。",
+  noEvents: "没有记录的事件。",
+  by: "操作人 {who}",
+  eventAttempt: "第 {attempt} 次尝试",
+  eventRows: "{rows} 行，{size}",
+  eventTook: "耗时 {time}",
+  eventRetryAt: "下次尝试 {when}",
+  failedRequest: "请求失败。",
+  tokenRejected: "令牌被拒绝：请粘贴新的令牌。",
+  sessionEnded: "会话已结束：请粘贴令牌重新登录。",
+};
+
+const WORDS = { en: EN, "zh-CN": ZH };
+let current = "en";
+// The service's catalogue in the current language (failures, events, warnings, refusals).
+let catalogue = { failures: {}, events: {}, warnings: {}, refusals: {} };
+
+/** The language to start in: the stored choice, else the browser's first we have. */
+export function preferredLanguage() {
+  const stored = localStorage.getItem(STORED);
+  if (stored && stored in WORDS) return stored;
+  for (const tag of navigator.languages || [navigator.language || "en"]) {
+    if (tag.toLowerCase().startsWith("zh")) return "zh-CN";
+    if (tag.toLowerCase().startsWith("en")) return "en";
+  }
+  return "en";
+}
+
+export function language() {
+  return current;
+}
+
+/** Switch to ``tag``, load the service's catalogue in it, and remember the choice. */
+export async function useLanguage(tag, remember = false) {
+  current = tag in WORDS ? tag : "en";
+  if (remember) localStorage.setItem(STORED, current);
+  document.documentElement.lang = current;
+  try {
+    const response = await fetch(`/i18n/${current}.json`, { credentials: "same-origin" });
+    if (response.ok) catalogue = await response.json();
+  } catch {
+    // The page's own words still work; failures then show the service's English.
+  }
+}
+
+/** The page's word ``key`` with ``{name}`` placeholders filled from ``vars``. */
+export function t(key, vars = {}) {
+  const text = WORDS[current][key] ?? EN[key] ?? key;
+  return text.replace(/\{(\w+)\}/g, (_, name) => (name in vars ? String(vars[name]) : `{${name}}`));
+}
+
+/** The service's words for a failure code: ``{text, remedy}``, or null when unknown. */
+export function failureWords(code) {
+  return (code && catalogue.failures[code]) || null;
+}
+
+export function eventWords(kind) {
+  return catalogue.events[kind] || kind;
+}
+
+export function warningWords(kind) {
+  return catalogue.warnings[kind] || catalogue.warnings.note || "";
+}
+
+/** The plain words of an API refusal's envelope code, or "" when the catalogue has none. */
+export function refusalWords(code) {
+  return catalogue.refusals[code] || "";
+}
+
+// --- the person's locale -----------------------------------------------------------------
+
+export function formatNumber(value) {
+  if (value === null || value === undefined) return "?";
+  return Number(value).toLocaleString(current);
+}
+
+export function formatBytes(value) {
+  const size = Number(value);
+  if (value === null || value === undefined || !Number.isFinite(size)) return "";
+  const units = ["byte", "kilobyte", "megabyte", "gigabyte"];
+  let amount = size;
+  let unit = 0;
+  while (amount >= 1024 && unit < units.length - 1) {
+    amount /= 1024;
+    unit += 1;
+  }
+  return new Intl.NumberFormat(current, {
+    style: "unit",
+    unit: units[unit],
+    unitDisplay: "short",
+    maximumFractionDigits: unit === 0 ? 0 : 1,
+  }).format(amount);
+}
+
+/** The exact time with the time zone, e.g. "5 Dec 2026, 16:05:03 UTC". */
+export function formatExact(iso) {
+  if (!iso) return "";
+  return new Date(iso).toLocaleString(current, {
+    dateStyle: "medium",
+    timeStyle: "long",
+  });
+}
+
+const STEPS = [
+  ["second", 60],
+  ["minute", 60],
+  ["hour", 24],
+  ["day", 30],
+  ["month", 12],
+  ["year", Infinity],
+];
+
+/** "3 min ago", "in 6 days": ``iso`` relative to now. */
+export function formatRelative(iso, now = Date.now()) {
+  let amount = (new Date(iso).getTime() - now) / 1000;
+  const format = new Intl.RelativeTimeFormat(current, { numeric: "auto", style: "long" });
+  for (const [unit, size] of STEPS) {
+    if (Math.abs(amount) < size) return format.format(Math.round(amount), unit);
+    amount /= size;
+  }
+  return "";
+}
+
+/** A duration in seconds as "1 min 5 s" / "1分钟5秒" (two units at most). */
+export function formatDuration(seconds) {
+  const total = Math.max(0, Math.round(seconds));
+  const parts = [];
+  const hours = Math.floor(total / 3600);
+  const minutes = Math.floor((total % 3600) / 60);
+  const secs = total % 60;
+  const unit = (value, name) =>
+    new Intl.NumberFormat(current, { style: "unit", unit: name, unitDisplay: "short" }).format(value);
+  if (hours) parts.push(unit(hours, "hour"));
+  if (minutes) parts.push(unit(minutes, "minute"));
+  if (!hours && (secs || parts.length === 0)) parts.push(unit(secs, "second"));
+  return parts.slice(0, 2).join(current === "en" ? " " : "");
+}
+
+/** A <time> element: relative text ("3 min ago"), the exact time with its zone on hover
+ * and for screen readers (title), the instant as its datetime. */
+export function timeEl(iso, wrap = (text) => text) {
+  const node = document.createElement("time");
+  if (!iso) return node;
+  node.dateTime = iso;
+  node.textContent = wrap(formatRelative(iso));
+  node.title = formatExact(iso);
+  return node;
+}
