@@ -105,7 +105,7 @@ class ListTasksQuery(BaseModel):
 class DataWarning(_Model):
     """One data warning of a ready file, with its kind."""
 
-    kind: Literal["truncated-cells", "invalid-values", "undeclared-fields", "note"]
+    kind: Literal["truncated-cells", "invalid-values", "undeclared-fields", "fewer-rows", "note"]
     detail: str = Field(description="The warning in technical words, with examples.")
 
 

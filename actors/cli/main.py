@@ -264,7 +264,7 @@ async def _demo_export(
                 "exportType": "CUSTOMER_LIST",
                 "format": "XLSX",
                 "taskName": "Customer list",
-                "parameters": {"rowCount": rows},
+                "parameters": {"rowCount": rows, "edgeCases": True},
             },
         )
     ).json()

@@ -33,7 +33,7 @@ class TaskEventKind(StrEnum):
     CREATED = "created"  # accepted by the API, with its first command in the outbox
     DISPATCHED = "dispatched"  # the publisher sent the command of a version
     CLAIMED = "claimed"  # an instance claimed a version and started an attempt
-    ATTEMPT_FAILED = "attempt_failed"  # an attempt ended with an error (class, message)
+    ATTEMPT_FAILED = "attempt_failed"  # an attempt ended with an error (class, code, message)
     RETRY_SCHEDULED = "retry_scheduled"  # a new version waits until ``at``
     HANDED_BACK = "handed_back"  # a shutdown or database outage gave the task back
     LEASE_RECOVERED = "lease_recovered"  # the reconciler took over an expired lease

@@ -20,6 +20,7 @@ Plain data and functions: no IO.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -250,6 +251,11 @@ _WARNINGS: dict[str, tuple[str, str]] = {
         "The data source sent fields the export does not list; they were left out.",
         "数据来源发送了导出未列出的字段，这些字段已被忽略。",
     ),
+    "fewer-rows": (
+        "The data source sent fewer rows than it first estimated (rows may have changed"
+        " meanwhile); the file holds every row it sent.",
+        "数据来源实际发送的行数少于最初的估计（期间数据可能有变动）；文件包含它发送的全部行。",
+    ),
     "note": ("The data source added a note.", "数据来源附加了说明。"),
 }
 
@@ -277,22 +283,27 @@ _REFUSALS: dict[str, tuple[str, str]] = {
 }
 
 
-#: The start of each kind's sentence in ``DataWarnings.lines``
-#: (``actors/core/xlsx/data_warnings.py``; a test holds the two together) after its count, and
-#: the kind's code: what people read of it comes from ``actors/core/messages.py``.
+#: How each kind's sentence in ``DataWarnings.lines`` (``actors/core/xlsx/data_warnings.py``)
+#: and the run's shortfall note (``final_total_rows``, ``actors/core/provider/batch_rules.py``)
+#: begin, and the kind's code; a test holds them together. What people read of each comes
+#: from the catalogue below.
 _KIND_OF_LINE = (
-    (" cells truncated to ", "truncated-cells"),
-    (" values invalid for their column type", "invalid-values"),
-    (" undeclared fields ignored in ", "undeclared-fields"),
+    (re.compile(r"\d+ cells truncated to "), "truncated-cells"),
+    (re.compile(r"\d+ values invalid for their column type"), "invalid-values"),
+    (
+        re.compile(r"\d+ values of (at least )?\d+ undeclared fields ignored in "),
+        "undeclared-fields",
+    ),
+    (re.compile(r"provider announced totalRows \d+ but its last batch ended after "), "fewer-rows"),
 )
 
 
 def warning_kind(line: str) -> str:
     """The kind of one data warning line (``Task.warnings``): ``truncated-cells``,
-    ``invalid-values``, ``undeclared-fields``, or ``note`` (a Provider's note, or any line
-    stored before kinds were told apart)."""
-    for marker, kind in _KIND_OF_LINE:
-        if marker in line and line[: line.index(marker)].split(" ")[0].isdigit():
+    ``invalid-values``, ``undeclared-fields``, ``fewer-rows``, or ``note`` (a Provider's
+    note, or any line stored before kinds were told apart)."""
+    for pattern, kind in _KIND_OF_LINE:
+        if pattern.match(line):
             return kind
     return "note"
 

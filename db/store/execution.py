@@ -269,6 +269,7 @@ class ExecutionTransitions(StoreBase):
             version=task.dispatch_version,
             attempt=task.attempt_count,
             errorClass=error_class,
+            code=failure_code(error_class),
             message=message,
             final=final,
         )

@@ -54,7 +54,7 @@ async def test_export_runs_end_to_end_and_downloads_a_typed_xlsx(service: Runtim
                     "exportType": "CUSTOMER_LIST",
                     "format": "XLSX",
                     "taskName": "客户列表",
-                    "parameters": {"rowCount": ROWS},
+                    "parameters": {"rowCount": ROWS, "edgeCases": True},
                 },
             )
         ).json()
@@ -69,7 +69,9 @@ async def test_export_runs_end_to_end_and_downloads_a_typed_xlsx(service: Runtim
         assert task["fileName"].startswith("客户列表_") and task["fileName"].endswith(".xlsx")
         # the demo's 40,000-character remark was cut: the task says so, not only the log
         assert [w for w in task["warnings"] if "1 cells truncated to 32767" in w], task
-        assert task["parameters"] == {"rowCount": ROWS} and task["lastError"] is None
+        assert task["dataWarnings"][0]["kind"] == "truncated-cells"
+        assert task["parameters"] == {"edgeCases": True, "rowCount": ROWS}
+        assert task["lastError"] is None
 
         resp = await client.get(f"{API}/{task_id}/download")
         assert resp.status_code == 200

@@ -73,7 +73,25 @@ async def test_sign_in_create_from_the_form_watch_progress_download_and_sign_out
                 "offered types",
             )
             screenshot(browser, "signed-in")
+            browser.find_element(By.ID, "new-export").click()
+            wait_for(browser, lambda d: shows(d, "new-export-panel"), "opened the form")
             Select(browser.find_element(By.ID, "export-type")).select_by_value("CUSTOMER_LIST")
+            # Names, not keys: the type's display name, the parameter's label, a select for
+            # a parameter with fixed values, the row limit stated once.
+            form = {
+                "type": Select(
+                    browser.find_element(By.ID, "export-type")
+                ).first_selected_option.text,
+                "labels": [
+                    e.text
+                    for e in browser.find_elements(By.CSS_SELECTOR, "#parameter-fields label")
+                ],
+                "status": [
+                    o.text for o in Select(browser.find_element(By.ID, "param-status")).options
+                ],
+                "hint": browser.find_element(By.ID, "type-hint").text,
+                "max": browser.find_element(By.ID, "param-rowCount").get_attribute("max"),
+            }
             hinted = browser.find_elements(By.ID, "param-rowCount")
             if hinted:  # the registry gives parameter hints: the form has a field
                 hinted[0].send_keys("100000")
@@ -85,11 +103,12 @@ async def test_sign_in_create_from_the_form_watch_progress_download_and_sign_out
             browser.find_element(By.ID, "create").click()
             task_id = wait_for(
                 browser,
-                lambda d: d.find_element(By.CSS_SELECTOR, "tr[data-task-id]").get_attribute(
+                lambda d: d.find_element(By.CSS_SELECTOR, "tr.highlight").get_attribute(
                     "data-task-id"
                 ),
-                "listed the new export",
+                "highlighted the new export",
             )
+            accepted = banner(browser)
             # The bar moves: distinct values of the running row's <progress>.
             values: list[float] = []
 
@@ -112,6 +131,10 @@ async def test_sign_in_create_from_the_form_watch_progress_download_and_sign_out
                 "name": texts["name"],
                 "file": texts["file"],
                 "live": browser.find_element(By.ID, "live").get_attribute("textContent"),
+                "requested": texts["requested"],
+                "when": row(browser, task_id)
+                .find_element(By.TAG_NAME, "time")
+                .get_attribute("title"),
             }
             press(browser, task_id, "download")
             wait_for(
@@ -137,6 +160,8 @@ async def test_sign_in_create_from_the_form_watch_progress_download_and_sign_out
                 "stored": stored,
                 "script_cookies": script_cookies,
                 "after_sign_out": {c["name"] for c in browser.get_cookies()},
+                "form": form,
+                "accepted": accepted,
                 **shown,
             }
 
@@ -153,10 +178,23 @@ async def test_sign_in_create_from_the_form_watch_progress_download_and_sign_out
     assert "export_center_session" not in seen["after_sign_out"]
     assert len(seen["values"]) >= 2 and seen["values"] == sorted(seen["values"]), seen["values"]
     assert task["status"] == "SUCCEEDED" and task["processedRows"] == "100000"
-    assert "100,000 / 100,000 rows" in seen["progress"]
-    assert "Customers for the audit" in seen["name"]
-    assert task["fileName"] in seen["file"] and "kept until" in seen["file"]
+    assert seen["progress"] == "100,000 rows"
+    assert "Customers for the audit" in seen["name"] and "Customer list" in seen["name"]
+    assert "expires in 7 days" in seen["file"]
+    assert seen["file"].replace("\n", "").startswith(task["fileName"])  # wraps, never cut
+    assert "ago" in seen["requested"] and "took" in seen["requested"]
+    assert seen["when"].endswith(("UTC", "GMT"))  # the exact time, with its zone, on hover
     assert "Ready" in seen["live"]
+    assert "accepted" in seen["accepted"]
+    form = seen["form"]
+    assert form["type"] == "Customer list"
+    assert [label.split(" (")[0] for label in form["labels"]] == [
+        "Status",
+        "Name contains",
+        "Rows in the demo table",
+    ]
+    assert form["status"] == ["— any —", "Active", "Inactive"]
+    assert form["hint"].count("200,000") == 1 and form["max"] == "200000"
     (saved,) = downloads.iterdir()
     assert saved.name == task["fileName"]
     sheet = openpyxl.load_workbook(saved, read_only=True).worksheets[0]
@@ -164,30 +202,46 @@ async def test_sign_in_create_from_the_form_watch_progress_download_and_sign_out
     assert console_errors(browser) == []
 
 
-async def test_a_failed_export_shows_why_retry_queues_it_and_the_drawer_tells_its_history(
-    settings: Settings, browser: WebDriver, screenshot: Shoot
+async def test_a_refused_parameter_offers_edit_not_retry_and_the_drawer_tells_its_history(
+    tmp_path: Path, browser: WebDriver, screenshot: Shoot
 ) -> None:
-    async with running_service(settings) as rt:
+    """A permanent failure is told in plain words with the technical text folded; Retry is
+    not offered where it cannot help, "Edit and export again" opens the form filled in, and
+    the history reads in plain words too. The registry declares no parameters here (as a
+    Provider team's may not), so the create passes what the Provider then refuses."""
+    registry = tmp_path / "registry.yaml"
+    registry.write_text(
+        "definitions:\n  CUSTOMER_LIST:\n    provider-service: demo-service\n"
+        "    provider-path: /internal/exports/v1/CUSTOMER_LIST/batches\n"
+        "    required-permission: platform:customer:export\n    app-scope: PLATFORM\n"
+        "    display-name: {en: Customer list, zh-CN: 客户列表}\n"
+    )
+    async with running_service(make_settings(tmp_path, registry=registry)) as rt:
         async with client(rt, 4002) as c:
-            # The demo Provider refuses rowCount over 1,000,000: a permanent failure.
-            body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 2_000_000}}
+            # The demo Provider refuses status DELETED: a permanent failure.
+            body = {"exportType": "CUSTOMER_LIST", "parameters": {"status": "DELETED"}}
+            body["taskName"] = "Deleted customers"
             task_id = (await c.post(API, json=body)).json()["data"]["id"]
 
             def drive() -> dict[str, Any]:
                 sign_in(browser, rt.base_url, token_for(rt, 4002))
                 wait_for(browser, lambda d: row_state(d, task_id) == "failed", "showed FAILED")
                 screenshot(browser, "failed", row_css(task_id))
-                failure = read_row(browser, task_id)[0]["failure"]
-                press(browser, task_id, "retry")
-                wait_for(browser, lambda d: "queued again" in banner(d), "confirmed the retry")
-                wait_for(
-                    browser,
-                    lambda d: (
-                        row_state(d, task_id) == "failed"
-                        and row(d, task_id).get_attribute("data-version") == "2"
-                    ),
-                    "failed again",
-                )
+                texts, buttons = read_row(browser, task_id)
+                technical = row(browser, task_id).find_element(By.CLASS_NAME, "failure")
+                folded = technical.is_displayed()
+                row(browser, task_id).find_element(By.CSS_SELECTOR, ".more summary").click()
+                screenshot(browser, "failed-details", row_css(task_id))
+                unfolded = technical.text
+                press(browser, task_id, "edit")
+                wait_for(browser, lambda d: shows(d, "new-export-panel"), "opened the form")
+                filled = {
+                    "name": browser.find_element(By.ID, "task-name").get_attribute("value"),
+                    # No declared field: the parameters wait under "Other parameters".
+                    "other": browser.find_element(By.ID, "extra-parameters").get_attribute("value"),
+                }
+                screenshot(browser, "edit-and-export-again")
+                browser.find_element(By.ID, "new-export-close").click()
                 # The drawer, by keyboard: Enter opens it, Escape closes it, and the focus
                 # goes back to the History button.
                 press(browser, task_id, "history", Keys.ENTER)
@@ -201,22 +255,37 @@ async def test_a_failed_export_shows_why_retry_queues_it_and_the_drawer_tells_it
                     for e in browser.find_elements(By.CSS_SELECTOR, "#events li[data-kind]")
                 ]
                 text = browser.find_element(By.ID, "events").text
+                raw = browser.find_element(By.ID, "events").get_attribute("textContent")
                 screenshot(browser, "history-drawer")
                 browser.switch_to.active_element.send_keys(Keys.ESCAPE)
                 wait_for(
                     browser, lambda d: not d.find_element(By.ID, "drawer").is_displayed(), "closed"
                 )
                 focus_back = browser.switch_to.active_element.get_attribute("class")
-                return {"failure": failure, "kinds": kinds, "text": text, "focus": focus_back}
+                return {
+                    "texts": texts,
+                    "buttons": buttons,
+                    "folded": folded,
+                    "unfolded": unfolded,
+                    "filled": filled,
+                    "kinds": kinds,
+                    "text": text,
+                    "raw": raw,
+                    "focus": focus_back,
+                }
 
             seen = await in_thread(drive)
             task = (await c.get(f"{API}/{task_id}")).json()["data"]
-    assert "rowCount must be an integer in 1..1000000" in seen["failure"]
-    assert task["dispatchVersion"] >= 2  # the retry was a new dispatch of the same task
+    assert task["failureCode"] == "provider-refused" and task["remedy"] == "edit"
+    assert seen["texts"]["reason"] == task["failureReason"]  # plain words, not the message
+    assert "status must be one of" not in seen["texts"]["reason"]
+    assert not seen["folded"] and "status must be one of" in seen["unfolded"]
+    assert seen["buttons"] == ["edit", "history"]  # no Retry: it would fail the same way
+    assert seen["filled"] == {"name": "Deleted customers", "other": '{"status":"DELETED"}'}
     kinds = seen["kinds"]
     assert kinds[0] == "created" and "claimed" in kinds and "attempt_failed" in kinds
-    assert "retry_scheduled" in kinds  # the manual retry
-    assert "rowCount must be an integer" in seen["text"]
+    assert "Attempt failed" in seen["text"] and task["failureReason"] in seen["text"]
+    assert "errorClass" not in seen["text"] and "ProviderRefusedError" in seen["raw"]
     assert seen["focus"] == "history"
     assert console_errors(browser) == []
 
@@ -249,17 +318,33 @@ async def test_cancel_of_a_running_export_from_the_page(
                 focus = browser.switch_to.active_element.get_attribute("class")
                 return (
                     banner(browser),
-                    texts["failure"],
+                    texts["reason"],
                     buttons == ["retry", "history"] and focus == "history",
                 )
 
-            shown_banner, failure, retry_offered = await in_thread(drive)
+            def retry() -> dict[str, str]:
+                press(browser, task_id, "retry")
+                wait_for(browser, lambda d: "queued again" in banner(d), "confirmed the retry")
+                wait_for(
+                    browser,
+                    lambda d: row(d, task_id).get_attribute("data-version") == "2",
+                    "showed the new attempt",
+                )
+                screenshot(browser, "retried", row_css(task_id))
+                return read_row(browser, task_id)[0]
+
+            shown_banner, reason, retry_offered = await in_thread(drive)
             task = (await c.get(f"{API}/{task_id}")).json()["data"]
-        with trio.fail_after(WAIT):  # the slot settles the aborted run: file deleted
-            while any(slot.current is not None for slot in rt.slots):
-                await trio.sleep(0.01)
-        leftovers = [o.key for o in await rt.storage.list_objects() if f"/{task_id}/" in o.key]
-    assert "cancelled" in shown_banner and failure == "cancelled by user 4005" and retry_offered
+            with trio.fail_after(WAIT):  # the slot settles the aborted run: file deleted
+                while any(slot.current is not None for slot in rt.slots):
+                    await trio.sleep(0.01)
+            leftovers = [o.key for o in await rt.storage.list_objects() if f"/{task_id}/" in o.key]
+            restarted = await in_thread(retry)
+    assert "cancelled" in shown_banner and retry_offered
+    assert reason.startswith("The export was cancelled.")
+    # After Retry the row restarts visibly: no cancel reason, the attempt counted again.
+    assert "reason" not in restarted and restarted["status"] in ("Queued", "Running", "Ready")
+    assert restarted["status"] == "Ready" or "Attempt 1 of 3" in restarted[""]
     assert task["status"] == "CANCELLED" and int(task["processedRows"]) < 200_000
     assert leftovers == []
     assert console_errors(browser) == []
@@ -297,7 +382,7 @@ async def test_progress_is_polled_when_the_live_stream_fails(
 
             progress = await in_thread(drive)
     assert "refreshing every second" in mode_text
-    assert "3,000 / 3,000 rows" in progress
+    assert progress == "3,000 rows"
     # The blocked stream is the only error the console may show.
     assert all("/files/progress" in e for e in console_errors(browser))
 

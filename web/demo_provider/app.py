@@ -69,11 +69,12 @@ def create_demo_provider_blueprint(
 
     Request ``parameters``: ``rowCount`` (1..1,000,000, default ``default_rows``) sizes the
     table; ``status`` (ACTIVE / INACTIVE) and ``keyword`` (contained in ``tenantName``)
-    filter it. The first batch (``cursor`` null) mints the snapshot token from
+    filter it; ``edgeCases: true`` gives customer 7 a remark longer than a cell holds (a
+    data warning). The first batch (``cursor`` null) mints the snapshot token from
     ``rowCount`` and carries ``columns``; later batches must present a valid token and
     never return an id above its max id. ``nextCursor`` is the last id examined, as a
-    string. ``totalRows`` is the row count after the status filter (an estimate: the
-    keyword is not counted, §10.2).
+    string. ``totalRows`` is the row count after the status filter, and absent with a
+    keyword (it is not counted ahead, §10.2).
 
     Args:
         service_token: the expected ``X-Internal-Service-Token`` (§12).
@@ -175,7 +176,9 @@ def batch_answer(body: Any, secret: bytes, default_rows: int) -> dict[str, Any]:
     upper = min(row_count, max_id)
     cursor = int(raw_cursor) if raw_cursor is not None else 0
 
-    rows, last_seen = _page(cursor, upper, limit, status, keyword)
+    # The 40,000-character remark that trips a data warning, only when asked for.
+    edge_cases = parameters.get("edgeCases") is True
+    rows, last_seen = _page(cursor, upper, limit, status, keyword, edge_cases)
     # Later batches omit columns; the schemaHash stands for them (§10.1).
     return batch_data(
         schema_hash=DEMO_SCHEMA_HASH,
@@ -183,19 +186,27 @@ def batch_answer(body: Any, secret: bytes, default_rows: int) -> dict[str, Any]:
         rows=rows,
         next_cursor=str(last_seen),
         has_more=last_seen < upper,
-        total_rows=_estimate_total(upper, status),
+        # A name filter is not counted ahead (§10.2): the total is unknown, not a guess
+        # that a short file would then contradict.
+        total_rows=None if keyword else _estimate_total(upper, status),
         columns=COLUMNS_JSON if first else None,
     )
 
 
 def _page(
-    cursor: int, upper: int, limit: int, status: str | None, keyword: str | None
+    cursor: int,
+    upper: int,
+    limit: int,
+    status: str | None,
+    keyword: str | None,
+    edge_cases: bool = False,
 ) -> tuple[list[dict[str, Any]], int]:
     """Rows with ids in ``(cursor, upper]`` matching the filters, and the last id examined."""
     if status is None and keyword is None:
         # Every id matches: no scan, just the next ``limit`` ids.
         stop = min(upper, cursor + limit)
-        return [customer_row(i) for i in range(cursor + 1, stop + 1)], max(stop, cursor)
+        rows = [customer_row(i, edge_cases=edge_cases) for i in range(cursor + 1, stop + 1)]
+        return rows, max(stop, cursor)
     want_active = status == "ACTIVE"
     rows: list[dict[str, Any]] = []
     last_seen = cursor
@@ -205,7 +216,7 @@ def _page(
             continue
         if keyword is not None and keyword not in tenant_name(customer_id):
             continue
-        rows.append(customer_row(customer_id))
+        rows.append(customer_row(customer_id, edge_cases=edge_cases))
         if len(rows) == limit:
             break
     return rows, last_seen

@@ -105,7 +105,9 @@ _HOSTILE_REMARKS: Mapping[int, str] = {
     5: "\tremark",
     6: "\rremark",
 }
-#: Customer 7's remark: longer than an Excel cell may hold (32,767), so the writer truncates.
+#: Customer 7's remark with ``edgeCases``: longer than an Excel cell may hold (32,767), so
+#: the writer truncates it and the task carries a data warning. Off by default: a warning
+#: on every demo export would teach people to ignore warnings.
 LONG_REMARK_CUSTOMER = 7
 LONG_REMARK_CHARS = 40_000
 _LONG_REMARK = ("超长备注-" * (LONG_REMARK_CHARS // 5 + 1))[:LONG_REMARK_CHARS]
@@ -140,11 +142,13 @@ def tenant_name(customer_id: int) -> str:
     return f"{_BRANDS[h % 8]}{_INDUSTRIES[(h >> 3) % 6]}有限公司{customer_id}"
 
 
-def customer_row(customer_id: int) -> dict[str, Any]:
+def customer_row(customer_id: int, *, edge_cases: bool = False) -> dict[str, Any]:
     """The demo row for one customer. Pure and deterministic.
 
     Args:
         customer_id: 1-based id.
+        edge_cases: give customer 7 its 40,000-character remark (the demo's
+            ``edgeCases`` parameter).
 
     Returns:
         A row keyed by the :data:`DEMO_COLUMNS` keys: ``customerId`` int, ``tenantCode``
@@ -164,7 +168,7 @@ def customer_row(customer_id: int) -> dict[str, Any]:
         last_order = f"{_ORDER_DAYS[day]}T{hour:02d}:{minute:02d}:{second:02d}{_CST_SUFFIX}"
     if customer_id in _HOSTILE_REMARKS:
         remark: str | None = _HOSTILE_REMARKS[customer_id]
-    elif customer_id == LONG_REMARK_CUSTOMER:
+    elif customer_id == LONG_REMARK_CUSTOMER and edge_cases:
         remark = _LONG_REMARK
     elif customer_id % 11 == 0:
         remark = None

@@ -5,6 +5,8 @@
 // page of another site can make the browser send the cookie, but cannot read this one).
 "use strict";
 
+import { t } from "./i18n.js";
+
 export const TASKS = "/api/platform/v1/files/export-tasks";
 export const TYPES = "/api/platform/v1/files/export-types";
 export const PROGRESS = "/api/platform/v1/files/progress";
@@ -12,7 +14,15 @@ const SESSION = "/api/platform/v1/session";
 const CSRF_COOKIE = "export_center_csrf";
 const SAFE_METHODS = new Set(["GET", "HEAD"]);
 
-export class ApiError extends Error {}
+/** A refusal or failure: ``message`` for people (may be the service's own words), ``code``
+ * the envelope code when the service answered one, ``detail`` its technical message. */
+export class ApiError extends Error {
+  constructor(message, { code = "", detail = "" } = {}) {
+    super(message);
+    this.code = code;
+    this.detail = detail;
+  }
+}
 export class SignedOut extends ApiError {}
 
 let onSignedOut = () => {};
@@ -45,8 +55,18 @@ async function envelope(response) {
   try {
     return await response.json();
   } catch {
-    throw new ApiError(`The server answered HTTP ${response.status} without a JSON body.`);
+    throw new ApiError(t("failedRequest"), {
+      detail: `The server answered HTTP ${response.status} without a JSON body.`,
+    });
   }
+}
+
+/** The error of an envelope that is not a success: the service's message is both the words
+ * (English, naming the field or limit) and the detail; the page puts the catalogue's words
+ * for its code in front (download-center.js, ``showError``). */
+function refusal(body) {
+  const message = body.message || `Error ${body.code}`;
+  return new ApiError(message, { code: String(body.code || ""), detail: message });
 }
 
 /** Call the API; resolves to the envelope's data, rejects with ApiError (its message). */
@@ -55,9 +75,9 @@ export async function api(path, options = {}) {
   const body = await envelope(response);
   if (response.status === 401) {
     onSignedOut();
-    throw new SignedOut("Your session has ended (expired or signed out): sign in again.");
+    throw new SignedOut(t("sessionEnded"), { code: "401", detail: body.message });
   }
-  if (body.code !== "200") throw new ApiError(body.message || `Error ${body.code}`);
+  if (body.code !== "200") throw refusal(body);
   return body.data;
 }
 
@@ -74,7 +94,7 @@ export async function currentSession() {
   const response = await send(SESSION);
   if (response.status === 401) return null;
   const body = await envelope(response);
-  if (body.code !== "200") throw new ApiError(body.message || `Error ${body.code}`);
+  if (body.code !== "200") throw refusal(body);
   return body.data;
 }
 
@@ -87,11 +107,8 @@ export async function signIn(token) {
   });
   const body = await envelope(response);
   if (body.code !== "200") {
-    throw new ApiError(
-      response.status === 401
-        ? `The token was rejected (${body.message || "expired or not valid here"}): paste a new one.`
-        : body.message || `Error ${body.code}`,
-    );
+    if (response.status !== 401) throw refusal(body);
+    throw new ApiError(t("tokenRejected"), { code: "401", detail: body.message || "" });
   }
   return body.data;
 }
@@ -100,7 +117,6 @@ export async function signIn(token) {
 export async function signOut() {
   const response = await send(SESSION, { method: "DELETE" });
   if (!response.ok && response.status !== 401) {
-    const body = await envelope(response);
-    throw new ApiError(body.message || `Sign-out failed: HTTP ${response.status}`);
+    throw refusal(await envelope(response));
   }
 }

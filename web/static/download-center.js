@@ -1,13 +1,36 @@
-// The download center page: sign in, the caller's exports (every requester's with
-// platform:download:all) with live progress, filters and paging, a new-export form built
-// from the export types the caller may request, download, cancel, retry and each task's
-// history. Plain DOM in ES modules, no framework, no build step (see web/page.py).
+// The download center page: the list of the caller's exports first (every requester's with
+// platform:download:all), with live progress, filters kept in the URL, and paging; a
+// "New export" panel built from the export types the caller may request; download,
+// cancel, retry or "edit and export again", and each task's history. English or
+// Simplified Chinese, from the browser or the page's switch. Plain DOM in ES modules, no
+// framework, no build step (see web/page.py).
 "use strict";
 
-import { api, ApiError, currentSession, postJson, send, signIn, signOut, TASKS, TYPES, whenSignedOut } from "./api.js";
+import {
+  api,
+  currentSession,
+  postJson,
+  send,
+  signIn,
+  SignedOut,
+  signOut,
+  TASKS,
+  TYPES,
+  whenSignedOut,
+} from "./api.js";
 import { historyTaskChanged, openHistory, setUpDrawer } from "./drawer.js";
 import { $, el } from "./format.js";
-import { formParameters, option, parameterField } from "./parameters.js";
+import {
+  formatNumber,
+  language,
+  LANGUAGES,
+  preferredLanguage,
+  refusalWords,
+  t,
+  tickTimes,
+  useLanguage,
+} from "./i18n.js";
+import { fillParameters, formParameters, localised, option, parameterField } from "./parameters.js";
 import { startProgress, stopProgress } from "./progress.js";
 import { ACTIVE, describe, stateOf, taskRow } from "./tasks.js";
 
@@ -21,28 +44,70 @@ const IDLE_REFRESH_MS = 15000;
 const POLL_IDLE_MS = 5000;
 // A pushed change the list must show (new task, finished task) refreshes it this soon.
 const PUSH_REFRESH_MS = 200;
+// Relative times ("3 min ago") are brought up to date this often, milliseconds.
+const CLOCK_MS = 30000;
+// A row just created (or found a duplicate of) stays highlighted this long, milliseconds.
+const HIGHLIGHT_MS = 8000;
+
+const NO_FILTERS = { statuses: [], exportType: "", requestedBy: "", requestedFrom: "", requestedTo: "" };
 
 const state = {
   session: null,
   page: 1,
-  filters: { statuses: [], exportType: "", requestedBy: "", requestedFrom: "", requestedTo: "" },
+  filters: { ...NO_FILTERS },
   types: [],
   timer: null,
   mode: "polling",
+  lastData: null,
   lastShown: [],
+  highlight: null,
 };
 
 // Rows by task id with the task they were drawn from: an update redraws only the rows
 // that changed, so a button under the pointer or the keyboard focus is not replaced.
 const drawn = new Map();
 
+// --- words -------------------------------------------------------------------------------
+
+/** Put the page's words of the current language into every marked element. */
+function applyWords() {
+  for (const node of document.querySelectorAll("[data-i18n]")) node.textContent = t(node.dataset.i18n);
+  for (const node of document.querySelectorAll("[data-i18n-label]")) {
+    node.setAttribute("aria-label", t(node.dataset.i18nLabel));
+  }
+  $("events").setAttribute("aria-label", t("historyHeading"));
+  document.title = t("pageTitle");
+  $("language").value = language();
+  if (state.session) enterWords();
+}
+
+function typeName(exportType) {
+  const type = state.types.find((x) => x.exportType === exportType);
+  return type ? localised(type.translations, "displayName", type.displayName) : exportType;
+}
+
 // --- messages ----------------------------------------------------------------------------
 
-function banner(message, kind = "error") {
-  const node = $("banner");
-  node.textContent = message || "";
-  node.className = kind;
-  node.hidden = !message;
+function banner(message, kind = "error", { detail = "", show = null } = {}) {
+  $("banner-text").textContent = message || "";
+  $("banner").className = kind;
+  $("banner").hidden = !message;
+  $("banner-detail").textContent = detail;
+  $("banner-details").hidden = !detail || detail === message;
+  const link = $("banner-show");
+  link.hidden = !show;
+  link.onclick = show;
+}
+
+/** A refusal or failure: the catalogue's words for its code in the page's language, with
+ * the service's own message one click away. */
+function showError(error) {
+  if (error instanceof SignedOut) {
+    banner(error.message, "error", { detail: error.detail });
+    return;
+  }
+  const words = (error.code && refusalWords(error.code)) || error.message;
+  banner(words, "error", { detail: error.detail || (words === error.message ? "" : error.message) });
 }
 
 function announce(message) {
@@ -61,7 +126,7 @@ function isAdmin() {
 
 // --- the list ----------------------------------------------------------------------------
 
-const actions = { download, cancel, retry, history: openHistory };
+const actions = { download, cancel, retry, edit, history: openHistory };
 
 function progressStep(task) {
   // Quarters of the total: a screen reader hears a running export at 25 %, 50 %, 75 %.
@@ -78,7 +143,8 @@ function rowFor(task) {
     announce(describe(task));
   }
   if (kept) historyTaskChanged(task); // an open drawer on it reloads its events
-  const tr = taskRow(task, actions);
+  const tr = taskRow(task, actions, typeName);
+  if (state.highlight === task.id) tr.classList.add("highlight");
   drawn.set(task.id, { json, tr, task });
   return tr;
 }
@@ -99,9 +165,10 @@ function replaceRow(old, tr) {
 }
 
 function render(data) {
+  state.lastData = data;
   const body = $("tasks").tBodies[0];
   const rows = data.items.map(rowFor);
-  const shown = new Set(data.items.map((t) => t.id));
+  const shown = new Set(data.items.map((x) => x.id));
   for (const id of drawn.keys()) if (!shown.has(id)) drawn.delete(id);
   if (rows.length !== body.rows.length || rows.some((tr, i) => body.rows[i] !== tr)) {
     const focused = body.contains(document.activeElement) ? document.activeElement : null;
@@ -113,20 +180,29 @@ function render(data) {
     }
   }
   if (data.items.length === 0) {
-    const empty = el("td", anyFilter() ? "No exports match these filters." : "No exports yet.");
-    empty.colSpan = 8;
+    const empty = el("td", anyFilter() ? t("emptyFiltered") : t("empty"));
+    empty.colSpan = 7;
     const tr = el("tr", undefined, "empty");
     tr.append(empty);
-    body.append(tr);
+    body.replaceChildren(tr);
   }
   state.lastShown = data.items;
   const total = Number(data.total);
-  const count = `${data.totalCapped ? "more than " : ""}${total.toLocaleString("en")}`;
-  $("total").textContent = `${count} ${total === 1 && !data.totalCapped ? "export" : "exports"}.`;
+  $("total").textContent = data.totalCapped
+    ? t("totalMore", { count: formatNumber(total) })
+    : total === 1 ? t("totalOne") : t("total", { count: formatNumber(total) });
   const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
-  $("page-label").textContent = `Page ${state.page} of ${data.totalCapped ? "many" : pages}`;
+  $("page-label").textContent = data.totalCapped
+    ? t("pageMany", { page: state.page })
+    : t("page", { page: state.page, pages });
   $("newer").disabled = state.page <= 1;
   $("older").disabled = !data.totalCapped && state.page >= pages;
+}
+
+/** Draw every row again (a new language, or relative times moved on). */
+function redraw() {
+  drawn.clear();
+  if (state.lastData) render(state.lastData);
 }
 
 /** A task the stream pushed: redraw its row if shown; refresh the list if it must change. */
@@ -139,16 +215,18 @@ function pushed(task) {
   const merged = { ...kept.task, ...task };
   const tr = rowFor(merged);
   if (tr !== kept.tr && kept.tr.isConnected) replaceRow(kept.tr, tr);
-  state.lastShown = state.lastShown.map((t) => (t.id === merged.id ? merged : t));
+  state.lastShown = state.lastShown.map((x) => (x.id === merged.id ? merged : x));
   if (!ACTIVE.has(merged.status)) schedule(PUSH_REFRESH_MS); // totals, filters, order
 }
 
-function anyFilter() {
+function activeFilters() {
   const f = state.filters;
-  return (
-    f.statuses.length > 0 || f.exportType !== "" || f.requestedBy !== "" ||
-    f.requestedFrom !== "" || f.requestedTo !== ""
-  );
+  return [f.statuses.length > 0, f.exportType, f.requestedBy, f.requestedFrom, f.requestedTo]
+    .filter(Boolean).length;
+}
+
+function anyFilter() {
+  return activeFilters() > 0;
 }
 
 /** The start of the local day ``date`` (yyyy-mm-dd) plus ``days``, as an ISO-8601 UTC
@@ -169,12 +247,49 @@ function listQuery() {
   return query;
 }
 
+// --- filters in the URL --------------------------------------------------------------------
+
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+
+/** Filters and page from the page's URL (a reload or a shared link keeps them). */
+function readUrl() {
+  const query = new URLSearchParams(location.search);
+  const statuses = query.getAll("status").filter((s) => /^[A-Z]+$/.test(s));
+  state.filters = {
+    statuses,
+    exportType: query.get("type") || "",
+    requestedBy: /^\d+$/.test(query.get("by") || "") ? query.get("by") : "",
+    requestedFrom: DATE.test(query.get("from") || "") ? query.get("from") : "",
+    requestedTo: DATE.test(query.get("to") || "") ? query.get("to") : "",
+  };
+  state.page = Math.max(1, Number.parseInt(query.get("page") || "1", 10) || 1);
+  for (const box of document.querySelectorAll("#status-filters input")) box.checked = statuses.includes(box.value);
+  $("filter-from").value = state.filters.requestedFrom;
+  $("filter-to").value = state.filters.requestedTo;
+  $("filter-requester").value = state.filters.requestedBy;
+  // The type's select is filled once the types are loaded (loadTypes).
+}
+
+function writeUrl() {
+  const query = new URLSearchParams();
+  for (const status of state.filters.statuses) query.append("status", status);
+  if (state.filters.exportType) query.set("type", state.filters.exportType);
+  if (state.filters.requestedBy) query.set("by", state.filters.requestedBy);
+  if (state.filters.requestedFrom) query.set("from", state.filters.requestedFrom);
+  if (state.filters.requestedTo) query.set("to", state.filters.requestedTo);
+  if (state.page > 1) query.set("page", state.page);
+  const search = query.toString();
+  history.replaceState(null, "", search ? `?${search}` : location.pathname);
+  const on = activeFilters();
+  $("filters-summary").textContent = on ? t("filtersOn", { count: on }) : t("filters");
+}
+
 /** How soon to refresh the list again, milliseconds. The stream carries every live task
  * the caller sees (an administrator's too), so while it is up the list is only refreshed
  * to pick up what the stream does not carry (another tab's new export, an expiry). */
 function nextRefresh() {
   if (state.mode === "live") return IDLE_REFRESH_MS;
-  return state.lastShown.some((t) => ACTIVE.has(t.status)) ? ACTIVE_REFRESH_MS : POLL_IDLE_MS;
+  return state.lastShown.some((x) => ACTIVE.has(x.status)) ? ACTIVE_REFRESH_MS : POLL_IDLE_MS;
 }
 
 function schedule(ms) {
@@ -186,10 +301,11 @@ async function refresh() {
   clearTimeout(state.timer);
   state.timer = null;
   if (!state.session) return;
+  writeUrl();
   try {
     render(await api(`${TASKS}?${listQuery()}`));
   } catch (error) {
-    banner(error.message);
+    showError(error);
   }
   if (state.session && state.timer === null) schedule(nextRefresh());
 }
@@ -198,11 +314,7 @@ function setMode(mode) {
   state.mode = mode;
   const node = $("updates");
   node.dataset.mode = mode;
-  node.textContent = {
-    live: "Progress is live.",
-    connecting: "Connecting to live progress…",
-    polling: "Live progress unavailable: refreshing every second while an export runs.",
-  }[mode];
+  node.textContent = t(mode);
   if (mode === "polling" && state.session) schedule(ACTIVE_REFRESH_MS);
 }
 
@@ -217,7 +329,9 @@ async function download(task, button) {
       // Errors come as the JSON envelope (expired, not yours …).
       const body = await response.json().catch(() => ({}));
       if (response.status === 401) show("sign-in");
-      throw new ApiError(body.message || `Download failed: HTTP ${response.status}`);
+      const message = body.message || `HTTP ${response.status}`;
+      showError({ code: String(body.code || response.status), message, detail: message });
+      return;
     }
     const url = URL.createObjectURL(await response.blob());
     const link = el("a");
@@ -227,9 +341,9 @@ async function download(task, button) {
     link.click();
     link.remove();
     setTimeout(() => URL.revokeObjectURL(url), 60000);
-    banner(`Downloading ${link.download}.`, "info");
+    banner(t("downloading", { file: link.download }), "info");
   } catch (error) {
-    banner(error.message);
+    showError(error);
   } finally {
     button.disabled = false;
   }
@@ -247,9 +361,9 @@ async function cancel(task, button) {
   button.disabled = true;
   try {
     await api(`${TASKS}/${task.id}/cancel`, { method: "POST" });
-    banner(`Export ${task.taskName} cancelled.`, "info");
+    banner(t("cancelledBanner", { name: task.taskName }), "info");
   } catch (error) {
-    banner(error.message);
+    showError(error);
     button.disabled = false;
   }
   await refresh();
@@ -259,33 +373,49 @@ async function cancel(task, button) {
 async function retry(task, button) {
   button.disabled = true;
   try {
-    await api(`${TASKS}/${task.id}/retry`, { method: "POST" });
-    banner(`Export ${task.taskName} queued again.`, "info");
+    const again = await api(`${TASKS}/${task.id}/retry`, { method: "POST" });
+    banner(t("retried", { name: task.taskName, max: again.maxAttempts }), "info");
   } catch (error) {
-    banner(error.message);
+    showError(error);
     button.disabled = false;
   }
   await refresh();
   keepFocus(task, button);
 }
 
-// --- the new-export form -----------------------------------------------------------------
+// --- the new-export panel ----------------------------------------------------------------
 
 function chosenType() {
-  return state.types.find((t) => t.exportType === $("export-type").value);
+  return state.types.find((x) => x.exportType === $("export-type").value);
 }
 
 function showTypeForm() {
   const type = chosenType();
-  const fields = $("parameter-fields");
-  fields.replaceChildren(...(type ? type.parameters.map(parameterField) : []));
+  $("parameter-fields").replaceChildren(...(type ? type.parameters.map(parameterField) : []));
   $("parameters").hidden = !type || type.parameters.length === 0;
   const formats = type ? type.formats : [];
   $("format").replaceChildren(...formats.map((f) => option(f, f)));
   const hints = [];
-  if (type && type.description) hints.push(type.description);
-  if (type && type.maxRows) hints.push(`At most ${Number(type.maxRows).toLocaleString("en")} rows.`);
+  if (type) {
+    const description = localised(type.translations, "description", type.description);
+    if (description) hints.push(description);
+    if (type.maxRows) hints.push(t("atMostRows", { rows: formatNumber(type.maxRows) }));
+  } else if (state.types.length === 0) {
+    hints.push(t("noTypes"));
+  }
   $("type-hint").textContent = hints.join(" ");
+}
+
+function fillTypes() {
+  const chosen = $("export-type").value;
+  const choices = state.types.map((x) => option(x.exportType, typeName(x.exportType)));
+  $("export-type").replaceChildren(...choices);
+  if (chosen) $("export-type").value = chosen;
+  $("filter-type").replaceChildren(option("", t("any")), ...choices.map((o) => o.cloneNode(true)));
+  $("filter-type").value = state.filters.exportType;
+  $("create").disabled = state.types.length === 0;
+  $("new-export").disabled = state.types.length === 0;
+  showTypeForm();
 }
 
 async function loadTypes() {
@@ -293,16 +423,49 @@ async function loadTypes() {
     state.types = await api(TYPES);
   } catch (error) {
     state.types = [];
-    $("type-hint").textContent = `The export types could not be loaded: ${error.message}`;
+    showError(error);
   }
-  const choices = state.types.map((t) => option(t.exportType, t.displayName || t.exportType));
-  $("export-type").replaceChildren(...choices);
-  $("filter-type").replaceChildren(option("", "Any"), ...choices.map((o) => o.cloneNode(true)));
-  $("create").disabled = state.types.length === 0;
-  if (state.types.length === 0 && !$("type-hint").textContent) {
-    $("type-hint").textContent = "There is no export type you may request.";
+  fillTypes();
+  redraw(); // type names in the rows
+}
+
+function formError(message) {
+  $("form-error").textContent = message || "";
+  $("form-error").hidden = !message;
+}
+
+/** Open the panel, empty, or filled from ``task`` ("Edit and export again"). */
+function openPanel(task = null) {
+  formError("");
+  if (task && state.types.some((x) => x.exportType === task.exportType)) {
+    $("export-type").value = task.exportType;
+    showTypeForm();
+    $("task-name").value = task.taskName || "";
+    fillParameters(task.parameters);
   }
-  showTypeForm();
+  const panel = $("new-export-panel");
+  if (!panel.open) panel.showModal();
+  (task ? $("parameter-fields").querySelector("input, select") || $("task-name") : $("export-type")).focus();
+}
+
+function edit(task) {
+  openPanel(task);
+}
+
+/** Highlight the row of ``taskId`` and bring it into view (after a create). */
+function spotlight(taskId) {
+  state.highlight = taskId;
+  const kept = drawn.get(taskId);
+  if (kept && kept.tr.isConnected) {
+    kept.tr.classList.add("highlight");
+    kept.tr.scrollIntoView({ block: "center" });
+  }
+  setTimeout(() => {
+    if (state.highlight !== taskId) return;
+    state.highlight = null;
+    const row = drawn.get(taskId);
+    if (row) row.tr.classList.remove("highlight");
+  }, HIGHLIGHT_MS);
 }
 
 async function create(event) {
@@ -311,33 +474,52 @@ async function create(event) {
   try {
     parameters = formParameters();
   } catch (error) {
-    banner(error.message);
+    formError(error.message);
     return;
   }
   const body = { exportType: $("export-type").value, format: $("format").value || "XLSX", parameters };
   const name = $("task-name").value.trim();
   if (name) body.taskName = name;
   $("create").disabled = true;
+  let task = null;
   try {
-    const task = await postJson(TASKS, body);
-    banner(`Export ${task.taskName} accepted.`, "info");
-    $("task-name").value = "";
-    state.page = 1;
+    task = await postJson(TASKS, body);
   } catch (error) {
-    banner(error.message);
+    const words = (error.code && refusalWords(error.code)) || "";
+    formError(words ? `${words} ${error.message}` : error.message);
   } finally {
     $("create").disabled = false;
   }
+  if (!task) return;
+  $("new-export-panel").close();
+  $("task-name").value = "";
+  const show = () => spotlight(task.id);
+  banner(t(task.duplicate ? "duplicate" : "accepted", { name: task.taskName }), "info");
+  if (anyFilter() || state.page !== 1) {
+    // The new row may be filtered out: show it unfiltered, at the top.
+    state.filters = { ...NO_FILTERS };
+    readFiltersIntoForm();
+  }
+  state.page = 1;
   await refresh();
+  show();
 }
 
 // --- filters and paging ------------------------------------------------------------------
+
+function readFiltersIntoForm() {
+  for (const box of document.querySelectorAll("#status-filters input")) box.checked = false;
+  $("filter-type").value = "";
+  $("filter-from").value = "";
+  $("filter-to").value = "";
+  $("filter-requester").value = "";
+}
 
 function readFilters() {
   const requestedFrom = $("filter-from").value;
   const requestedTo = $("filter-to").value;
   if (requestedFrom && requestedTo && requestedFrom > requestedTo) { // yyyy-mm-dd sorts as text
-    banner("The “Requested from” date is after the “Requested until” date.");
+    banner(t("badDates"));
     return;
   }
   banner("");
@@ -354,15 +536,26 @@ function readFilters() {
 
 // --- session -----------------------------------------------------------------------------
 
+function enterWords() {
+  const admin = isAdmin();
+  $("list-heading").textContent = admin ? t("listAll") : t("listMine");
+  const who = state.session.name || t("user", { id: state.session.userId });
+  $("who").textContent = t(admin ? "whoAdmin" : "who", { name: who });
+  setMode(state.mode);
+  if (state.types.length) fillTypes();
+  writeUrl();
+  redraw();
+}
+
 function enter(session) {
   state.session = session;
   const admin = isAdmin();
   document.body.classList.toggle("admin", admin);
   $("requester-field").hidden = !admin;
-  $("list-heading").textContent = admin ? "All exports of your tenant" : "Your exports";
-  $("who").textContent = `user ${session.userId}, tenant ${session.tenantId} (${session.appCode})${admin ? ", administrator" : ""}`;
   banner("");
   show("center");
+  enterWords();
+  $("filters").open = anyFilter() || window.matchMedia("(min-width: 60rem)").matches;
   loadTypes();
   startProgress(pushed, setMode);
   refresh();
@@ -374,16 +567,29 @@ function leave() {
   clearTimeout(state.timer);
   drawn.clear();
   state.lastShown = [];
+  state.lastData = null;
   $("tasks").tBodies[0].replaceChildren();
   $("who").textContent = "";
-  if ($("drawer").open) $("drawer").close();
+  for (const dialog of ["drawer", "new-export-panel"]) if ($(dialog).open) $(dialog).close();
   show("sign-in");
   $("token").focus();
 }
 
 async function start() {
+  await useLanguage(preferredLanguage());
+  $("language").replaceChildren(...Object.entries(LANGUAGES).map(([tag, name]) => {
+    const node = option(tag, name);
+    node.lang = tag;
+    return node;
+  }));
+  applyWords();
+  readUrl();
   whenSignedOut(leave);
   setUpDrawer();
+  $("language").addEventListener("change", async () => {
+    await useLanguage($("language").value, true);
+    applyWords();
+  });
   $("token-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     const token = $("token").value.trim();
@@ -391,7 +597,7 @@ async function start() {
     try {
       enter(await signIn(token));
     } catch (error) {
-      banner(error.message);
+      banner(error.message, "error", { detail: error.detail });
       $("token").focus();
     }
   });
@@ -399,11 +605,14 @@ async function start() {
     try {
       await signOut();
       leave();
-      banner("Signed out.", "info");
+      banner(t("signedOut"), "info");
     } catch (error) {
-      banner(error.message);
+      showError(error);
     }
   });
+  $("new-export").addEventListener("click", () => openPanel());
+  $("new-export-close").addEventListener("click", () => $("new-export-panel").close());
+  $("new-export-panel").addEventListener("close", () => $("new-export").focus());
   $("create-form").addEventListener("submit", create);
   $("export-type").addEventListener("change", showTypeForm);
   $("filter-form").addEventListener("submit", (event) => {
@@ -416,11 +625,12 @@ async function start() {
   $("filter-form").addEventListener("reset", () => setTimeout(readFilters));
   $("newer").addEventListener("click", () => { state.page -= 1; refresh(); });
   $("older").addEventListener("click", () => { state.page += 1; refresh(); });
+  setInterval(() => tickTimes(), CLOCK_MS);
   let session = null;
   try {
     session = await currentSession();
   } catch (error) {
-    banner(error.message);
+    showError(error);
   }
   if (session) enter(session);
   else show("sign-in");

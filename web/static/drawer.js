@@ -1,76 +1,80 @@
 // The history drawer: a task's events (GET .../export-tasks/{id}/events), oldest first, in
 // a modal <dialog> (it keeps keyboard focus inside, closes on Escape, and focus goes back
-// to the History button that opened it). While open it follows the task: a change of its
-// status, version or attempt (from the progress stream or a list refresh) reloads them.
+// to the History button that opened it). Each event reads in plain words from the
+// service's catalogue; its technical fields are folded under "Details". While open it
+// follows the task: a change of its status, version or attempt (from the progress stream or
+// a list refresh) reloads them.
 "use strict";
 
 import { api, TASKS } from "./api.js";
-import { $, el, formatBytes, formatNumber, timeEl } from "./format.js";
+import { $, el } from "./format.js";
+import {
+  eventWords,
+  failureWords,
+  formatBytes,
+  formatDuration,
+  formatNumber,
+  t,
+  timeEl,
+} from "./i18n.js";
 
-const KIND_LABELS = {
-  created: "Created",
-  dispatched: "Sent to the workers",
-  claimed: "Started",
-  attempt_failed: "Attempt failed",
-  retry_scheduled: "Retry scheduled",
-  handed_back: "Handed back",
-  lease_recovered: "Recovered from a lost worker",
-  cancelled: "Cancelled",
-  succeeded: "File ready",
-  downloaded: "Downloaded",
-  expired: "Expired",
-  quarantined: "Quarantined",
-};
+/** The event's one line for people, or "" when its label says it all. */
+function summary(event) {
+  const d = event.detail || {};
+  switch (event.kind) {
+    case "attempt_failed": {
+      const words = failureWords(d.code);
+      return words ? words.text : d.message || "";
+    }
+    case "succeeded":
+      return [
+        t("eventRows", { rows: formatNumber(d.rows), size: formatBytes(d.bytes) }),
+        d.seconds === undefined ? "" : t("eventTook", { time: formatDuration(d.seconds) }),
+      ].filter(Boolean).join(" ");
+    case "claimed":
+      return d.attempt ? t("eventAttempt", { attempt: d.attempt }) : "";
+    case "created":
+    case "cancelled":
+    case "downloaded":
+      return d.by ? t("by", { who: t("user", { id: d.by }) }) : "";
+    default:
+      return "";
+  }
+}
 
-// Detail keys shown, in this order, with their labels; other keys follow as they come.
-const DETAIL_LABELS = {
-  by: "by user",
-  exportType: "type",
-  instance: "instance",
-  version: "version",
-  nextVersion: "next version",
-  attempt: "attempt",
-  cause: "cause",
-  inARow: "in a row",
-  counted: "counted as an attempt",
-  errorClass: "error",
-  message: "message",
-  at: "at",
-  manual: "manual",
-  rows: "rows",
-  bytes: "size",
-  seconds: "seconds",
-  reason: "reason",
-  final: "final",
-  eventId: "command",
-};
-
-function detailValue(key, value) {
-  if (key === "at") return timeEl(String(value));
-  if (key === "bytes") return formatBytes(value);
-  if (key === "rows") return formatNumber(value);
-  if (typeof value === "boolean") return value ? "yes" : "no";
-  return typeof value === "object" ? JSON.stringify(value) : String(value);
+function technical(event) {
+  const detail = event.detail || {};
+  const keys = Object.keys(detail);
+  if (!keys.length) return null;
+  const box = el("details", undefined, "more");
+  box.append(el("summary", t("details")));
+  const list = el("dl");
+  for (const key of keys) {
+    const value = detail[key];
+    const dd = el("dd");
+    if (key === "at") dd.append(timeEl(String(value)));
+    else dd.textContent = typeof value === "object" ? JSON.stringify(value) : String(value);
+    list.append(el("dt", key), dd);
+  }
+  box.append(list);
+  return box;
 }
 
 function eventItem(event) {
   const item = el("li", undefined, `event event-${event.kind}`);
   item.dataset.kind = event.kind;
   const head = el("div", undefined, "event-head");
-  head.append(el("strong", KIND_LABELS[event.kind] || event.kind), " ", timeEl(event.at));
+  head.append(el("strong", eventWords(event.kind)), " ", timeEl(event.at));
   item.append(head);
-  const detail = event.detail || {};
-  const keys = Object.keys(DETAIL_LABELS).filter((k) => k in detail);
-  keys.push(...Object.keys(detail).filter((k) => !(k in DETAIL_LABELS)));
-  if (keys.length) {
-    const list = el("dl");
-    for (const key of keys) {
-      const value = el("dd");
-      value.append(detailValue(key, detail[key]));
-      list.append(el("dt", DETAIL_LABELS[key] || key), value);
-    }
-    item.append(list);
+  const line = summary(event);
+  if (line) item.append(el("p", line, "event-summary"));
+  if (event.kind === "retry_scheduled" && event.detail && event.detail.at) {
+    const next = el("p", undefined, "event-summary");
+    next.append(timeEl(String(event.detail.at), "eventRetryAt"));
+    item.append(next);
   }
+  const more = technical(event);
+  if (more) item.append(more);
   return item;
 }
 
@@ -83,14 +87,14 @@ let loads = 0;
 async function loadEvents(task, quiet) {
   const list = $("events");
   const load = ++loads;
-  if (!quiet) list.replaceChildren(el("li", "Loading…", "loading"));
+  if (!quiet) list.replaceChildren(el("li", t("loading"), "loading"));
   list.setAttribute("aria-busy", "true");
   try {
     const data = await api(`${TASKS}/${task.id}/events`);
     if (load !== loads) return;
     const items = data.items.map(eventItem);
-    if (data.truncated) items.unshift(el("li", "Older events are not shown.", "note"));
-    if (!items.length) items.push(el("li", "No events recorded.", "note"));
+    if (data.truncated) items.unshift(el("li", t("olderEvents"), "note"));
+    if (!items.length) items.push(el("li", t("noEvents"), "note"));
     list.replaceChildren(...items);
   } catch (error) {
     if (load === loads) list.replaceChildren(el("li", error.message, "failure"));
@@ -104,9 +108,10 @@ export async function openHistory(task, from) {
   const drawer = $("drawer");
   opener = from || null;
   shownTask = task;
-  // The trace id is what a person quotes when reporting a problem (its runs' log lines).
-  const trace = task.traceId ? `. Trace id ${task.traceId}` : "";
-  $("drawer-task").textContent = `${task.taskName} (${task.exportType}, ${task.taskNo || task.id})${trace}`;
+  // The task number and trace id are what a person quotes when reporting a problem.
+  const parts = [task.taskName, `${t("taskNumber")} ${task.taskNo || task.id}`];
+  if (task.traceId) parts.push(`${t("traceId")} ${task.traceId}`);
+  $("drawer-task").textContent = parts.join(" · ");
   if (!drawer.open) drawer.showModal();
   $("drawer-close").focus();
   await loadEvents(task, false);

@@ -1,5 +1,5 @@
-// Small DOM and formatting helpers. Text from users and Providers (task names, messages)
-// is only ever set with textContent, never parsed as HTML.
+// Small DOM helpers. Text from users and Providers (task names, messages) is only ever set
+// with textContent, never parsed as HTML. Words and locale formats are in i18n.js.
 "use strict";
 
 export const $ = (id) => document.getElementById(id);
@@ -16,33 +16,5 @@ export function button(text, className, label, onClick) {
   node.type = "button";
   if (label) node.setAttribute("aria-label", label);
   node.addEventListener("click", onClick);
-  return node;
-}
-
-export function formatNumber(text) {
-  return text === null || text === undefined ? "?" : Number(text).toLocaleString("en");
-}
-
-export function formatBytes(text) {
-  const size = Number(text);
-  if (text === null || text === undefined || !Number.isFinite(size)) return "";
-  const units = ["B", "KB", "MB", "GB"];
-  let value = size;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  return `${value.toFixed(unit === 0 ? 0 : 1)} ${units[unit]}`;
-}
-
-export function formatTime(iso) {
-  return iso ? new Date(iso).toLocaleString() : "";
-}
-
-/** A <time> element: the local time as text, the ISO instant as its datetime. */
-export function timeEl(iso, prefix = "") {
-  const node = el("time", `${prefix}${formatTime(iso)}`);
-  if (iso) node.dateTime = iso;
   return node;
 }

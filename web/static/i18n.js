@@ -86,7 +86,6 @@ const EN = {
   rate: "{rate} rows/s",
   left: "about {time} left",
   attempt: "Attempt {attempt} of {max}",
-  nextAttempt: "Attempt {attempt} of {max} {when}",
   lastError: "Last attempt: {reason}",
   queuedAgain: "Queued again after a retry",
   fileGone: "The file was deleted when its retention ended.",
@@ -101,6 +100,8 @@ const EN = {
   cancel: "Cancel",
   retry: "Retry",
   edit: "Edit and export again",
+  again: "Export again",
+  againOf: "Export {name} again",
   history: "History",
   downloadOf: "Download {name}",
   cancelOf: "Cancel {name}",
@@ -213,7 +214,6 @@ const ZH = {
   rate: "每秒 {rate} 行",
   left: "约剩 {time}",
   attempt: "第 {attempt} 次尝试，共 {max} 次",
-  nextAttempt: "第 {attempt} 次尝试（共 {max} 次）{when}",
   lastError: "上次尝试：{reason}",
   queuedAgain: "重试后重新排队",
   fileGone: "文件已在保留期结束时删除。",
@@ -228,6 +228,8 @@ const ZH = {
   cancel: "取消",
   retry: "重试",
   edit: "修改后重新导出",
+  again: "重新导出",
+  againOf: "重新导出 {name}",
   history: "历史",
   downloadOf: "下载 {name}",
   cancelOf: "取消 {name}",
@@ -388,13 +390,25 @@ export function formatDuration(seconds) {
   return parts.slice(0, 2).join(current === "en" ? " " : "");
 }
 
-/** A <time> element: relative text ("3 min ago"), the exact time with its zone on hover
- * and for screen readers (title), the instant as its datetime. */
-export function timeEl(iso, wrap = (text) => text) {
+/** A <time> element: relative text ("3 min ago"), inside the page's words ``key`` (with
+ * ``{when}``) when given; the exact time with its zone on hover (title); the instant as
+ * its datetime. :func:`tickTimes` keeps the relative text current. */
+export function timeEl(iso, key = "") {
   const node = document.createElement("time");
   if (!iso) return node;
   node.dateTime = iso;
-  node.textContent = wrap(formatRelative(iso));
+  if (key) node.dataset.words = key;
   node.title = formatExact(iso);
+  tick(node);
   return node;
+}
+
+function tick(node) {
+  const when = formatRelative(node.dateTime);
+  node.textContent = node.dataset.words ? t(node.dataset.words, { when }) : when;
+}
+
+/** Bring every relative time under ``root`` up to date (a minute passed). */
+export function tickTimes(root = document) {
+  for (const node of root.querySelectorAll("time[datetime]")) tick(node);
 }

@@ -1,9 +1,12 @@
-// The new-export form's parameter fields: built from the export type's declared
-// parameters (GET /export-types), and read back into the request's parameters object.
-// No page state: download-center.js calls these.
+// The new-export form's parameter fields: built from the export type's declared parameters
+// (GET /export-types: label, description, fixed values, bounds, texts per language), read
+// back into the request's parameters object, and filled from an earlier export's
+// parameters ("Edit and export again"). No page state: download-center.js calls these.
+"use strict";
 
 import { ApiError } from "./api.js";
 import { $, el } from "./format.js";
+import { language, t } from "./i18n.js";
 
 export function option(value, text) {
   const node = el("option", text);
@@ -11,37 +14,61 @@ export function option(value, text) {
   return node;
 }
 
+/** ``texts[field]`` in the page's language, else the default ``fallback``. */
+export function localised(translations, field, fallback) {
+  const own = translations && translations[language()];
+  return (own && own[field]) || fallback;
+}
+
+function valueLabel(choice) {
+  return (choice.translations && choice.translations[language()]) || choice.label || choice.value;
+}
+
 export function parameterField(hint) {
   const id = `param-${hint.name}`;
   const field = el("div", undefined, "field");
-  const label = el("label", hint.name);
+  const text = localised(hint.translations, "label", hint.label || hint.name);
+  const label = el("label", text);
   label.htmlFor = id;
-  if (!hint.required) label.append(el("span", " (optional)", "optional"));
+  if (!hint.required && hint.type !== "boolean") label.append(el("span", ` ${t("optional")}`, "optional"));
   let input;
   if (hint.type === "boolean") {
     input = el("input");
     input.type = "checkbox";
     field.classList.add("check");
+  } else if (Array.isArray(hint.values) && hint.values.length) {
+    input = el("select");
+    if (!hint.required) input.append(option("", t("choose")));
+    for (const choice of hint.values) input.append(option(choice.value, valueLabel(choice)));
+    input.required = Boolean(hint.required);
   } else {
     input = el("input");
     const numeric = hint.type === "integer" || hint.type === "number";
-    input.type = numeric ? "number" : "text";
+    input.type = { date: "date", datetime: "datetime-local" }[hint.type] || (numeric ? "number" : "text");
     if (hint.type === "integer") input.step = "1";
     if (hint.type === "number") input.step = "any";
     if (numeric) input.inputMode = hint.type === "integer" ? "numeric" : "decimal";
+    if (hint.minimum !== null && hint.minimum !== undefined) input.min = String(hint.minimum);
+    if (hint.maximum !== null && hint.maximum !== undefined) input.max = String(hint.maximum);
     input.required = Boolean(hint.required);
   }
   input.id = id;
   input.name = hint.name;
   input.dataset.type = hint.type || "string";
+  input.dataset.label = text;
   field.append(label, input);
-  if (hint.description) {
-    const help = el("small", hint.description, "help");
+  const description = localised(hint.translations, "description", hint.description);
+  if (description) {
+    const help = el("small", description, "help");
     help.id = `${id}-help`;
     input.setAttribute("aria-describedby", help.id);
     field.append(help);
   }
   return field;
+}
+
+function fields() {
+  return $("parameter-fields").querySelectorAll("input, select");
 }
 
 /** The form's parameters, or throws ApiError naming the field that is wrong. */
@@ -51,28 +78,29 @@ export function formParameters() {
   if (extra) {
     try {
       parameters = JSON.parse(extra);
-    } catch (error) {
-      throw new ApiError(`Other parameters are not valid JSON: ${error.message}`);
+    } catch {
+      throw new ApiError(t("badJson"));
     }
     if (parameters === null || typeof parameters !== "object" || Array.isArray(parameters)) {
-      throw new ApiError('Other parameters must be a JSON object, e.g. {"status": "ACTIVE"}.');
+      throw new ApiError(t("notObject"));
     }
   }
-  for (const input of $("parameter-fields").querySelectorAll("input")) {
+  for (const input of fields()) {
     const type = input.dataset.type;
+    const field = input.dataset.label;
     if (type === "boolean") {
       parameters[input.name] = input.checked;
       continue;
     }
     const text = input.value.trim();
     if (text === "") {
-      if (input.required) throw new ApiError(`${input.name} is required.`);
+      if (input.required) throw new ApiError(t("required", { field }));
       continue;
     }
     if (type === "integer" || type === "number") {
       const value = Number(text);
       if (!Number.isFinite(value) || (type === "integer" && !Number.isInteger(value))) {
-        throw new ApiError(`${input.name} must be ${type === "integer" ? "a whole number" : "a number"}.`);
+        throw new ApiError(t(type === "integer" ? "wholeNumber" : "number", { field }));
       }
       parameters[input.name] = value;
     } else {
@@ -80,4 +108,20 @@ export function formParameters() {
     }
   }
   return parameters;
+}
+
+/** Fill the fields from ``parameters`` (an earlier export's); keys without a field go to
+ * "Other parameters" as JSON, so nothing of the earlier request is lost. */
+export function fillParameters(parameters) {
+  const rest = { ...(parameters || {}) };
+  for (const input of fields()) {
+    if (!(input.name in rest)) continue;
+    const value = rest[input.name];
+    delete rest[input.name];
+    if (input.dataset.type === "boolean") input.checked = Boolean(value);
+    else input.value = value === null ? "" : String(value);
+  }
+  $("extra-parameters").value = Object.keys(rest).length ? JSON.stringify(rest) : "";
+  const extra = $("extra-parameters").closest("details");
+  if (extra) extra.open = Object.keys(rest).length > 0;
 }

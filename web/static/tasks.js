@@ -1,8 +1,19 @@
-// One table row per export task: what the user sees of each status, and the buttons that
-// status allows (the server decides again on every call).
+// One table row per export task (a card at a phone's width): what a person sees of each
+// state, in their language, and the one action that helps (the server decides again on
+// every call). Failures are told in the service's words (its catalogue, by failureCode);
+// the technical message, the task number and the trace id are folded under "Details".
 "use strict";
 
-import { button, el, formatBytes, formatNumber, timeEl } from "./format.js";
+import { button, el } from "./format.js";
+import {
+  failureWords,
+  formatBytes,
+  formatDuration,
+  formatNumber,
+  t,
+  timeEl,
+  warningWords,
+} from "./i18n.js";
 
 export const ACTIVE = new Set(["PENDING", "RUNNING"]);
 
@@ -17,86 +28,169 @@ export function stateOf(task) {
   return task.status.toLowerCase();
 }
 
-export const STATE_LABELS = {
-  queued: "Queued",
-  retrying: "Retrying",
-  running: "Running",
-  succeeded: "Ready",
-  failed: "Failed",
-  cancelled: "Cancelled",
-  expired: "Expired",
-};
+/** What may help a failed, cancelled or expired task: "retry", "edit", "support". */
+export function remedyOf(task) {
+  if (task.status === "EXPIRED") return "edit"; // the file is gone: export it again
+  if (task.status !== "FAILED" && task.status !== "CANCELLED") return null;
+  const words = failureWords(task.failureCode);
+  return (words && words.remedy) || task.remedy || "retry";
+}
 
-/** One sentence for the aria-live region and the row's title. */
+/** The failure in plain words: the catalogue's, else the service's English reason. */
+function reasonOf(task) {
+  const words = failureWords(task.failureCode);
+  return (words && words.text) || task.failureReason || task.failureMessage || "";
+}
+
+/** One sentence for the aria-live region. */
 export function describe(task) {
-  const label = STATE_LABELS[stateOf(task)] || task.status;
-  if (task.status === "RUNNING") {
-    const total = task.totalRows === null ? "" : ` of ${formatNumber(task.totalRows)}`;
-    return `${task.taskName}: ${label}, ${formatNumber(task.processedRows)}${total} rows.`;
+  const label = t(stateOf(task));
+  if (task.status === "RUNNING" && task.totalRows !== null) {
+    const percent = Math.floor((100 * Number(task.processedRows)) / Math.max(1, Number(task.totalRows)));
+    return `${task.taskName}: ${label}, ${t("percent", { percent })}.`;
   }
   return `${task.taskName}: ${label}.`;
+}
+
+/** Technical details a person quotes to support: the message, task number and trace id. */
+function details(task, message) {
+  const box = el("details", undefined, "more");
+  box.append(el("summary", t("details")));
+  const list = el("dl");
+  const add = (label, value, className) => {
+    if (!value) return;
+    list.append(el("dt", label), el("dd", value, className));
+  };
+  add(t("technical"), message, "failure");
+  add(t("taskNumber"), task.taskNo || task.id, "task-no");
+  add(t("traceId"), task.traceId, "trace");
+  box.append(list, el("p", t("quote"), "note"));
+  return box;
+}
+
+function notes(task) {
+  const warnings = Array.isArray(task.dataWarnings) ? task.dataWarnings : [];
+  if (!warnings.length) return null;
+  const box = el("details", undefined, "notes");
+  const kinds = [...new Set(warnings.map((w) => w.kind))];
+  box.append(el("summary", kinds.map(warningWords).join(" ")));
+  const list = el("ul");
+  list.setAttribute("aria-label", t("warningsOf"));
+  for (const warning of warnings) list.append(el("li", warning.detail));
+  box.append(list);
+  return box;
+}
+
+function attemptText(task) {
+  return t("attempt", { attempt: Math.max(1, task.attemptCount), max: task.maxAttempts });
 }
 
 function statusCell(task) {
   const state = stateOf(task);
   const cell = el("td", undefined, "status-cell");
-  cell.dataset.label = "Status";
-  cell.append(el("span", STATE_LABELS[state] || task.status, `status status-${state}`));
+  cell.dataset.label = t("colStatus");
+  cell.append(el("span", t(state), `status status-${state}`));
   if (state === "retrying") {
     const next = el("div", undefined, "next-attempt");
-    next.append(`Attempt ${task.attemptCount + 1} of ${task.maxAttempts} `);
-    next.append(timeEl(task.nextRetryAt, "at "));
+    next.append(t("attempt", { attempt: task.attemptCount + 1, max: task.maxAttempts }), " ");
+    next.append(timeEl(task.nextRetryAt));
     cell.append(next);
-    const error = task.lastError || task.failureMessage;
-    if (error) cell.append(el("div", `Last error: ${error}`, "last-error"));
+    cell.append(el("div", t("lastError", { reason: reasonOf(task) }), "last-error"));
+    cell.append(details(task, task.lastError || task.failureMessage));
   } else if (state === "queued" && task.dispatchVersion > 1) {
-    cell.append(el("div", "queued again", "note"));
+    cell.append(el("div", `${t("queuedAgain")} · ${attemptText(task)}`, "note restarted"));
+  } else if (state === "running" && (task.attemptCount > 1 || task.dispatchVersion > 1)) {
+    cell.append(el("div", attemptText(task), "note restarted"));
   } else if (state === "failed" || state === "cancelled") {
-    if (task.failureMessage) cell.append(el("div", task.failureMessage, "failure"));
+    cell.append(el("div", reasonOf(task), "reason"));
+    cell.append(details(task, task.failureMessage));
   } else if (state === "expired") {
-    cell.append(el("div", "The file was deleted when its retention ended.", "note"));
+    cell.append(el("div", t("fileGone"), "note"));
+  } else if (state === "succeeded" && Number(task.processedRows) === 0) {
+    cell.append(el("div", t("noRows"), "note no-rows"));
   }
-  if (Array.isArray(task.warnings) && task.warnings.length) {
-    const list = el("ul", undefined, "warnings");
-    list.setAttribute("aria-label", "Warnings");
-    for (const warning of task.warnings) list.append(el("li", warning));
-    cell.append(list);
+  const warned = state === "succeeded" ? notes(task) : null;
+  if (warned) cell.append(warned);
+  return cell;
+}
+
+/** Rows per second since the run started, or null before there is a rate to show. */
+function rateOf(task, now) {
+  if (!task.startedAt) return null;
+  const seconds = (now - new Date(task.startedAt).getTime()) / 1000;
+  const done = Number(task.processedRows);
+  return seconds >= 1 && done > 0 ? done / seconds : null;
+}
+
+function progressCell(task, now) {
+  const cell = el("td", undefined, "progress");
+  cell.dataset.label = t("colProgress");
+  const done = Number(task.processedRows);
+  const total = task.totalRows === null ? null : Number(task.totalRows);
+  if (task.status === "PENDING") {
+    cell.append(el("span", t("waiting"), "rows"));
+    return cell;
+  }
+  if (task.status === "SUCCEEDED") {
+    cell.append(el("span", t("rowsDone", { done: formatNumber(done) }), "rows"));
+    return cell;
+  }
+  if (task.status !== "RUNNING") return cell; // no half bar on a stopped export
+  if (done === 0 && total === null) {
+    cell.append(el("span", t("starting"), "rows"));
+    return cell;
+  }
+  const bar = el("progress");
+  bar.setAttribute("aria-label", t("progressOf", { name: task.taskName }));
+  if (total) {
+    bar.max = total;
+    bar.value = Math.min(done, total);
+  } // else: no total yet, an indeterminate bar
+  const line = el("div", undefined, "rows");
+  const count = total === null
+    ? t("rowsDone", { done: formatNumber(done) })
+    : t("rowsOf", { done: formatNumber(done), total: formatNumber(total) });
+  const parts = [count];
+  if (total) parts.unshift(t("percent", { percent: Math.floor((100 * Math.min(done, total)) / total) }));
+  line.textContent = parts.join(" · ");
+  cell.append(bar, line);
+  const rate = rateOf(task, now);
+  if (rate) {
+    const speed = [t("rate", { rate: formatNumber(Math.round(rate)) })];
+    if (total && total > done) speed.push(t("left", { time: formatDuration((total - done) / rate) }));
+    cell.append(el("div", speed.join(" · "), "rate"));
   }
   return cell;
 }
 
-function progressCell(task) {
-  const cell = el("td", undefined, "progress");
-  cell.dataset.label = "Progress";
-  const done = Number(task.processedRows);
-  const total = task.totalRows === null ? null : Number(task.totalRows);
-  if (task.status === "PENDING" || (task.status === "RUNNING" && done === 0 && total === null)) {
-    cell.append(el("span", task.status === "PENDING" ? "waiting" : "starting", "rows"));
-    return cell;
+function requestedCell(task) {
+  const cell = el("td", undefined, "requested");
+  cell.dataset.label = t("colRequested");
+  cell.append(timeEl(task.requestedAt));
+  if (task.startedAt && task.completedAt) {
+    const seconds = (new Date(task.completedAt) - new Date(task.startedAt)) / 1000;
+    cell.append(el("div", t("took", { time: formatDuration(seconds) }), "duration"));
   }
-  if (task.status !== "RUNNING" && task.status !== "SUCCEEDED" && done === 0) return cell;
-  const bar = el("progress");
-  bar.setAttribute("aria-label", `Progress of ${task.taskName}`);
-  if (total) {
-    bar.max = total;
-    bar.value = Math.min(done, total);
-  } else if (task.status !== "RUNNING") {
-    bar.max = 1;
-    bar.value = 1;
-  } // else: no total yet, an indeterminate bar
-  const of = total === null ? "" : ` / ${formatNumber(task.totalRows)}`;
-  cell.append(bar, el("span", ` ${formatNumber(task.processedRows)}${of} rows`, "rows"));
   return cell;
+}
+
+/** A file name that may wrap only after its separators, never mid-word. */
+function fileNameEl(name) {
+  const node = el("div", undefined, "file-name");
+  for (const part of name.split(/(?<=[._\-\s])/)) {
+    node.append(part, document.createElement("wbr"));
+  }
+  return node;
 }
 
 function fileCell(task) {
   const cell = el("td", undefined, "file");
-  cell.dataset.label = "File";
+  cell.dataset.label = t("colFile");
   if (task.status === "SUCCEEDED" && task.fileName) {
-    cell.append(el("div", task.fileName, "file-name"), el("div", formatBytes(task.sizeBytes), "size"));
+    cell.append(fileNameEl(task.fileName), el("div", formatBytes(task.sizeBytes), "size"));
     if (task.expiresAt) {
       const expiry = el("div", undefined, "expiry");
-      expiry.append(timeEl(task.expiresAt, "kept until "));
+      expiry.append(timeEl(task.expiresAt, "expires"));
       cell.append(expiry);
     }
   }
@@ -105,29 +199,24 @@ function fileCell(task) {
 
 function actionsCell(task, actions) {
   const cell = el("td", undefined, "actions");
-  cell.dataset.label = "Actions";
+  cell.dataset.label = t("colActions");
   const name = task.taskName;
-  if (task.status === "SUCCEEDED") {
-    cell.append(button("Download", "download", `Download ${name}`, (e) => actions.download(task, e.currentTarget)));
-  }
-  if (ACTIVE.has(task.status)) {
-    cell.append(button("Cancel", "cancel", `Cancel ${name}`, (e) => actions.cancel(task, e.currentTarget)));
-  }
-  if (task.status === "FAILED" || task.status === "CANCELLED") {
-    cell.append(button("Retry", "retry", `Retry ${name}`, (e) => actions.retry(task, e.currentTarget)));
-  }
-  cell.append(button("History", "history", `History of ${name}`, (e) => actions.history(task, e.currentTarget)));
+  const add = (key, className, handler) => {
+    cell.append(button(t(key), className, t(`${key}Of`, { name }), (e) => handler(task, e.currentTarget)));
+  };
+  if (task.status === "SUCCEEDED") add("download", "download primary", actions.download);
+  if (ACTIVE.has(task.status)) add("cancel", "cancel", actions.cancel);
+  const remedy = remedyOf(task);
+  if (remedy === "retry") add("retry", "retry primary", actions.retry);
+  // An expired file is exported again as it was; a refused one is edited first.
+  if (remedy === "edit") add(task.status === "EXPIRED" ? "again" : "edit", "edit primary", actions.edit);
+  add("history", "history", actions.history);
   return cell;
 }
 
-function textCell(text, className, label) {
-  const cell = el("td", text, className);
-  cell.dataset.label = label;
-  return cell;
-}
-
-/** The row of one task; ``actions`` holds the handlers of its buttons. */
-export function taskRow(task, actions) {
+/** The row of one task; ``actions`` holds the handlers of its buttons, ``typeName`` gives
+ * an export type's display name in the page's language. */
+export function taskRow(task, actions, typeName, now = Date.now()) {
   const tr = document.createElement("tr");
   tr.dataset.taskId = task.id;
   tr.dataset.status = task.status;
@@ -135,17 +224,15 @@ export function taskRow(task, actions) {
   tr.dataset.version = task.dispatchVersion;
   const name = el("th", undefined, "name");
   name.scope = "row";
-  name.append(el("div", task.taskName));
-  const requested = el("td", undefined, "requested");
-  requested.dataset.label = "Requested";
-  requested.append(timeEl(task.requestedAt));
+  name.append(el("div", task.taskName, "task-name"), el("div", typeName(task.exportType), "type"));
+  const requester = el("td", task.requesterName || task.requestedBy || "", "requester");
+  requester.dataset.label = t("colRequester");
   tr.append(
     name,
-    textCell(task.exportType, "type", "Type"),
-    textCell(task.requestedBy ?? "", "requester", "Requested by"),
+    requester,
     statusCell(task),
-    progressCell(task),
-    requested,
+    progressCell(task, now),
+    requestedCell(task),
     fileCell(task),
     actionsCell(task, actions),
   );

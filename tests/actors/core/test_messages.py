@@ -17,6 +17,7 @@ from actors.core.messages import (
     failure_code,
     warning_kind,
 )
+from actors.core.provider.batch_rules import final_total_rows
 from actors.core.xlsx.data_warnings import DataWarnings
 
 #: Codes transitions write themselves (db/transitions), not an error class's.
@@ -94,9 +95,10 @@ def test_the_kind_of_each_line_the_writer_produces() -> None:
     warnings.truncated_cell(1, 7, "remark")
     warnings.invalid_value(2, 3, "amount")
     warnings.undeclared_fields(["extra"])
-    warnings.note("provider announced 10 rows and sent 8")
+    warnings.note(final_total_rows(10, 8)[1] or "")
+    warnings.note("a Provider's own note")
     kinds = [warning_kind(line) for line in warnings.lines()]
-    assert kinds == ["truncated-cells", "invalid-values", "undeclared-fields", "note"]
+    assert kinds == ["truncated-cells", "invalid-values", "undeclared-fields", "fewer-rows", "note"]
     # A note that merely mentions the words is still a note.
     assert warning_kind("the cells truncated to 10 were fine") == "note"
     assert set(kinds) == set(catalogue_json("en")["warnings"])
