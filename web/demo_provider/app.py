@@ -205,8 +205,8 @@ def _page(
     if status is None and keyword is None:
         # Every id matches: no scan, just the next ``limit`` ids.
         stop = min(upper, cursor + limit)
-        rows = [customer_row(i, edge_cases=edge_cases) for i in range(cursor + 1, stop + 1)]
-        return rows, max(stop, cursor)
+        ids = range(cursor + 1, stop + 1)
+        return [customer_row(i, edge_cases=edge_cases) for i in ids], max(stop, cursor)
     want_active = status == "ACTIVE"
     rows: list[dict[str, Any]] = []
     last_seen = cursor
