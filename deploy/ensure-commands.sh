@@ -4,6 +4,7 @@
 #   deploy/ensure-commands.sh COMMAND=PACKAGE ...
 #   e.g. deploy/ensure-commands.sh soffice=libreoffice-calc chromedriver=chromium-driver
 #
+# A COMMAND that starts with / is a file the package provides (a font has no command).
 # For every COMMAND not on PATH, PACKAGE is installed with apt-get (as root, quiet,
 # non-interactive, --no-install-recommends), all missing packages in one apt-get run.
 # Anything it cannot do fails with a message naming the command and the package: the
@@ -15,6 +16,13 @@ if [ $# -eq 0 ]; then
   exit 2
 fi
 
+present() {
+  case "$1" in
+    /*) [ -e "$1" ] ;;
+    *) command -v "$1" >/dev/null 2>&1 ;;
+  esac
+}
+
 missing=()
 commands=()
 for pair in "$@"; do
@@ -24,7 +32,7 @@ for pair in "$@"; do
     echo "ensure-commands.sh: '$pair' is not COMMAND=PACKAGE" >&2
     exit 2
   fi
-  if ! command -v "$command" >/dev/null 2>&1; then
+  if ! present "$command"; then
     missing+=("$package")
     commands+=("$command")
   fi
@@ -52,7 +60,7 @@ if ! {
   exit 2
 fi
 for command in "${commands[@]}"; do
-  if ! command -v "$command" >/dev/null 2>&1; then
+  if ! present "$command"; then
     echo "ensure-commands.sh: installed, but '$command' is still not on PATH" >&2
     exit 2
   fi

@@ -191,6 +191,12 @@ def sign_in(driver: WebDriver, base_url: str, token: str) -> None:
     assert token not in driver.current_url  # never in a URL
 
 
+def open_filters(driver: WebDriver) -> None:
+    """Unfold the filters (folded while none is on, so the list comes first)."""
+    if not driver.find_element(By.ID, "filters").get_attribute("open"):
+        driver.find_element(By.ID, "filters-summary").click()
+
+
 #: Set a date input to the browser's local day ``arguments[1]`` days from today, as a
 #: person picking it does (the value, then the change event).
 _SET_DATE = """
@@ -221,3 +227,42 @@ def console_errors(driver: WebDriver) -> list[str]:
 async def in_thread(fn: Callable[[], Any]) -> Any:
     """Selenium blocks: drive the browser in a thread while the service runs in this loop."""
     return await trio.to_thread.run_sync(fn)
+
+
+#: axe-core, installed by ``deploy/dev test`` from deploy/axe/package-lock.json.
+AXE = REPO / "deploy" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+AXE_VERSION = "4.11.0"  # deploy/axe/package.json
+#: The impacts a page state may not have (axe-core's two highest of four).
+BLOCKING_IMPACTS = ("serious", "critical")
+
+_RUN_AXE = """
+const done = arguments[arguments.length - 1];
+axe.run(document, {resultTypes: ["violations"]}).then(
+  (results) => done(results.violations.map((v) => ({
+    id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 5),
+  }))),
+  (error) => done([{id: "axe-error", impact: "critical", help: String(error), nodes: []}]),
+);
+"""
+
+
+def axe_violations(driver: WebDriver) -> list[dict[str, Any]]:
+    """axe-core's serious and critical violations of the page as shown now (WCAG 2.x A
+    and AA and axe's best practices): ``[{"id", "impact", "help", "nodes"}]``. Injected
+    through the driver, so the page's Content-Security-Policy does not apply to it."""
+    if not AXE.is_file():
+        pytest.fail(
+            f"{AXE} is missing: run the tests with `deploy/dev test` (it installs axe-core)"
+        )
+    if not driver.execute_script("return typeof axe !== 'undefined'"):
+        driver.execute_script(AXE.read_text(encoding="utf-8"))
+    driver.set_script_timeout(60)
+    found: list[dict[str, Any]] = driver.execute_async_script(_RUN_AXE)
+    lesser = sorted(
+        {f"{v['id']} ({v['impact']})" for v in found}
+        - {f"{v['id']} ({v['impact']})" for v in found if v["impact"] in BLOCKING_IMPACTS}
+    )
+    rules = driver.execute_script("return axe.getRules().length")
+    print(f"axe-core {AXE_VERSION}: {rules} rules; below serious: {', '.join(lesser) or 'none'}")
+    return [v for v in found if v["impact"] in BLOCKING_IMPACTS]

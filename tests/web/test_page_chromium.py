@@ -33,6 +33,7 @@ from tests.browser import (
     client,
     console_errors,
     in_thread,
+    open_filters,
     press,
     read_row,
     row,
@@ -409,6 +410,7 @@ async def test_a_rejected_token_says_so_and_an_ended_session_asks_again(
             # The session ends under the page (expired, or signed out in another tab): the
             # next call answers 401 and the page asks for a token again.
             browser.delete_cookie("export_center_session")
+            open_filters(browser)
             browser.find_element(By.CSS_SELECTOR, "#filter-form button[type=submit]").click()
             wait_for(browser, lambda d: shows(d, "sign-in"), "asked again")
             screenshot(browser, "session-ended")

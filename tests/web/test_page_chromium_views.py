@@ -29,6 +29,7 @@ from tests.browser import (
     client,
     console_errors,
     in_thread,
+    open_filters,
     read_row,
     row,
     row_css,
@@ -162,6 +163,7 @@ async def test_another_users_task_is_invisible_and_the_administrator_sees_and_fi
             requester_column = browser.find_element(
                 By.CSS_SELECTOR, "thead .requester"
             ).is_displayed()
+            open_filters(browser)
             filter_offered = browser.find_element(By.ID, "filter-requester").is_displayed()
             screenshot(browser, "user-view", row_css(ids[4102]))
             browser.find_element(By.ID, "sign-out").click()
@@ -172,6 +174,7 @@ async def test_another_users_task_is_invisible_and_the_administrator_sees_and_fi
                 for r in browser.find_elements(By.CSS_SELECTOR, "tr[data-task-id]")
             }
             screenshot(browser, "admin-view", row_css(ids[4101]))
+            open_filters(browser)
             field = browser.find_element(By.ID, "filter-requester")
             field.send_keys("4101")
             field.submit()
@@ -266,6 +269,7 @@ async def test_twenty_one_exports_take_two_pages_newest_first(
             wait_for(browser, lambda d: len(shown_ids(d)) == 20, "went back to page 1")
             # The requested-at range: until yesterday shows none, today (from and until,
             # the day included) all 21 on two pages again.
+            open_filters(browser)
             set_date(browser, "filter-to", -1)
             wait_for(browser, lambda d: not shown_ids(d), "filtered until yesterday")
             until_yesterday = browser.find_element(By.CSS_SELECTOR, "#tasks tbody").text

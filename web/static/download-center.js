@@ -555,7 +555,8 @@ function enter(session) {
   banner("");
   show("center");
   enterWords();
-  $("filters").open = anyFilter() || window.matchMedia("(min-width: 60rem)").matches;
+  // Closed unless a filter is on (its summary counts them): the list comes first.
+  $("filters").open = anyFilter();
   loadTypes();
   startProgress(pushed, setMode);
   refresh();

@@ -107,7 +107,7 @@ function statusCell(task) {
   } else if (state === "expired") {
     cell.append(el("div", t("fileGone"), "note"));
   } else if (state === "succeeded" && Number(task.processedRows) === 0) {
-    cell.append(el("div", t("noRows"), "note no-rows"));
+    cell.append(el("div", t("noRows"), "no-rows note"));
   }
   const warned = state === "succeeded" ? notes(task) : null;
   if (warned) cell.append(warned);
