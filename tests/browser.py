@@ -51,9 +51,12 @@ CHROMIUM_FLAGS = (
     "--window-size=1280,1000",
 )
 #: Console errors that are answers the page expects: Chromium logs every HTTP error
-#: status, and "who am I" answers 401 before signing in.
+#: status, and "who am I" answers 401 before signing in. A refused connection only
+#: happens once a test has stopped its service under the open page (the page then falls
+#: back to polling it): the tests read the console after that.
 EXPECTED_CONSOLE = (
     "/api/platform/v1/session - Failed to load resource: the server responded with a status of 401",
+    "net::ERR_CONNECTION_REFUSED",
 )
 
 
