@@ -157,7 +157,7 @@ STEPS: tuple[Step, ...] = (
     ),
     Step(
         7,
-        "file_export_task.failure_code column",
+        "file_export_task.failure_code and requester_name columns",
         (
             # Tasks that failed before it keep NULL: what people read of them falls back
             # to the generic "the export failed" with the message (actors/core/messages.py).
@@ -167,6 +167,13 @@ STEPS: tuple[Step, ...] = (
                 sqlite="TEXT NULL",
                 mysql="VARCHAR(32) NULL COMMENT 'stable code of failure_message"
                 " (actors/core/messages.py)'",
+            ),
+            AddColumn(
+                "file_export_task",
+                "requester_name",
+                sqlite="TEXT NULL",
+                mysql="VARCHAR(64) NULL COMMENT 'what people call the requester: the"
+                " token name claim at create'",
             ),
         ),
     ),

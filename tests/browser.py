@@ -95,15 +95,22 @@ class Shoot(Protocol):
     def __call__(self, driver: WebDriver, state: str, at: str | None = None) -> Path: ...
 
 
-def token_for(rt: Runtime, user: int, perms: tuple[str, ...] = PERMS) -> str:
+def token_for(
+    rt: Runtime, user: int, perms: tuple[str, ...] = PERMS, name: str | None = None
+) -> str:
     return issue_token(
-        rt.jwt_secret, user_id=user, tenant_id=0, app_code=AppCode.PLATFORM, perms=perms
+        rt.jwt_secret,
+        user_id=user,
+        tenant_id=0,
+        app_code=AppCode.PLATFORM,
+        perms=perms,
+        name=name,
     )
 
 
-def client(rt: Runtime, user: int) -> httpx.AsyncClient:
+def client(rt: Runtime, user: int, name: str | None = None) -> httpx.AsyncClient:
     """An API client of ``rt`` with a bearer token for ``user`` (the tests' side door)."""
-    headers = {"Authorization": f"Bearer {token_for(rt, user)}"}
+    headers = {"Authorization": f"Bearer {token_for(rt, user, name=name)}"}
     return httpx.AsyncClient(base_url=rt.base_url, timeout=10, headers=headers)
 
 

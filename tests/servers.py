@@ -49,11 +49,20 @@ DEFINITION = ExportDefinition(
 
 
 def headers(
-    user: int = 7, perms: tuple[str, ...] = ("platform:customer:export",), tenant: int = 0
+    user: int = 7,
+    perms: tuple[str, ...] = ("platform:customer:export",),
+    tenant: int = 0,
+    name: str | None = None,
 ) -> dict[str, str]:
-    """The ``Authorization`` header of ``user`` (of ``tenant``) for :func:`api_app`."""
+    """The ``Authorization`` header of ``user`` (of ``tenant``, called ``name``) for
+    :func:`api_app`."""
     token = issue_token(
-        API_SECRET, user_id=user, tenant_id=tenant, app_code=AppCode.PLATFORM, perms=perms
+        API_SECRET,
+        user_id=user,
+        tenant_id=tenant,
+        app_code=AppCode.PLATFORM,
+        perms=perms,
+        name=name,
     )
     return {"Authorization": f"Bearer {token}"}
 

@@ -51,17 +51,20 @@ def issue_token(
     perms: Iterable[str],
     ttl_seconds: int = DEFAULT_TTL_SECONDS,
     now: float | None = None,
+    name: str | None = None,
 ) -> str:
     """Sign a token for calling the API.
 
     Args:
         secret: the HS256 key (``FILE_EXPORT_JWT_SECRET`` or the embedded dev secret).
+        name: what people call the user (the ``name`` claim; pages show it instead of
+            the id), or ``None`` for none.
         ttl_seconds: lifetime in seconds.
         now: issue time, epoch seconds (default: the wall clock; tokens are labels of the
             instance clock, not scheduling decisions).
     """
     issued = int(now if now is not None else time.time())
-    claims = {
+    claims: dict[str, object] = {
         "sub": str(user_id),
         "tenant_id": str(tenant_id),
         "app_code": AppCode(app_code).value,
@@ -69,6 +72,8 @@ def issue_token(
         "iat": issued,
         "exp": issued + ttl_seconds,
     }
+    if name:
+        claims["name"] = name
     return jwt.encode(claims, secret, algorithm=ALGORITHM)
 
 

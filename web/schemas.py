@@ -151,6 +151,10 @@ class Task(_Model):
     expiresAt: AwareDatetime | None
     nextRetryAt: AwareDatetime | None = Field(description="When a PENDING task may run next.")
     requestedBy: Int64 = Field(description="The user who asked for the export.")
+    requesterName: str | None = Field(
+        description="What people call that user (the token's name claim at create);"
+        " null when the token gave none."
+    )
     tenantId: Int64
     appCode: str
     parameters: dict[str, Any] = Field(description="The parameters as stored (normalised).")
@@ -288,6 +292,7 @@ class Session(_Model):
     tenantId: Int64
     appCode: str
     perms: list[str]
+    name: str | None = Field(description="The token's name claim; null when it has none.")
     expiresAt: AwareDatetime
     csrfToken: str | None
 

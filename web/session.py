@@ -55,6 +55,7 @@ def _session_json(principal: Principal, expires_at: int, csrf_token: str | None)
         "tenantId": str(principal.tenant_id),
         "appCode": principal.app_code.value,
         "perms": sorted(principal.perms),
+        "name": principal.name,
         "expiresAt": datetime.fromtimestamp(expires_at, UTC).isoformat(timespec="milliseconds"),
         "csrfToken": csrf_token,
     }

@@ -79,6 +79,7 @@ def migrate() -> None:
 @click.option("--tenant", "tenant_id", required=True, type=int, help="tenant id")
 @click.option("--app", "app_code", required=True, type=click.Choice([a.value for a in AppCode]))
 @click.option("--perm", "perms", multiple=True, help="permission code; repeat for several")
+@click.option("--name", default=None, help="what people call the user (the page shows it)")
 @click.option(
     "--ttl",
     default=12 * 3600,
@@ -96,6 +97,7 @@ def token(
     tenant_id: int,
     app_code: str,
     perms: tuple[str, ...],
+    name: str | None,
     ttl: int,
     new_secret: bool,
 ) -> None:
@@ -122,6 +124,7 @@ def token(
             app_code=app_code,
             perms=perms,
             ttl_seconds=ttl,
+            name=name,
         )
     )
 

@@ -178,13 +178,15 @@ class Principal:
     """The authenticated caller, from the JWT (§12).
 
     ``user_id`` and ``tenant_id`` are 64-bit ids; ``perms`` are permission codes such as
-    ``platform:customer:export``.
+    ``platform:customer:export``; ``name`` what people call the user (the token's
+    optional ``name`` claim), ``None`` when the token gives none: pages show the id then.
     """
 
     user_id: int
     tenant_id: int
     app_code: AppCode
     perms: frozenset[str] = frozenset()
+    name: str | None = None
 
     def has(self, perm: str) -> bool:
         return perm in self.perms
@@ -235,6 +237,9 @@ class Task:
     handback_count: int = 0
     """Hand-backs in a row (shutdown, database fault, watchdog outage) since an attempt of
     the task last ended otherwise (``actors/core/handback.py``)."""
+    requester_name: str | None = None
+    """What people call the requester (the token's ``name`` claim at create), or
+    ``None``: pages show ``requested_by`` then."""
     failure_code: str | None = None
     """The stable code of ``failure_message`` (``ExportError.code``, or the code a
     transition writes itself: ``cancelled``, ``worker-lost`` …): the key of what people

@@ -92,6 +92,7 @@ def task_json(task: Task) -> dict[str, Any]:
         # Only meaningful while the task waits: the column is NOT NULL in the schema.
         "nextRetryAt": iso_ms(task.next_retry_at) if task.status == TaskStatus.PENDING else None,
         "requestedBy": str(task.requested_by),
+        "requesterName": task.requester_name,
         "tenantId": str(task.tenant_id),
         "appCode": task.app_code,
         "parameters": task.parameters,

@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS file_export_task (
   warnings_json TEXT NULL COMMENT 'JSON list of the data warnings of the last successful run',
   handback_count INT NOT NULL DEFAULT 0 COMMENT 'hand-backs in a row since an attempt last ended otherwise (actors/core/handback.py)',
   failure_code VARCHAR(32) NULL COMMENT 'stable code of failure_message (actors/core/messages.py)',
+  requester_name VARCHAR(64) NULL COMMENT 'what people call the requester: the token name claim at create',
   PRIMARY KEY (id),
   UNIQUE KEY uk_file_export_task_no (task_no)
 ) ENGINE=InnoDB COMMENT='export tasks: source of truth for scheduling and the download center';

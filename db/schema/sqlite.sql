@@ -43,7 +43,8 @@ CREATE TABLE IF NOT EXISTS file_export_task (
   trace_id TEXT NULL,
   warnings_json TEXT NULL,
   handback_count INTEGER NOT NULL DEFAULT 0,
-  failure_code TEXT NULL
+  failure_code TEXT NULL,
+  requester_name TEXT NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS uk_file_export_task_no ON file_export_task (task_no);
 CREATE TABLE IF NOT EXISTS file_export_outbox (

@@ -169,6 +169,7 @@ class CreationTransitions(StoreBase):
                     "parameters_hash": new.parameters.sha256,
                     "max_attempts": new.max_attempts,
                     "trace_id": new.trace_id,
+                    "requester_name": new.principal.name,
                 },
             )
             await self._insert_outbox(

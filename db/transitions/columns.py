@@ -8,7 +8,7 @@ TASK_COLUMNS = (
     "lease_owner, lease_until, last_heartbeat_at, execution_deadline_at, processed_rows, "
     "total_rows, file_name, object_key, content_type, size_bytes, failure_message, "
     "requested_at, started_at, completed_at, expires_at, updated_at, trace_id, warnings_json, "
-    "handback_count, failure_code"
+    "handback_count, failure_code, requester_name"
 )
 
 OUTBOX_COLUMNS = (

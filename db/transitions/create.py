@@ -49,11 +49,12 @@ SELECT
 INSERT INTO file_export_task
   (id, task_no, export_type, task_name, format, status, parameters_json, parameters_hash,
    tenant_id, app_code, requested_by, dispatch_version, attempt_count, max_attempts,
-   next_retry_at, processed_rows, requested_at, created_at, updated_at, trace_id)
+   next_retry_at, processed_rows, requested_at, created_at, updated_at, trace_id,
+   requester_name)
 VALUES
   (:id, :task_no, :export_type, :task_name, :format, 'PENDING', :parameters_json,
    :parameters_hash, :tenant_id, :app_code, :requested_by, 1, 0, :max_attempts,
-   {now}, 0, {now}, {now}, {now}, :trace_id)
+   {now}, 0, {now}, {now}, {now}, :trace_id, :requester_name)
 """
 
     # The outbox row's next_retry_at is passed in when it must equal the task's (§9.2 step 4);

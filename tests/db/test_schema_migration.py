@@ -155,6 +155,7 @@ async def test_sqlite_database_migrated_before_the_version_table_gets_only_what_
     async with fresh.transaction() as tx:
         await tx.execute(f"DROP TABLE {VERSION_TABLE}")
         # and the columns of later steps, which such a release did not have either
+        await tx.execute("ALTER TABLE file_export_task DROP COLUMN requester_name")
         await tx.execute("ALTER TABLE file_export_task DROP COLUMN failure_code")
         await tx.execute("ALTER TABLE file_export_task DROP COLUMN handback_count")
         await tx.execute("ALTER TABLE file_export_outbox DROP COLUMN due_at")
@@ -375,6 +376,7 @@ async def backfill_case(db: Database) -> None:
     recorded = "0" if db.dialect.is_sqlite else "CURRENT_TIMESTAMP(3)"
     async with db.transaction() as tx:
         await tx.execute("ALTER TABLE file_export_outbox DROP COLUMN due_at")
+        await tx.execute("ALTER TABLE file_export_task DROP COLUMN requester_name")
         await tx.execute("ALTER TABLE file_export_task DROP COLUMN failure_code")
         await tx.execute("ALTER TABLE file_export_task DROP COLUMN handback_count")
         await tx.execute(f"DELETE FROM {VERSION_TABLE}")

@@ -53,3 +53,19 @@ async def test_the_page_loads_the_catalogue_in_each_language(store: ExportStore,
         assert await answer.get_json() == catalogue_json(language)
         assert "default-src 'none'" in answer.headers["Content-Security-Policy"]
     assert (await client.get("/i18n/fr.json")).status_code == 404
+
+
+async def test_the_requester_is_named_when_the_token_names_them(
+    store: ExportStore, storage
+) -> None:  # type: ignore[no-untyped-def]
+    app, _ = api_app(store, storage)
+    client = app.test_client()
+    named = headers(8, name="李雷")
+    body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 3}}
+    task = (await (await client.post(API, json=body, headers=named)).get_json())["data"]
+    other = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 4}}
+    plain = (await (await client.post(API, json=other, headers=headers(9))).get_json())["data"]
+    session = await (await client.get("/api/platform/v1/session", headers=named)).get_json()
+    assert (task["requesterName"], task["requestedBy"]) == ("李雷", "8")
+    assert plain["requesterName"] is None  # the page shows the id then
+    assert session["data"]["name"] == "李雷"

@@ -146,8 +146,9 @@ async def test_another_users_task_is_invisible_and_the_administrator_sees_and_fi
 ) -> None:
     async with running_service(settings) as rt:
         ids: dict[int, str] = {}
+        # 4101's token carries a name, 4102's none: the page shows the name, else the id.
         for user in (4101, 4102):
-            async with client(rt, user) as c:
+            async with client(rt, user, "李雷" if user == 4101 else None) as c:
                 body = {
                     "exportType": "CUSTOMER_LIST",
                     "taskName": f"of {user}",
@@ -167,7 +168,8 @@ async def test_another_users_task_is_invisible_and_the_administrator_sees_and_fi
             filter_offered = browser.find_element(By.ID, "filter-requester").is_displayed()
             screenshot(browser, "user-view", row_css(ids[4102]))
             browser.find_element(By.ID, "sign-out").click()
-            sign_in(browser, rt.base_url, token_for(rt, 4103, ADMIN_PERMS))
+            sign_in(browser, rt.base_url, token_for(rt, 4103, ADMIN_PERMS, "Han Meimei"))
+            who = browser.find_element(By.ID, "who").text
             wait_for(browser, lambda d: {ids[4101], ids[4102]} <= shown_ids(d), "listed both")
             requesters = {
                 r.get_attribute("data-task-id"): r.find_element(By.CLASS_NAME, "requester").text
@@ -193,12 +195,15 @@ async def test_another_users_task_is_invisible_and_the_administrator_sees_and_fi
                 "filter_offered": filter_offered,
                 "requesters": requesters,
                 "empty": empty,
+                "who": who,
             }
 
         seen = await in_thread(drive)
     assert seen["own_view"] == {ids[4102]}  # 4101's task is not shown to 4102
     assert not seen["requester_column"] and not seen["filter_offered"]
-    assert seen["requesters"][ids[4101]] == "4101" and seen["requesters"][ids[4102]] == "4102"
+    assert seen["who"].startswith("Signed in as Han Meimei")
+    assert seen["requesters"][ids[4101]] == "李雷"
+    assert seen["requesters"][ids[4102]] == "user 4102"
     assert seen["empty"] == "No exports match these filters."
     assert console_errors(browser) == []
 

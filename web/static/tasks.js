@@ -225,7 +225,8 @@ export function taskRow(task, actions, typeName, now = Date.now()) {
   const name = el("th", undefined, "name");
   name.scope = "row";
   name.append(el("div", task.taskName, "task-name"), el("div", typeName(task.exportType), "type"));
-  const requester = el("td", task.requesterName || task.requestedBy || "", "requester");
+  // The name the requester's token carried; the id when it carried none.
+  const requester = el("td", task.requesterName || t("user", { id: task.requestedBy }), "requester");
   requester.dataset.label = t("colRequester");
   tr.append(
     name,

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.core.models import AppCode, Principal
+from actors.core.text import escape_control
 
 #: 9999-12-31T23:59:59Z in epoch seconds: the latest ``exp`` accepted.
 MAX_EXP = 253_402_300_799
@@ -47,6 +48,8 @@ class ClaimNames:
     tenant: str = "tenant_id"
     app: str = "app_code"
     perms: str = "perms"
+    #: Optional: what people call the user (OpenID Connect's standard claim).
+    name: str = "name"
 
 
 def parse_id(value: Any, claim: str) -> int:
@@ -72,6 +75,32 @@ def parse_id(value: Any, claim: str) -> int:
     if not 0 <= number <= MAX_ID:
         raise ClaimError(f"{claim} must be a 64-bit id")
     return number
+
+
+#: Longest display name kept, characters (the column's size).
+MAX_NAME_CHARS = 64
+
+
+def parse_name(value: Any, claim: str) -> str | None:
+    """A display name from the optional ``name`` claim.
+
+    Args:
+        value: a JSON string, or absent/null.
+        claim: the claim's name, for the message.
+
+    Returns:
+        The name on one line (control characters escaped, spaces trimmed), cut to
+        :data:`MAX_NAME_CHARS`; ``None`` when absent, null or blank.
+
+    Raises:
+        ClaimError: a value that is not a string.
+    """
+    if value is None:
+        return None
+    if type(value) is not str:
+        raise ClaimError(f"{claim} must be a string")
+    name = escape_control(value).strip()[:MAX_NAME_CHARS].strip()
+    return name or None
 
 
 def parse_claims(
@@ -107,5 +136,6 @@ def parse_claims(
         tenant_id=parse_id(claims[names.tenant], names.tenant),
         app_code=AppCode(app),
         perms=frozenset(perms),
+        name=parse_name(claims.get(names.name), names.name),
     )
     return principal, int(exp)

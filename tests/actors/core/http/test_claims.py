@@ -84,6 +84,8 @@ def test_good_claims_give_the_principal_and_the_expiry() -> None:
         ({"exp": float("nan")}, "exp must be a time"),
         ({"exp": True}, "exp must be a time"),
         ({"exp": "2000000000"}, "exp must be a time"),
+        ({"name": 7}, "name must be a string"),
+        ({"name": ["Li Lei"]}, "name must be a string"),
     ],
 )
 def test_malformed_claims_are_refused_naming_the_claim(
@@ -113,3 +115,21 @@ def test_claim_names_follow_the_identity_provider() -> None:
     assert (principal.user_id, principal.tenant_id, principal.perms) == (5, 7, frozenset({"r"}))
     with pytest.raises(ClaimError, match="the token has no uid claim"):
         parse_claims(GOOD, names)
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("Li Lei", "Li Lei"),
+        ("  李雷  ", "李雷"),  # trimmed
+        ("two\nlines", "two\\nlines"),  # one line: control characters escaped
+        ("x" * 100, "x" * 64),  # cut to the column
+        ("", None),
+        ("   ", None),
+        (None, None),
+    ],
+)
+def test_the_optional_name_is_what_people_see(name: Any, shown: str | None) -> None:
+    claims = {**GOOD, "name": name}
+    assert parse_claims(claims)[0].name == shown
+    assert parse_claims(GOOD)[0].name is None  # absent: the page shows the id
