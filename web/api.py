@@ -45,7 +45,7 @@ from actors.core.usecases import retry_task as retry_task_once
 from web.access_log import current_trace_id, note_task
 from web.auth import request_principal
 from web.errors import ApiError, api_error
-from web.openapi import declare
+from web.openapi import AUTH_DB, WRITE_DB, declare
 from web.schemas import (
     CreatedTaskEnvelope,
     CreateTaskRequest,
@@ -60,6 +60,11 @@ from web.services import Services
 log = logging.getLogger(__name__)
 
 PREFIX = "/api/platform/v1/files/export-tasks"
+#: What every route on one task may refuse (``/openapi.json``).
+TASK_REFUSALS = {
+    "400": "the task id is not an id (ASCII digits)",
+    "404": "no such task, or not yours",
+}
 
 api = Blueprint("export_tasks", __name__)
 
@@ -98,7 +103,17 @@ def check_definition(principal: Principal, export_type: str) -> ExportDefinition
 
 
 @api.post(PREFIX)
-@declare(CreatedTaskEnvelope, request=CreateTaskRequest)
+@declare(
+    CreatedTaskEnvelope,
+    request=CreateTaskRequest,
+    codes={
+        "400": "a field or parameter breaks a rule (the message names it)",
+        "403": "the export type is disabled, outside the caller's app, or needs a"
+        " permission the caller lacks",
+        "429": "too many active exports (the caller's, or the type's)",
+    },
+    http=WRITE_DB,
+)
 async def create_task() -> Any:
     """Create an export task.
 
@@ -152,7 +167,12 @@ async def create_task() -> Any:
 
 
 @api.get(PREFIX)
-@declare(TaskPageEnvelope, querystring=ListTasksQuery)
+@declare(
+    TaskPageEnvelope,
+    querystring=ListTasksQuery,
+    codes={"400": "a filter or the page is not valid (the message names it)"},
+    http=AUTH_DB,
+)
 async def list_tasks() -> Any:
     """List the caller's tasks, newest first.
 
@@ -185,14 +205,22 @@ async def list_tasks() -> Any:
 
 
 @api.get(PREFIX + "/<task_id>")
-@declare(TaskEnvelope)
+@declare(TaskEnvelope, codes={**TASK_REFUSALS}, http=AUTH_DB)
 async def get_task(task_id: str) -> Any:
     """One task, if the caller may see it (else 404)."""
     return ok(task_json(await owned_task(caller(), task_id)))
 
 
 @api.get(PREFIX + "/<task_id>/download")
-@declare(TaskEnvelope)
+@declare(
+    TaskEnvelope,
+    codes={
+        **TASK_REFUSALS,
+        "409": "the task has no file (not SUCCEEDED)",
+        "410": "the file has expired and was deleted",
+    },
+    http=AUTH_DB,
+)
 async def download(task_id: str) -> Any:
     """Download the task's XLSX file.
 
@@ -251,7 +279,16 @@ async def download(task_id: str) -> Any:
 
 
 @api.post(PREFIX + "/<task_id>/retry")
-@declare(TaskEnvelope)
+@declare(
+    TaskEnvelope,
+    codes={
+        "403": "the export type is disabled, or needs a permission the caller lacks",
+        **TASK_REFUSALS,
+        "409": "the task is not FAILED or CANCELLED (or changed meanwhile)",
+        "429": "too many active exports (the caller's, or the type's)",
+    },
+    http=WRITE_DB,
+)
 async def retry(task_id: str) -> Any:
     """Retry a FAILED or CANCELLED task by hand, as a new version.
 
@@ -278,7 +315,14 @@ async def retry(task_id: str) -> Any:
 
 
 @api.post(PREFIX + "/<task_id>/cancel")
-@declare(TaskEnvelope)
+@declare(
+    TaskEnvelope,
+    codes={
+        **TASK_REFUSALS,
+        "409": "the task has ended (not PENDING, RUNNING or CANCELLED)",
+    },
+    http=WRITE_DB,
+)
 async def cancel(task_id: str) -> Any:
     """Cancel a PENDING or RUNNING task.
 
@@ -304,7 +348,7 @@ async def cancel(task_id: str) -> Any:
 
 
 @api.get(PREFIX + "/<task_id>/events")
-@declare(TaskEventsEnvelope)
+@declare(TaskEventsEnvelope, codes={**TASK_REFUSALS}, http=AUTH_DB)
 async def events(task_id: str) -> Any:
     """The task's history, oldest first.
 

@@ -17,7 +17,7 @@ from actors.core.http.export_types import requestable_types
 from actors.core.limits import EXPORT_FORMAT
 from actors.core.models import ExportDefinition, ParameterHint
 from web.auth import request_principal
-from web.openapi import declare
+from web.openapi import AUTH, declare
 from web.schemas import ExportTypesEnvelope
 from web.serialize import envelope
 from web.services import Services
@@ -81,7 +81,7 @@ def _parameter_json(hint: ParameterHint) -> dict[str, Any]:
 
 
 @export_types.get(PATH)
-@declare(ExportTypesEnvelope)
+@declare(ExportTypesEnvelope, http=AUTH)
 async def list_export_types() -> dict[str, Any]:
     """The export types the caller (bearer header or session cookie) may request."""
     services: Services = current_app.config["SERVICES"]

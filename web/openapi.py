@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from importlib.resources import files
 from typing import Any, TypeVar
 
@@ -57,10 +57,22 @@ SECURITY_SCHEME = "bearerAuth"
 #: by every API route when there is no ``Authorization`` header.
 COOKIE_SCHEME = "sessionCookie"
 SESSION_PATH = "/api/platform/v1/session"
-#: The answers every API route may give besides its own: HTTP 401 (no or bad token), 403 (the
-#: session cookie without its CSRF token), 404 (a path no route matches, e.g. a task id with
-#: a slash), 503 (database unavailable), and werkzeug's 400/413 for requests it cannot read.
-_COMMON_ERRORS = (400, 401, 403, 404, 503)
+#: What each real HTTP status other than 200 means, where an operation declares it. The
+#: business outcomes are not among them: those answer HTTP 200 with their code in the
+#: envelope (``x-envelope-codes`` of the 200 answer).
+HTTP_STATUSES = {
+    401: "No valid credential: the bearer token or the session cookie is missing, expired or"
+    " invalid (`WWW-Authenticate: Bearer`).",
+    403: "A session cookie without the `X-CSRF-Token` header equal to the"
+    " `export_center_csrf` cookie (a request other than GET or HEAD).",
+    413: "The body is over the size limit; the server closes the connection.",
+    503: "The database is unavailable; try again after `Retry-After` seconds.",
+}
+#: The statuses of a route that needs a credential, reads, writes with a cookie, or
+#: touches the database, for :func:`declare`'s ``http``.
+AUTH = (401,)
+AUTH_DB = (401, 503)
+WRITE_DB = (401, 403, 503)
 
 
 def declare(
@@ -68,32 +80,78 @@ def declare(
     *,
     request: type[BaseModel] | None = None,
     querystring: type[BaseModel] | None = None,
+    codes: Mapping[str, str] | None = None,
+    http: tuple[int, ...] = (),
 ) -> Callable[[F], F]:
-    """Declare a route of the API for ``/openapi.json``.
+    """Declare a route of the API for ``/openapi.json``, as the wire carries it.
 
     Args:
-        response: the model of its HTTP 200 answer (an envelope), or ``None`` when the
-            route answers something else (declared by :class:`_Provider`).
+        response: the model of its success envelope (HTTP 200, code ``"200"``), or
+            ``None`` when the route answers something else (completed by
+            :class:`_Provider`).
         request: the model of its JSON body, if it takes one (then HTTP 413 is declared
             too: bodies are bounded by ``MAX_CONTENT_LENGTH``).
         querystring: the model of its query string, if it takes one.
+        codes: the envelope codes other than ``"200"`` it answers with HTTP 200 (the
+            business outcomes: ``{"404": "no such task, or not yours"}``), and what each
+            means. ``tests/web/test_openapi_statuses.py`` makes the route answer each one.
+        http: the real HTTP statuses other than 200 it answers (:data:`HTTP_STATUSES`).
 
     Returns:
-        A decorator that only records the models on the view function.
+        A decorator that only records the models and codes on the view function.
     """
 
     def decorator(func: F) -> F:
         if response is not None:
             func = document_response(response, 200)(func)
-        for status in _COMMON_ERRORS + ((413,) if request is not None else ()):
-            func = document_response(ErrorEnvelope, status)(func)
         if request is not None:
             func = document_request(request)(func)
         if querystring is not None:
             func = document_querystring(querystring)(func)
+        statuses = tuple(sorted({*http, *((413,) if request is not None else ())}))
+        func._envelope_codes = dict(codes or {})  # type: ignore[attr-defined]
+        func._http_statuses = statuses  # type: ignore[attr-defined]
         return func
 
     return decorator
+
+
+def _complete_answers(operation: dict[str, Any], func: Callable[..., Any]) -> None:
+    """Replace an operation's answers by what the wire carries: HTTP 200 with its success
+    envelope or a refusal's (``x-envelope-codes`` lists them), and each real HTTP
+    status it declared with the error envelope."""
+    codes: dict[str, str] = getattr(func, "_envelope_codes", {})
+    statuses: tuple[int, ...] = getattr(func, "_http_statuses", ())
+    responses = operation.setdefault("responses", {})
+    for status in [s for s in responses if s != 200]:
+        del responses[status]
+    ok = responses.get(200)
+    if ok is not None and codes:
+        content = ok.setdefault("content", {}).setdefault("application/json", {})
+        success = content.get("schema")
+        refusal = {
+            "allOf": [
+                {"$ref": _ERROR_REF},
+                {"properties": {"code": {"enum": sorted(codes)}}},
+            ]
+        }
+        if success is None or success == {"$ref": _ERROR_REF}:
+            content["schema"] = refusal  # the success is not JSON (a file, a stream)
+        else:
+            # anyOf: a success envelope's data may be null too, so both can match.
+            content["schema"] = {"anyOf": [success, refusal]}
+        listed = "; ".join(f"`{code}` {meaning}" for code, meaning in sorted(codes.items()))
+        ok["description"] = (
+            f"{ok.get('description') or 'Success'} (envelope code `200`). Refusals also"
+            f" answer HTTP 200, with the envelope's code: {listed}."
+        )
+    if ok is not None:
+        ok["x-envelope-codes"] = {"200": "success", **dict(sorted(codes.items()))}
+    for status in statuses:
+        responses[status] = {
+            "description": HTTP_STATUSES[status],
+            "content": {"application/json": {"schema": {"$ref": _ERROR_REF}}},
+        }
 
 
 class _Provider(OpenAPIProvider):
@@ -121,9 +179,10 @@ class _Provider(OpenAPIProvider):
                 answer["description"] = (
                     "The XLSX file; or, when it cannot be downloaded, the envelope saying why."
                 )
-                answer["content"][
-                    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-                ] = {"schema": {"type": "string", "format": "binary"}}
+                answer["content"] = {
+                    _XLSX: {"schema": {"type": "string", "format": "binary"}},
+                    "application/json": {"schema": {"$ref": _ERROR_REF}},
+                }
             if path.endswith("/progress") and "get" in item:
                 item["get"]["responses"][200] = {
                     "description": "Server-sent events: one `task` event per change of a "
@@ -142,11 +201,19 @@ class _Provider(OpenAPIProvider):
             operation = schema["paths"].get(open_path, {}).get("get")
             if operation is not None:
                 operation["security"] = []
-                for status in _COMMON_ERRORS:
-                    operation["responses"].pop(status, None)
+        # Each operation's refusals and real HTTP statuses, as declared on its view.
+        for rule in self.generate_rules():
+            path = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule)
+            func = self._app.view_functions[rule.endpoint]
+            for method in rule.methods or ():
+                operation = schema["paths"].get(path, {}).get(method.lower())
+                if operation is not None:
+                    _complete_answers(operation, func)
         health = schema["paths"].get("/healthz", {}).get("get")
         if health is not None:  # not ready answers the same shape with HTTP 503
-            health["responses"][503] = health["responses"][200]
+            health["responses"][503] = {**health["responses"][200], "description": "Not ready."}
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        components.setdefault("ErrorEnvelope", _error_envelope_schema())
         download = schema["paths"].get(_DOWNLOAD_PATH, {}).get("get")
         if download is not None:
             download["responses"][206] = {
@@ -164,6 +231,10 @@ class _Provider(OpenAPIProvider):
                     if field in operation:
                         operation[field] = for_readers(operation[field])
         return schema
+
+
+def _error_envelope_schema() -> dict[str, Any]:
+    return ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}")
 
 
 _DOWNLOAD_PATH = "/api/platform/v1/files/export-tasks/{task_id}/download"
@@ -346,4 +417,4 @@ def install_openapi(app: Quart) -> None:
         return envelope(None, code="400", message=message), 200
 
 
-__all__ = ["Health", "declare", "install_openapi"]
+__all__ = ["AUTH", "AUTH_DB", "HTTP_STATUSES", "WRITE_DB", "Health", "declare", "install_openapi"]

@@ -47,7 +47,7 @@ from actors.core.http.progress import (
 from actors.core.models import Principal, Task
 from actors.core.task_json import task_json
 from web.auth import request_credentials
-from web.openapi import declare
+from web.openapi import AUTH, declare
 from web.services import Services
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,11 @@ class _Reader:
 
 
 @progress.get(PATH)
-@declare(None)
+@declare(
+    None,
+    codes={"429": "too many open streams (the caller's, or this instance's): poll the list"},
+    http=AUTH,
+)
 async def progress_stream() -> Response:
     """The stream of the caller's task changes (bearer header or session cookie).
 

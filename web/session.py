@@ -33,7 +33,7 @@ from web.auth import (
     request_principal,
 )
 from web.errors import ApiError
-from web.openapi import declare
+from web.openapi import AUTH, declare
 from web.schemas import EmptyEnvelope, SessionEnvelope, SignInRequest
 from web.serialize import envelope
 from web.services import Services
@@ -98,7 +98,12 @@ def _signed_in(token: str, principal: Principal, expires_at: int, csrf: str | No
 
 
 @session.post(PATH)
-@declare(SessionEnvelope, request=SignInRequest)
+@declare(
+    SessionEnvelope,
+    request=SignInRequest,
+    codes={"400": "the body has no token string"},
+    http=AUTH,
+)
 async def sign_in() -> Response:
     """Check the token of the body and set the session and CSRF cookies.
 
@@ -125,7 +130,7 @@ async def sign_in() -> Response:
 
 
 @session.get(PATH)
-@declare(SessionEnvelope)
+@declare(SessionEnvelope, http=AUTH)
 async def who_am_i() -> Response:
     """The caller's session (the header or the cookie), or 401.
 
@@ -146,7 +151,7 @@ async def who_am_i() -> Response:
 
 
 @session.delete(PATH)
-@declare(EmptyEnvelope)
+@declare(EmptyEnvelope, http=(403,))
 async def sign_out() -> Any:
     """Clear both cookies. With a session cookie this is a state-changing request like any
     other: it needs the CSRF token (403 without it); without one it simply succeeds."""
