@@ -13,6 +13,7 @@ token answers HTTP 401, an unreachable database HTTP 503 (``web/app.py``).
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
@@ -34,8 +35,14 @@ Int64 = Annotated[str, Field(pattern=r"^[0-9]{1,19}$")]
 Code = Annotated[str, Field(pattern=r"^[0-9]{3}$", examples=["200", "404"])]
 
 
+def readable_title(name: str, _info: object = None) -> str:
+    """A field's title in the document: ``exportType`` reads "Export type", not
+    pydantic's "Exporttype"."""
+    return re.sub(r"(?<!^)(?=[A-Z])", " ", name).capitalize()
+
+
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", field_title_generator=readable_title)
 
 
 # --- requests --------------------------------------------------------------------------
@@ -44,7 +51,7 @@ class _Model(BaseModel):
 class CreateTaskRequest(BaseModel):
     """A new export. Any other field is refused (code 400 naming it)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", field_title_generator=readable_title)
 
     exportType: str = Field(
         min_length=1,
@@ -73,6 +80,8 @@ class CreateTaskRequest(BaseModel):
 class ListTasksQuery(BaseModel):
     """The task list's query string (``actors/core/task_list.py``). A parameter other than
     ``status`` given twice is refused."""
+
+    model_config = ConfigDict(field_title_generator=readable_title)
 
     status: list[TaskStatus] | None = Field(
         default=None,
@@ -280,6 +289,8 @@ class HealthDetails(_Model):
 
 class SignInRequest(BaseModel):
     """A bearer token to keep in the session cookie."""
+
+    model_config = ConfigDict(field_title_generator=readable_title)
 
     token: str = Field(min_length=1, max_length=8192, description="A JWT, as in the header.")
 
