@@ -228,6 +228,8 @@ _EVENTS: dict[str, tuple[str, str]] = {
     "claimed": ("Started", "开始导出"),
     "attempt_failed": ("Attempt failed", "本次尝试失败"),
     "retry_scheduled": ("Will retry automatically", "将自动重试"),
+    # retry_scheduled with manual: true (a person chose Retry): told apart on the page.
+    "retry_requested": ("Retry requested", "已请求重试"),
     "handed_back": ("Paused and queued again", "已暂停并重新排队"),
     "lease_recovered": ("Restarted after a server stopped responding", "服务器无响应，已重新开始"),
     "cancelled": ("Cancelled", "已取消"),

@@ -332,7 +332,17 @@ async def test_cancel_of_a_running_export_from_the_page(
                     "showed the new attempt",
                 )
                 screenshot(browser, "retried", row_css(task_id))
-                return read_row(browser, task_id)[0]
+                restarted = read_row(browser, task_id)[0]
+                press(browser, task_id, "history")
+                wait_for(
+                    browser,
+                    lambda d: d.find_elements(
+                        By.CSS_SELECTOR, '#events li[data-kind="retry_scheduled"]'
+                    ),
+                    "showed the retry in the history",
+                )
+                restarted["history"] = browser.find_element(By.ID, "events").text
+                return restarted
 
             shown_banner, reason, retry_offered = await in_thread(drive)
             task = (await c.get(f"{API}/{task_id}")).json()["data"]
@@ -346,6 +356,10 @@ async def test_cancel_of_a_running_export_from_the_page(
     # After Retry the row restarts visibly: no cancel reason, the attempt counted again.
     assert "reason" not in restarted and restarted["status"] in ("Queued", "Running", "Ready")
     assert restarted["status"] == "Ready" or "Attempt 1 of 3" in restarted[""]
+    # A person's Retry reads as such in the history, not as an automatic retry.
+    assert "Retry requested" in restarted["history"]
+    assert "Will retry automatically" not in restarted["history"]
+    assert "by you" in restarted["history"]
     assert task["status"] == "CANCELLED" and int(task["processedRows"]) < 200_000
     assert leftovers == []
     assert console_errors(browser) == []

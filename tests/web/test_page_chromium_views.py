@@ -30,6 +30,7 @@ from tests.browser import (
     console_errors,
     in_thread,
     open_filters,
+    press,
     read_row,
     row,
     row_css,
@@ -176,11 +177,11 @@ async def test_another_users_task_is_invisible_and_the_administrator_sees_and_fi
                 for r in browser.find_elements(By.CSS_SELECTOR, "tr[data-task-id]")
             }
             screenshot(browser, "admin-view", row_css(ids[4101]))
-            open_filters(browser)
-            field = browser.find_element(By.ID, "filter-requester")
-            field.send_keys("4101")
-            field.submit()
+            # Choosing a requester's name shows only their exports (the filter takes the id).
+            press(browser, ids[4101], "by")
             wait_for(browser, lambda d: shown_ids(d) == {ids[4101]}, "filtered by requester")
+            by_field = browser.find_element(By.ID, "filter-requester").get_attribute("value")
+            url = browser.current_url
             screenshot(browser, "admin-filtered", row_css(ids[4101]))
             # Status filters: two checked boxes, as the list's repeated status parameter.
             for status in ("FAILED", "CANCELLED"):
@@ -196,12 +197,15 @@ async def test_another_users_task_is_invisible_and_the_administrator_sees_and_fi
                 "requesters": requesters,
                 "empty": empty,
                 "who": who,
+                "by_field": by_field,
+                "url": url,
             }
 
         seen = await in_thread(drive)
     assert seen["own_view"] == {ids[4102]}  # 4101's task is not shown to 4102
     assert not seen["requester_column"] and not seen["filter_offered"]
     assert seen["who"].startswith("Signed in as Han Meimei")
+    assert seen["by_field"] == "4101" and seen["url"].endswith("?by=4101")
     assert seen["requesters"][ids[4101]] == "李雷"
     assert seen["requesters"][ids[4102]] == "user 4102"
     assert seen["empty"] == "No exports match these filters."

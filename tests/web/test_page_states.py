@@ -151,12 +151,14 @@ async def test_every_state_in_both_languages_at_two_widths_is_accessible(
                 if name == "queued":
                     _check(browser, screenshot, found, f"{tag}-new-export")
                 field = browser.find_element(By.ID, "param-rowCount")
+                leftovers.append(field.get_attribute("value"))  # the last export's, if any
                 field.clear()
                 field.send_keys(str(rows_asked))
                 browser.find_element(By.ID, "task-name").send_keys(name, Keys.ENTER)
                 wait_for(browser, lambda d: not shows(d, "new-export-panel"), "closed the panel")
 
             rows_asked = 104 if tag == "desktop" else 204
+            leftovers: list[str | None] = []
             export("queued")
             queued = wait_for(
                 browser,
@@ -208,6 +210,21 @@ async def test_every_state_in_both_languages_at_two_widths_is_accessible(
             browser.execute_script("arguments[0].focus()", cancel)
             cancel.send_keys(Keys.ENTER)
             wait_for(browser, lambda d: row_state(d, queued) == "cancelled", "cancelled it")
+            # The banner follows a switch of language, and back.
+            said = banner(browser)
+            other = "en" if language == "zh-CN" else "zh-CN"
+            for tag_ in (other, language):
+                browser.find_element(By.CSS_SELECTOR, f'#language option[value="{tag_}"]').click()
+                wait_for(
+                    browser,
+                    lambda d, tag_=tag_: (
+                        d.execute_script("return document.documentElement.lang") == tag_
+                    ),
+                    "switched the language",
+                )
+                if tag_ == other:
+                    switched = banner(browser)
+            back = banner(browser)
             # Filters live in the URL: a reload (or a shared link) keeps them.
             browser.get(rt.base_url + "/?status=EXPIRED")
             wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.empty"), "filtered")
@@ -224,6 +241,10 @@ async def test_every_state_in_both_languages_at_two_widths_is_accessible(
                 "heights": heights,
                 "widths": widths,
                 "duplicate": duplicate,
+                "leftovers": leftovers,
+                "said": said,
+                "switched": switched,
+                "back": back,
                 "accepted": accepted,
                 "highlighted": highlighted == queued,
                 "events": events,
@@ -263,6 +284,8 @@ async def test_every_state_in_both_languages_at_two_widths_is_accessible(
         assert refused_words in seen["events"]
         assert seen["checked"] and seen["empty"]
         assert seen["highlighted"]  # the duplicate points at the existing row
+        assert seen["leftovers"] == ["", ""]  # each export starts from an empty form
+        assert seen["switched"] != seen["said"] == seen["back"]  # the banner is re-worded
         assert "demo-service" not in rows["refused"][0]["reason"]
     if language == "zh-CN":
         assert desktop["heading"] == "登录" and "相同的导出" in desktop["duplicate"]

@@ -18,7 +18,7 @@ import {
   TYPES,
   whenSignedOut,
 } from "./api.js";
-import { historyTaskChanged, openHistory, setUpDrawer } from "./drawer.js";
+import { historyTaskChanged, openHistory, setUpDrawer, setViewer } from "./drawer.js";
 import { $, el } from "./format.js";
 import {
   formatNumber,
@@ -60,7 +60,8 @@ const state = {
   mode: "polling",
   lastData: null,
   lastShown: [],
-  highlight: null,
+  highlight: new Set(),
+  banner: null,
 };
 
 // Rows by task id with the task they were drawn from: an update redraws only the rows
@@ -78,6 +79,10 @@ function applyWords() {
   $("events").setAttribute("aria-label", t("historyHeading"));
   document.title = t("pageTitle");
   $("language").value = language();
+  if (state.banner) {
+    const { message, kind, detail, show } = state.banner;
+    banner(message, kind, { detail, show });
+  }
   if (state.session) enterWords();
 }
 
@@ -88,7 +93,11 @@ function typeName(exportType) {
 
 // --- messages ----------------------------------------------------------------------------
 
+/** Show ``message`` (or, given a function, what it returns: then the banner is written
+ * again in the new language when the person switches). */
 function banner(message, kind = "error", { detail = "", show = null } = {}) {
+  state.banner = typeof message === "function" ? { message, kind, detail, show } : null;
+  if (typeof message === "function") message = message();
   $("banner-text").textContent = message || "";
   $("banner").className = kind;
   $("banner").hidden = !message;
@@ -103,11 +112,11 @@ function banner(message, kind = "error", { detail = "", show = null } = {}) {
  * the service's own message one click away. */
 function showError(error) {
   if (error instanceof SignedOut) {
-    banner(error.message, "error", { detail: error.detail });
+    banner(() => t("sessionEnded"), "error", { detail: error.detail });
     return;
   }
-  const words = (error.code && refusalWords(error.code)) || error.message;
-  banner(words, "error", { detail: error.detail || (words === error.message ? "" : error.message) });
+  const words = () => (error.code && refusalWords(error.code)) || error.message;
+  banner(words, "error", { detail: error.detail || error.message });
 }
 
 function announce(message) {
@@ -126,7 +135,8 @@ function isAdmin() {
 
 // --- the list ----------------------------------------------------------------------------
 
-const actions = { download, cancel, retry, edit, history: openHistory };
+// ``only`` (filter by a requester's name) is an administrator's: set on sign-in.
+const actions = { download, cancel, retry, edit, only: null, history: openHistory };
 
 function progressStep(task) {
   // Quarters of the total: a screen reader hears a running export at 25 %, 50 %, 75 %.
@@ -144,7 +154,7 @@ function rowFor(task) {
   }
   if (kept) historyTaskChanged(task); // an open drawer on it reloads its events
   const tr = taskRow(task, actions, typeName);
-  if (state.highlight === task.id) tr.classList.add("highlight");
+  if (state.highlight.has(task.id)) tr.classList.add("highlight");
   drawn.set(task.id, { json, tr, task });
   return tr;
 }
@@ -341,7 +351,7 @@ async function download(task, button) {
     link.click();
     link.remove();
     setTimeout(() => URL.revokeObjectURL(url), 60000);
-    banner(t("downloading", { file: link.download }), "info");
+    banner(() => t("downloading", { file: link.download }), "info");
   } catch (error) {
     showError(error);
   } finally {
@@ -361,10 +371,17 @@ async function cancel(task, button) {
   button.disabled = true;
   try {
     await api(`${TASKS}/${task.id}/cancel`, { method: "POST" });
-    banner(t("cancelledBanner", { name: task.taskName }), "info");
+    banner(() => t("cancelledBanner", { name: task.taskName }), "info");
   } catch (error) {
-    showError(error);
     button.disabled = false;
+    await refresh();
+    const now = drawn.get(task.id);
+    // Too late: it finished meanwhile. Say so, not "changed meanwhile".
+    if (error.code === "409" && now && now.task.status === "SUCCEEDED") {
+      banner(() => t("alreadyDone", { name: task.taskName }), "info");
+    } else {
+      showError(error);
+    }
   }
   await refresh();
   keepFocus(task, button);
@@ -374,7 +391,7 @@ async function retry(task, button) {
   button.disabled = true;
   try {
     const again = await api(`${TASKS}/${task.id}/retry`, { method: "POST" });
-    banner(t("retried", { name: task.taskName, max: again.maxAttempts }), "info");
+    banner(() => t("retried", { name: task.taskName, max: again.maxAttempts }), "info");
   } catch (error) {
     showError(error);
     button.disabled = false;
@@ -403,7 +420,7 @@ function showTypeForm() {
   } else if (state.types.length === 0) {
     hints.push(t("noTypes"));
   }
-  $("type-hint").textContent = hints.join(" ");
+  $("type-hint").textContent = hints.join(language() === "en" ? " " : "");
 }
 
 function fillTypes() {
@@ -429,8 +446,11 @@ async function loadTypes() {
   redraw(); // type names in the rows
 }
 
-function formError(message) {
-  $("form-error").textContent = message || "";
+/** The panel's error: the words, with the service's own message folded under Details. */
+function formError(message, detail = "") {
+  $("form-error-text").textContent = message || "";
+  $("form-error-detail").textContent = detail;
+  $("form-error-details").hidden = !detail || detail === message;
   $("form-error").hidden = !message;
 }
 
@@ -454,15 +474,14 @@ function edit(task) {
 
 /** Highlight the row of ``taskId`` and bring it into view (after a create). */
 function spotlight(taskId) {
-  state.highlight = taskId;
+  state.highlight.add(taskId);
   const kept = drawn.get(taskId);
   if (kept && kept.tr.isConnected) {
     kept.tr.classList.add("highlight");
     kept.tr.scrollIntoView({ block: "center" });
   }
   setTimeout(() => {
-    if (state.highlight !== taskId) return;
-    state.highlight = null;
+    state.highlight.delete(taskId);
     const row = drawn.get(taskId);
     if (row) row.tr.classList.remove("highlight");
   }, HIGHLIGHT_MS);
@@ -478,23 +497,26 @@ async function create(event) {
     return;
   }
   const body = { exportType: $("export-type").value, format: $("format").value || "XLSX", parameters };
-  const name = $("task-name").value.trim();
-  if (name) body.taskName = name;
+  // Unnamed, an export is called by its type's name in the person's language (the file
+  // name too), not by the registry key the API would use.
+  body.taskName = $("task-name").value.trim() || typeName(body.exportType);
   $("create").disabled = true;
   let task = null;
   try {
     task = await postJson(TASKS, body);
   } catch (error) {
-    const words = (error.code && refusalWords(error.code)) || "";
-    formError(words ? `${words} ${error.message}` : error.message);
+    formError((error.code && refusalWords(error.code)) || error.message, error.detail);
   } finally {
     $("create").disabled = false;
   }
   if (!task) return;
   $("new-export-panel").close();
+  // The next export starts from an empty form, not this one's filters.
   $("task-name").value = "";
+  $("extra-parameters").value = "";
+  showTypeForm();
   const show = () => spotlight(task.id);
-  banner(t(task.duplicate ? "duplicate" : "accepted", { name: task.taskName }), "info");
+  banner(() => t(task.duplicate ? "duplicate" : "accepted", { name: task.taskName }), "info");
   if (anyFilter() || state.page !== 1) {
     // The new row may be filtered out: show it unfiltered, at the top.
     state.filters = { ...NO_FILTERS };
@@ -519,7 +541,7 @@ function readFilters() {
   const requestedFrom = $("filter-from").value;
   const requestedTo = $("filter-to").value;
   if (requestedFrom && requestedTo && requestedFrom > requestedTo) { // yyyy-mm-dd sorts as text
-    banner(t("badDates"));
+    banner(() => t("badDates"));
     return;
   }
   banner("");
@@ -532,6 +554,13 @@ function readFilters() {
   };
   state.page = 1;
   refresh();
+}
+
+/** Show only the exports of requester ``userId`` (an administrator chose a name). */
+function only(userId) {
+  $("filter-requester").value = String(userId);
+  $("filters").open = true;
+  readFilters();
 }
 
 // --- session -----------------------------------------------------------------------------
@@ -550,6 +579,8 @@ function enterWords() {
 function enter(session) {
   state.session = session;
   const admin = isAdmin();
+  actions.only = admin ? only : null;
+  setViewer(session.userId);
   document.body.classList.toggle("admin", admin);
   $("requester-field").hidden = !admin;
   banner("");
@@ -597,8 +628,11 @@ async function start() {
     $("token").value = "";
     try {
       enter(await signIn(token));
+      $("list-heading").focus(); // the keyboard starts at the list, not the page's top
     } catch (error) {
-      banner(error.message, "error", { detail: error.detail });
+      banner(() => (error.code === "401" ? t("tokenRejected") : error.message), "error", {
+        detail: error.detail,
+      });
       $("token").focus();
     }
   });
@@ -606,7 +640,7 @@ async function start() {
     try {
       await signOut();
       leave();
-      banner(t("signedOut"), "info");
+      banner(() => t("signedOut"), "info");
     } catch (error) {
       showError(error);
     }

@@ -36,7 +36,8 @@ function summary(event) {
     case "created":
     case "cancelled":
     case "downloaded":
-      return d.by ? t("by", { who: t("user", { id: d.by }) }) : "";
+      if (!d.by) return "";
+      return t("by", { who: String(d.by) === viewer ? t("you") : t("user", { id: d.by }) });
     default:
       return "";
   }
@@ -47,7 +48,7 @@ function technical(event) {
   const keys = Object.keys(detail);
   if (!keys.length) return null;
   const box = el("details", undefined, "more");
-  box.append(el("summary", t("details")));
+  box.append(el("summary", t("technicalDetails")));
   const list = el("dl");
   for (const key of keys) {
     const value = detail[key];
@@ -64,11 +65,12 @@ function eventItem(event) {
   const item = el("li", undefined, `event event-${event.kind}`);
   item.dataset.kind = event.kind;
   const head = el("div", undefined, "event-head");
-  head.append(el("strong", eventWords(event.kind)), " ", timeEl(event.at));
+  const manual = event.kind === "retry_scheduled" && event.detail && event.detail.manual;
+  head.append(el("strong", eventWords(manual ? "retry_requested" : event.kind)), " ", timeEl(event.at));
   item.append(head);
   const line = summary(event);
   if (line) item.append(el("p", line, "event-summary"));
-  if (event.kind === "retry_scheduled" && event.detail && event.detail.at) {
+  if (event.kind === "retry_scheduled" && !manual && event.detail && event.detail.at) {
     const next = el("p", undefined, "event-summary");
     next.append(timeEl(String(event.detail.at), "eventRetryAt"));
     item.append(next);
@@ -79,6 +81,14 @@ function eventItem(event) {
 }
 
 let opener = null;
+// The signed-in user's id: their own actions read "by you".
+let viewer = "";
+
+/** Who reads the history (their own actions read "by you"). */
+export function setViewer(userId) {
+  viewer = userId ? String(userId) : "";
+}
+
 // The task whose history is shown (null while closed), and the number of the newest load:
 // an older answer arriving late never replaces a newer one.
 let shownTask = null;

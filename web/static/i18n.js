@@ -28,7 +28,7 @@ const EN = {
   exportType: "Export type",
   format: "Format",
   name: "Name",
-  optional: "(optional)",
+  optional: " (optional)",
   parameters: "Filters of the export",
   otherParameters: "Other parameters (JSON)",
   otherParametersHelp: "Parameters as a JSON object; the fields above win",
@@ -44,8 +44,9 @@ const EN = {
   status: "Status",
   requestedFrom: "Requested from",
   requestedTo: "Requested until",
-  dayIncluded: "(that day included)",
+  dayIncluded: " (that day included)",
   requestedBy: "Requested by (user id)",
+  onlyBy: "Show only the exports of {name}",
   apply: "Apply filters",
   clear: "Clear filters",
   colExport: "Export",
@@ -92,6 +93,11 @@ const EN = {
   expires: "expires {when}",
   took: "took {time}",
   details: "Details",
+  technicalDetails: "Technical details",
+  you: "you",
+  announce: "{name}: {state}.",
+  tookUnderSecond: "took under a second",
+  alreadyDone: "“{name}” had already finished before the cancel arrived: its file is ready.",
   taskNumber: "Task number",
   traceId: "Trace id",
   technical: "Technical message",
@@ -174,6 +180,7 @@ const ZH = {
   requestedTo: "提交日期至",
   dayIncluded: "（含当天）",
   requestedBy: "提交人（用户 ID）",
+  onlyBy: "只看 {name} 的导出",
   apply: "应用筛选",
   clear: "清除筛选",
   colExport: "导出",
@@ -220,6 +227,11 @@ const ZH = {
   expires: "{when}过期",
   took: "耗时 {time}",
   details: "详情",
+  technicalDetails: "技术详情",
+  you: "你",
+  announce: "{name}：{state}。",
+  tookUnderSecond: "耗时不到 1 秒",
+  alreadyDone: "“{name}”在取消前已经完成：文件已就绪。",
   taskNumber: "任务编号",
   traceId: "追踪 ID",
   technical: "技术信息",
@@ -331,11 +343,12 @@ export function formatNumber(value) {
 export function formatBytes(value) {
   const size = Number(value);
   if (value === null || value === undefined || !Number.isFinite(size)) return "";
+  // SI units (1 kB = 1000 bytes), as Intl names them.
   const units = ["byte", "kilobyte", "megabyte", "gigabyte"];
   let amount = size;
   let unit = 0;
-  while (amount >= 1024 && unit < units.length - 1) {
-    amount /= 1024;
+  while (amount >= 1000 && unit < units.length - 1) {
+    amount /= 1000;
     unit += 1;
   }
   return new Intl.NumberFormat(current, {

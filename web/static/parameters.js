@@ -30,7 +30,7 @@ export function parameterField(hint) {
   const text = localised(hint.translations, "label", hint.label || hint.name);
   const label = el("label", text);
   label.htmlFor = id;
-  if (!hint.required && hint.type !== "boolean") label.append(el("span", ` ${t("optional")}`, "optional"));
+  if (!hint.required && hint.type !== "boolean") label.append(el("span", t("optional"), "optional"));
   let input;
   if (hint.type === "boolean") {
     input = el("input");

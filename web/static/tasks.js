@@ -44,12 +44,12 @@ function reasonOf(task) {
 
 /** One sentence for the aria-live region. */
 export function describe(task) {
-  const label = t(stateOf(task));
+  let state = t(stateOf(task));
   if (task.status === "RUNNING" && task.totalRows !== null) {
     const percent = Math.floor((100 * Number(task.processedRows)) / Math.max(1, Number(task.totalRows)));
-    return `${task.taskName}: ${label}, ${t("percent", { percent })}.`;
+    state = `${state} ${t("percent", { percent })}`;
   }
-  return `${task.taskName}: ${label}.`;
+  return t("announce", { name: task.taskName, state });
 }
 
 /** Technical details a person quotes to support: the message, task number and trace id. */
@@ -128,7 +128,8 @@ function progressCell(task, now) {
   const done = Number(task.processedRows);
   const total = task.totalRows === null ? null : Number(task.totalRows);
   if (task.status === "PENDING") {
-    cell.append(el("span", t("waiting"), "rows"));
+    // A retry waits for its time (the status says when), not for a worker.
+    if (stateOf(task) === "queued") cell.append(el("span", t("waiting"), "rows"));
     return cell;
   }
   if (task.status === "SUCCEEDED") {
@@ -157,7 +158,8 @@ function progressCell(task, now) {
   const rate = rateOf(task, now);
   if (rate) {
     const speed = [t("rate", { rate: formatNumber(Math.round(rate)) })];
-    if (total && total > done) speed.push(t("left", { time: formatDuration((total - done) / rate) }));
+    const left = total && total > done ? (total - done) / rate : 0;
+    if (left >= 1) speed.push(t("left", { time: formatDuration(left) }));
     cell.append(el("div", speed.join(" · "), "rate"));
   }
   return cell;
@@ -167,9 +169,10 @@ function requestedCell(task) {
   const cell = el("td", undefined, "requested");
   cell.dataset.label = t("colRequested");
   cell.append(timeEl(task.requestedAt));
-  if (task.startedAt && task.completedAt) {
+  if (task.status === "SUCCEEDED" && task.startedAt && task.completedAt) {
     const seconds = (new Date(task.completedAt) - new Date(task.startedAt)) / 1000;
-    cell.append(el("div", t("took", { time: formatDuration(seconds) }), "duration"));
+    const took = seconds < 1 ? t("tookUnderSecond") : t("took", { time: formatDuration(seconds) });
+    cell.append(el("div", took, "duration"));
   }
   return cell;
 }
@@ -225,9 +228,18 @@ export function taskRow(task, actions, typeName, now = Date.now()) {
   const name = el("th", undefined, "name");
   name.scope = "row";
   name.append(el("div", task.taskName, "task-name"), el("div", typeName(task.exportType), "type"));
-  // The name the requester's token carried; the id when it carried none.
-  const requester = el("td", task.requesterName || t("user", { id: task.requestedBy }), "requester");
+  // The name the requester's token carried (the id when it carried none); choosing it
+  // shows only that person's exports.
+  const requester = el("td", undefined, "requester");
   requester.dataset.label = t("colRequester");
+  const who = task.requesterName || t("user", { id: task.requestedBy });
+  if (actions.only) {
+    requester.append(
+      button(who, "by link", t("onlyBy", { name: who }), () => actions.only(task.requestedBy)),
+    );
+  } else {
+    requester.textContent = who;
+  }
   tr.append(
     name,
     requester,

@@ -103,13 +103,13 @@ def test_shipped_default_registry_parses_with_demo_service() -> None:
                 "status",
                 "string",
                 False,
-                "Leave empty for both.",
+                "Any: both active and inactive customers.",
                 label="Status",
                 values=(
                     ChoiceValue("ACTIVE", "Active", (("zh-CN", "启用"),)),
                     ChoiceValue("INACTIVE", "Inactive", (("zh-CN", "停用"),)),
                 ),
-                translations=(("zh-CN", "状态", "留空表示两者都导出。"),),
+                translations=(("zh-CN", "状态", "全部：启用和停用的客户都导出。"),),
             ),
             ParameterHint(
                 "keyword",
