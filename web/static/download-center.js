@@ -12,13 +12,13 @@ import {
   postJson,
   send,
   signIn,
-  SignedOut,
   signOut,
   TASKS,
   TYPES,
   whenSignedOut,
 } from "./api.js";
 import { historyTaskChanged, openHistory, setUpDrawer, setViewer } from "./drawer.js";
+import { announce, banner, reword, showError } from "./banner.js";
 import { $, el } from "./format.js";
 import {
   formatNumber,
@@ -30,11 +30,21 @@ import {
   tickTimes,
   useLanguage,
 } from "./i18n.js";
-import { fillParameters, formParameters, localised, option, parameterField } from "./parameters.js";
+import {
+  activeFilters,
+  clearFilterForm,
+  listQuery,
+  NO_FILTERS,
+  PAGE_SIZE,
+  readFilterForm,
+  readUrl,
+  writeUrl,
+} from "./filters.js";
+import { exportTypes, fillTypes, formError, openPanel, showTypeForm, typeName } from "./panel.js";
+import { formParameters, option } from "./parameters.js";
 import { startProgress, stopProgress } from "./progress.js";
-import { ACTIVE, describe, stateOf, taskRow } from "./tasks.js";
+import { ACTIVE, describe, refocus, replaceRow, stateOf, taskRow } from "./tasks.js";
 
-const PAGE_SIZE = 20;
 const ADMIN_PERMISSION = "platform:download:all";
 // List refresh periods, milliseconds: while a shown task is active and the stream is
 // down; and while the stream is up, to pick up what it does not carry.
@@ -49,19 +59,15 @@ const CLOCK_MS = 30000;
 // A row just created (or found a duplicate of) stays highlighted this long, milliseconds.
 const HIGHLIGHT_MS = 8000;
 
-const NO_FILTERS = { statuses: [], exportType: "", requestedBy: "", requestedFrom: "", requestedTo: "" };
-
 const state = {
   session: null,
   page: 1,
-  filters: { ...NO_FILTERS },
-  types: [],
+  filters: { ...NO_FILTERS, statuses: [] },
   timer: null,
   mode: "polling",
   lastData: null,
   lastShown: [],
   highlight: new Set(),
-  banner: null,
 };
 
 // Rows by task id with the task they were drawn from: an update redraws only the rows
@@ -79,48 +85,8 @@ function applyWords() {
   $("events").setAttribute("aria-label", t("historyHeading"));
   document.title = t("pageTitle");
   $("language").value = language();
-  if (state.banner) {
-    const { message, kind, detail, show } = state.banner;
-    banner(message, kind, { detail, show });
-  }
+  reword();
   if (state.session) enterWords();
-}
-
-function typeName(exportType) {
-  const type = state.types.find((x) => x.exportType === exportType);
-  return type ? localised(type.translations, "displayName", type.displayName) : exportType;
-}
-
-// --- messages ----------------------------------------------------------------------------
-
-/** Show ``message`` (or, given a function, what it returns: then the banner is written
- * again in the new language when the person switches). */
-function banner(message, kind = "error", { detail = "", show = null } = {}) {
-  state.banner = typeof message === "function" ? { message, kind, detail, show } : null;
-  if (typeof message === "function") message = message();
-  $("banner-text").textContent = message || "";
-  $("banner").className = kind;
-  $("banner").hidden = !message;
-  $("banner-detail").textContent = detail;
-  $("banner-details").hidden = !detail || detail === message;
-  const link = $("banner-show");
-  link.hidden = !show;
-  link.onclick = show;
-}
-
-/** A refusal or failure: the catalogue's words for its code in the page's language, with
- * the service's own message one click away. */
-function showError(error) {
-  if (error instanceof SignedOut) {
-    banner(() => t("sessionEnded"), "error", { detail: error.detail });
-    return;
-  }
-  const words = () => (error.code && refusalWords(error.code)) || error.message;
-  banner(words, "error", { detail: error.detail || error.message });
-}
-
-function announce(message) {
-  $("live").textContent = message;
 }
 
 function show(section) {
@@ -159,21 +125,6 @@ function rowFor(task) {
   return tr;
 }
 
-/** Move the keyboard focus to the button of ``tr`` like ``button`` (same class), or to its
- * History button when that one is gone (a Cancel button once the export is cancelled). */
-function refocus(tr, button) {
-  const name = button.classList[0];
-  const again = (name && tr.querySelector(`button.${name}`)) || tr.querySelector("button.history");
-  if (again) again.focus();
-}
-
-/** Put ``tr`` in place of ``old``; the focus stays in the row. */
-function replaceRow(old, tr) {
-  const focused = old.contains(document.activeElement) ? document.activeElement : null;
-  old.replaceWith(tr);
-  if (focused) refocus(tr, focused);
-}
-
 function render(data) {
   state.lastData = data;
   const body = $("tasks").tBodies[0];
@@ -190,7 +141,7 @@ function render(data) {
     }
   }
   if (data.items.length === 0) {
-    const empty = el("td", anyFilter() ? t("emptyFiltered") : t("empty"));
+    const empty = el("td", activeFilters(state.filters) > 0 ? t("emptyFiltered") : t("empty"));
     empty.colSpan = 7;
     const tr = el("tr", undefined, "empty");
     tr.append(empty);
@@ -229,71 +180,6 @@ function pushed(task) {
   if (!ACTIVE.has(merged.status)) schedule(PUSH_REFRESH_MS); // totals, filters, order
 }
 
-function activeFilters() {
-  const f = state.filters;
-  return [f.statuses.length > 0, f.exportType, f.requestedBy, f.requestedFrom, f.requestedTo]
-    .filter(Boolean).length;
-}
-
-function anyFilter() {
-  return activeFilters() > 0;
-}
-
-/** The start of the local day ``date`` (yyyy-mm-dd) plus ``days``, as an ISO-8601 UTC
- * time: the person means their own calendar day, the API takes instants. */
-function dayStart(date, days = 0) {
-  const [year, month, day] = date.split("-").map(Number);
-  return new Date(year, month - 1, day + days).toISOString();
-}
-
-function listQuery() {
-  const query = new URLSearchParams({ page: state.page, pageSize: PAGE_SIZE });
-  for (const status of state.filters.statuses) query.append("status", status);
-  if (state.filters.exportType) query.set("exportType", state.filters.exportType);
-  if (state.filters.requestedBy && isAdmin()) query.set("requestedBy", state.filters.requestedBy);
-  // requestedTo is exclusive: the day after the last day asked for, at its start.
-  if (state.filters.requestedFrom) query.set("requestedFrom", dayStart(state.filters.requestedFrom));
-  if (state.filters.requestedTo) query.set("requestedTo", dayStart(state.filters.requestedTo, 1));
-  return query;
-}
-
-// --- filters in the URL --------------------------------------------------------------------
-
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
-
-/** Filters and page from the page's URL (a reload or a shared link keeps them). */
-function readUrl() {
-  const query = new URLSearchParams(location.search);
-  const statuses = query.getAll("status").filter((s) => /^[A-Z]+$/.test(s));
-  state.filters = {
-    statuses,
-    exportType: query.get("type") || "",
-    requestedBy: /^\d+$/.test(query.get("by") || "") ? query.get("by") : "",
-    requestedFrom: DATE.test(query.get("from") || "") ? query.get("from") : "",
-    requestedTo: DATE.test(query.get("to") || "") ? query.get("to") : "",
-  };
-  state.page = Math.max(1, Number.parseInt(query.get("page") || "1", 10) || 1);
-  for (const box of document.querySelectorAll("#status-filters input")) box.checked = statuses.includes(box.value);
-  $("filter-from").value = state.filters.requestedFrom;
-  $("filter-to").value = state.filters.requestedTo;
-  $("filter-requester").value = state.filters.requestedBy;
-  // The type's select is filled once the types are loaded (loadTypes).
-}
-
-function writeUrl() {
-  const query = new URLSearchParams();
-  for (const status of state.filters.statuses) query.append("status", status);
-  if (state.filters.exportType) query.set("type", state.filters.exportType);
-  if (state.filters.requestedBy) query.set("by", state.filters.requestedBy);
-  if (state.filters.requestedFrom) query.set("from", state.filters.requestedFrom);
-  if (state.filters.requestedTo) query.set("to", state.filters.requestedTo);
-  if (state.page > 1) query.set("page", state.page);
-  const search = query.toString();
-  history.replaceState(null, "", search ? `?${search}` : location.pathname);
-  const on = activeFilters();
-  $("filters-summary").textContent = on ? t("filtersOn", { count: on }) : t("filters");
-}
-
 /** How soon to refresh the list again, milliseconds. The stream carries every live task
  * the caller sees (an administrator's too), so while it is up the list is only refreshed
  * to pick up what the stream does not carry (another tab's new export, an expiry). */
@@ -311,9 +197,9 @@ async function refresh() {
   clearTimeout(state.timer);
   state.timer = null;
   if (!state.session) return;
-  writeUrl();
+  writeUrl(state.filters, state.page);
   try {
-    render(await api(`${TASKS}?${listQuery()}`));
+    render(await api(`${TASKS}?${listQuery(state.filters, state.page, isAdmin())}`));
   } catch (error) {
     showError(error);
   }
@@ -402,70 +288,15 @@ async function retry(task, button) {
 
 // --- the new-export panel ----------------------------------------------------------------
 
-function chosenType() {
-  return state.types.find((x) => x.exportType === $("export-type").value);
-}
-
-function showTypeForm() {
-  const type = chosenType();
-  $("parameter-fields").replaceChildren(...(type ? type.parameters.map(parameterField) : []));
-  $("parameters").hidden = !type || type.parameters.length === 0;
-  const formats = type ? type.formats : [];
-  $("format").replaceChildren(...formats.map((f) => option(f, f)));
-  const hints = [];
-  if (type) {
-    const description = localised(type.translations, "description", type.description);
-    if (description) hints.push(description);
-    if (type.maxRows) hints.push(t("atMostRows", { rows: formatNumber(type.maxRows) }));
-  } else if (state.types.length === 0) {
-    hints.push(t("noTypes"));
-  }
-  $("type-hint").textContent = hints.join(language() === "en" ? " " : "");
-}
-
-function fillTypes() {
-  const chosen = $("export-type").value;
-  const choices = state.types.map((x) => option(x.exportType, typeName(x.exportType)));
-  $("export-type").replaceChildren(...choices);
-  if (chosen) $("export-type").value = chosen;
-  $("filter-type").replaceChildren(option("", t("any")), ...choices.map((o) => o.cloneNode(true)));
-  $("filter-type").value = state.filters.exportType;
-  $("create").disabled = state.types.length === 0;
-  $("new-export").disabled = state.types.length === 0;
-  showTypeForm();
-}
-
 async function loadTypes() {
+  let loaded = [];
   try {
-    state.types = await api(TYPES);
+    loaded = await api(TYPES);
   } catch (error) {
-    state.types = [];
     showError(error);
   }
-  fillTypes();
+  fillTypes(state.filters.exportType, loaded);
   redraw(); // type names in the rows
-}
-
-/** The panel's error: the words, with the service's own message folded under Details. */
-function formError(message, detail = "") {
-  $("form-error-text").textContent = message || "";
-  $("form-error-detail").textContent = detail;
-  $("form-error-details").hidden = !detail || detail === message;
-  $("form-error").hidden = !message;
-}
-
-/** Open the panel, empty, or filled from ``task`` ("Edit and export again"). */
-function openPanel(task = null) {
-  formError("");
-  if (task && state.types.some((x) => x.exportType === task.exportType)) {
-    $("export-type").value = task.exportType;
-    showTypeForm();
-    $("task-name").value = task.taskName || "";
-    fillParameters(task.parameters);
-  }
-  const panel = $("new-export-panel");
-  if (!panel.open) panel.showModal();
-  (task ? $("parameter-fields").querySelector("input, select") || $("task-name") : $("export-type")).focus();
 }
 
 function edit(task) {
@@ -517,10 +348,10 @@ async function create(event) {
   showTypeForm();
   const show = () => spotlight(task.id);
   banner(() => t(task.duplicate ? "duplicate" : "accepted", { name: task.taskName }), "info");
-  if (anyFilter() || state.page !== 1) {
+  if (activeFilters(state.filters) > 0 || state.page !== 1) {
     // The new row may be filtered out: show it unfiltered, at the top.
-    state.filters = { ...NO_FILTERS };
-    readFiltersIntoForm();
+    state.filters = { ...NO_FILTERS, statuses: [] };
+    clearFilterForm();
   }
   state.page = 1;
   await refresh();
@@ -529,29 +360,14 @@ async function create(event) {
 
 // --- filters and paging ------------------------------------------------------------------
 
-function readFiltersIntoForm() {
-  for (const box of document.querySelectorAll("#status-filters input")) box.checked = false;
-  $("filter-type").value = "";
-  $("filter-from").value = "";
-  $("filter-to").value = "";
-  $("filter-requester").value = "";
-}
-
 function readFilters() {
-  const requestedFrom = $("filter-from").value;
-  const requestedTo = $("filter-to").value;
-  if (requestedFrom && requestedTo && requestedFrom > requestedTo) { // yyyy-mm-dd sorts as text
+  const filters = readFilterForm(isAdmin());
+  if (filters === null) {
     banner(() => t("badDates"));
     return;
   }
   banner("");
-  state.filters = {
-    statuses: [...document.querySelectorAll("#status-filters input:checked")].map((i) => i.value),
-    exportType: $("filter-type").value,
-    requestedBy: isAdmin() ? $("filter-requester").value.trim() : "",
-    requestedFrom,
-    requestedTo,
-  };
+  state.filters = filters;
   state.page = 1;
   refresh();
 }
@@ -571,8 +387,8 @@ function enterWords() {
   const who = state.session.name || t("user", { id: state.session.userId });
   $("who").textContent = t(admin ? "whoAdmin" : "who", { name: who });
   setMode(state.mode);
-  if (state.types.length) fillTypes();
-  writeUrl();
+  if (exportTypes().length) fillTypes(state.filters.exportType);
+  writeUrl(state.filters, state.page);
   redraw();
 }
 
@@ -587,7 +403,7 @@ function enter(session) {
   show("center");
   enterWords();
   // Closed unless a filter is on (its summary counts them): the list comes first.
-  $("filters").open = anyFilter();
+  $("filters").open = activeFilters(state.filters) > 0;
   loadTypes();
   startProgress(pushed, setMode);
   refresh();
@@ -615,7 +431,7 @@ async function start() {
     return node;
   }));
   applyWords();
-  readUrl();
+  ({ filters: state.filters, page: state.page } = readUrl());
   whenSignedOut(leave);
   setUpDrawer();
   $("language").addEventListener("change", async () => {

@@ -217,6 +217,21 @@ function actionsCell(task, actions) {
   return cell;
 }
 
+/** Move the keyboard focus to the button of ``tr`` like ``button`` (same class), or to its
+ * History button when that one is gone (a Cancel button once the export is cancelled). */
+export function refocus(tr, button) {
+  const name = button.classList[0];
+  const again = (name && tr.querySelector(`button.${name}`)) || tr.querySelector("button.history");
+  if (again) again.focus();
+}
+
+/** Put ``tr`` in place of ``old``; the focus stays in the row. */
+export function replaceRow(old, tr) {
+  const focused = old.contains(document.activeElement) ? document.activeElement : null;
+  old.replaceWith(tr);
+  if (focused) refocus(tr, focused);
+}
+
 /** The row of one task; ``actions`` holds the handlers of its buttons, ``typeName`` gives
  * an export type's display name in the page's language. */
 export function taskRow(task, actions, typeName, now = Date.now()) {

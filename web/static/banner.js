@@ -1,0 +1,46 @@
+// The page's banner (what just happened, or why not: role=alert, kept in view) and the
+// screen reader's live region. A banner given as a function is written again when the
+// person switches language.
+"use strict";
+
+import { SignedOut } from "./api.js";
+import { $ } from "./format.js";
+import { refusalWords, t } from "./i18n.js";
+
+let shown = null;
+
+/** Show ``message`` (or, given a function, what it returns: then :func:`reword` writes it
+ * again in a new language); ``detail`` folded under "Details"; ``show`` a link's action. */
+export function banner(message, kind = "error", { detail = "", show = null } = {}) {
+  shown = typeof message === "function" ? { message, kind, detail, show } : null;
+  const text = typeof message === "function" ? message() : message;
+  $("banner-text").textContent = text || "";
+  $("banner").className = kind;
+  $("banner").hidden = !text;
+  $("banner-detail").textContent = detail;
+  $("banner-details").hidden = !detail || detail === text;
+  const link = $("banner-show");
+  link.hidden = !show;
+  link.onclick = show;
+}
+
+/** Write the banner again in the page's current language. */
+export function reword() {
+  if (shown) banner(shown.message, shown.kind, { detail: shown.detail, show: shown.show });
+}
+
+/** A refusal or failure: the catalogue's words for its code in the page's language, with
+ * the service's own message one click away. */
+export function showError(error) {
+  if (error instanceof SignedOut) {
+    banner(() => t("sessionEnded"), "error", { detail: error.detail });
+    return;
+  }
+  const words = () => (error.code && refusalWords(error.code)) || error.message;
+  banner(words, "error", { detail: error.detail || error.message });
+}
+
+/** Say ``message`` to a screen reader (the aria-live region). */
+export function announce(message) {
+  $("live").textContent = message;
+}
