@@ -263,6 +263,7 @@ def params_for(template: str, db: Database) -> dict[str, Any]:
         "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
         "failure_message": "m",
         "failure_code": "export-failed",
+        "requester_name": "Li Lei",
         "last_error": "m",
         "object_key": "exports/1/1/f.xlsx",
         "file_name": "f.xlsx",

@@ -72,6 +72,7 @@ async def test_the_life_of_a_task_is_its_history(store: ExportStore) -> None:
         "version": 1,
         "attempt": 1,
         "errorClass": "ProviderError",
+        "code": "export-failed",  # not a class of the export errors: the fallback
         "message": "provider down",
         "final": False,
     }
@@ -93,6 +94,7 @@ async def test_failure_cancel_retry_and_quarantine_are_recorded(store: ExportSto
             "version": 1,
             "attempt": 1,
             "errorClass": "PermanentExportError",
+            "code": "export-failed",  # the code people read it by (actors/core/messages.py)
             "message": "bad data",
             "final": True,
         },

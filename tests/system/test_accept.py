@@ -17,6 +17,7 @@ import trio
 from actors.core.models import AppCode
 from tests.processes import PROCESS_SECRET, ServeProcess
 from web.auth import issue_token
+from web.demo_provider.data import demo_registry_yaml
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +49,13 @@ async def accept(url: str, *args: str) -> subprocess.CompletedProcess[str]:
 async def test_accept_passes_fails_and_checks_earlier_ids(
     tmp_path: Path, processes: list[ServeProcess]
 ) -> None:
-    server = ServeProcess(tmp_path / "data", tmp_path / "serve.log")
+    # A registry that declares no parameters (as a Provider team's may not): the create
+    # passes a rowCount of 0, which the Provider then refuses, a failed export.
+    registry = tmp_path / "registry.yaml"
+    registry.write_text(demo_registry_yaml())
+    server = ServeProcess(
+        tmp_path / "data", tmp_path / "serve.log", FILE_EXPORT_REGISTRY=str(registry)
+    )
     processes.append(server)
     url = await server.ready()
 

@@ -25,7 +25,11 @@ async def test_one_trace_id_from_create_through_every_batch_to_download(service:
         async with client_for(service) as client:
             created = await client.post(
                 API,
-                json={"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": ROWS}},
+                # edgeCases: the demo's cell longer than Excel allows (a data warning)
+                json={
+                    "exportType": "CUSTOMER_LIST",
+                    "parameters": {"rowCount": ROWS, "edgeCases": True},
+                },
                 headers={"X-Request-Id": "create-1"},
             )
             assert created.headers["x-request-id"] == "create-1"

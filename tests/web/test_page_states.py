@@ -5,7 +5,8 @@ One account holds an export in each state a person meets: ready, ready with no r
 queued, running, retrying, failed for a reason only editing fixes, failed for a reason only
 support fixes, and cancelled. The first two are made by the real pipeline; the service then
 restarts on the same database with no consumer, so the others stay where the store's own
-transitions put them. At each width the test walks sign-in, the list, a failure's details,
+transitions put them (an expired file too). At each width the test walks sign-in, a
+refused token, a list with no export yet, the list, a failure's details,
 the new-export panel (by keyboard), a duplicate submission, the history drawer and a
 filtered empty list reloaded from its URL; axe-core must find no serious or critical
 violation in any of them, and each is saved as a screenshot
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -41,7 +43,7 @@ from tests.browser import (
     token_for,
     wait_for,
 )
-from tests.helpers import claim, make_settings, running_service, wait_for_status
+from tests.helpers import claim, complete, make_settings, running_service, wait_for_status
 
 USER = 4501
 #: Widths a person uses: a laptop and a phone (CSS pixels).
@@ -49,8 +51,8 @@ DESKTOP = {"width": 1366, "height": 900, "deviceScaleFactor": 1, "mobile": False
 PHONE = {"width": 375, "height": 800, "deviceScaleFactor": 2, "mobile": True}
 #: What the page calls each state, by language (the row's status label).
 LABELS = {
-    "en": {"succeeded": "Ready", "queued": "Queued", "running": "Running", "failed": "Failed"},
-    "zh-CN": {"succeeded": "已就绪", "queued": "排队中", "running": "导出中", "failed": "失败"},
+    "en": {"succeeded": "Ready", "queued": "Queued", "running": "Running", "expired": "Expired"},
+    "zh-CN": {"succeeded": "已就绪", "queued": "排队中", "running": "导出中", "expired": "已过期"},
 }
 
 
@@ -95,6 +97,11 @@ async def _exports(tmp_path: Path) -> dict[str, str]:
             )
             cancelled = await created("cancelled", 103)
             assert (await c.post(f"{API}/{cancelled.id}/cancel")).json()["code"] == "200"
+            expired = await claim(store, await created("expired", 107), "other-instance")
+            assert await complete(store, expired, "other-instance", retention_seconds=0)
+            with trio.fail_after(10):
+                while not await store.mark_expired(expired.id):
+                    await trio.sleep(0.01)
             running = await claim(
                 store, await created("running", 105), "other-instance", lease=3600
             )
@@ -138,6 +145,18 @@ async def test_every_state_in_both_languages_at_two_widths_is_accessible(
                 "switched the language",
             )
             _check(browser, screenshot, found, f"{tag}-sign-in")
+            field = browser.find_element(By.ID, "token")
+            field.send_keys("not-a-jwt", Keys.ENTER)
+            wait_for(browser, lambda d: banner(d), "refused the token")
+            rejected = banner(browser)
+            _check(browser, screenshot, found, f"{tag}-token-rejected")
+            # Someone with no export yet.
+            sign_in(browser, rt.base_url, token_for(rt, USER + 1))
+            wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.empty"), "empty")
+            nothing = browser.find_element(By.CSS_SELECTOR, "#tasks tbody").text
+            _check(browser, screenshot, found, f"{tag}-no-exports-yet")
+            browser.find_element(By.ID, "sign-out").click()
+            wait_for(browser, lambda d: shows(d, "sign-in"), "signed out")
             sign_in(browser, rt.base_url, token)
             wait_for(browser, lambda d: set(ids.values()) <= shown_ids(d), "listed every export")
 
@@ -226,17 +245,23 @@ async def test_every_state_in_both_languages_at_two_widths_is_accessible(
                     switched = banner(browser)
             back = banner(browser)
             # Filters live in the URL: a reload (or a shared link) keeps them.
-            browser.get(rt.base_url + "/?status=EXPIRED")
+            browser.get(rt.base_url + "/?status=EXPIRED&from=2020-01-01&to=2020-01-02")
             wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.empty"), "filtered")
             empty = browser.find_element(By.CSS_SELECTOR, "#tasks tbody").text
-            checked = browser.find_element(
-                By.CSS_SELECTOR, '#status-filters input[value="EXPIRED"]'
-            ).is_selected()
+            checked = (
+                browser.find_element(
+                    By.CSS_SELECTOR, '#status-filters input[value="EXPIRED"]'
+                ).is_selected()
+                and browser.find_element(By.ID, "filter-from").get_attribute("value")
+                == "2020-01-01"
+            )
             _check(browser, screenshot, found, f"{tag}-filtered-empty")
             browser.find_element(By.ID, "sign-out").click()
             wait_for(browser, lambda d: shows(d, "sign-in"), "signed out")
             return {
                 "violations": found,
+                "rejected": rejected,
+                "nothing": nothing,
                 "rows": rows,
                 "heights": heights,
                 "widths": widths,
@@ -266,6 +291,8 @@ async def test_every_state_in_both_languages_at_two_widths_is_accessible(
         assert rows["ready"][0]["status"] == labels["succeeded"]
         assert rows["queued"][0]["status"] == labels["queued"]
         assert rows["running"][0]["status"] == labels["running"]
+        assert rows["expired"][0]["status"] == labels["expired"]
+        assert rows["expired"][1] == ["edit", "history"]  # export it again
         # In the person's words, not the service's technical message.
         refused_words = words["failures"]["provider-refused"]["text"]
         assert rows["refused"][0]["reason"] == refused_words
@@ -288,9 +315,13 @@ async def test_every_state_in_both_languages_at_two_widths_is_accessible(
         assert seen["switched"] != seen["said"] == seen["back"]  # the banner is re-worded
         assert "demo-service" not in rows["refused"][0]["reason"]
     if language == "zh-CN":
+        assert desktop["rejected"].startswith("令牌被拒绝")
+        assert desktop["nothing"].startswith("还没有导出")
         assert desktop["heading"] == "登录" and "相同的导出" in desktop["duplicate"]
         assert desktop["empty"] == "没有符合这些筛选条件的导出。"
     else:
+        assert desktop["rejected"].startswith("The token was rejected")
+        assert desktop["nothing"].startswith("No exports yet")
         assert "same export" in desktop["duplicate"] and desktop["heading"] == "Sign in"
         assert desktop["empty"] == "No exports match these filters."
     # About four cards to a phone's screen: the plain states' cards are at most a quarter

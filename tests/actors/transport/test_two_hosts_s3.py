@@ -54,9 +54,10 @@ def big_registry(tmp_path: Path) -> Path:
     """The built-in registry with room for 500,000 rows a file (~36 MB, seven parts): A
     is still uploading for seconds after its first part went up."""
     text = REGISTRY.read_text()
-    assert "max-rows: 200000" in text
+    assert "max-rows: 200000" in text and "maximum: 200000" in text
     path = tmp_path / "registry.yaml"
-    path.write_text(text.replace("max-rows: 200000", "max-rows: 500000"))
+    bigger = text.replace("max-rows: 200000", "max-rows: 500000")
+    path.write_text(bigger.replace("maximum: 200000", "maximum: 500000"))  # rowCount's bound
     return path
 
 
