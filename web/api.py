@@ -205,7 +205,7 @@ async def list_tasks() -> Any:
 
 
 @api.get(PREFIX + "/<task_id>")
-@declare(TaskEnvelope, codes={**TASK_REFUSALS}, http=AUTH_DB)
+@declare(TaskEnvelope, codes=TASK_REFUSALS, http=AUTH_DB)
 async def get_task(task_id: str) -> Any:
     """One task, if the caller may see it (else 404)."""
     return ok(task_json(await owned_task(caller(), task_id)))
@@ -348,7 +348,7 @@ async def cancel(task_id: str) -> Any:
 
 
 @api.get(PREFIX + "/<task_id>/events")
-@declare(TaskEventsEnvelope, codes={**TASK_REFUSALS}, http=AUTH_DB)
+@declare(TaskEventsEnvelope, codes=TASK_REFUSALS, http=AUTH_DB)
 async def events(task_id: str) -> Any:
     """The task's history, oldest first.
 

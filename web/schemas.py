@@ -25,7 +25,7 @@ from actors.core.limits import (
     MAX_PAGE_SIZE,
     MAX_TASK_NAME,
 )
-from actors.core.messages import FAILURE_CODES, Remedy
+from actors.core.messages import FAILURE_CODES, WARNING_KINDS, Remedy
 from actors.core.models import TaskStatus
 from actors.core.task_list import DEFAULT_PAGE_SIZE, MAX_EXPORT_TYPE_CHARS
 
@@ -114,7 +114,7 @@ class ListTasksQuery(BaseModel):
 class DataWarning(_Model):
     """One data warning of a ready file, with its kind."""
 
-    kind: Literal["truncated-cells", "invalid-values", "undeclared-fields", "fewer-rows", "note"]
+    kind: str = Field(json_schema_extra={"enum": list(WARNING_KINDS)})
     detail: str = Field(description="The warning in technical words, with examples.")
 
 

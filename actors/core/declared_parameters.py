@@ -73,12 +73,12 @@ def _shown(bound: float) -> str:
 def _check_bounds(field: str, value: float, low: float | None, high: float | None) -> None:
     if (low is None or value >= low) and (high is None or value <= high):
         return
-    if low is not None and high is not None:
-        rule = f"between {_shown(low)} and {_shown(high)}"
-    elif low is not None:
-        rule = f"at least {_shown(low)}"
+    if high is None:
+        rule = f"at least {_shown(low or 0)}"
+    elif low is None:
+        rule = f"at most {_shown(high)}"
     else:
-        rule = f"at most {_shown(high or 0)}"
+        rule = f"between {_shown(low)} and {_shown(high)}"
     raise ParameterError(field, f"{field} must be {rule}, not {value}")
 
 

@@ -289,8 +289,6 @@ class ProviderRefusedError(ProviderContractError):
 class TransientExportError(ExportError):
     """A dependency error worth retrying with backoff (§9.1, §9.2)."""
 
-    code = "export-failed"
-
 
 class ProviderUnavailableError(TransientExportError):
     """Provider 5xx, connect timeout or read timeout (§9.1)."""
@@ -349,6 +347,19 @@ class ExportAbortedError(ExportError):
     deletes its partial file and writes nothing else (§8.3, docs/design-rules.md §8.4)."""
 
     code = "aborted"
+
+
+def export_error_classes() -> dict[str, type[ExportError]]:
+    """:class:`ExportError` and every subclass, by class name: how an error crosses a
+    process boundary (the export worker reports a class name) and how a stored class
+    name finds its ``code``. A new class is found without a list to keep in step."""
+    found: dict[str, type[ExportError]] = {}
+    todo: list[type[ExportError]] = [ExportError]
+    while todo:
+        cls = todo.pop()
+        found[cls.__name__] = cls
+        todo.extend(cls.__subclasses__())
+    return found
 
 
 def run_failure(exc: Exception) -> ExportError | TransientDatabaseError:

@@ -25,11 +25,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from actors.core.errors import ExportError
+from actors.core.errors import export_error_classes
 
 __all__ = [
     "FAILURE_CODES",
     "LANGUAGES",
+    "WARNING_KINDS",
     "Explanation",
     "Remedy",
     "catalogue_json",
@@ -60,14 +61,13 @@ class Explanation:
     Attributes:
         code: the stable failure code.
         remedy: what may help.
-        en: what happened and what to do, in English (the API's ``failureReason``).
-        zh: the same in Simplified Chinese.
+        en: what happened and what to do, in English (the API's ``failureReason``; the
+            page reads the person's language from :func:`catalogue_json`).
     """
 
     code: str
     remedy: Remedy
     en: str
-    zh: str
 
 
 _R, _E, _S = Remedy.RETRY, Remedy.EDIT, Remedy.SUPPORT
@@ -187,14 +187,8 @@ FAILURE_CODES: tuple[str, ...] = tuple(_FAILURES)
 FALLBACK_CODE = "export-failed"
 
 
-def _error_codes() -> dict[str, str]:
-    codes: dict[str, str] = {}
-    todo: list[type[ExportError]] = [ExportError]
-    while todo:
-        cls = todo.pop()
-        codes[cls.__name__] = cls.code
-        todo.extend(cls.__subclasses__())
-    return codes
+#: The code of each export error class, by class name (the tree is fixed at import).
+_ERROR_CODES = {name: cls.code for name, cls in export_error_classes().items()}
 
 
 def failure_code(error_class: str | None) -> str:
@@ -210,15 +204,15 @@ def failure_code(error_class: str | None) -> str:
     """
     if error_class is None:
         return FALLBACK_CODE
-    return _error_codes().get(error_class, FALLBACK_CODE)
+    return _ERROR_CODES.get(error_class, FALLBACK_CODE)
 
 
 def explain_failure(code: str | None) -> Explanation:
     """The plain words for failure ``code``; an unknown or missing code (a task failed
     before codes were stored) gets those of :data:`FALLBACK_CODE`."""
     known = code if code in _FAILURES else FALLBACK_CODE
-    remedy, en, zh = _FAILURES[known]
-    return Explanation(known, remedy, en, zh)
+    remedy, en, _ = _FAILURES[known]
+    return Explanation(known, remedy, en)
 
 
 #: History event kind → (English, Chinese): what a person reads in a task's history.
@@ -260,6 +254,9 @@ _WARNINGS: dict[str, tuple[str, str]] = {
     ),
     "note": ("The data source added a note.", "数据来源附加了说明。"),
 }
+
+#: Every data warning kind.
+WARNING_KINDS: tuple[str, ...] = tuple(_WARNINGS)
 
 #: API refusal envelope code → (English, Chinese): a banner's first line; the API's own
 #: message, which names the field or limit, follows as its detail.
@@ -322,8 +319,9 @@ def catalogue_json(language: str) -> dict[str, Any]:
         language: one of :data:`LANGUAGES`.
 
     Returns:
-        ``{"language", "failures": {code: {"text", "remedy"}}, "events": {kind: text},
-        "warnings": {kind: text}, "refusals": {code: text}}``.
+        ``{"language", "failures": {code: text}, "events": {kind: text},
+        "warnings": {kind: text}, "refusals": {code: text}}``. What may help a failure is
+        the task's own ``remedy`` (the task JSON), not repeated here.
 
     Raises:
         ValueError: ``language`` is not one of :data:`LANGUAGES`.
@@ -333,10 +331,7 @@ def catalogue_json(language: str) -> dict[str, Any]:
     index = LANGUAGES.index(language)
     return {
         "language": language,
-        "failures": {
-            code: {"text": (en, zh)[index], "remedy": remedy.value}
-            for code, (remedy, en, zh) in _FAILURES.items()
-        },
+        "failures": {code: texts[index] for code, (_, *texts) in _FAILURES.items()},
         "events": _pick(_EVENTS, language),
         "warnings": _pick(_WARNINGS, language),
         "refusals": _pick(_REFUSALS, language),

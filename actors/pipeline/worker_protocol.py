@@ -34,7 +34,7 @@ import struct
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from actors.core.errors import ExportError
+from actors.core.errors import ExportError, export_error_classes
 from actors.core.models import BatchSummary
 from actors.core.ports.storage import RemoteUpload
 from actors.pipeline.provider_http import FetchSpec
@@ -45,22 +45,10 @@ HEADER = struct.Struct(">I")
 #: body; a reply at most one batch's columns.
 MAX_FRAME_BYTES = 256 * 1024 * 1024
 
-
-def _export_error_classes() -> dict[str, type[ExportError]]:
-    found: dict[str, type[ExportError]] = {}
-    todo: list[type[ExportError]] = [ExportError]
-    while todo:
-        cls = todo.pop()
-        found[cls.__name__] = cls
-        todo.extend(cls.__subclasses__())
-    return found
-
-
 #: The export errors a worker may report, by class name: ``ExportError`` and every
-#: subclass, so a new class is carried across without a list to keep in step. Anything
-#: else a worker reports is an internal error of the worker (a bug), not a verdict on the
-#: export.
-EXPORT_ERRORS: dict[str, type[ExportError]] = _export_error_classes()
+#: subclass. Anything else a worker reports is an internal error of the worker (a bug),
+#: not a verdict on the export.
+EXPORT_ERRORS: dict[str, type[ExportError]] = export_error_classes()
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ async def test_a_failed_task_carries_its_code_reason_and_remedy(
     body = await (await app.test_client().get(f"{API}/{running.id}", headers=headers())).get_json()
     task = body["data"]
     assert task["failureCode"] == "provider-refused" and task["remedy"] == "edit"
-    assert task["failureReason"] == catalogue_json("en")["failures"]["provider-refused"]["text"]
+    assert task["failureReason"] == catalogue_json("en")["failures"]["provider-refused"]
     assert task["failureMessage"] == message  # the technical text stays, for support
 
 

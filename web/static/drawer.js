@@ -22,10 +22,8 @@ import {
 function summary(event) {
   const d = event.detail || {};
   switch (event.kind) {
-    case "attempt_failed": {
-      const words = failureWords(d.code);
-      return words ? words.text : d.message || "";
-    }
+    case "attempt_failed":
+      return failureWords(d.code) || d.message || "";
     case "succeeded":
       return [
         t("eventRows", { rows: formatNumber(d.rows), size: formatBytes(d.bytes) }),

@@ -315,9 +315,9 @@ export function t(key, vars = {}) {
   return text.replace(/\{(\w+)\}/g, (_, name) => (name in vars ? String(vars[name]) : `{${name}}`));
 }
 
-/** The service's words for a failure code: ``{text, remedy}``, or null when unknown. */
+/** The service's words for a failure code, or "" when unknown. */
 export function failureWords(code) {
-  return (code && catalogue.failures[code]) || null;
+  return (code && catalogue.failures[code]) || "";
 }
 
 export function eventWords(kind) {
@@ -360,7 +360,7 @@ export function formatBytes(value) {
 }
 
 /** The exact time with the time zone, e.g. "5 Dec 2026, 16:05:03 UTC". */
-export function formatExact(iso) {
+function formatExact(iso) {
   if (!iso) return "";
   return new Date(iso).toLocaleString(current, {
     dateStyle: "medium",
@@ -378,7 +378,7 @@ const STEPS = [
 ];
 
 /** "3 min ago", "in 6 days": ``iso`` relative to now. */
-export function formatRelative(iso, now = Date.now()) {
+function formatRelative(iso, now = Date.now()) {
   let amount = (new Date(iso).getTime() - now) / 1000;
   const format = new Intl.RelativeTimeFormat(current, { numeric: "auto", style: "long" });
   for (const [unit, size] of STEPS) {

@@ -28,18 +28,18 @@ export function stateOf(task) {
   return task.status.toLowerCase();
 }
 
-/** What may help a failed, cancelled or expired task: "retry", "edit", "support". */
-export function remedyOf(task) {
+/** What may help a failed, cancelled or expired task: "retry", "edit", "support" (the
+ * service decides it: the task's ``remedy``). */
+function remedyOf(task) {
   if (task.status === "EXPIRED") return "edit"; // the file is gone: export it again
   if (task.status !== "FAILED" && task.status !== "CANCELLED") return null;
-  const words = failureWords(task.failureCode);
-  return (words && words.remedy) || task.remedy || "retry";
+  return task.remedy || "retry";
 }
 
-/** The failure in plain words: the catalogue's, else the service's English reason. */
+/** The failure in plain words: the catalogue's in the page's language, else the
+ * service's English reason. */
 function reasonOf(task) {
-  const words = failureWords(task.failureCode);
-  return (words && words.text) || task.failureReason || task.failureMessage || "";
+  return failureWords(task.failureCode) || task.failureReason || task.failureMessage || "";
 }
 
 /** One sentence for the aria-live region. */

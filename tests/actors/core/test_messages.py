@@ -75,10 +75,8 @@ def test_both_languages_have_the_same_keys_and_no_empty_or_untranslated_text() -
         assert en[section].keys() == zh[section].keys(), section
         for key in en[section]:
             a, b = en[section][key], zh[section][key]
-            a, b = (a["text"], b["text"]) if isinstance(a, dict) else (a, b)
             assert a and b and a != b, (section, key)
             assert any("\u4e00" <= ch <= "\u9fff" for ch in b), (section, key)
-    assert en["failures"]["row-limit"]["remedy"] == zh["failures"]["row-limit"]["remedy"]
 
 
 def test_every_history_event_kind_has_words() -> None:
