@@ -117,14 +117,12 @@ def declare(
 
 
 def _complete_answers(operation: dict[str, Any], func: Callable[..., Any]) -> None:
-    """Replace an operation's answers by what the wire carries: HTTP 200 with its success
-    envelope or a refusal's (``x-envelope-codes`` lists them), and each real HTTP
-    status it declared with the error envelope."""
+    """Complete an operation's answers with what the wire carries: HTTP 200 with its
+    success envelope or a refusal's (``x-envelope-codes`` lists them), and each real HTTP
+    status it declared (:func:`declare`) with the error envelope."""
     codes: dict[str, str] = getattr(func, "_envelope_codes", {})
     statuses: tuple[int, ...] = getattr(func, "_http_statuses", ())
     responses = operation.setdefault("responses", {})
-    for status in [s for s in responses if s != 200]:
-        del responses[status]
     ok = responses.get(200)
     if ok is not None and codes:
         content = ok.setdefault("content", {}).setdefault("application/json", {})

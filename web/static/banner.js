@@ -10,23 +10,20 @@ import { refusalWords, t } from "./i18n.js";
 let shown = null;
 
 /** Show ``message`` (or, given a function, what it returns: then :func:`reword` writes it
- * again in a new language); ``detail`` folded under "Details"; ``show`` a link's action. */
-export function banner(message, kind = "error", { detail = "", show = null } = {}) {
-  shown = typeof message === "function" ? { message, kind, detail, show } : null;
+ * again in a new language); ``detail`` folded under "Details". */
+export function banner(message, kind = "error", { detail = "" } = {}) {
+  shown = typeof message === "function" ? { message, kind, detail } : null;
   const text = typeof message === "function" ? message() : message;
   $("banner-text").textContent = text || "";
   $("banner").className = kind;
   $("banner").hidden = !text;
   $("banner-detail").textContent = detail;
   $("banner-details").hidden = !detail || detail === text;
-  const link = $("banner-show");
-  link.hidden = !show;
-  link.onclick = show;
 }
 
 /** Write the banner again in the page's current language. */
 export function reword() {
-  if (shown) banner(shown.message, shown.kind, { detail: shown.detail, show: shown.show });
+  if (shown) banner(shown.message, shown.kind, { detail: shown.detail });
 }
 
 /** A refusal or failure: the catalogue's words for its code in the page's language, with

@@ -346,7 +346,6 @@ async function create(event) {
   $("task-name").value = "";
   $("extra-parameters").value = "";
   showTypeForm();
-  const show = () => spotlight(task.id);
   banner(() => t(task.duplicate ? "duplicate" : "accepted", { name: task.taskName }), "info");
   if (activeFilters(state.filters) > 0 || state.page !== 1) {
     // The new row may be filtered out: show it unfiltered, at the top.
@@ -355,7 +354,7 @@ async function create(event) {
   }
   state.page = 1;
   await refresh();
-  show();
+  spotlight(task.id);
 }
 
 // --- filters and paging ------------------------------------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from actors.core import messages
 from actors.core.errors import ExportError
 from actors.core.events import TaskEventKind
 from actors.core.messages import (
@@ -107,4 +106,3 @@ def test_no_message_points_into_the_design_or_the_source() -> None:
     for language in LANGUAGES:
         text = str(catalogue_json(language))
         assert "§" not in text and ".py" not in text
-    assert messages.__all__
