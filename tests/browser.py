@@ -182,7 +182,8 @@ def shown_ids(driver: WebDriver) -> set[str]:
 
 
 def banner(driver: WebDriver) -> str:
-    return str(driver.find_element(By.ID, "banner").text)
+    """What the banner says ("" when it is put away)."""
+    return str(driver.find_element(By.ID, "banner-text").text)
 
 
 def shows(driver: WebDriver, element_id: str) -> bool:

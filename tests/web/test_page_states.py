@@ -241,6 +241,9 @@ async def test_every_state_in_both_languages_at_two_widths_is_accessible(
                 if tag_ == other:
                     switched = banner(browser)
             back = banner(browser)
+            # It stays in view while the list scrolls, so it can be put away.
+            browser.find_element(By.ID, "banner-close").click()
+            put_away = not browser.find_element(By.ID, "banner").is_displayed()
             # Filters live in the URL: a reload (or a shared link) keeps them.
             browser.get(rt.base_url + "/?status=EXPIRED&from=2020-01-01&to=2020-01-02")
             wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.empty"), "filtered")
@@ -267,6 +270,7 @@ async def test_every_state_in_both_languages_at_two_widths_is_accessible(
                 "said": said,
                 "switched": switched,
                 "back": back,
+                "put_away": put_away,
                 "accepted": accepted,
                 "highlighted": highlighted == queued,
                 "events": events,
@@ -310,6 +314,7 @@ async def test_every_state_in_both_languages_at_two_widths_is_accessible(
         assert seen["highlighted"]  # the duplicate points at the existing row
         assert seen["leftovers"] == ["", ""]  # each export starts from an empty form
         assert seen["switched"] != seen["said"] == seen["back"]  # the banner is re-worded
+        assert seen["put_away"]
         assert "demo-service" not in rows["refused"][0]["reason"]
     if language == "zh-CN":
         assert desktop["rejected"].startswith("令牌被拒绝")

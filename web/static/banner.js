@@ -21,6 +21,11 @@ export function banner(message, kind = "error", { detail = "" } = {}) {
   $("banner-details").hidden = !detail || detail === text;
 }
 
+/** Put the banner away (its Close button). */
+export function dismiss() {
+  banner("");
+}
+
 /** Write the banner again in the page's current language. */
 export function reword() {
   if (shown) banner(shown.message, shown.kind, { detail: shown.detail });

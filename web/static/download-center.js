@@ -18,7 +18,7 @@ import {
   whenSignedOut,
 } from "./api.js";
 import { historyTaskChanged, openHistory, setUpDrawer, setViewer } from "./drawer.js";
-import { announce, banner, reword, showError } from "./banner.js";
+import { announce, banner, dismiss, reword, showError } from "./banner.js";
 import { $, el } from "./format.js";
 import {
   formatNumber,
@@ -461,6 +461,7 @@ async function start() {
     }
   });
   $("new-export").addEventListener("click", () => openPanel());
+  $("banner-close").addEventListener("click", dismiss);
   $("new-export-close").addEventListener("click", () => $("new-export-panel").close());
   $("new-export-panel").addEventListener("close", () => $("new-export").focus());
   $("create-form").addEventListener("submit", create);
