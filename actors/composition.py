@@ -1,4 +1,4 @@
-"""Composition: build the services from the settings, before anything runs.
+"""Composition: build every component from the settings, before anything runs.
 
 settings → database → store → transport, storage, metrics, registry, Provider client →
 the web app and server → the actors (publisher, consumer slots, reconciler, DLQ handler).
@@ -30,20 +30,23 @@ from hypercorn.config import Config as HypercornConfig
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.errors import ConfigError, RegistryError, sole_exception
 from actors.core.health import HealthBoard
-from actors.core.ids import IdGenerator
 from actors.core.models import Registry
 from actors.core.ports.storage import ExportStorage
 from actors.core.ports.transport import CommandTransport
 from actors.credentials import build_token_verifier, provider_service_token, resolve_jwt_secret
-from actors.pipeline.export_worker import WorkerPool
-from actors.pipeline.provider_client import ProviderClient
+from actors.pipeline.provider.client import ProviderClient
 from actors.pipeline.runner import ExportRunner
-from actors.pipeline.storage import LocalDirectoryStorage
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
-from actors.service.provider_map_source import ProviderMapSource, open_provider_map
-from actors.service.registry_source import RegistryHolder, default_registry_path, load_registry_file
-from actors.service.wakeup import ClaimRounds, CommitWakeup, Wakeup
+from actors.pipeline.worker.pool import WorkerPool
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
+from actors.plumbing.provider_map_source import ProviderMapSource, open_provider_map
+from actors.plumbing.registry_source import (
+    RegistryHolder,
+    default_registry_path,
+    load_registry_file,
+)
+from actors.plumbing.wakeup import ClaimRounds, CommitWakeup, Wakeup
+from actors.storage.local import LocalDirectoryStorage
 from actors.supervised.claim_gate import ClaimGate
 from actors.supervised.consumer import ConsumerSlot
 from actors.supervised.dlq import DlqHandler
@@ -53,6 +56,7 @@ from actors.supervised.reconciler import Reconciler
 from actors.supervised.sampler import GaugeSampler
 from actors.transport.embedded import EmbeddedBus
 from db.database import Database, DatabaseAccessError, DatabaseUnavailableError
+from db.ids import IdGenerator
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore
@@ -61,8 +65,8 @@ if TYPE_CHECKING:
     from quart_trio import QuartTrio
 
     from actors.transport.rocketmq.link import TransportLink
+    from web.dependencies import Dependencies
     from web.server import WebServer
-    from web.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +96,7 @@ class Components:
             (which answers from ``FILE_EXPORT_PROVIDER_MAP`` first); the demo Provider's is
             added once the server is bound.
         wakeup: the publisher's wake-up, poked by the API after a commit.
-        web_services: what the routes use; ``ready`` / ``stopping`` follow the run.
+        web_deps: what the routes use; ``ready`` / ``stopping`` follow the run.
         web: the HTTP server over the app, not yet bound.
         jwt_secret: the bearer-token secret.
         dev_secret: whether ``jwt_secret`` is the embedded dev secret (then a demo
@@ -125,7 +129,7 @@ class Components:
     providers: ProviderMapSource
     provider_urls: dict[str, str]
     wakeup: Wakeup
-    web_services: Services
+    web_deps: Dependencies
     web: WebServer
     jwt_secret: str
     dev_secret: bool
@@ -153,7 +157,7 @@ def open_storage(settings: Settings) -> ExportStorage:
     """
     config = settings.object_store
     if config is not None:
-        from actors.pipeline.s3_storage import S3Storage
+        from actors.storage.s3 import S3Storage
 
         return S3Storage(config)
     try:
@@ -299,7 +303,7 @@ def allowed_services(
         providers: the source built at start; ``None`` reads the settings' (blocking IO).
 
     Raises:
-        ConfigError: see :func:`actors.service.provider_map_source.open_provider_map`.
+        ConfigError: see :func:`actors.plumbing.provider_map_source.open_provider_map`.
     """
     from web.demo_provider.data import DEMO_SERVICE
 
@@ -350,8 +354,8 @@ async def build_components(
     """
     from web.app import create_app
     from web.demo_provider.app import create_demo_provider_blueprint
+    from web.dependencies import Dependencies
     from web.server import WebServer
-    from web.services import Services
 
     def label() -> str:
         at = datetime.fromtimestamp(instance_clock_ms() / 1000, tz=UTC)
@@ -392,7 +396,7 @@ async def build_components(
     link = build_transport_link(settings, transport, health, metrics, wakeup.set)
     bus_up: Callable[[], bool] = (lambda: link.up) if link is not None else (lambda: True)
     local = LocalClaims()  # what this process's slots hold; shared with its reconciler
-    web_services = Services(
+    web_deps = Dependencies(
         store=store,
         storage=storage,
         registry=registry,
@@ -420,7 +424,7 @@ async def build_components(
                 service_token=service_token, snapshot_secret=secrets.token_bytes(32)
             )
         )
-    app: QuartTrio = create_app(web_services, extra_blueprints=blueprints)
+    app: QuartTrio = create_app(web_deps, extra_blueprints=blueprints)
 
     stopping = trio.Event()
     slots: list[ConsumerSlot] = []
@@ -462,7 +466,7 @@ async def build_components(
         providers=providers,
         provider_urls=provider_urls,
         wakeup=wakeup,
-        web_services=web_services,
+        web_deps=web_deps,
         web=WebServer(app, hypercorn_config(settings)),
         jwt_secret=jwt_secret,
         dev_secret=dev_secret,

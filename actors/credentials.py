@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from actors.core.errors import ConfigError
-from actors.service.config import Settings
+from actors.plumbing.config import Settings
 
 if TYPE_CHECKING:
     from web.identity import TokenVerifier

@@ -44,10 +44,10 @@ from actors.core.outcomes import AbortReason
 from actors.core.ports.storage import ExportStorage
 from actors.core.ports.transport import CommandTransport
 from actors.credentials import write_private
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
-from actors.service.registry_source import watch_registry
-from actors.service.supervisor import supervise
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
+from actors.plumbing.registry_source import watch_registry
+from actors.plumbing.supervisor import supervise
 from actors.supervised.consumer import ConsumerSlot
 from actors.supervised.reconciler import expire_predecessor_leases
 from db.database import Database
@@ -166,10 +166,10 @@ async def _serve(
                 c.jwt_secret,
                 slots=c.slots,
                 link=c.link,
-                progress_feed=c.web_services.progress_feed,
+                progress_feed=c.web_deps.progress_feed,
             )
             actors = await root.start(_run_actors, c)
-            c.web_services.ready.set()
+            c.web_deps.ready.set()
             _announce(settings, rt, c.dev_secret)
             task_status.started(rt)
             await _wait_for_stop(rt.stop, install_signal_handlers)
@@ -246,14 +246,14 @@ async def stop_in_order(
     3. Abort what is still running (``AbortReason.SHUTDOWN``) and give the slots up to
        ``ABORT_WAIT_SECONDS`` to hand their tasks back. A task not handed back keeps its
        lease until it expires; then the reconciler recovers it. Nothing is lost either way.
-    4. Cancel the other actors (registry watcher, publisher, reconciler, DLQ handler):
-       their state is all in the database, so a cancel loses nothing.
-    5. Close the Provider client: it may hold a keep-alive connection to this very server
-       (the demo Provider), which hypercorn would otherwise wait for.
-    6. Stop the web server through hypercorn's shutdown trigger, never by cancelling it, so
+    4. Cancel the other actors (registry watcher, publisher, reconciler, DLQ handler) and
+       wait until they have ended: their state is all in the database, so a cancel loses
+       nothing. (Provider connections belong to the runs' worker processes, which ended
+       with their runs: none is left open toward this very server's demo Provider.)
+    5. Stop the web server through hypercorn's shutdown trigger, never by cancelling it, so
        requests in flight (downloads) complete. It stops after the actors, so ``/healthz``
        and downloads keep answering while exports drain.
-    7. Bound the web server's drain to its graceful timeout plus one second: a server
+    6. Bound the web server's drain to its graceful timeout plus one second: a server
        caught in a restart back-off must not hold the exit.
 
     Afterwards ``serve`` closes the listening sockets, then the transport last: deliveries
@@ -271,7 +271,7 @@ async def stop_in_order(
         settings.shutdown_grace_seconds,
     )
     c.stopping.set()
-    c.web_services.stopping = True
+    c.web_deps.stopping = True
     for slot in c.slots:
         slot.stop_receiving()
     with trio.move_on_after(settings.shutdown_grace_seconds):

@@ -1,3 +1,3 @@
-"""Developer scripts, test servers and benchmarks. A package only so that tests can import
-what the benchmarks and the tests share (deploy/bench/history.py); nothing here imports
-tests/."""
+"""Developer scripts, test servers and benchmarks. A package so that the benchmarks can
+import each other and what they share with the tests (``tests/history.py``,
+``tests/s3_helpers.py``); the service never imports it."""

@@ -18,11 +18,11 @@ import trio
 import trio.testing
 import trio_asyncio
 
-from actors.core.ids import IdGenerator
-from actors.pipeline.storage import LocalDirectoryStorage
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
 from actors.runtime import Runtime
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
+from actors.storage.local import LocalDirectoryStorage
+from db.ids import IdGenerator
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore

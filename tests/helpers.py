@@ -4,7 +4,8 @@ Fixtures live in ``conftest.py`` files; everything a test imports from another t
 lives here, so no test imports a ``conftest`` or a ``test_*`` module. Stand-alone helpers
 with a subject of their own stay beside this module: ``tests/mock_clock.py`` (holding the
 autojump clock during real IO), ``tests/faults.py`` (a database that fails on demand),
-``deploy/bench/history.py`` (a finished history of tasks), ``tests/own_mariadb.py`` (a
+``tests/history.py`` (a finished history of tasks, which the benchmarks load too),
+``tests/s3_helpers.py`` (the S3 server and a bucket per test), ``tests/own_mariadb.py`` (a
 throwaway MariaDB server), ``tests/processes.py`` (the service and Providers as processes)
 and ``tests/servers.py`` (servers inside the test: the API app, transports, logs).
 
@@ -36,12 +37,12 @@ from actors.core.models import (
     TaskStatus,
 )
 from actors.core.outcomes import ExportResult, NewTask
-from actors.pipeline.context import RunContext
-from actors.pipeline.storage import LocalDirectoryStorage
+from actors.pipeline.attempt import RunContext
+from actors.plumbing.config import Settings, load_settings
+from actors.plumbing.metrics import Metrics
+from actors.plumbing.wakeup import ClaimRounds
 from actors.runtime import Runtime, serve
-from actors.service.config import Settings, load_settings
-from actors.service.metrics import Metrics
-from actors.service.wakeup import ClaimRounds
+from actors.storage.local import LocalDirectoryStorage
 from actors.supervised.claim_gate import ClaimGate
 from actors.supervised.consumer import ConsumerSlot
 from actors.supervised.execution import TaskExecutor

@@ -3,12 +3,12 @@
 Two kinds of state outlive a test unless something puts them back:
 
 - **Logging.** ``export-center`` commands run in-process (click's ``CliRunner``) call
-  :func:`actors.service.logs.configure_logging`, which installs a handler on the root
+  :func:`actors.plumbing.logs.configure_logging`, which installs a handler on the root
   logger and sets the root's and the libraries' levels for the life of the process, as a
   command should. :class:`LoggingState` records the root logger (handlers, level,
   filters) and every named logger (level, handlers, filters, ``propagate``, ``disabled``)
   before a test and puts them back after it; ``tests/conftest.py`` wraps every test in it.
-- **The caller's environment.** :class:`actors.service.config.Settings` reads every setting from
+- **The caller's environment.** :class:`actors.plumbing.config.Settings` reads every setting from
   the environment, so a ``FILE_EXPORT_…`` variable left in a developer's shell (or a CI
   job's) would reach every test's settings and every service process a test starts.
   :func:`settings_variables` names every variable Settings reads, derived from the model
@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors.service.config import environment_variables
+from actors.plumbing.config import environment_variables
 
 
 def settings_variables() -> frozenset[str]:

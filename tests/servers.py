@@ -24,17 +24,17 @@ from actors.core.models import (
     ExportDefinition,
     Registry,
 )
-from actors.pipeline.storage import LocalDirectoryStorage
-from actors.service.logs import LIBRARY_LOGGERS, configure_logging
-from actors.service.metrics import Metrics
-from actors.service.registry_source import RegistryHolder
-from actors.service.wakeup import Wakeup
+from actors.plumbing.logs import LIBRARY_LOGGERS, configure_logging
+from actors.plumbing.metrics import Metrics
+from actors.plumbing.registry_source import RegistryHolder
+from actors.plumbing.wakeup import Wakeup
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.helpers import REPO
 from web.app import create_app
 from web.auth import issue_token
+from web.dependencies import Dependencies
 from web.server import WebServer
-from web.services import Services
 
 # --- the API app over a store (no server) ---------------------------------------------
 
@@ -84,15 +84,15 @@ def api_app(
     definition: ExportDefinition = DEFINITION,
     secret: str = API_SECRET,
     runs: WokenRuns | None = None,
-) -> tuple[QuartTrio, Services]:
+) -> tuple[QuartTrio, Dependencies]:
     """The API app over ``store`` and ``storage``, ready (as after start-up), with a
     registry of ``definition`` alone and tokens signed with ``secret``.
 
     Returns:
-        The app (``app.test_client()`` calls it without a server) and its services
-        (``services.registry`` to change the registry, ``services.ready`` ...).
+        The app (``app.test_client()`` calls it without a server) and its deps
+        (``deps.registry`` to change the registry, ``deps.ready`` ...).
     """
-    services = Services(
+    deps = Dependencies(
         store=store,
         storage=storage,
         registry=RegistryHolder(Registry({definition.export_type: definition})),
@@ -101,9 +101,9 @@ def api_app(
         jwt_secret=secret,
     )
     if runs is not None:
-        services.runs = runs
-    services.ready.set()
-    return create_app(services), services
+        deps.runs = runs
+    deps.ready.set()
+    return create_app(deps), deps
 
 
 @asynccontextmanager
@@ -169,7 +169,7 @@ class Broker:
 
 @contextmanager
 def json_log(level: str = "INFO", **debug_loggers: bool) -> Iterator[Callable[[], list[dict]]]:
-    """Capture this process's log as JSON lines (``actors.service.logs``, as production).
+    """Capture this process's log as JSON lines (``actors.plumbing.logs``, as production).
 
     Args:
         level: the root level.

@@ -15,8 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from actors.service.config import Settings
-from actors.service.logs import LIBRARY_LOGGERS, configure_logging
+from actors.plumbing.config import Settings
+from actors.plumbing.logs import LIBRARY_LOGGERS, configure_logging
 from tests.helpers import REPO, make_settings
 from tests.isolation import settings_variables, stray_settings
 

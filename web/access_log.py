@@ -27,6 +27,7 @@ request these do nothing.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from contextvars import ContextVar
@@ -129,8 +130,8 @@ class AccessLog:
             await self.app(scope, receive, send)
             return
         record = RequestRecord(
-            request_id=request_id(_header(scope, b"x-request-id")),
-            trace_id=request_trace_id(_header(scope, b"traceparent")),
+            request_id=request_id(_header(scope, b"x-request-id"), os.urandom),
+            trace_id=request_trace_id(_header(scope, b"traceparent"), os.urandom),
         )
         status: list[int] = []
 

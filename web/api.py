@@ -44,6 +44,7 @@ from actors.core.usecases import create_task as create_task_once
 from actors.core.usecases import retry_task as retry_task_once
 from web.access_log import current_trace_id, note_task
 from web.auth import request_principal
+from web.dependencies import Dependencies
 from web.errors import ApiError, api_error
 from web.openapi import AUTH_DB, WRITE_DB, declare
 from web.schemas import (
@@ -55,7 +56,6 @@ from web.schemas import (
     TaskPageEnvelope,
 )
 from web.serialize import envelope
-from web.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +76,12 @@ async def _refused(exc: RequestError) -> Any:
     return jsonify(envelope(None, code=err.code, message=err.message)), err.http_status
 
 
-def services() -> Services:
-    return current_app.config["SERVICES"]  # type: ignore[no-any-return]
+def current_deps() -> Dependencies:
+    return current_app.config["DEPENDENCIES"]  # type: ignore[no-any-return]
 
 
 def caller() -> Principal:
-    return request_principal(services().tokens)  # bearer header or session cookie
+    return request_principal(current_deps().tokens)  # bearer header or session cookie
 
 
 def ok(data: Any, message: str = "success") -> dict[str, Any]:
@@ -91,7 +91,7 @@ def ok(data: Any, message: str = "success") -> dict[str, Any]:
 async def owned_task(principal: Principal, raw_id: str) -> Task:
     """The task of a request path, if the caller may see it (``actors/core/access.py``)."""
     task_id = parse_task_id(raw_id)
-    task = visible_task(principal, await services().api_store.get_task(task_id), raw_id)
+    task = visible_task(principal, await current_deps().api_store.get_task(task_id), raw_id)
     note_task(task.id, task.trace_id)  # the access line shows the export's trace id
     return task
 
@@ -99,7 +99,7 @@ async def owned_task(principal: Principal, raw_id: str) -> Task:
 def check_definition(principal: Principal, export_type: str) -> ExportDefinition:
     """The registry entry in force for ``export_type``, if the caller may use it
     (``authorise`` in ``actors/core/access.py``)."""
-    return authorise(export_type, services().registry.current.get(export_type), principal)
+    return authorise(export_type, current_deps().registry.current.get(export_type), principal)
 
 
 @api.post(PREFIX)
@@ -131,9 +131,9 @@ async def create_task() -> Any:
     definition = check_definition(principal, export_type)
     params = normalise_parameters(fields.parameters)
     check_declared_parameters(definition.parameters, fields.parameters or {})
-    svc = services()
+    deps = current_deps()
     result = await create_task_once(
-        svc.api_store,
+        deps.api_store,
         NewTask(
             export_type,
             fields.task_name,
@@ -143,7 +143,7 @@ async def create_task() -> Any:
             definition.max_attempts,
             trace_id=current_trace_id(),  # the request's: a valid traceparent's, else new
         ),
-        svc.create_limits,
+        deps.create_limits,
     )
     assert result.task is not None
     note_task(result.task.id, result.task.trace_id)
@@ -152,8 +152,8 @@ async def create_task() -> Any:
             {**task_json(result.task), "duplicate": True},
             "duplicate submission: the active task is returned",
         )
-    svc.metrics.task_created.labels(export_type).inc()
-    svc.wakeup.set()  # the row is committed: let the publisher send it now (§7.4)
+    deps.metrics.task_created.labels(export_type).inc()
+    deps.wakeup.set()  # the row is committed: let the publisher send it now (§7.4)
     log.info(
         "task created",
         extra=task_fields(
@@ -185,7 +185,7 @@ async def list_tasks() -> Any:
     principal = caller()
     sees_all = sees_all_requesters(principal)
     query = parse_list_query(request.args.to_dict(flat=False), sees_all=sees_all)
-    tasks, total = await services().api_store.list_tasks(
+    tasks, total = await current_deps().api_store.list_tasks(
         principal,
         all_users=sees_all,
         filters=query.filter,
@@ -236,8 +236,8 @@ async def download(task_id: str) -> Any:
     principal = caller()
     task = await owned_task(principal, task_id)
     object_key = downloadable_key(task)
-    svc = services()
-    storage = svc.storage
+    deps = current_deps()
+    storage = deps.storage
     file_name = task.file_name or f"{task.task_no}.xlsx"
     size = await storage.size(object_key)
     if size is None:  # checked before a redirect too: the bucket would answer in XML
@@ -245,11 +245,11 @@ async def download(task_id: str) -> Any:
             "task file missing from storage", extra=task_fields(task.id, objectKey=object_key)
         )
         raise ApiError("404", "the export file is missing from storage")
-    if svc.download_url_seconds is not None and request.method != "HEAD":
-        url = await storage.download_url(object_key, file_name, svc.download_url_seconds)
+    if deps.download_url_seconds is not None and request.method != "HEAD":
+        url = await storage.download_url(object_key, file_name, deps.download_url_seconds)
         if url is not None:
             # The bucket serves the bytes (and ranges); the access check above stays ours.
-            await svc.api_store.record_download(task.id, principal.user_id)
+            await deps.api_store.record_download(task.id, principal.user_id)
             return "", 302, {"Location": url, "Cache-Control": "no-store"}
     tag = etag(object_key)
     part = byte_range(request.headers.get("Range"), request.headers.get("If-Range"), size, tag)
@@ -260,7 +260,7 @@ async def download(task_id: str) -> Any:
     # A HEAD asks about the file and a later range resumes one: only the GET that starts
     # at the first byte hands the file over.
     if request.method != "HEAD" and part.start == 0:
-        await services().api_store.record_download(task.id, principal.user_id)
+        await current_deps().api_store.record_download(task.id, principal.user_id)
     headers = {
         "Content-Disposition": content_disposition(file_name),
         "Content-Length": str(part.length),
@@ -297,16 +297,16 @@ async def retry(task_id: str) -> Any:
     """
     principal = caller()
     task = await owned_task(principal, task_id)
-    svc = services()
+    deps = current_deps()
     updated = await retry_task_once(
-        svc.api_store,
+        deps.api_store,
         task,
-        svc.create_limits,
+        deps.create_limits,
         # Identity, tenant, permission and enabled are checked again now (design-rules §9.3).
         check_type=lambda t: check_definition(principal, t.export_type),
-        delete_leftover=svc.storage.delete,
+        delete_leftover=deps.storage.delete,
     )
-    svc.wakeup.set()
+    deps.wakeup.set()
     log.info(
         "task retried by hand",
         extra=task_fields(task.id, updated.dispatch_version, userId=str(principal.user_id)),
@@ -333,13 +333,13 @@ async def cancel(task_id: str) -> Any:
     """
     principal = caller()
     task = await owned_task(principal, task_id)
-    svc = services()
+    deps = current_deps()
     result = await cancel_task_once(
-        svc.api_store, task.id, cancel_message(principal.user_id), by=principal.user_id
+        deps.api_store, task.id, cancel_message(principal.user_id), by=principal.user_id
     )
     if result.outcome == CancelOutcome.CANCELLED:
-        svc.runs.cancelled(task.id)
-        svc.metrics.task_completed.labels(task.export_type, "CANCELLED").inc()
+        deps.runs.cancelled(task.id)
+        deps.metrics.task_completed.labels(task.export_type, "CANCELLED").inc()
         log.info(
             "task cancelled",
             extra=task_fields(task.id, was=task.status.value, userId=str(principal.user_id)),
@@ -358,7 +358,7 @@ async def events(task_id: str) -> Any:
     """
     principal = caller()
     task = await owned_task(principal, task_id)
-    events = await services().api_store.list_task_events(task.id, limit=MAX_TASK_EVENTS + 1)
+    events = await current_deps().api_store.list_task_events(task.id, limit=MAX_TASK_EVENTS + 1)
     instances = sees_instances(principal)
     return ok(
         {

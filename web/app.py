@@ -1,11 +1,11 @@
-"""The HTTP app factory: a QuartTrio app over the services the runtime builds.
+"""The HTTP app factory: a QuartTrio app over the dependencies the runtime builds.
 
 Actors never run in ``app.nursery`` (quart-trio's): the runtime owns them and passes the
-services in here. The app only serves requests.
+dependencies in here (:class:`~web.dependencies.Dependencies`). The app only serves requests.
 
 When the database cannot be reached, requests that need it answer HTTP 503 with the
 envelope (code ``"503"``) and a ``Retry-After`` header after at most
-``web.services.API_DB_RETRY_SECONDS`` of retrying — never a 500 — and ``/healthz``
+``web.dependencies.API_DB_RETRY_SECONDS`` of retrying — never a 500 — and ``/healthz``
 reports not ready.
 """
 
@@ -25,6 +25,7 @@ from actors.core.http.scrape import REALM, scrape_allowed
 from web.access_log import AccessLog
 from web.api import api
 from web.auth import presented_token
+from web.dependencies import Dependencies
 from web.errors import ApiError
 from web.export_types import export_types
 from web.openapi import declare, install_openapi
@@ -32,7 +33,6 @@ from web.page import page
 from web.progress import progress
 from web.schemas import Health, HealthDetails
 from web.serialize import envelope
-from web.services import Services
 from web.session import session
 
 log = logging.getLogger(__name__)
@@ -46,15 +46,15 @@ RETRY_AFTER_SECONDS = 5
 MAX_BODY_BYTES = 64 * 1024
 
 
-def create_app(services: Services, *, extra_blueprints: list[Any] | None = None) -> QuartTrio:
+def create_app(deps: Dependencies, *, extra_blueprints: list[Any] | None = None) -> QuartTrio:
     """Build the app.
 
     Args:
-        services: the runtime's services.
+        deps: what the routes need from the runtime.
         extra_blueprints: further blueprints, e.g. the demo Provider.
     """
     app = QuartTrio("export-center")
-    app.config["SERVICES"] = services
+    app.config["DEPENDENCIES"] = deps
     app.asgi_app = AccessLog(app.asgi_app)  # type: ignore[method-assign,assignment]  # access log
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     # No routing redirects: werkzeug answers a redirect (HTML, not the envelope) for "//"
@@ -74,13 +74,13 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     async def _prepare_credentials() -> None:
         # An identity provider's key the request's token names is fetched here, before
         # any handler verifies the token (synchronously): web/identity.py.
-        await services.tokens.prepare(presented_token())
+        await deps.tokens.prepare(presented_token())
 
     @app.before_serving
     async def _start_progress_feed() -> None:
         # One reader of task changes for every progress stream, for as long as the
         # server serves (web/progress_feed.py); it reads nothing while no stream is open.
-        app.add_background_task(services.progress_feed.run)
+        app.add_background_task(deps.progress_feed.run)
 
     @app.errorhandler(ApiError)
     async def _api_error(exc: ApiError) -> Any:
@@ -123,7 +123,7 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
         """Readiness: HTTP 200 ``ok``, or 503 while starting, draining or without database.
         The message bus and the storage are not asked: without them the API still answers
         (``/healthz/details`` says which component is degraded)."""
-        ready = await _readiness(services)
+        ready = await _readiness(deps)
         return jsonify({"status": ready}), 200 if ready == "ok" else 503
 
     @app.get("/healthz/details")
@@ -131,8 +131,8 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     async def healthz_details() -> Any:
         """Each component (database, transport, storage) as this instance last saw it;
         HTTP 200 whenever the process answers (``/healthz`` is the readiness answer)."""
-        ready = await _readiness(services)
-        board = {c.component: c for c in services.health.snapshot()}
+        ready = await _readiness(deps)
+        board = {c.component: c for c in deps.health.snapshot()}
         db_up = ready != "database unavailable"
         board[Component.DATABASE] = ComponentHealth(
             Component.DATABASE, db_up, "" if db_up else "the readiness probe failed"
@@ -154,25 +154,25 @@ def create_app(services: Services, *, extra_blueprints: list[Any] | None = None)
     async def metrics() -> Response:
         """Prometheus metrics of this instance; with ``FILE_EXPORT_METRICS_TOKEN`` set, for
         a scrape that sends it as a bearer token only (else 401)."""
-        if not scrape_allowed(services.metrics_token, request.headers.get("Authorization")):
+        if not scrape_allowed(deps.metrics_token, request.headers.get("Authorization")):
             return Response(
                 "401: send the scrape token (FILE_EXPORT_METRICS_TOKEN) as a bearer token\n",
                 status=401,
                 content_type="text/plain; charset=utf-8",
                 headers={"WWW-Authenticate": f'Bearer realm="{REALM}"'},
             )
-        return Response(services.metrics.exposition(), content_type=CONTENT_TYPE_LATEST)
+        return Response(deps.metrics.exposition(), content_type=CONTENT_TYPE_LATEST)
 
     return app
 
 
-async def _readiness(services: Services) -> str:
+async def _readiness(deps: Dependencies) -> str:
     """``ok``, or why this instance cannot serve the API: ``starting``, ``stopping``
     (draining: a load balancer should send traffic elsewhere), ``database unavailable``."""
-    if not services.ready.is_set():
+    if not deps.ready.is_set():
         return "starting"
-    if services.stopping:
+    if deps.stopping:
         return "stopping"
-    if not await services.db_probe.reachable():
+    if not await deps.db_probe.reachable():
         return "database unavailable"
     return "ok"

@@ -17,10 +17,10 @@ from actors.core.http.export_types import requestable_types
 from actors.core.limits import EXPORT_FORMAT
 from actors.core.models import ExportDefinition, ParameterHint
 from web.auth import request_principal
+from web.dependencies import Dependencies
 from web.openapi import AUTH, declare
 from web.schemas import ExportTypesEnvelope
 from web.serialize import envelope
-from web.services import Services
 
 PATH = "/api/platform/v1/files/export-types"
 
@@ -84,7 +84,7 @@ def _parameter_json(hint: ParameterHint) -> dict[str, Any]:
 @declare(ExportTypesEnvelope, http=AUTH)
 async def list_export_types() -> dict[str, Any]:
     """The export types the caller (bearer header or session cookie) may request."""
-    services: Services = current_app.config["SERVICES"]
-    principal = request_principal(services.tokens)
-    definitions = services.registry.current.definitions.values()
+    deps: Dependencies = current_app.config["DEPENDENCIES"]
+    principal = request_principal(deps.tokens)
+    definitions = deps.registry.current.definitions.values()
     return envelope([export_type_json(d) for d in requestable_types(definitions, principal)])

@@ -12,7 +12,7 @@ import logging
 import trio
 
 from actors.core.errors import TransientDatabaseError
-from actors.core.ports.store import CreationStore
+from actors.core.ports.store import ApiStore
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ class DatabaseProbe:
         ttl: seconds a result is reused.
     """
 
-    def __init__(self, store: CreationStore, *, timeout: float = 1.0, ttl: float = 1.0) -> None:
+    def __init__(self, store: ApiStore, *, timeout: float = 1.0, ttl: float = 1.0) -> None:
         # Enough for one retry on a fresh connection (a dead pooled one), no more.
         self._store = store.with_retry_budget(min(timeout, PROBE_RETRY_SECONDS))
         self.timeout = timeout

@@ -1,6 +1,6 @@
 """Whose token it is: verifying a JWT with the key of whoever signed it.
 
-Two ways to sign, configured once (``actors/service/config.py``):
+Two ways to sign, configured once (``actors/plumbing/config.py``):
 
 * **A shared secret (HS256)**, ``FILE_EXPORT_JWT_SECRET``: the embedded default, and what
   ``export-center token`` issues.

@@ -47,8 +47,8 @@ from actors.core.http.progress import (
 from actors.core.models import Principal, Task
 from actors.core.task_json import task_json
 from web.auth import request_credentials
+from web.dependencies import Dependencies
 from web.openapi import AUTH, declare
-from web.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -76,13 +76,13 @@ class _Reader:
     """One connection's own reads of the caller's tasks: on connect, and again when it fell
     behind the feed."""
 
-    def __init__(self, services: Services, principal: Principal) -> None:
-        self.services = services
+    def __init__(self, deps: Dependencies, principal: Principal) -> None:
+        self.deps = deps
         self.principal = principal
         self.all_users = sees_all_requesters(principal)
 
     async def read(self) -> list[Task]:
-        return await self.services.api_store.tasks_for_progress(
+        return await self.deps.api_store.tasks_for_progress(
             self.principal, all_users=self.all_users, newest=NEWEST_TASKS, limit=MAX_LIVE_TASKS
         )
 
@@ -91,7 +91,7 @@ class _Reader:
         step = next_step(seen, await self.read())
         if not step.missing:
             return step
-        found = {i: await self.services.api_store.get_task(i) for i in step.missing}
+        found = {i: await self.deps.api_store.get_task(i) for i in step.missing}
         settled = settle_missing(step.seen, found)
         return ProgressStep(step.send + settled.send, (), settled.seen)
 
@@ -110,18 +110,18 @@ async def progress_stream() -> Response:
         when the caller or the instance holds the most streams allowed, 503 when the
         first read finds the database unavailable.
     """
-    services: Services = current_app.config["SERVICES"]
-    principal, expires_at = request_credentials(services.tokens)
+    deps: Dependencies = current_app.config["DEPENDENCIES"]
+    principal, expires_at = request_credentials(deps.tokens)
     keepalive_seconds = float(
         current_app.config.get(KEEPALIVE_SECONDS_KEY, DEFAULT_KEEPALIVE_SECONDS)
     )
     if request.method == "HEAD":  # Quart would run the stream for a body nobody reads
         return Response(b"", status=200, content_type="text/event-stream; charset=utf-8")
-    feed = services.progress_feed
+    feed = deps.progress_feed
     # Subscribe before the first read: a change between the two is then delivered too
     # (and sent only if the read did not already show it).
     sub = feed.subscribe(principal)  # Refused (429) at a cap
-    reader = _Reader(services, principal)
+    reader = _Reader(deps, principal)
     try:
         # Read once before answering: a database fault now is still an envelope (503).
         first = first_step(await reader.read())

@@ -40,8 +40,8 @@ from actors.core.http.progress import (
     feed_round,
 )
 from actors.core.models import Principal, Task
-from actors.core.ports.service import ApiMetrics
-from actors.core.ports.store import CreationStore
+from actors.core.ports.metrics import ApiMetrics
+from actors.core.ports.store import ApiStore
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class ProgressFeed:
 
     def __init__(
         self,
-        store: CreationStore,
+        store: ApiStore,
         interval: float,
         limits: StreamLimits,
         metrics: ApiMetrics,

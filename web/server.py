@@ -14,7 +14,7 @@ Two layers remove that class of fault:
   contains whatever else a single connection raises: logged with the peer address, the
   connection closed, the server untouched. No input from one client can end the server.
 * :class:`WebServer` owns the listening sockets across restarts and the runtime runs it
-  under :func:`actors.service.supervisor.supervise` in its own nursery: if the server itself ever
+  under :func:`actors.plumbing.supervisor.supervise` in its own nursery: if the server itself ever
   fails, it is restarted with back-off on the same sockets (connections wait in the
   listen backlog meanwhile), counted in ``export_actor_restarts_total{actor="web"}``, and
   no consumer slot, lease or export notices.

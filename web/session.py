@@ -32,11 +32,11 @@ from web.auth import (
     principal_from_token,
     request_principal,
 )
+from web.dependencies import Dependencies
 from web.errors import ApiError
 from web.openapi import AUTH, declare
 from web.schemas import EmptyEnvelope, SessionEnvelope, SignInRequest
 from web.serialize import envelope
-from web.services import Services
 
 PATH = "/api/platform/v1/session"
 #: Longest token accepted, characters (a JWT of this service is a few hundred).
@@ -45,8 +45,8 @@ MAX_TOKEN_CHARS = 8192
 session = Blueprint("session", __name__)
 
 
-def _services() -> Services:
-    return current_app.config["SERVICES"]  # type: ignore[no-any-return]
+def _deps() -> Dependencies:
+    return current_app.config["DEPENDENCIES"]  # type: ignore[no-any-return]
 
 
 def _session_json(principal: Principal, expires_at: int, csrf_token: str | None) -> dict[str, Any]:
@@ -63,7 +63,7 @@ def _session_json(principal: Principal, expires_at: int, csrf_token: str | None)
 
 def _set_cookies(response: Response, token: str, csrf_token: str, max_age: int) -> None:
     # auto: as the request's scheme; "always" behind a proxy that terminates TLS
-    secure = cookie_secure(_services().cookie_secure, request.scheme)
+    secure = cookie_secure(_deps().cookie_secure, request.scheme)
     response.set_cookie(
         SESSION_COOKIE,
         token,
@@ -87,7 +87,7 @@ def _set_cookies(response: Response, token: str, csrf_token: str, max_age: int) 
 def _signed_in(token: str, principal: Principal, expires_at: int, csrf: str | None) -> Response:
     """The answer that (re)sets both cookies; a fresh CSRF token unless ``csrf`` is still
     valid for this session."""
-    key = csrf_key(_services().jwt_secret)
+    key = csrf_key(_deps().jwt_secret)
     now = time.time()
     if csrf is None or not csrf_token_valid(key, token, csrf, now):
         csrf = mint_csrf_token(key, token, secrets.token_urlsafe(16), expires_at)
@@ -123,7 +123,7 @@ async def sign_in() -> Response:
     if len(token) > MAX_TOKEN_CHARS:
         raise ParameterError("token", f"token is longer than {MAX_TOKEN_CHARS} characters")
     token = token.strip()
-    tokens = _services().tokens
+    tokens = _deps().tokens
     await tokens.prepare(token)  # an identity provider's key it names (the body: no hook saw it)
     principal, expires_at = principal_from_token(tokens, token)
     return _signed_in(token, principal, expires_at, None)
@@ -137,7 +137,7 @@ async def who_am_i() -> Response:
     With the cookie, the CSRF cookie is kept when it is still valid for the session, else
     a new one is set; with the header there is no session and ``csrfToken`` is null.
     """
-    secret = _services().tokens
+    secret = _deps().tokens
     request_principal(secret)  # the header or the cookie, as every route decides it
     authorization = request.headers.get("Authorization")
     if authorization:
@@ -157,7 +157,7 @@ async def sign_out() -> Any:
     other: it needs the CSRF token (403 without it); without one it simply succeeds."""
     if request.cookies.get(SESSION_COOKIE) and not request.headers.get("Authorization"):
         try:
-            request_principal(_services().tokens)
+            request_principal(_deps().tokens)
         except ApiError as exc:
             if exc.http_status == 403:
                 raise

@@ -19,8 +19,8 @@ from actors.cli.ops import settings_or_exit
 from actors.core.errors import ConfigError, sole_exception
 from actors.core.models import AppCode
 from actors.core.text import redact_url
-from actors.service.config import Settings
-from actors.service.logs import configure_logging
+from actors.plumbing.config import Settings
+from actors.plumbing.logs import configure_logging
 
 API = "/api/platform/v1/files/export-tasks"
 DEMO_PERMS = ("platform:customer:export",)
@@ -53,7 +53,7 @@ def migrate() -> None:
     settings = settings_or_exit()
     configure_logging(settings.log_level, fmt=settings.log_format)
     from actors.composition import open_database
-    from actors.core.ids import IdGenerator
+    from db.ids import IdGenerator
     from db.migrations import MigrationResult
     from db.mysql import MysqlDatabase
     from db.sqlite import SqliteDatabase, wall_clock_ms

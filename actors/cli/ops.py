@@ -46,7 +46,7 @@ from actors.core.ops.troubleshooting import Thresholds, diagnose
 from actors.core.task_json import task_json
 from actors.core.usecases import cancel_task as cancel_task_once
 from actors.core.usecases import retry_task as retry_task_once
-from actors.service.config import Settings, load_settings
+from actors.plumbing.config import Settings, load_settings
 
 if TYPE_CHECKING:
     from actors.core.ports.storage import ExportStorage
@@ -79,7 +79,7 @@ def _run_with_store(fn: Callable[[ExportStore, Settings], Awaitable[R]]) -> R:
         if not path or not Path(path).is_file():
             raise click.ClickException(f"no SQLite database at {path!r} (FILE_EXPORT_DATABASE_URL)")
     from actors.composition import open_database
-    from actors.core.ids import IdGenerator
+    from db.ids import IdGenerator
     from db.sqlite import wall_clock_ms
     from db.store import ExportStore
 
@@ -294,7 +294,7 @@ async def _delete_leftover(settings: Settings, object_key: str) -> None:
     Where it cannot (the command runs on a host without the storage directory), the file
     is left to the reconciler's orphan scan, which deletes files no task references."""
     from actors.core.errors import StorageUnavailableError
-    from actors.pipeline.storage import LocalDirectoryStorage
+    from actors.storage.local import LocalDirectoryStorage
 
     storage: ExportStorage
     if settings.object_store is not None:

@@ -2,10 +2,10 @@
 and report, rule by rule, whether it keeps the contract of docs/provider-guide.md.
 
 The requests are built by the service's own code
-(:class:`actors.pipeline.provider_check_client.ProviderCheckClient`, which shares the export
+(:class:`actors.pipeline.provider.check_client.ProviderCheckClient`, which shares the export
 client's request building: the same headers, timeouts, 4 MB streaming limit, status
 mapping and decoder) and its one HTTP client, the urllib3 code
-an export worker sends its batches with (:mod:`actors.pipeline.provider_http`, here from a
+an export worker sends its batches with (:mod:`actors.pipeline.provider.http`, here from a
 thread), and every outcome is judged by :class:`actors.core.provider.check.ProviderCheck`,
 which applies the service's own checks. The requests a Provider must refuse
 (:data:`actors.core.provider.rules.PROBES`) are the well-formed request the client built,
@@ -47,9 +47,9 @@ from actors.core.provider.rules import (
 )
 from actors.core.registry import BATCH_SIZE_RANGE, MAX_ROWS_RANGE
 from actors.core.text import quote_outside
-from actors.pipeline.provider_check_client import ProviderCheckClient
-from actors.pipeline.provider_decode import parse_batch_response
-from actors.pipeline.provider_http import FetchSpec
+from actors.pipeline.provider.check_client import ProviderCheckClient
+from actors.pipeline.provider.decode import parse_batch_response
+from actors.pipeline.provider.fetch import FetchSpec
 
 #: The task id the requests carry (a Provider only logs it).
 CHECK_TASK_ID = 1

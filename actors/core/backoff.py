@@ -141,7 +141,7 @@ class LoopBackoff:
         return ran_seconds > self.maximum
 
 
-#: Restart delay of a crashed actor (``actors.service.supervisor``).
+#: Restart delay of a crashed actor (``actors.plumbing.supervisor``).
 SUPERVISOR_RESTART_BACKOFF = LoopBackoff(initial=0.5, maximum=30.0)
 #: Retry delay of the DLQ handler's quarantine transaction (``actors.supervised.dlq``).
 DLQ_RETRY_BACKOFF = LoopBackoff(initial=0.5, maximum=30.0)

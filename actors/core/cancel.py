@@ -7,7 +7,7 @@ other status is final and refused with :attr:`~actors.core.errors.Refusal.NOT_CA
 
 Who may cancel is the ownership rule of :mod:`actors.core.access` (the requester, or a
 holder of ``platform:download:all`` in the same tenant and app). The store carries the
-cancel out in one transaction (``db.store.creation``); a RUNNING attempt notices at its
+cancel out in one transaction (``db.store.api``); a RUNNING attempt notices at its
 next fenced write, which then matches no row, and ends like a run whose lease was lost
 (``docs/architecture.md``, "The life of a task").
 """

@@ -33,9 +33,9 @@ The hierarchy::
         │   └── DatabaseExportError       a database error that is not a passing fault
         └── ExportAbortedError       the lease is lost: delete the file, write nothing (§8.3)
 
-Lower-layer errors (urllib3, OSError, xlsxwriter) are translated into these at the edge of
-the pipeline, so the consumer slot decides the task's fate from the class alone; whatever
-else a run raises is classified by :func:`run_failure`.
+Lower-layer errors (urllib3's, OSError, botocore's) are translated into these at the edge
+of the pipeline and of storage, so the consumer slot decides the task's fate from the class
+alone; whatever else a run raises is classified by :func:`run_failure`.
 
 The database layer raises subclasses of :class:`DatabaseError` in place of its drivers'
 errors. Their bases are drawn here because the core imports nothing outside itself: the

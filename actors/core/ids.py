@@ -1,16 +1,18 @@
-"""64-bit snowflake-style ids (§7.2 "雪花ID").
+"""64-bit snowflake-style ids (§7.2 "雪花ID"), and the task number people see. Pure.
 
 Layout (most significant first): 1 sign bit (0) | 41 bits milliseconds since 2024-01-01 UTC
 | 10 bits worker | 12 bits sequence. That is 4096 ids per millisecond per worker and
 about 69 years of range. Ids are rendered as JSON strings at the HTTP edge because they do
 not fit a JavaScript number.
+
+The arithmetic lives here (:func:`next_snowflake`); the generator that keeps its state,
+reads the clock, draws the worker and serialises threads is the store's
+(``db/ids.py``), since the store is what draws ids.
 """
 
 from __future__ import annotations
 
-import secrets
-import threading
-from collections.abc import Callable
+from typing import NamedTuple
 
 EPOCH_MS = 1_704_067_200_000  # 2024-01-01T00:00:00Z
 WORKER_BITS = 10
@@ -26,44 +28,38 @@ def task_number(task_id: int) -> str:
     return f"{TASK_NO_PREFIX}{task_id}"
 
 
-class IdGenerator:
-    """Thread-safe snowflake generator.
+class Snowflake(NamedTuple):
+    """One id drawn, and the generator's state after it."""
+
+    id: int
+    last_ms: int
+    sequence: int
+
+
+def next_snowflake(wall_ms: int, worker: int, last_ms: int, sequence: int) -> Snowflake:
+    """The next id of a generator that last drew at ``last_ms`` with ``sequence``.
+
+    Ids only need to be unique and roughly ordered, so the instance clock is fine here
+    (§8.6 allows it for labels). A clock that steps backwards is absorbed by never going
+    below the last timestamp used; a sequence exhausted within one millisecond borrows
+    the next millisecond.
 
     Args:
-        clock_ms: returns wall time in epoch milliseconds. Ids only need to be unique
-            and roughly ordered, so the instance clock is fine here (§8.6 allows it for
-            labels); a clock that steps backwards is absorbed by never going below the
-            last timestamp used.
-        worker_id: 0..1023; random by default, so two instances collide only if they draw
-            the same worker in the same millisecond with the same sequence, and a primary
-            key conflict is then reported by the database rather than silently accepted.
+        wall_ms: the instance clock, epoch milliseconds.
+        worker: this generator's worker number, 0..:data:`MAX_WORKER`.
+        last_ms: the previous id's milliseconds since :data:`EPOCH_MS` (-1 before the first).
+        sequence: the previous id's sequence.
+
+    Returns:
+        The new positive 63-bit id and the state to pass next time.
     """
-
-    def __init__(self, clock_ms: Callable[[], int], worker_id: int | None = None) -> None:
-        if worker_id is None:
-            worker_id = secrets.randbelow(MAX_WORKER + 1)
-        if not 0 <= worker_id <= MAX_WORKER:
-            raise ValueError(f"worker_id must be 0..{MAX_WORKER}")
-        self._clock_ms = clock_ms
-        self._worker = worker_id
-        self._last_ms = -1
-        self._sequence = 0
-        self._lock = threading.Lock()
-
-    def next_id(self) -> int:
-        """Return a new positive 63-bit id."""
-        with self._lock:
-            now = max(self._clock_ms() - EPOCH_MS, self._last_ms)
-            if now == self._last_ms:
-                self._sequence = (self._sequence + 1) & MAX_SEQUENCE
-                if self._sequence == 0:
-                    # Sequence exhausted in this millisecond: borrow the next one.
-                    now += 1
-            else:
-                self._sequence = 0
-            self._last_ms = now
-            return (
-                (now << (WORKER_BITS + SEQUENCE_BITS))
-                | (self._worker << SEQUENCE_BITS)
-                | (self._sequence)
-            )
+    now = max(wall_ms - EPOCH_MS, last_ms)
+    if now == last_ms:
+        sequence = (sequence + 1) & MAX_SEQUENCE
+        if sequence == 0:
+            now += 1  # sequence exhausted in this millisecond: borrow the next one
+    else:
+        sequence = 0
+    return Snowflake(
+        (now << (WORKER_BITS + SEQUENCE_BITS)) | (worker << SEQUENCE_BITS) | sequence, now, sequence
+    )

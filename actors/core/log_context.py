@@ -2,7 +2,7 @@
 
 One request (``web/access_log.py``) or one run (``actors/supervised/execution.py``) binds its
 identifiers once; every log line written meanwhile — by our code or a library — carries
-them (``actors/service/logs.py`` merges them in). Values live in :mod:`contextvars`
+them (``actors/plumbing/logs.py`` merges them in). Values live in :mod:`contextvars`
 through structlog's context-local store, so each trio task sees what was bound in the task
 that started it and nothing bound by its siblings. Binding is not IO: the core offers it
 so that the web side and the actors share one vocabulary.

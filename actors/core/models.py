@@ -8,7 +8,6 @@ JSON strings only at the HTTP edge (§5: ``Long`` is rendered as a string).
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,6 +16,7 @@ from typing import Any
 
 from actors.core.command_message import COMMAND_SCHEMA_VERSION, locating_properties, read_trace_id
 from actors.core.errors import CommandDecodeError
+from actors.core.tracing import RandomBytes, new_trace_id, uuid4_text
 
 
 class TaskStatus(StrEnum):
@@ -314,15 +314,26 @@ class Command:
         dispatch_version: int,
         occurred_at: str,
         trace_id: str | None = None,
+        *,
+        rand: RandomBytes,
     ) -> Command:
-        """A command with a fresh UUID ``eventId`` (§6.4)."""
+        """A command with a fresh random ``eventId`` (a version-4 UUID, §6.4).
+
+        Args:
+            task_id: the task.
+            export_type: its export type.
+            dispatch_version: the attempt the command is for.
+            occurred_at: an ISO-8601 label of the instance clock.
+            trace_id: the task's trace id; a new one when ``None``.
+            rand: the source of random bytes (``os.urandom``; tests pass a fixed one).
+        """
         return cls(
-            event_id=str(uuid.uuid4()),
+            event_id=uuid4_text(rand(16)),
             task_id=task_id,
             export_type=export_type,
             dispatch_version=dispatch_version,
             occurred_at=occurred_at,
-            trace_id=trace_id or uuid.uuid4().hex,
+            trace_id=trace_id or new_trace_id(rand),
         )
 
     def to_json(self) -> str:

@@ -29,7 +29,7 @@ class CreateOutcome(StrEnum):
 
 
 class ManualRetryOutcome(StrEnum):
-    """What a manual retry of a FAILED or CANCELLED task came to (``CreationStore.manual_retry``).
+    """What a manual retry of a FAILED or CANCELLED task came to (``ApiStore.manual_retry``).
 
     ``RETRIED`` means the task is PENDING at a new version; the limits are admission's
     refusals (:func:`actors.core.admission.admit`, without the duplicate rule); ``CHANGED``

@@ -1,6 +1,6 @@
 """The query string of the task list, checked: filters, page and page size. Pure.
 
-``GET /api/platform/v1/files/export-tasks`` takes (README, "Listing tasks"):
+``GET /api/platform/v1/files/export-tasks`` takes (README, "API"):
 
 * ``status``: repeatable, and each value may hold several statuses separated by commas
   (``status=PENDING&status=RUNNING`` or ``status=PENDING,RUNNING``); a task in any of them;

@@ -10,14 +10,14 @@ carries ``traceparent: 00-<trace id>-<new span id>-01``.
 A **request id** names one HTTP request in the access log. A caller's ``X-Request-Id`` is
 kept when it is short and made of safe characters; otherwise a new one is drawn.
 
-Randomness comes in as an argument (``rand(n) -> n bytes``), so tests pass a fixed one.
+Randomness comes in as an argument (``rand(n) -> n bytes``): the shells pass ``os.urandom``,
+tests a fixed one.
 
 Reference: W3C Trace Context, "traceparent Header" (https://www.w3.org/TR/trace-context/).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from urllib.parse import parse_qsl, quote
@@ -66,7 +66,7 @@ def is_trace_id(value: object) -> bool:
     return isinstance(value, str) and bool(_HEX32.fullmatch(value)) and value != "0" * 32
 
 
-def new_trace_id(rand: RandomBytes = os.urandom) -> str:
+def new_trace_id(rand: RandomBytes) -> str:
     """A new random trace id (16 random bytes as 32 lowercase hex digits).
 
     Args:
@@ -81,7 +81,7 @@ def new_trace_id(rand: RandomBytes = os.urandom) -> str:
             return value
 
 
-def new_span_id(rand: RandomBytes = os.urandom) -> str:
+def new_span_id(rand: RandomBytes) -> str:
     """A new random span (parent) id: 8 random bytes as 16 lowercase hex digits, not all zero.
 
     Args:
@@ -91,6 +91,25 @@ def new_span_id(rand: RandomBytes = os.urandom) -> str:
         value = rand(8).hex()
         if value != "0" * 16:
             return value
+
+
+def uuid4_text(random16: bytes) -> str:
+    """16 random bytes as a version-4 UUID in its usual text form
+    (``xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx``), as ``str(uuid.uuid4())`` writes it.
+
+    Args:
+        random16: exactly 16 random bytes.
+
+    Raises:
+        ValueError: not 16 bytes.
+    """
+    if len(random16) != 16:
+        raise ValueError("a UUID takes 16 bytes")
+    b = bytearray(random16)
+    b[6] = (b[6] & 0x0F) | 0x40  # version 4
+    b[8] = (b[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def parse_traceparent(header: str | None) -> str | None:
@@ -144,7 +163,7 @@ def format_traceparent(trace_id: str, span_id: str) -> str:
     return f"{TRACEPARENT_VERSION}-{trace_id}-{span_id}-{TRACE_FLAGS_SAMPLED}"
 
 
-def request_trace_id(traceparent: str | None, rand: RandomBytes = os.urandom) -> str:
+def request_trace_id(traceparent: str | None, rand: RandomBytes) -> str:
     """The trace id of a request: the incoming ``traceparent``'s when valid, else new.
 
     Args:
@@ -154,9 +173,7 @@ def request_trace_id(traceparent: str | None, rand: RandomBytes = os.urandom) ->
     return parse_traceparent(traceparent) or new_trace_id(rand)
 
 
-def run_trace_id(
-    task_trace_id: str | None, command_trace_id: str | None, rand: RandomBytes = os.urandom
-) -> str:
+def run_trace_id(task_trace_id: str | None, command_trace_id: str | None, rand: RandomBytes) -> str:
     """The trace id a run logs and sends to the Provider.
 
     The task row's, stored at create and kept by every retry and re-dispatch, is the
@@ -176,7 +193,7 @@ def run_trace_id(
     return new_trace_id(rand)
 
 
-def request_id(header: str | None, rand: RandomBytes = os.urandom) -> str:
+def request_id(header: str | None, rand: RandomBytes) -> str:
     """The request id of an HTTP request: the caller's ``X-Request-Id`` when sane, else new.
 
     Sane: 1 to :data:`MAX_REQUEST_ID_CHARS` characters of ``A-Z a-z 0-9 . _ : -`` (a UUID,

@@ -25,7 +25,7 @@ from actors.core.outcomes import (
     ManualRetryOutcome,
     NewTask,
 )
-from actors.core.ports.store import CreationStore
+from actors.core.ports.store import ApiStore
 
 #: Admission's refusals of a create, raised by :func:`create_task`.
 _CREATE_REFUSALS = frozenset(
@@ -33,14 +33,14 @@ _CREATE_REFUSALS = frozenset(
 )
 
 
-async def create_task(store: CreationStore, new: NewTask, limits: CreateLimits) -> CreateResult:
+async def create_task(store: ApiStore, new: NewTask, limits: CreateLimits) -> CreateResult:
     """Admit and create a task with its first outbox row, in one transaction.
 
     The caller has checked the request and the export type (``authorise``,
     ``check_declared_parameters``) and wakes the publisher afterwards.
 
     Args:
-        store: the creation store.
+        store: the API's store.
         new: the task to create.
         limits: the admission settings in force.
 
@@ -59,7 +59,7 @@ async def create_task(store: CreationStore, new: NewTask, limits: CreateLimits) 
 
 
 async def retry_task(
-    store: CreationStore,
+    store: ApiStore,
     task: Task,
     limits: CreateLimits,
     *,
@@ -74,7 +74,7 @@ async def retry_task(
     is deleted; then the store admits the retry under the create limits and writes it.
 
     Args:
-        store: the creation store.
+        store: the API's store.
         task: the task as read by the caller.
         limits: the admission settings in force.
         check_type: raises when the task's export type may not be run again now.
@@ -99,7 +99,7 @@ async def retry_task(
 
 
 async def cancel_task(
-    store: CreationStore, task_id: int, message: str, *, by: int | None = None
+    store: ApiStore, task_id: int, message: str, *, by: int | None = None
 ) -> CancelResult:
     """Cancel a PENDING or RUNNING task; idempotent on CANCELLED.
 
@@ -108,7 +108,7 @@ async def cancel_task(
     :func:`actors.core.cancel.check_cancelled`'s.
 
     Args:
-        store: the creation store.
+        store: the API's store.
         task_id: the task's id.
         message: the task's ``failure_message`` once cancelled.
         by: the user who cancelled it (recorded in its history), ``None`` for an operator.

@@ -3,7 +3,7 @@
 Called by a consumer slot's executor (``actors/supervised/execution.py``) inside the run's cancel
 scope, with the lease watchdog beside it. The run's CPU work — decoding the Provider's
 JSON, typing cells, encoding and compressing the XLSX — runs in a worker process of its own
-(:mod:`actors.pipeline.export_worker`), so the event loop keeps renewing leases and
+(:mod:`actors.pipeline.worker.handle`), so the event loop keeps renewing leases and
 serving HTTP, and concurrent exports use every core. This process keeps the Provider
 cursor loop and the cross-batch rules (fed by the batch summaries of the requests the
 worker makes), the fenced database writes, progress, Provider metrics and storage. A
@@ -12,7 +12,7 @@ cancelled run kills its worker; a worker that dies fails the run as transient.
 Definition values that protect downstream services (``provider-*``, ``batch-size``,
 ``max-rows``) are read from the registry *at execution time* (§10.4), and so is the
 Provider's address: each run first brings the Provider map up to date with its file
-(:mod:`actors.service.provider_map_source`), and every batch request its worker sends carries the
+(:mod:`actors.plumbing.provider_map_source`), and every batch request its worker sends carries the
 address in force when the request is built.
 
 Warnings about the Provider's data (truncated cells, invalid values, undeclared fields,
@@ -49,18 +49,19 @@ from actors.core.errors import (
     TransientDatabaseError,
 )
 from actors.core.log_context import task_fields
+from actors.core.object_keys import XLSX_CONTENT_TYPE
 from actors.core.outcomes import AbortReason, ExportResult
-from actors.core.ports.service import RegistryView
+from actors.core.ports.registry import RegistryView
 from actors.core.ports.storage import RemoteUpload
 from actors.core.ports.store import RunStore
 from actors.core.provider.batch_rules import final_total_rows
 from actors.core.text import safe_file_name
-from actors.pipeline.context import RunContext
-from actors.pipeline.cursor_loop import iterate_batches
-from actors.pipeline.export_worker import ExportWorker, WorkerPool, open_export_worker
-from actors.pipeline.provider_client import ProviderClient
-from actors.pipeline.storage import XLSX_CONTENT_TYPE
-from actors.service.config import Settings
+from actors.pipeline.attempt import RunContext
+from actors.pipeline.provider.client import ProviderClient
+from actors.pipeline.provider.cursor_loop import iterate_batches
+from actors.pipeline.worker.handle import ExportWorker
+from actors.pipeline.worker.pool import WorkerPool, open_export_worker
+from actors.plumbing.config import Settings
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from actors.core.dispatch import NoClaim
 from actors.core.models import Command, Task
 from actors.core.outcomes import ClaimResult
 from actors.core.ports.store import ClaimStore
-from actors.service.config import Settings
+from actors.plumbing.config import Settings
 from actors.supervised.local_claims import LocalClaims
 
 #: Requesters remembered for round robin; the least recently served are forgotten first,
@@ -90,7 +90,7 @@ class ClaimGate:
                 skipped; the claimed task is left held (``local.take``), and the caller
                 releases it once its run is settled — so a claim re-run after a lost
                 COMMIT can tell its own claim from another slot's (``LocalClaims``).
-            round_number: the claim round (``actors.service.wakeup.ClaimRounds``) that woke an
+            round_number: the claim round (``actors.plumbing.wakeup.ClaimRounds``) that woke an
                 idle slot, ``None`` for a slot that has just become free. Once one slot
                 found nothing to claim in a round, the other slots of that round do not
                 read the database again: an idle instance costs one read per round.

@@ -22,7 +22,7 @@ fairest due PENDING task from the database (``ClaimGate.claim_next``) and runs i
 nothing may run here. That is how deferred tasks run as soon as a slot frees, and why a
 deferral never leaves a slot idle while someone else's task waits.
 
-An idle slot waits for a command *or* the next claim round (``actors.service.wakeup.ClaimRounds``:
+An idle slot waits for a command *or* the next claim round (``actors.plumbing.wakeup.ClaimRounds``:
 every ``FILE_EXPORT_CONSUMER_POLL_MS``, and at once after a create or retry on this
 instance while the bus is down), and pulls in each round. So tasks run with no command at
 all: while the message bus is down, before the transport has connected, or when a command
@@ -46,10 +46,10 @@ from actors.core.models import Command
 from actors.core.ports.storage import ExportStorage
 from actors.core.ports.store import ExecutionStore
 from actors.core.ports.transport import CommandTransport, Delivery
-from actors.pipeline.context import RunContext
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
-from actors.service.wakeup import ClaimRounds
+from actors.pipeline.attempt import RunContext
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
+from actors.plumbing.wakeup import ClaimRounds
 from actors.supervised.claim_gate import ClaimGate
 from actors.supervised.execution import Pipeline, TaskExecutor
 from actors.supervised.local_claims import LocalClaims

@@ -21,7 +21,7 @@ from actors.core.log_context import bind_context, task_fields
 from actors.core.outcomes import QuarantineOutcome
 from actors.core.ports.store import QuarantineStore
 from actors.core.ports.transport import CommandTransport, Delivery
-from actors.service.metrics import Metrics
+from actors.plumbing.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

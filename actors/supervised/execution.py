@@ -7,7 +7,7 @@ A consumer slot (``actors/supervised/consumer.py``) hands each task it has claim
    lease every ``heartbeat`` seconds (§8.3), and the **deadline guard** (§8.3.1), both
    in ``actors/supervised/lease_keeper.py``. Either one aborts the run by cancelling its scope — a
    structured abort: the cancel kills the run's export worker process
-   (``actors/pipeline/export_worker.py``) before the executor settles. A lost lease, the
+   (``actors/pipeline/worker/handle.py``) before the executor settles. A lost lease, the
    deadline, a user's cancel and a shutdown hand-back all end a run this one way.
 2. Settle: commit fenced by version, owner, status and deadline (§8.4); on failure delete
    the file and fail or reschedule by error class (§9.1, §9.2). A lost lease writes
@@ -25,6 +25,7 @@ needed) hands the task back without counting the attempt, as a shutdown does.
 from __future__ import annotations
 
 import logging
+import os
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -60,10 +61,9 @@ from actors.core.settlement import (
     settle_lost_commit,
 )
 from actors.core.tracing import run_trace_id
-from actors.pipeline.context import RunContext
-from actors.pipeline.run_file import RunFile
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
+from actors.pipeline.attempt import RunContext, RunFile
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
 from actors.supervised.lease_keeper import LeaseKeeper, Unsettled
 from actors.supervised.local_claims import LocalClaims
 
@@ -128,7 +128,7 @@ class TaskExecutor:
         Returns once the outcome is settled, or left to the reconciler when it could not
         be written before the lease margin.
         """
-        task = replace(task, trace_id=run_trace_id(task.trace_id, command_trace_id))
+        task = replace(task, trace_id=run_trace_id(task.trace_id, command_trace_id, os.urandom))
         with bind_context(
             taskId=str(task.id),
             dispatchVersion=task.dispatch_version,

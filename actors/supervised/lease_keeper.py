@@ -30,8 +30,8 @@ from actors.core.lease import WatchdogStep
 from actors.core.log_context import task_fields
 from actors.core.outcomes import AbortReason
 from actors.core.ports.store import ExecutionStore
-from actors.pipeline.context import RunContext
-from actors.service.config import Settings
+from actors.pipeline.attempt import RunContext
+from actors.plumbing.config import Settings
 
 # The run's lines keep the logger they have always had, whichever module writes them:
 # operators and tests select a run's lines by it.

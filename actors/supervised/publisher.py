@@ -32,9 +32,9 @@ from actors.core.log_context import bind_context, task_fields
 from actors.core.models import OutboxRow
 from actors.core.ports.store import OutboxStore
 from actors.core.ports.transport import CommandTransport, OutgoingMessage
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
-from actors.service.wakeup import Wakeup
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
+from actors.plumbing.wakeup import Wakeup
 
 log = logging.getLogger(__name__)
 

@@ -42,12 +42,12 @@ from actors.core.events import retention_seconds
 from actors.core.lease import is_predecessor_lease
 from actors.core.log_context import bind_context, task_fields
 from actors.core.models import Task
+from actors.core.object_keys import task_id_of
 from actors.core.outcomes import RetryOutcome
 from actors.core.ports.storage import ExportStorage
 from actors.core.ports.store import ReconcilerStore
-from actors.pipeline.storage import OBJECT_KEY_PATTERN
-from actors.service.config import Settings, pid_namespace
-from actors.service.metrics import Metrics
+from actors.plumbing.config import Settings, pid_namespace
+from actors.plumbing.metrics import Metrics
 from actors.supervised.local_claims import LocalClaims
 
 log = logging.getLogger(__name__)
@@ -299,10 +299,10 @@ class Reconciler:
             kept_bytes += obj.size  # 0 for an incomplete upload (S3)
             if obj.mtime > cutoff:
                 continue
-            match = OBJECT_KEY_PATTERN.fullmatch(obj.key)
-            if match is None:
+            task_id = task_id_of(obj.key)
+            if task_id is None:
                 continue
-            if await self.store.file_is_referenced(int(match.group(1)), obj.key):
+            if await self.store.file_is_referenced(task_id, obj.key):
                 continue
             if await self._delete_quietly(obj.key, "orphan_clean"):
                 cleaned += 1

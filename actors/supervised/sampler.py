@@ -22,10 +22,10 @@ import trio
 from actors.core.errors import TransientDatabaseError
 from actors.core.health import Component, HealthBoard
 from actors.core.models import TaskStatus
-from actors.core.ports.service import RegistryView
+from actors.core.ports.registry import RegistryView
 from actors.core.ports.storage import ExportStorage
 from actors.core.ports.store import SamplerStore
-from actors.service.metrics import Metrics
+from actors.plumbing.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

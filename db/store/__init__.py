@@ -8,7 +8,8 @@ pure functions in ``actors.core`` and the actors carry them out.
 The transitions are grouped by caller, one module each; ``ExportStore`` is all of them
 over one database:
 
-* ``creation`` — create, list, read, manual retry (the API);
+* ``api`` — create, list, read, cancel, manual retry, history, downloads, the progress
+  feed's reads (the API and the operator's commands);
 * ``execution`` — claim, lease, progress, complete / fail / retry / hand back (the
   consumer slots, their claim gate, the export runner);
 * ``outbox`` — the publisher's claims and send results, DLQ quarantine, the embedded
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from db.store.creation import CreationTransitions
+from db.store.api import ApiTransitions
 from db.store.execution import ExecutionTransitions
 from db.store.inspection import InspectionQueries
 from db.store.outbox import OutboxTransitions
@@ -38,7 +39,7 @@ __all__ = ["ExportStore"]
 
 
 class ExportStore(
-    CreationTransitions,
+    ApiTransitions,
     ExecutionTransitions,
     OutboxTransitions,
     ReconciliationTransitions,
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
     def _implements_every_port(
         store: ExportStore,
     ) -> tuple[
-        ports.CreationStore,
+        ports.ApiStore,
         ports.ClaimStore,
         ports.RunStore,
         ports.ExecutionStore,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Self
@@ -13,10 +14,10 @@ from actors.core.command_message import COMMAND_TAG, message_key
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.errors import ConfigError
 from actors.core.events import TaskEventKind, detail_json
-from actors.core.ids import IdGenerator
 from actors.core.models import Command, OutboxRow, Task, TaskStatus
 from db import transitions
 from db.database import Database, Tx
+from db.ids import IdGenerator
 from db.store.retry import DbHealth, retrying
 from db.store.rows import outbox_from_row, task_from_row
 
@@ -121,7 +122,9 @@ class StoreBase:
         """A command and an outbox id for ``task`` at ``version``, drawn before a
         transition's first attempt so that a re-run after a lost COMMIT can look for its
         own row (``_outbox_landed``). The command carries the task's trace id."""
-        cmd = Command.new(task.id, task.export_type, version, self._label(), task.trace_id)
+        cmd = Command.new(
+            task.id, task.export_type, version, self._label(), task.trace_id, rand=os.urandom
+        )
         return cmd, self.ids.next_id()
 
     async def _outbox_landed(self, tx: Tx, cmd: Command) -> bool:
@@ -149,7 +152,9 @@ class StoreBase:
             cmd, outbox_id = drawn
             assert (cmd.task_id, cmd.dispatch_version) == (task_id, version)
         else:
-            cmd = Command.new(task_id, export_type, version, self._label(), trace_id)
+            cmd = Command.new(
+                task_id, export_type, version, self._label(), trace_id, rand=os.urandom
+            )
             outbox_id = None
         params = {
             "id": outbox_id or self.ids.next_id(),

@@ -1,7 +1,7 @@
 """Read-only queries of the operator's tools (``export-center tasks`` and ``inspect``).
 
 Nothing here writes: an operator's cancel and retry go through the same transitions as
-the API's (``db.store.creation``). The reads see every tenant and app, because the
+the API's (``db.store.api``). The reads see every tenant and app, because the
 operator works on the database, not as a user.
 
 The SQL texts live here rather than in ``db.transitions`` (which holds the service's

@@ -31,7 +31,7 @@ _OUTBOX_TIMES = (
 
 
 def task_from_row(row: Mapping[str, Any], dialect: Dialect) -> Task:
-    """A task row (``db.transitions.TASK_COLUMNS``, maybe with ``db_now``) as a ``Task``:
+    """A task row (``db.transitions.columns.TASK_COLUMNS``, maybe with ``db_now``) as a ``Task``:
     times as aware UTC datetimes, the status as ``TaskStatus``, ids as ``int``."""
     d = dict(row)
     d.pop("db_now", None)
@@ -44,7 +44,7 @@ def task_from_row(row: Mapping[str, Any], dialect: Dialect) -> Task:
 
 
 def outbox_from_row(row: Mapping[str, Any], dialect: Dialect) -> OutboxRow:
-    """An outbox row (``db.transitions.OUTBOX_COLUMNS``) as an ``OutboxRow``; a payload
+    """An outbox row (``db.transitions.columns.OUTBOX_COLUMNS``) as an ``OutboxRow``; a payload
     the driver decoded from JSON is encoded back to its text."""
     d = dict(row)
     for key in _OUTBOX_TIMES:

@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from actors.core.ops.load_check import quantile  # noqa: E402
 from deploy.bench.bench_workers import API, Service, client  # noqa: E402
-from deploy.bench.s3_bucket import (  # noqa: E402
+from tests.s3_helpers import (  # noqa: E402
     S3_TEST_KEY,
     S3_TEST_SECRET,
     S3_TEST_URL,

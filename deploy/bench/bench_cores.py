@@ -34,7 +34,7 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from actors.pipeline.xlsx_stream import XlsxStreamWriter  # noqa: E402
+from actors.pipeline.writer.xlsx_stream import XlsxStreamWriter  # noqa: E402
 from web.demo_provider.data import DEMO_COLUMNS, customer_row  # noqa: E402
 
 BATCH = 1000

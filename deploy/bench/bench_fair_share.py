@@ -32,8 +32,8 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from actors.core.models import AppCode  # noqa: E402
+from actors.plumbing.config import load_settings  # noqa: E402
 from actors.runtime import Runtime, serve  # noqa: E402
-from actors.service.config import load_settings  # noqa: E402
 from web.auth import issue_token  # noqa: E402
 
 API = "/api/platform/v1/files/export-tasks"

@@ -52,20 +52,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from actors.composition import open_database  # noqa: E402
 from actors.core.admission import CreateLimits  # noqa: E402
-from actors.core.ids import IdGenerator  # noqa: E402
 from actors.core.limits import normalise_parameters  # noqa: E402
 from actors.core.models import DOWNLOAD_ALL_PERMISSION, AppCode, Principal  # noqa: E402
 from actors.core.outcomes import NewTask  # noqa: E402
 from actors.core.task_list import TaskFilter  # noqa: E402
-from actors.pipeline.storage import LocalDirectoryStorage  # noqa: E402
-from actors.service.config import load_settings  # noqa: E402
-from actors.service.metrics import Metrics  # noqa: E402
+from actors.plumbing.config import load_settings  # noqa: E402
+from actors.plumbing.metrics import Metrics  # noqa: E402
+from actors.storage.local import LocalDirectoryStorage  # noqa: E402
 from actors.supervised.reconciler import OUTBOX_RETENTION_SECONDS, Reconciler  # noqa: E402
 from db.database import Database  # noqa: E402
+from db.ids import IdGenerator  # noqa: E402
 from db.mysql import MysqlDatabase  # noqa: E402
 from db.sqlite import wall_clock_ms  # noqa: E402
 from db.store import ExportStore  # noqa: E402
-from deploy.bench.history import load_history  # noqa: E402
+from tests.history import load_history  # noqa: E402
 
 DEFAULT_MYSQL_URL = "mysql://export_center:export_center@127.0.0.1:3307/export_center_bench"
 TOPIC = "bench-file-export-command-v1"

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from actors.core.command_message import COMMAND_TAG, message_key  # noqa: E402
 from actors.core.models import Command  # noqa: E402
 from actors.core.ports.transport import OutgoingMessage  # noqa: E402
-from actors.service.config import load_settings  # noqa: E402
+from actors.plumbing.config import load_settings  # noqa: E402
 from actors.transport.rocketmq import (  # noqa: E402
     RocketMQDelivery,
     RocketMQTransport,
@@ -48,7 +48,7 @@ ARRIVAL_TIMEOUT = 30.0
 def command(transport: RocketMQTransport, task_id: int = 190000000000000001) -> OutgoingMessage:
     """A command as the service builds it (``Command``: body and locating properties),
     with a fresh eventId, on the command topic."""
-    cmd = Command.new(task_id, "CUSTOMER_LIST", 1, "2026-08-03T18:00:00+08:00")
+    cmd = Command.new(task_id, "CUSTOMER_LIST", 1, "2026-08-03T18:00:00+08:00", rand=os.urandom)
     return OutgoingMessage(
         transport.command_topic, COMMAND_TAG, message_key(task_id), cmd.to_json(), cmd.properties()
     )

@@ -1,4 +1,4 @@
-"""Fixtures of the operator's command tests (``tests/actors/test_cli_ops*.py``)."""
+"""Fixtures of the operator's command tests (``tests/actors/cli/test_cli_ops*.py``)."""
 
 from __future__ import annotations
 

@@ -17,10 +17,10 @@ import trio.testing
 
 from actors.core.models import TaskStatus
 from actors.core.outcomes import CancelOutcome, ExportResult
-from actors.pipeline.context import RunContext
-from actors.pipeline.storage import LocalDirectoryStorage
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
+from actors.pipeline.attempt import RunContext
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
+from actors.storage.local import LocalDirectoryStorage
 from actors.supervised.local_claims import LocalClaims
 from db.store import ExportStore
 from tests.helpers import claimed, make_executor, start_file

@@ -10,6 +10,7 @@ settling writes keep retrying until 8 s after the last renewal that landed.
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +24,16 @@ from actors.core.db_retry import DbRetryPolicy
 from actors.core.errors import LimitExceededError, ProviderUnavailableError
 from actors.core.models import AppCode, ExportDefinition, Registry, Task, TaskStatus
 from actors.core.outcomes import ExportResult
-from actors.pipeline.context import RunContext
-from actors.pipeline.provider_client import ProviderClient
+from actors.core.ports.storage import StoredObject
+from actors.pipeline.attempt import RunContext
+from actors.pipeline.provider.client import ProviderClient
 from actors.pipeline.runner import ExportRunner
-from actors.pipeline.storage import LocalDirectoryStorage, StoredObject
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
-from actors.service.registry_source import RegistryHolder
-from actors.service.supervisor import supervise
-from actors.service.wakeup import Wakeup
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
+from actors.plumbing.registry_source import RegistryHolder
+from actors.plumbing.supervisor import supervise
+from actors.plumbing.wakeup import Wakeup
+from actors.storage.local import LocalDirectoryStorage
 from actors.supervised.dlq import DlqHandler
 from actors.supervised.local_claims import LocalClaims
 from actors.supervised.publisher import Publisher
@@ -437,7 +439,7 @@ async def test_a_second_delivery_of_a_task_held_by_another_slot_is_acked_without
     local = LocalClaims()
     fs, faulty = on_faulty(store)
     task = await create(store)
-    body = Command.new(task.id, task.export_type, 1, "t").to_json()
+    body = Command.new(task.id, task.export_type, 1, "t", rand=os.urandom).to_json()
     running = trio.Event()
     release = trio.Event()
 

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from actors.plumbing.config import load_settings
 from actors.runtime import DEMO_TOKEN_FILE, _announce
-from actors.service.config import load_settings
 from web.auth import principal_from_token
 
 SECRET = "s" * 32

@@ -5,9 +5,9 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from actors.pipeline.storage import LocalDirectoryStorage
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
+from actors.storage.local import LocalDirectoryStorage
 from actors.supervised.reconciler import Reconciler
 from db.store import ExportStore
 from tests.helpers import create

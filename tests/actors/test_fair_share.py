@@ -7,6 +7,7 @@ seconds named in the task's parameters, so heavy and light exports differ only i
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -20,11 +21,12 @@ import trio.testing
 from actors.core.models import Command, Task, TaskStatus
 from actors.core.outcomes import ExportResult
 from actors.core.ports.transport import OutgoingMessage
-from actors.pipeline.context import RunContext
-from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
-from actors.service.wakeup import Wakeup
+from actors.pipeline.attempt import RunContext
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
+from actors.plumbing.wakeup import Wakeup
+from actors.storage.keys import new_object_key
+from actors.storage.local import LocalDirectoryStorage
 from actors.supervised.claim_gate import ClaimGate
 from actors.supervised.consumer import ConsumerSlot
 from actors.supervised.publisher import Publisher
@@ -280,7 +282,7 @@ async def test_a_deferred_task_runs_when_a_slot_frees_and_duplicates_run_it_once
 
 
 def _copy_of_command(task: Task) -> OutgoingMessage:
-    cmd = Command.new(task.id, task.export_type, task.dispatch_version, "t")
+    cmd = Command.new(task.id, task.export_type, task.dispatch_version, "t", rand=os.urandom)
     return OutgoingMessage("t", "EXPORT_TASK", str(task.id), cmd.to_json(), cmd.properties())
 
 
@@ -312,7 +314,9 @@ async def test_a_deferred_command_is_acked_changes_nothing_and_runs_when_a_slot_
     tasks = [await create(store, user_id=HEAVY, params={"seconds": 1, "i": i}) for i in range(3)]
     held = [await claim(store, t, settings.instance_id) for t in tasks[:2]]
     outbox_before = await store.list_outbox(tasks[2].id)
-    delivery = RecordingDelivery(Command.new(tasks[2].id, tasks[2].export_type, 1, "t").to_json())
+    delivery = RecordingDelivery(
+        Command.new(tasks[2].id, tasks[2].export_type, 1, "t", rand=os.urandom).to_json()
+    )
 
     await slot.handle(delivery)
     assert delivery.events == ["ack"] and recorder.runs == []

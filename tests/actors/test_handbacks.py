@@ -22,10 +22,10 @@ import trio.testing
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.models import TaskStatus
 from actors.core.outcomes import AbortReason, ExportResult
-from actors.pipeline.context import RunContext
-from actors.pipeline.storage import LocalDirectoryStorage
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
+from actors.pipeline.attempt import RunContext
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
+from actors.storage.local import LocalDirectoryStorage
 from actors.supervised.execution import TaskExecutor
 from db.database import DatabaseUnavailableError
 from db.store import ExportStore

@@ -10,7 +10,6 @@ import trio
 import trio_asyncio
 
 from actors.core.errors import ConfigError
-from actors.core.ids import IdGenerator
 from actors.core.models import TaskStatus
 from db.database import (
     CommitUnknownError,
@@ -20,6 +19,7 @@ from db.database import (
     DuplicateKeyError,
     RetryableDatabaseError,
 )
+from db.ids import IdGenerator
 from db.mysql import MysqlDatabase
 from db.mysql_url import MysqlUrl
 from db.sqlite import wall_clock_ms

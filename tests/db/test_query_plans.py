@@ -1,7 +1,7 @@
 """Every statement of the store reads through an index that matches its filter and its
 order, on SQLite and on MariaDB (issue 9 item 4: queries that do not grow with history).
 
-The tables hold a finished history (``deploy.bench.history``: 20,000 tasks and their SENT outbox
+The tables hold a finished history (``tests.history``: 20,000 tasks and their SENT outbox
 rows over 1,000 users) and a small live set, so the planners have a reason to care. The
 plans are read with ``EXPLAIN QUERY PLAN`` (SQLite, before and after ``ANALYZE``: a service
 database never runs one, a copied or maintained one may) and ``EXPLAIN`` (MariaDB, after
@@ -38,15 +38,15 @@ import trio_asyncio
 
 import db.transitions as T
 from actors.core.admission import CreateLimits
-from actors.core.ids import IdGenerator
 from db.database import Database
+from db.ids import IdGenerator
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore
 from db.transitions.columns import TASK_COLUMNS
 from db.transitions.reads import ListShape, list_tasks_templates
-from deploy.bench.history import FIRST_ID, FIRST_USER, load_history
 from tests.helpers import MYSQL_TEST_URL, new_task
+from tests.history import FIRST_ID, FIRST_USER, load_history
 
 HISTORY = 20_000
 TABLES = {
@@ -175,7 +175,7 @@ CHECKS: dict[str, Expect] = {
     "REQUEUE_SENT": uses(PRIMARY, *_TASK_BY_STATUS),
 }
 
-#: Every shape of the list statements (``db.transitions.list_tasks_templates``): both
+#: Every shape of the list statements (``db.transitions.reads.list_tasks_templates``): both
 #: scopes, no, one, two and three statuses, and each combination of the other filters.
 LIST_SHAPES = [
     ListShape(of_requester, statuses, export_type, requested_from, requested_to)

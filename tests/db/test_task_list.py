@@ -9,7 +9,7 @@ from datetime import timedelta
 from actors.core.admission import CreateLimits
 from actors.core.models import DOWNLOAD_ALL_PERMISSION, Task, TaskStatus
 from actors.core.task_list import TaskFilter
-from actors.pipeline.storage import LocalDirectoryStorage
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.helpers import API, claim, complete, create, exec_sql, new_task, principal
 from tests.servers import api_app, headers

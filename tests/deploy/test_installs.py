@@ -1,4 +1,4 @@
-"""Installs are reproducible, and deploy/ stands apart from tests/.
+"""Installs are reproducible.
 
 The lock files pin every dependency pyproject.toml names, at a version its range allows,
 with hashes (``deploy/dev lock`` writes them; ``deploy/dev`` and the Dockerfile install
@@ -59,23 +59,3 @@ def test_the_install_paths_use_the_locks() -> None:
     assert "--require-hashes -r requirements-test.lock" in dev
     docker = (ROOT / "deploy/compose/Dockerfile").read_text()
     assert "--require-hashes -r requirements.lock" in docker
-
-
-def test_nothing_under_deploy_imports_tests() -> None:
-    """deploy/ may be imported by tests (deploy/bench/history.py), never the other way."""
-    import ast
-
-    offenders = []
-    for path in sorted((ROOT / "deploy").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module]
-            offenders += [
-                f"{path.relative_to(ROOT)}:{node.lineno} imports {name}"
-                for name in names
-                if name == "tests" or name.startswith("tests.")
-            ]
-    assert offenders == []

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import trio_asyncio
 
-from actors.core.ids import IdGenerator
 from actors.core.ops.troubleshooting import Symptom, diagnose
+from db.ids import IdGenerator
 from db.mysql import MysqlDatabase
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from actors.pipeline.context import RunContext
+from actors.pipeline.attempt import RunContext
 from actors.runtime import Runtime
 from tests.helpers import API, client_for, exec_sql, make_settings, running_service, wait_for_status
 
@@ -137,7 +137,7 @@ def worker_children() -> list[int]:
         except OSError:  # gone meanwhile
             continue
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == os.getpid() and b"actors.pipeline.worker_main" in cmdline:
+        if ppid == os.getpid() and b"actors.pipeline.worker.main" in cmdline:
             found.append(int(entry.name))
     return found
 

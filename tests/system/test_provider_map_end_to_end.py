@@ -95,7 +95,7 @@ async def export(client: httpx.AsyncClient, rows: int) -> dict[str, Any]:
 async def test_a_moved_provider_is_used_by_new_and_retried_tasks_and_a_bad_map_is_kept_out(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="actors.service.provider_map_source")
+    caplog.set_level(logging.INFO, logger="actors.plumbing.provider_map_source")
     registry = tmp_path / "registry.yaml"
     registry.write_text(demo_registry_yaml(batch_size=100, service=SERVICE))
     map_file = tmp_path / "providers.yaml"
@@ -152,7 +152,7 @@ async def test_a_moved_provider_is_used_by_new_and_retried_tasks_and_a_bad_map_i
     errors = [
         r.getMessage()
         for r in caplog.records
-        if r.name == "actors.service.provider_map_source" and r.levelno == logging.ERROR
+        if r.name == "actors.plumbing.provider_map_source" and r.levelno == logging.ERROR
     ]
     assert len(errors) == 1 and f"providers.{SERVICE}.url" in errors[0]
     assert registry_failures == 1

@@ -51,7 +51,7 @@ async def test_one_trace_id_from_create_through_every_batch_to_download(service:
     assert create["taskId"] == task_id and create["userId"] == "1001"
     assert create["tenantId"] == "0" and create["method"] == "POST"
 
-    batches = [r for r in log if r["logger"] == "actors.pipeline.provider_client"]
+    batches = [r for r in log if r["logger"] == "actors.pipeline.provider.client"]
     assert len(batches) == 3
     assert sum(r["rows"] for r in batches) == ROWS
     for line in batches:

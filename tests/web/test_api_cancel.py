@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from actors.core.models import TaskStatus
-from actors.pipeline.storage import LocalDirectoryStorage
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.helpers import API, claim, create
 from tests.servers import WokenRuns, api_app, headers
@@ -19,7 +19,7 @@ def app(store: ExportStore, storage: LocalDirectoryStorage):  # type: ignore[no-
 
 
 def cancelled_count(app) -> float:  # type: ignore[no-untyped-def]
-    metrics = app.config["SERVICES"].metrics
+    metrics = app.config["DEPENDENCIES"].metrics
     value = metrics.task_completed.labels("CUSTOMER_LIST", "CANCELLED")._value.get()
     return float(value)
 
@@ -37,17 +37,17 @@ async def test_the_owner_cancels_a_pending_task_once(app, store: ExportStore) ->
     assert body["data"]["status"] == "CANCELLED"
     assert body["data"]["failureMessage"] == "cancelled by user 7"
     assert cancelled_count(app) == 1
-    assert app.config["SERVICES"].runs.ids == [task.id]
+    assert app.config["DEPENDENCIES"].runs.ids == [task.id]
     again = await post_cancel(app, task.id)  # idempotent: same answer, not counted again
     assert again["code"] == "200" and again["data"]["status"] == "CANCELLED"
-    assert cancelled_count(app) == 1 and app.config["SERVICES"].runs.ids == [task.id]
+    assert cancelled_count(app) == 1 and app.config["DEPENDENCIES"].runs.ids == [task.id]
 
 
 async def test_a_running_task_is_cancelled_and_its_run_woken(app, store: ExportStore) -> None:  # type: ignore[no-untyped-def]
     task = await claim(store, await create(store))
     body = await post_cancel(app, task.id)
     assert body["code"] == "200" and body["data"]["status"] == "CANCELLED"
-    assert app.config["SERVICES"].runs.ids == [task.id]
+    assert app.config["DEPENDENCIES"].runs.ids == [task.id]
 
 
 async def test_who_may_cancel(app, store: ExportStore) -> None:  # type: ignore[no-untyped-def]

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 import web.api
-from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
+from actors.storage.keys import new_object_key
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.helpers import API, claim, complete, create
 from tests.servers import WokenRuns, api_app, headers

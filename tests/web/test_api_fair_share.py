@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from actors.pipeline.storage import LocalDirectoryStorage
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.helpers import API
 from tests.servers import api_app, headers

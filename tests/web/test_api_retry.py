@@ -8,7 +8,8 @@ import dataclasses
 import pytest
 
 from actors.core.models import Registry, TaskStatus
-from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
+from actors.storage.keys import new_object_key
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.helpers import API, claim, create
 from tests.servers import DEFINITION, api_app, headers

@@ -9,7 +9,7 @@ import trio
 import trio.testing
 
 from actors.core.db_retry import DbRetryPolicy
-from actors.pipeline.storage import LocalDirectoryStorage
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.faults import Fault, FaultyDatabase
 from tests.helpers import API, TOPIC, create

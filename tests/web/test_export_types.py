@@ -11,8 +11,8 @@ import yaml
 
 from actors.core.models import AppCode, ExportDefinition, ParameterHint, Registry
 from actors.core.registry import parse_registry
-from actors.pipeline.storage import LocalDirectoryStorage
-from actors.service.registry_source import default_registry_path
+from actors.plumbing.registry_source import default_registry_path
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.servers import API_SECRET, api_app, headers, served
 from web.auth import issue_token

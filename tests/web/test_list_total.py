@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from actors.core.limits import LIST_TOTAL_CAP
 from actors.core.models import DOWNLOAD_ALL_PERMISSION
-from actors.pipeline.storage import LocalDirectoryStorage
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
-from deploy.bench.history import FIRST_USER, HISTORY_USERS, load_history
 from tests.helpers import API
+from tests.history import FIRST_USER, HISTORY_USERS, load_history
 from tests.servers import api_app, headers
 
 #: More finished tasks than the cap, spread over HISTORY_USERS users of tenant 0.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from actors.core.http.scrape import scrape_allowed
-from actors.pipeline.storage import LocalDirectoryStorage
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.servers import api_app
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from quart_schema import validate_request
 
 from actors.core.limits import LIST_TOTAL_CAP
-from actors.pipeline.storage import LocalDirectoryStorage
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.helpers import API
 from tests.servers import api_app

@@ -19,7 +19,8 @@ import trio.testing
 
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.models import Registry
-from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
+from actors.storage.keys import new_object_key
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.faults import FaultyDatabase
 from tests.helpers import API, TOPIC, claim, complete, create

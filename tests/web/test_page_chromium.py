@@ -24,7 +24,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select
 
-from actors.service.config import Settings
+from actors.plumbing.config import Settings
 from tests.browser import (
     API,
     WAIT,

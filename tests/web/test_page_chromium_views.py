@@ -20,7 +20,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from actors.service.config import Settings
+from actors.plumbing.config import Settings
 from tests.browser import (
     ADMIN_PERMS,
     API,

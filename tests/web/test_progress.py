@@ -19,7 +19,8 @@ import trio
 
 from actors.composition import WEB_GRACEFUL_TIMEOUT_SECONDS
 from actors.core.models import AppCode
-from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
+from actors.storage.keys import new_object_key
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.helpers import API, claim, client_for, complete, create, make_settings, running_service
 from tests.servers import API_SECRET, api_app, headers, served

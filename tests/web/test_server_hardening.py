@@ -21,8 +21,8 @@ import httpx
 import pytest
 import trio
 
-from actors.pipeline.storage import LocalDirectoryStorage
 from actors.runtime import Runtime
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.helpers import API, client_for, wait_for_status
 from tests.processes import ServeProcess, poll_task

@@ -17,7 +17,8 @@ import pytest
 
 from actors.core.http.session import CookieSecure
 from actors.core.models import AppCode, TaskStatus
-from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
+from actors.storage.keys import new_object_key
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.helpers import API, claim, complete, create
 from tests.servers import API_SECRET, api_app, headers, served

@@ -5,7 +5,7 @@ follows (``lastError``); every earlier field kept."""
 from __future__ import annotations
 
 from actors.core.tracing import is_trace_id
-from actors.pipeline.storage import LocalDirectoryStorage
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.helpers import API, claim, create
 from tests.servers import api_app, headers

@@ -1,6 +1,7 @@
 """Which credential authenticates an API request, and the CSRF rule of the session cookie.
 
-A request is authenticated by one of two credentials (README, "Signing in"):
+A request is authenticated by one of two credentials (README, "Session cookie, export
+types and live progress"):
 
 * ``Authorization: Bearer <jwt>`` — what a gateway or a script sends. When the header is
   present it wins, whatever cookies come with it, and no CSRF check applies: a browser

@@ -1,4 +1,4 @@
-"""The export file storage's port (``actors/pipeline/storage.py``)."""
+"""The export file storage's port (``actors/storage/local.py``)."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ class ExportStorage(Protocol):
     """Where export files live. Consumers, API and reconciler depend only on this.
 
     Keys are service-generated ``exports/{taskId}/{uuid}.xlsx`` (see
-    ``actors.pipeline.storage``); an implementation refuses any other key.
+    ``actors.storage.local``); an implementation refuses any other key.
     """
 
     async def create(self, key: str) -> BinaryIO | RemoteUpload:

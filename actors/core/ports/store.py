@@ -27,12 +27,14 @@ from actors.core.task_list import TaskFilter
 # ``db.store.ExportStore`` implements all of them (checked by mypy in ``db.store``); each
 # actor is typed with the one it needs, so its tests and readers see which transitions it
 # may run. Method contracts (fencing, re-run safety, units) are documented on the
-# implementation, one module per port: ``db.store.creation``, ``.execution``, ``.outbox``,
+# implementation, one module per port: ``db.store.api``, ``.execution``, ``.outbox``,
 # ``.reconciliation``.
 
 
-class CreationStore(Protocol):
-    """What the API routes and the health probe use (``db.store.creation``)."""
+class ApiStore(Protocol):
+    """The store as the API uses it — create, read, list, cancel, manual retry, history,
+    downloads, the progress feed — and the operator's commands' cancel and retry
+    (``db.store.api``, ``db.store.progress``)."""
 
     def with_retry_budget(self, seconds: float) -> Self:
         """The same store, giving up on connection faults after ``seconds``."""
@@ -292,7 +294,7 @@ class SamplerStore(Protocol):
 
 class InspectionStore(Protocol):
     """What the operator's tools read (``db.store.inspection``): every tenant's tasks,
-    read-only. Their cancel and retry use the API's transitions (``CreationStore``)."""
+    read-only. Their cancel and retry use the API's transitions (``ApiStore``)."""
 
     async def operator_list(
         self,

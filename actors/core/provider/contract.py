@@ -17,10 +17,10 @@ A business service exports its data by answering ``POST
   (``check_batch_rows``), the cursor advances and the run fits ``max-rows``
   (``BatchGuard``).
 
-Users: the Provider clients (``actors/pipeline/provider_requests.py``: the request;
-``actors/pipeline/cursor_loop.py``: the cursor loop; ``actors/pipeline/provider_http.py``:
+Users: the Provider clients (``actors/pipeline/provider/request_builder.py``: the request;
+``actors/pipeline/provider/cursor_loop.py``: the cursor loop; ``actors/pipeline/provider/http.py``:
 HTTP, streaming limits, error mapping),
-the export worker's decoder (``actors/pipeline/provider_decode.py``: the fast JSON decode)
+the export worker's decoder (``actors/pipeline/provider/decode.py``: the fast JSON decode)
 and the demo Provider (``web/demo_provider/``). Pure: no IO.
 
 A malformed answer is a :class:`ProviderContractError`; a request outside the contract is a
@@ -77,7 +77,7 @@ ERROR_DETAIL_BYTES = 8 * 1024
 
 
 def status_error(service: str, status: int, detail: str = "") -> ExportError | None:
-    """What an HTTP status of a batch answer means (``actors/pipeline/provider_http.py``).
+    """What an HTTP status of a batch answer means (``actors/pipeline/provider/http.py``).
 
     Args:
         service: the Provider's service name, for the message.
@@ -442,7 +442,7 @@ def _parse_total_rows(value: Any) -> int | None:
 def check_batch_rows(row_count: int, limit: int) -> None:
     """A batch holds at most the ``limit`` asked for (the registry's ``batch-size``): the one
     rows check, for a decoded batch (:func:`parse_batch_data`) and for one the worker
-    counted while streaming it (``actors/pipeline/cursor_loop.py``).
+    counted while streaming it (``actors/pipeline/provider/cursor_loop.py``).
 
     Raises:
         ProviderContractError: more rows than ``limit``.

@@ -1,7 +1,7 @@
 """Cell typing for the XLSX writer: one raw Provider value plus its column -> one typed cell.
 
-Pure: no IO, no logging. The writer (``actors.pipeline.xlsx_stream``) turns a :class:`Cell`
-into one typed cell of the sheet XML (``actors.core.xlsx.sheet_xml.cell_xml``) and counts the
+Pure: no IO, no logging. The writer (``actors.pipeline.writer.xlsx_stream``) turns a :class:`Cell`
+into one typed cell of the sheet XML (``actors.core.xlsx.cell_xml.cell_xml``) and counts the
 warnings.
 
 Rules (§11 "通用 XLSX Writer", §12 limits):
@@ -62,7 +62,7 @@ _EXACT_DIGITS = len(str(MAX_EXACT_INTEGER))
 #: (an input method may turn them into the ASCII ones when the cell is edited).
 FORMULA_TRIGGERS = "=+-@\t\r\n\uff1d\uff0b\uff0d\uff20"
 #: Characters XML 1.0 forbids: C0 controls except TAB, LF and CR; U+FFFE, U+FFFF. The sheet
-#: writer drops them (``sheet_xml.escape_text``), so the injection guard looks past them.
+#: writer drops them (``cell_xml.escape_text``), so the injection guard looks past them.
 XML_DROPPED = "".join(map(chr, [*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20)])) + "\ufffe\uffff"
 #: Earliest date Excel can display (serial 1 in the 1900 date system).
 EXCEL_MIN_DATETIME = datetime(1900, 1, 1)

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from actors.service.config import Settings
+from actors.plumbing.config import Settings
 from actors.transport.rocketmq.transport import RocketMQTransport
 
 

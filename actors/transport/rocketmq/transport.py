@@ -21,7 +21,7 @@ import trio
 from actors.core.command_message import COMMAND_TAG
 from actors.core.errors import ConfigError, TransportSendError, TransportStartError
 from actors.core.ports.transport import OutgoingMessage
-from actors.service.config import Settings
+from actors.plumbing.config import Settings
 from actors.transport.rocketmq.bridge import CallbackBridge
 from actors.transport.rocketmq.delivery import Decision, RocketMQDelivery, copied_properties
 from actors.transport.rocketmq.names import dead_letter_topic, dlq_handler_group, producer_group

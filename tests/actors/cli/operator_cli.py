@@ -1,4 +1,4 @@
-"""Helpers of the operator's command tests (``tests/actors/test_cli_ops*.py``): run the
+"""Helpers of the operator's command tests (``tests/actors/cli/test_cli_ops*.py``): run the
 commands against a database URL, and run store code over the same database."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from click.testing import CliRunner, Result
 
 from actors.cli.main import main
 from actors.composition import open_database
-from actors.core.ids import IdGenerator
 from actors.core.models import Task
-from actors.service.config import Settings
+from actors.plumbing.config import Settings
+from db.ids import IdGenerator
 from db.sqlite import wall_clock_ms
 from db.store import ExportStore
 from tests.helpers import TOPIC, claim, create, exec_sql, make_settings

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from actors.core.models import Task, TaskStatus
-from actors.pipeline.storage import new_object_key
+from actors.storage.keys import new_object_key
 from db.store import ExportStore
 from tests.actors.cli.operator_cli import cli, run_store, seed_dead_run
 from tests.deploy.metric_names import REPO

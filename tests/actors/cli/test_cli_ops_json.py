@@ -20,7 +20,7 @@ from click.testing import Result
 
 from actors.core.models import Task
 from actors.core.ops.operator_json import OperatorOutcome
-from actors.pipeline.storage import LocalDirectoryStorage
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.actors.cli.operator_cli import cli, run_store, seed_dead_run
 from tests.deploy.metric_names import REPO

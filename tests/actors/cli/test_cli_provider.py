@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from actors.cli.main import main
 from actors.cli.provider import tampered
 from actors.core.provider.rules import PROBES, RULES, WRONG_SERVICE_TOKEN
-from actors.pipeline.provider_http import FetchSpec
+from actors.pipeline.provider.fetch import FetchSpec
 from tests.actors.cli.broken_providers import (
     always,
     data_change,

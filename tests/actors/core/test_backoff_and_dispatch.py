@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -114,5 +115,5 @@ def test_undecodable_commands_are_poison(body: str) -> None:
 
 
 def test_command_round_trips() -> None:
-    cmd = Command.new(2**62 + 5, "CUSTOMER_LIST", 3, "2026-01-01T00:00:00+00:00")
+    cmd = Command.new(2**62 + 5, "CUSTOMER_LIST", 3, "2026-01-01T00:00:00+00:00", rand=os.urandom)
     assert Command.from_json(cmd.to_json()) == cmd

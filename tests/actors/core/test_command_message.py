@@ -4,6 +4,7 @@ locating properties equal the body and read back."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -40,7 +41,7 @@ def test_locating_properties_round_trip(event_id: str, task_id: int, version: in
 
 
 def test_command_properties_equal_its_body() -> None:
-    cmd = Command.new(BIG, "CUSTOMER_LIST", 3, "2026-01-01T00:00:00.000Z")
+    cmd = Command.new(BIG, "CUSTOMER_LIST", 3, "2026-01-01T00:00:00.000Z", rand=os.urandom)
     body = json.loads(cmd.to_json())
     assert cmd.properties() == {name: str(body[name]) for name in LOCATING_PROPERTIES}
     assert read_locator(cmd.properties()) == Locator(cmd.event_id, BIG, 3)
@@ -61,7 +62,7 @@ def test_payload_schema_version(payload: str, expected: object) -> None:
 
 
 def test_outgoing_message_of_an_outbox_row() -> None:
-    cmd = Command.new(42, "CUSTOMER_LIST", 2, "2026-01-01T00:00:00.000Z")
+    cmd = Command.new(42, "CUSTOMER_LIST", 2, "2026-01-01T00:00:00.000Z", rand=os.urandom)
     task = task_value(id=42)
     row = OutboxRow(
         id=9,
@@ -142,7 +143,9 @@ def test_trace_id_is_optional_and_only_a_valid_one_is_kept(
 
 
 def test_a_new_command_carries_the_given_trace_id_in_its_body() -> None:
-    command = Command.new(7, "CUSTOMER_LIST", 3, "2026-12-02T00:00:00.000Z", trace_id=TRACE)
+    command = Command.new(
+        7, "CUSTOMER_LIST", 3, "2026-12-02T00:00:00.000Z", trace_id=TRACE, rand=os.urandom
+    )
     assert json.loads(command.to_json())["traceId"] == TRACE
     assert Command.from_json(command.to_json()) == command
 

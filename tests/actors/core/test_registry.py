@@ -1,7 +1,7 @@
 """Registry validation rules (§10.3), one test per rule, on already-loaded YAML documents.
 
 §19.1 bullet covered here: "注册表：白名单外服务名启动失败、路径格式非法启动失败、路径与 key
-不一致启动失败" (the hot-reload half is in tests/actors/service/test_registry_source.py).
+不一致启动失败" (the hot-reload half is in tests/actors/plumbing/test_registry_source.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import yaml
 
 from actors.core.models import AppCode, ChoiceValue, ExportDefinition, ParameterHint, Registry
 from actors.core.registry import parse_registry
-from actors.service.registry_source import default_registry_path
+from actors.plumbing.registry_source import default_registry_path
 from tests.actors.core.registry_documents import ALLOWED, FULL_DEFINITION, KEY, doc, parse_error
 
 # --- happy path and defaults -------------------------------------------------------------

@@ -5,6 +5,9 @@ Provider (traceparent-style header)"; "an access log … that never contains tok
 
 from __future__ import annotations
 
+import os
+import uuid
+
 import pytest
 
 from actors.core.tracing import (
@@ -21,6 +24,7 @@ from actors.core.tracing import (
     request_id,
     request_trace_id,
     run_trace_id,
+    uuid4_text,
 )
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -95,8 +99,8 @@ def test_is_trace_id(value: object, valid: bool) -> None:
 def test_new_ids_use_the_given_randomness_and_never_all_zero() -> None:
     assert new_trace_id(fixed(b"\0" * 16, bytes(range(16)))) == bytes(range(16)).hex()
     assert new_span_id(fixed(b"\0" * 8, b"\x01" * 8)) == "01" * 8
-    assert is_trace_id(new_trace_id()) and len(new_span_id()) == 16
-    assert new_trace_id() != new_trace_id()
+    assert is_trace_id(new_trace_id(os.urandom)) and len(new_span_id(os.urandom)) == 16
+    assert new_trace_id(os.urandom) != new_trace_id(os.urandom)
 
 
 def test_request_trace_id_adopts_a_valid_traceparent_else_draws() -> None:
@@ -202,3 +206,12 @@ def test_run_trace_id_prefers_the_task_then_the_command(
 )
 def test_redact_query_secrets_in_free_text(text: str, redacted: str) -> None:
     assert redact_query_secrets(text) == redacted
+
+
+@pytest.mark.parametrize(
+    "seed", [b"\0" * 16, b"\xff" * 16, bytes(range(16)), bytes(range(100, 116))]
+)
+def test_uuid4_text_is_what_the_uuid_module_writes(seed: bytes) -> None:
+    """The core draws no randomness: a command's event id is built from bytes it is given,
+    in exactly the text ``uuid.UUID(bytes=..., version=4)`` writes."""
+    assert uuid4_text(seed) == str(uuid.UUID(bytes=seed, version=4))

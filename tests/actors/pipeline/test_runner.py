@@ -33,14 +33,14 @@ from actors.core.errors import (
     ProviderUnavailableError,
 )
 from actors.core.models import AppCode, ExportDefinition, Registry, Task
+from actors.core.object_keys import XLSX_CONTENT_TYPE
 from actors.core.text import content_disposition
-from actors.pipeline.context import RunContext
-from actors.pipeline.provider_client import ProviderClient
-from actors.pipeline.run_file import RunFile
+from actors.pipeline.attempt import RunContext, RunFile
+from actors.pipeline.provider.client import ProviderClient
 from actors.pipeline.runner import ExportRunner, download_file_name
-from actors.pipeline.storage import XLSX_CONTENT_TYPE, LocalDirectoryStorage
-from actors.service.config import Settings
-from actors.service.registry_source import RegistryHolder
+from actors.plumbing.config import Settings
+from actors.plumbing.registry_source import RegistryHolder
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.helpers import claim, create
 from tests.provider_server import serve_provider

@@ -23,10 +23,9 @@ import trio
 
 from actors.core.errors import LimitExceededError, ProviderUnavailableError
 from actors.core.models import Registry
-from actors.pipeline.context import RunContext
-from actors.pipeline.run_file import RunFile
-from actors.pipeline.s3_storage import S3Storage
-from actors.service.config import Settings
+from actors.pipeline.attempt import RunContext, RunFile
+from actors.plumbing.config import Settings
+from actors.storage.s3 import S3Storage
 from db.store import ExportStore
 from tests.actors.pipeline.test_runner import DEFINITION, ok, run
 from tests.helpers import claim, create

@@ -6,9 +6,10 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
+from actors.storage.keys import new_object_key
+from actors.storage.local import LocalDirectoryStorage
 from actors.supervised.reconciler import Reconciler
 from db.store import ExportStore
 from tests.helpers import claim, create, exec_sql

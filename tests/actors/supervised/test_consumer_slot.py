@@ -5,6 +5,7 @@ Running the claimed task is the executor's (``tests/actors/supervised/test_execu
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -13,11 +14,11 @@ import trio.testing
 
 from actors.core.models import Command, TaskStatus
 from actors.core.outcomes import ExportResult
-from actors.pipeline.context import RunContext
-from actors.pipeline.storage import LocalDirectoryStorage
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
-from actors.service.wakeup import ClaimRounds
+from actors.pipeline.attempt import RunContext
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
+from actors.plumbing.wakeup import ClaimRounds
+from actors.storage.local import LocalDirectoryStorage
 from actors.supervised.claim_gate import ClaimGate
 from db.store import ExportStore
 from tests.helpers import claim, create, make_slot, start_file
@@ -37,7 +38,9 @@ async def test_claimed_command_is_acked_before_the_export_runs(
     metrics: Metrics,
 ) -> None:
     task = await create(store)
-    delivery = RecordingDelivery(Command.new(task.id, task.export_type, 1, "t").to_json())
+    delivery = RecordingDelivery(
+        Command.new(task.id, task.export_type, 1, "t", rand=os.urandom).to_json()
+    )
 
     async def pipeline(ctx: RunContext) -> ExportResult:
         delivery.events.append("run")
@@ -59,8 +62,12 @@ async def test_every_no_claim_branch_acks(
     task = await create(store)
     await claim(store, task, "someone-else")
     deliveries = [
-        RecordingDelivery(Command.new(task.id, task.export_type, 1, "t").to_json()),  # running
-        RecordingDelivery(Command.new(999, "CUSTOMER_LIST", 1, "t").to_json()),  # missing
+        RecordingDelivery(
+            Command.new(task.id, task.export_type, 1, "t", rand=os.urandom).to_json()
+        ),  # running
+        RecordingDelivery(
+            Command.new(999, "CUSTOMER_LIST", 1, "t", rand=os.urandom).to_json()
+        ),  # missing
     ]
 
     async def pipeline(ctx: RunContext) -> ExportResult:

@@ -12,10 +12,10 @@ from actors.core.errors import TransientDatabaseError
 from actors.core.models import OutboxStatus, TaskStatus
 from actors.core.outcomes import ExportResult, QuarantineOutcome
 from actors.core.ports.transport import OutgoingMessage
-from actors.pipeline.context import RunContext
-from actors.pipeline.storage import LocalDirectoryStorage
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
+from actors.pipeline.attempt import RunContext
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
+from actors.storage.local import LocalDirectoryStorage
 from actors.supervised.consumer import ConsumerSlot
 from actors.supervised.dlq import DlqHandler
 from actors.supervised.reconciler import Reconciler

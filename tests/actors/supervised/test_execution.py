@@ -12,10 +12,10 @@ import trio
 from actors.core.errors import LimitExceededError, ProviderUnavailableError
 from actors.core.models import TaskStatus
 from actors.core.outcomes import ExportResult
-from actors.pipeline.context import RunContext
-from actors.pipeline.storage import LocalDirectoryStorage
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
+from actors.pipeline.attempt import RunContext
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
+from actors.storage.local import LocalDirectoryStorage
 from actors.supervised.reconciler import Reconciler
 from db.store import ExportStore
 from tests.helpers import claimed, exec_sql, make_executor, start_file

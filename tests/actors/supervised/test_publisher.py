@@ -8,9 +8,9 @@ import trio.testing
 from actors.core.errors import TransportSendError
 from actors.core.models import Command, OutboxStatus
 from actors.core.ports.transport import OutgoingMessage
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
-from actors.service.wakeup import Wakeup
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
+from actors.plumbing.wakeup import Wakeup
 from actors.supervised.publisher import Publisher
 from actors.transport.embedded import EmbeddedBus
 from db.store import ExportStore

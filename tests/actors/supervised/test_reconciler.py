@@ -14,11 +14,12 @@ import trio.testing
 
 from actors.core.models import OutboxStatus, TaskStatus
 from actors.core.outcomes import ExportResult, QuarantineOutcome, RetryOutcome
-from actors.pipeline.context import RunContext
-from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
-from actors.service.wakeup import Wakeup
+from actors.pipeline.attempt import RunContext
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
+from actors.plumbing.wakeup import Wakeup
+from actors.storage.keys import new_object_key
+from actors.storage.local import LocalDirectoryStorage
 from actors.supervised.consumer import ConsumerSlot
 from actors.supervised.publisher import Publisher
 from actors.supervised.reconciler import LEASE_EXHAUSTED_MESSAGE

@@ -13,9 +13,10 @@ import trio
 import trio.testing
 
 from actors.core.models import TaskStatus
-from actors.pipeline.storage import LocalDirectoryStorage, new_object_key
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
+from actors.storage.keys import new_object_key
+from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.actors.supervised.reconciler_helpers import (
     Clock,

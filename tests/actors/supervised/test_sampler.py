@@ -14,9 +14,9 @@ import trio
 from actors.core.health import Component
 from actors.core.models import ExportDefinition, Registry
 from actors.core.outcomes import RetryOutcome
-from actors.pipeline.storage import LocalDirectoryStorage
-from actors.service.metrics import Metrics
-from actors.service.registry_source import RegistryHolder
+from actors.plumbing.metrics import Metrics
+from actors.plumbing.registry_source import RegistryHolder
+from actors.storage.local import LocalDirectoryStorage
 from actors.supervised.sampler import RECONCILER_ACTIONS, SEND_RESULTS, GaugeSampler
 from db.store import ExportStore
 from tests.helpers import claim, create, exec_sql, make_settings, run_inline, running_service

@@ -19,8 +19,8 @@ from actors.core.command_message import LOCATING_PROPERTIES
 from actors.core.dispatch import NoClaim
 from actors.core.models import OutboxRow, Task, TaskStatus
 from actors.core.ports.transport import OutgoingMessage
+from actors.plumbing.metrics import Metrics
 from actors.runtime import Runtime
-from actors.service.metrics import Metrics
 from actors.supervised.dlq import DlqHandler
 from actors.transport.rocketmq import (
     RocketMQDelivery,

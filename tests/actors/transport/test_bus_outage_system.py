@@ -30,8 +30,8 @@ import pytest
 import trio
 import trio_asyncio
 
-from actors.core.ids import IdGenerator
 from actors.core.models import OutboxStatus
+from db.ids import IdGenerator
 from db.mysql import MysqlDatabase
 from db.sqlite import wall_clock_ms
 from db.store import ExportStore

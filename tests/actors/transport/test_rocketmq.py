@@ -22,14 +22,13 @@ import trio
 
 from actors.core.command_message import LOCATING_PROPERTIES
 from actors.core.errors import TransportSendError
-from actors.core.ids import IdGenerator
 from actors.core.models import OutboxStatus, TaskStatus
 from actors.core.outcomes import ExportResult, QuarantineOutcome
 from actors.core.ports.transport import OutgoingMessage
-from actors.pipeline.context import RunContext
-from actors.pipeline.storage import LocalDirectoryStorage
-from actors.service.config import Settings
-from actors.service.metrics import Metrics
+from actors.pipeline.attempt import RunContext
+from actors.plumbing.config import Settings
+from actors.plumbing.metrics import Metrics
+from actors.storage.local import LocalDirectoryStorage
 from actors.supervised.consumer import ConsumerSlot
 from actors.supervised.dlq import DlqHandler
 from actors.supervised.publisher import outgoing_message
@@ -41,6 +40,7 @@ from actors.transport.rocketmq import (
     native_core_info,
     open_rocketmq_transport,
 )
+from db.ids import IdGenerator
 from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore
 from tests.helpers import create, make_settings

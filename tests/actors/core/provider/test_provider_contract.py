@@ -295,7 +295,7 @@ def test_status_error_classifies_each_status(
     status: int, detail: str, kind: type | None, message: str | None
 ) -> None:
     """One answer per status, for every request the service sends a Provider
-    (actors/pipeline/provider_http.py, from the worker or from provider-check's thread)."""
+    (actors/pipeline/provider/http.py, from the worker or from provider-check's thread)."""
     error = status_error("svc", status, detail)
     if kind is None:
         assert error is None and not needs_error_detail(status)

@@ -4,7 +4,7 @@ already-loaded YAML documents.
 The allowlist rule (docs/design-rules.md §10.3 in docs/design-rules.md: Provider service names are
 fixed at process start) is the ``services`` rows: a reload may move a service or change its
 token, never add or drop one. Reading and reloading the file is in
-tests/actors/service/test_provider_map_source.py.
+tests/actors/plumbing/test_provider_map_source.py.
 """
 
 from __future__ import annotations

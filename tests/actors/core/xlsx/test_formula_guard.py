@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from actors.core.models import ColumnDef, ColumnType
+from actors.core.xlsx.cell_xml import cell_xml, column_formatter
 from actors.core.xlsx.cells import FORMULA_TRIGGERS, XML_DROPPED, to_cell
-from actors.core.xlsx.sheet_xml import cell_xml, column_formatter
 
 COLUMNS = [ColumnDef("v", "V", kind) for kind in ColumnType]
 
