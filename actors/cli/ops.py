@@ -29,7 +29,8 @@ import click
 import trio
 
 from actors.cli.ops_text import LIST_HEADER, inspection_lines, list_line, task_lines
-from actors.core.access import check_requestable, parse_task_reference
+from actors.core.access import check_requestable, parse_task_reference, task_not_found
+from actors.core.cancel import check_cancelled
 from actors.core.errors import ConfigError, ParameterError, Refused
 from actors.core.events import TaskInspection
 from actors.core.models import Task, TaskStatus
@@ -40,7 +41,6 @@ from actors.core.ops.operator_json import (
     inspection_json,
     outcome_json,
     retry_outcome,
-    retry_refusal,
 )
 from actors.core.ops.troubleshooting import Thresholds, diagnose
 from actors.core.task_json import task_json
@@ -100,10 +100,8 @@ def _task_id(value: str) -> int:
     a usage error, never a traceback."""
     try:
         return parse_task_reference(value)
-    except ParameterError:
-        raise click.BadParameter(
-            f"{value!r} is not a task: give its id (digits) or its number (EXP…)"
-        ) from None
+    except ParameterError as exc:
+        raise click.BadParameter(exc.message) from None
     except Refused as exc:  # digits past the id range: no task can have them
         raise _Refused(str(exc), value, OperatorOutcome.NOT_FOUND) from None
 
@@ -134,7 +132,14 @@ class _Refused(click.ClickException):
 
 
 def _no_task(tid: int) -> _Refused:
-    return _Refused(f"no task {tid}", tid, OperatorOutcome.NOT_FOUND)
+    return _refused(task_not_found(tid), tid, OperatorOutcome.NOT_FOUND)
+
+
+def _refused(
+    exc: Refused, tid: int, outcome: OperatorOutcome, task: Task | None = None, prefix: str = ""
+) -> _Refused:
+    """The core's refusal as the command's failure: its own words, after ``prefix``."""
+    return _Refused(f"{prefix}{exc.message}", tid, outcome, task)
 
 
 json_option = click.option(
@@ -267,21 +272,18 @@ def cancel_task(task_id: str, as_json: bool) -> None:
     async def run(store: ExportStore, _: Settings) -> tuple[OperatorOutcome, Task]:
         try:
             result = await cancel_task_once(store, tid, OPERATOR_CANCEL_MESSAGE)
-        except Refused:  # the one refusal a cancel raises: no such task
-            raise _no_task(tid) from None
-        return cancel_outcome(result.outcome), result.task
+        except Refused as exc:  # the one refusal a cancel raises: no such task
+            raise _refused(exc, tid, OperatorOutcome.NOT_FOUND) from None
+        outcome = cancel_outcome(result.outcome)
+        try:
+            check_cancelled(result.outcome, result.task)
+        except Refused as exc:
+            raise _refused(exc, tid, outcome, result.task, prefix=f"task {tid}: ") from None
+        return outcome, result.task
 
     with _answering(as_json, outcomes=True):
         tid = _task_id(task_id)
         outcome, task = _run_with_store(run)
-        if outcome == OperatorOutcome.NOT_CANCELLABLE:
-            raise _Refused(
-                f"task {tid} is {task.status.value}: only PENDING or RUNNING tasks can be "
-                "cancelled",
-                tid,
-                outcome,
-                task,
-            )
     if as_json:
         _print_json(outcome_json(tid, outcome, task))
     else:
@@ -360,10 +362,8 @@ def retry_task(task_id: str, as_json: bool) -> None:
             )
         except Refused as exc:
             outcome = retry_outcome(exc.reason)
-            if outcome == OperatorOutcome.NOT_RETRYABLE:
-                raise _Refused(f"task {tid}: {exc}", tid, outcome, task) from None
-            why = retry_refusal(outcome)
-            raise _Refused(f"task {tid} not retried: {why}", tid, outcome, task) from None
+            prefix = f"task {tid}: " if outcome == OperatorOutcome.NOT_RETRYABLE else ""
+            raise _refused(exc, tid, outcome, task, prefix or f"task {tid} not retried: ") from None
 
     with _answering(as_json, outcomes=True):
         tid = _task_id(task_id)

@@ -106,7 +106,7 @@ def task_lines(task: Task, now: datetime) -> list[str]:
     warnings = task.warnings  # of the last successful run, as the API's task JSON shows
     if warnings:
         lines.append(f"  warnings    {len(warnings)}")
-        lines += [f"    - {one_line(w, 200)}" for w in warnings]
+        lines += [f"    - {one_line(w.detail, 200)}" for w in warnings]
     return lines
 
 

@@ -82,11 +82,17 @@ def parse_task_reference(raw: str) -> int:
     for the operator's commands.
 
     Raises:
-        ParameterError, Refused: as :func:`parse_task_id` for what follows the prefix.
+        ParameterError: neither (field ``task``), in words that say what is wanted.
+        Refused: as :func:`parse_task_id` for digits outside the id range.
     """
+    digits = raw
     if raw[: len(TASK_NO_PREFIX)].upper() == TASK_NO_PREFIX:
-        raw = raw[len(TASK_NO_PREFIX) :]
-    return parse_task_id(raw)
+        digits = raw[len(TASK_NO_PREFIX) :]
+    if not (digits.isascii() and digits.isdigit()):
+        raise ParameterError(
+            "task", f"{raw!r} is not a task: give its id (digits) or its number ({TASK_NO_PREFIX}…)"
+        )
+    return parse_task_id(digits)
 
 
 def parse_task_id(raw_id: str) -> int:
@@ -107,11 +113,21 @@ def parse_task_id(raw_id: str) -> int:
     if not (raw_id.isascii() and raw_id.isdigit()):
         raise ParameterError("taskId", f"invalid task id {raw_id!r}")
     if len(raw_id) > len(str(MAX_TASK_ID)) + 1:  # never int() thousands of digits
-        raise Refused(Refusal.NOT_FOUND, f"export task {raw_id[:24]}… not found")
+        raise task_not_found(f"{raw_id[:24]}…")
     task_id = int(raw_id)
     if not 0 < task_id <= MAX_TASK_ID:
-        raise Refused(Refusal.NOT_FOUND, f"export task {raw_id} not found")
+        raise task_not_found(raw_id)
     return task_id
+
+
+def task_not_found(task_id: int | str) -> Refused:
+    """The refusal for a task that does not exist (or that the caller may not see: the same
+    words, so ids do not leak): ``NOT_FOUND``, ``export task <id> not found``.
+
+    Args:
+        task_id: the id as the caller gave it.
+    """
+    return Refused(Refusal.NOT_FOUND, f"export task {task_id} not found")
 
 
 def visible_task(principal: Principal, task: Task | None, raw_id: str) -> Task:
@@ -130,7 +146,7 @@ def visible_task(principal: Principal, task: Task | None, raw_id: str) -> Task:
             the same answer, so ids do not leak.
     """
     if task is None or not owns(principal, task):
-        raise Refused(Refusal.NOT_FOUND, f"export task {raw_id} not found")
+        raise task_not_found(raw_id)
     return task
 
 

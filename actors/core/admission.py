@@ -98,9 +98,8 @@ def admission_refusal(
     """Admission's refusal of a create or a manual retry, in words, as one error.
 
     The words name the limit and what to do; a create speaks to its requester ("you"), a
-    manual retry to whoever retries someone's task ("the requester"). The envelope code of
-    each reason is ``web/errors.py``'s; the operator's command has its own words
-    (``actors/core/ops/operator_json.py``).
+    manual retry to whoever retries someone's task ("the requester"): the API's and the
+    operator's command alike. The envelope code of each reason is ``web/errors.py``'s.
 
     Args:
         outcome: a refusal of :func:`admit` (``USER_LIMIT``, ``TYPE_LIMIT``,

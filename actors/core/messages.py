@@ -7,7 +7,7 @@ to do. This catalogue gives that, keyed by stable codes the service stores or de
 * a failure's ``failure_code`` (``ExportError.code``, or the code a transition writes:
   ``cancelled``, ``worker-lost`` …), with the :class:`Remedy` that may help;
 * a history event's kind (``actors/core/events.py``);
-* a data warning's kind (``actors/core/xlsx/data_warnings.py``);
+* a data warning's kind (``actors/core/data_warning.py``);
 * an API refusal's envelope code (``web/errors.py``).
 
 Every reader takes its words from here: the API's task JSON (``failureReason``,
@@ -20,11 +20,11 @@ Plain data and functions: no IO.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from actors.core.data_warning import WarningKind
 from actors.core.errors import export_error_classes
 
 __all__ = [
@@ -36,7 +36,6 @@ __all__ = [
     "catalogue_json",
     "explain_failure",
     "failure_code",
-    "warning_kind",
 ]
 
 #: The languages of the catalogue, as BCP 47 tags; the first is the fallback.
@@ -233,30 +232,31 @@ _EVENTS: dict[str, tuple[str, str]] = {
     "quarantined": ("Stopped: its instruction could not be read", "已停止：无法读取其内部指令"),
 }
 
-#: Data warning kind → (English, Chinese): an unobtrusive note on a ready file.
+#: Data warning kind (``actors/core/data_warning.py``) → (English, Chinese): an unobtrusive
+#: note on a ready file.
 _WARNINGS: dict[str, tuple[str, str]] = {
-    "truncated-cells": (
+    WarningKind.TRUNCATED_CELLS: (
         "Some cells were longer than a spreadsheet cell can hold and were shortened.",
         "部分单元格内容超过表格单元格的长度上限，已被截断。",
     ),
-    "invalid-values": (
+    WarningKind.INVALID_VALUES: (
         "Some values did not match their column's type and were written as text.",
         "部分值与所在列的类型不符，已按文本写入。",
     ),
-    "undeclared-fields": (
+    WarningKind.UNDECLARED_FIELDS: (
         "The data source sent fields the export does not list; they were left out.",
         "数据来源发送了导出未列出的字段，这些字段已被忽略。",
     ),
-    "fewer-rows": (
+    WarningKind.FEWER_ROWS: (
         "The data source sent fewer rows than it first estimated (rows may have changed"
         " meanwhile); the file holds every row it sent.",
         "数据来源实际发送的行数少于最初的估计（期间数据可能有变动）；文件包含它发送的全部行。",
     ),
-    "note": ("The data source added a note.", "数据来源附加了说明。"),
+    WarningKind.NOTE: ("The data source added a note.", "数据来源附加了说明。"),
 }
 
 #: Every data warning kind.
-WARNING_KINDS: tuple[str, ...] = tuple(_WARNINGS)
+WARNING_KINDS: tuple[str, ...] = tuple(kind.value for kind in WarningKind)
 
 #: API refusal envelope code → (English, Chinese): a banner's first line; the API's own
 #: message, which names the field or limit, follows as its detail.
@@ -280,31 +280,6 @@ _REFUSALS: dict[str, tuple[str, str]] = {
         "服务繁忙或暂时不可用。请稍后再试。",
     ),
 }
-
-
-#: How each kind's sentence in ``DataWarnings.lines`` (``actors/core/xlsx/data_warnings.py``)
-#: and the run's shortfall note (``final_total_rows``, ``actors/core/provider/batch_rules.py``)
-#: begin, and the kind's code; a test holds them together. What people read of each comes
-#: from the catalogue below.
-_KIND_OF_LINE = (
-    (re.compile(r"\d+ cells truncated to "), "truncated-cells"),
-    (re.compile(r"\d+ values invalid for their column type"), "invalid-values"),
-    (
-        re.compile(r"\d+ values of (at least )?\d+ undeclared fields ignored in "),
-        "undeclared-fields",
-    ),
-    (re.compile(r"provider announced totalRows \d+ but its last batch ended after "), "fewer-rows"),
-)
-
-
-def warning_kind(line: str) -> str:
-    """The kind of one data warning line (``Task.warnings``): ``truncated-cells``,
-    ``invalid-values``, ``undeclared-fields``, ``fewer-rows``, or ``note`` (a Provider's
-    note, or any line stored before kinds were told apart)."""
-    for pattern, kind in _KIND_OF_LINE:
-        if pattern.match(line):
-            return kind
-    return "note"
 
 
 def _pick(texts: dict[str, tuple[str, str]], language: str) -> dict[str, str]:

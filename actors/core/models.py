@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from actors.core.command_message import COMMAND_SCHEMA_VERSION, locating_properties, read_trace_id
+from actors.core.data_warning import DataWarning, warnings_from_json
 from actors.core.errors import CommandDecodeError
 from actors.core.tracing import RandomBytes, new_trace_id, uuid4_text
 
@@ -253,19 +254,11 @@ class Task:
         return value
 
     @property
-    def warnings(self) -> list[str]:
+    def warnings(self) -> list[DataWarning]:
         """The data warnings of the last successful run (cells truncated, values written
-        as text, …), one sentence each; ``[]`` when there were none or the task has not
-        succeeded. A value that is not a JSON list of strings reads as ``[]``."""
-        if not self.warnings_json:
-            return []
-        try:
-            value = json.loads(self.warnings_json)
-        except ValueError:
-            return []
-        if not isinstance(value, list):
-            return []
-        return [w for w in value if isinstance(w, str)]
+        as text, …), each with its kind; ``[]`` when there were none or the task has not
+        succeeded (:func:`~actors.core.data_warning.warnings_from_json`)."""
+        return warnings_from_json(self.warnings_json)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from actors.core.data_warning import DataWarning
 from actors.core.dispatch import NoClaim
 from actors.core.limits import NormalisedParameters
 from actors.core.models import Principal, Task
@@ -132,7 +133,7 @@ class ExportResult:
     the Provider's announced ``totalRows`` when more were announced than came (§10.2:
     deletions during the export), else ``rows``. ``None`` means "same as ``rows``".
     ``size_bytes`` is the file's size in bytes. ``warnings`` are the run's data warnings
-    (cells truncated, values written as text, …), one sentence each; the task keeps them.
+    (cells truncated, values written as text, …), each with its kind; the task keeps them.
     """
 
     object_key: str
@@ -141,7 +142,7 @@ class ExportResult:
     size_bytes: int
     rows: int
     total_rows: int | None = None
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[DataWarning, ...] = ()
 
 
 # -- dead letters and operations ------------------------------------------------------------

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from actors.core.events import TaskEvent
-from actors.core.messages import explain_failure, warning_kind
+from actors.core.messages import explain_failure
 from actors.core.models import Task, TaskStatus
 
 __all__ = ["event_json", "iso_ms", "last_error", "task_json"]
@@ -96,8 +96,8 @@ def task_json(task: Task) -> dict[str, Any]:
         "tenantId": str(task.tenant_id),
         "appCode": task.app_code,
         "parameters": task.parameters,
-        "warnings": task.warnings,
-        "dataWarnings": [{"kind": warning_kind(line), "detail": line} for line in task.warnings],
+        "warnings": [warning.detail for warning in task.warnings],
+        "dataWarnings": [warning.to_json() for warning in task.warnings],
         "lastError": last_error(task),
         # A user reporting a problem quotes it; an operator finds the run's log lines by it.
         "traceId": task.trace_id,

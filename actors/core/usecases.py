@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from actors.core.access import check_retryable
+from actors.core.access import check_retryable, task_not_found
 from actors.core.admission import CreateLimits, admission_refusal
-from actors.core.errors import Refusal, Refused
 from actors.core.models import Task
 from actors.core.outcomes import (
     CancelResult,
@@ -122,5 +121,5 @@ async def cancel_task(
     """
     result = await store.cancel_task(task_id, message, by=by)
     if result is None:
-        raise Refused(Refusal.NOT_FOUND, f"export task {task_id} not found")
+        raise task_not_found(task_id)
     return result

@@ -166,7 +166,7 @@ class ExportRunner:
                         task.dispatch_version,
                         rows=worker.rows_written,
                         batches=batches,
-                        warnings=list(worker.warnings),
+                        warnings=[w.detail for w in worker.warnings],
                     ),
                 )
             _log_summary(task.id, worker, size, batches, trio.current_time() - started)

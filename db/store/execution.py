@@ -13,6 +13,7 @@ from typing import Any
 
 from actors.core import dispatch, fairness
 from actors.core.backoff import should_retry
+from actors.core.data_warning import DataWarning, warnings_to_json
 from actors.core.events import MAX_TASK_EVENTS, TaskEventKind
 from actors.core.handback import (
     DEFAULT_MAX_HANDBACKS,
@@ -190,13 +191,14 @@ class ExecutionTransitions(StoreBase):
         rows: int,
         retention_seconds: float,
         total_rows: int | None = None,
-        warnings: Sequence[str] = (),
+        warnings: Sequence[DataWarning] = (),
     ) -> bool:
         """§8.4 final commit, fenced by version, owner, status and deadline. False means
         the caller must delete its file.
 
-        ``warnings`` (the run's data warnings, one sentence each) are stored with the
-        SUCCEEDED status in the same fenced statement, as JSON (``NULL`` when none).
+        ``warnings`` (the run's data warnings, each with its kind) are stored with the
+        SUCCEEDED status in the same fenced statement, as JSON
+        (:func:`~actors.core.data_warning.warnings_to_json`; ``NULL`` when none).
 
         ``rows`` becomes ``processed_rows``; ``total_rows`` (default: ``rows``) keeps a
         Provider's announced figure when fewer rows came than it announced (§10.2).
@@ -219,7 +221,7 @@ class ExecutionTransitions(StoreBase):
                     "total_rows": rows if total_rows is None else total_rows,
                     "processed_rows": rows,
                     "retention_seconds": retention_seconds,
-                    "warnings_json": json.dumps(list(warnings)) if warnings else None,
+                    "warnings_json": warnings_to_json(warnings),
                 },
             ):
                 done = await tx.fetchone(self._sql.GET_TASK, {"id": task.id})

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from actors.core.admission import CreateLimits
+from actors.core.data_warning import DataWarning, WarningKind
 from actors.core.models import DOWNLOAD_ALL_PERMISSION, Task, TaskStatus
 from actors.core.task_list import TaskFilter
 from actors.storage.local import LocalDirectoryStorage
@@ -128,7 +129,10 @@ async def test_the_final_commit_keeps_the_runs_data_warnings(store: ExportStore)
     """The warnings a run logs are stored with SUCCEEDED in the same fenced statement;
     a run without warnings stores none."""
     warned, clean = await create(store), await create(store, user_id=8)
-    cut = ("2 cells truncated to 32767 characters", "a note")
+    cut = (
+        DataWarning(WarningKind.TRUNCATED_CELLS, "2 cells truncated to 32767 characters"),
+        DataWarning(WarningKind.FEWER_ROWS, "provider announced totalRows 3 but …"),
+    )
     for task, warnings in ((warned, cut), (clean, ())):
         running = await claim(store, task)
         assert await complete(store, running, warnings=warnings)

@@ -33,7 +33,6 @@ __all__ = [
     "inspection_json",
     "outcome_json",
     "retry_outcome",
-    "retry_refusal",
     "seconds_from",
 ]
 
@@ -90,21 +89,6 @@ def retry_outcome(reason: Refusal) -> OperatorOutcome:
         Refusal.TYPE_RESERVED: OperatorOutcome.TYPE_RESERVED,
         Refusal.CHANGED: OperatorOutcome.CHANGED,
     }[reason]
-
-
-def retry_refusal(outcome: OperatorOutcome) -> str:
-    """Why the store refused a manual retry, in words for the operator (the text after
-    ``task ID not retried:``).
-
-    Raises:
-        KeyError: ``outcome`` is not a refusal of the store's manual retry.
-    """
-    return {
-        OperatorOutcome.USER_LIMIT: "its requester has the most active tasks allowed",
-        OperatorOutcome.TYPE_LIMIT: "its export type has the most active tasks allowed",
-        OperatorOutcome.TYPE_RESERVED: "only places kept for other requesters are free",
-        OperatorOutcome.CHANGED: "the task changed meanwhile (retried by someone else?)",
-    }[outcome]
 
 
 def error_json(message: str) -> dict[str, Any]:

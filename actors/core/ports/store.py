@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Protocol, Self
 
 from actors.core.admission import CreateLimits
+from actors.core.data_warning import DataWarning
 from actors.core.events import TaskEvent, TaskInspection
 from actors.core.fairness import SlotLoad
 from actors.core.handback import DEFAULT_MAX_HANDBACKS, HandBack, HandBackCause
@@ -151,9 +152,9 @@ class ExecutionStore(ClaimStore, RunStore, Protocol):
         rows: int,
         retention_seconds: float,
         total_rows: int | None = None,
-        warnings: Sequence[str] = (),
+        warnings: Sequence[DataWarning] = (),
     ) -> bool:
-        """The final commit, with the run's data ``warnings`` (one sentence each);
+        """The final commit, with the run's data ``warnings`` (each with its kind);
         ``False``: the caller must delete its file."""
         ...
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import math
 
+from actors.core.data_warning import DataWarning, WarningKind
 from actors.core.errors import (
     CursorNotAdvancingError,
     ProviderContractError,
@@ -168,7 +169,7 @@ class BatchGuard:
         self._sent[key] = n + 1  # this cursor asks for the next batch
 
 
-def final_total_rows(announced: int | None, written: int) -> tuple[int, str | None]:
+def final_total_rows(announced: int | None, written: int) -> tuple[int, DataWarning | None]:
     """The ``total_rows`` a successful run stores, and a warning when rows were missing.
 
     ``totalRows`` is an estimate (§10.2): rows deleted during the export make the real
@@ -180,15 +181,16 @@ def final_total_rows(announced: int | None, written: int) -> tuple[int, str | No
         written: data rows written to the file.
 
     Returns:
-        ``(total_rows, warning)``: ``announced`` and a warning in words when it is above
-        ``written``; otherwise ``written`` and ``None`` (an estimate that was low, or
-        none at all, says nothing worth keeping).
+        ``(total_rows, warning)``: ``announced`` and a ``fewer-rows`` warning when it is
+        above ``written``; otherwise ``written`` and ``None`` (an estimate that was low,
+        or none at all, says nothing worth keeping).
     """
     if announced is None or announced <= written:
         return written, None
-    return announced, (
+    return announced, DataWarning(
+        WarningKind.FEWER_ROWS,
         f"provider announced totalRows {announced} but its last batch ended after "
-        f"{written} rows ({announced - written} fewer)"
+        f"{written} rows ({announced - written} fewer)",
     )
 
 

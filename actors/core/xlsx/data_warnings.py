@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from actors.core.data_warning import DataWarning, WarningKind
 from actors.core.text import quote_outside
 
 #: Examples kept per kind of warning.
@@ -60,7 +61,7 @@ class DataWarnings:
         self._invalid_at: list[str] = []
         self._field_examples: list[str] = []
         self._field_hashes: set[int] = set()  # hashes, not names: a key may be megabytes
-        self._notes: list[str] = []
+        self._notes: list[DataWarning] = []
         self._more_notes = 0
 
     def truncated_cell(self, batch: int | None, row: int, column: str) -> None:
@@ -92,11 +93,11 @@ class DataWarnings:
                     if len(self._field_examples) < EXAMPLES_PER_KIND:
                         self._field_examples.append(f"'{quote_outside(key, _QUOTE_CHARS)}'")
 
-    def note(self, text: str) -> None:
-        """Add a run-level warning in words (e.g. fewer rows than announced); at most a
-        few are kept, the rest counted."""
+    def note(self, warning: DataWarning) -> None:
+        """Add a run-level warning (e.g. fewer rows than announced, its kind with it); at
+        most a few are kept, the rest counted. Its detail is escaped and clipped."""
         if len(self._notes) < _MAX_NOTES:
-            self._notes.append(quote_outside(text, 300))
+            self._notes.append(DataWarning(warning.kind, quote_outside(warning.detail, 300)))
         else:
             self._more_notes += 1
 
@@ -114,40 +115,49 @@ class DataWarnings:
         Returns:
             e.g. ``"2 cells truncated to 32767 characters (batch 1 row 7 column 'remark',
             …); 250000 values of 2000 undeclared fields ignored in 125 rows (fields 'k0',
-            'k1', 'k2', …)"``: the :meth:`lines` joined by ``"; "``.
+            'k1', 'k2', …)"``: the details of :meth:`lines` joined by ``"; "``.
         """
-        return "; ".join(self.lines())
+        return "; ".join(warning.detail for warning in self.lines())
 
-    def lines(self) -> list[str]:
-        """The warnings, one sentence per kind and per note, as the task keeps them for
-        its API (``warnings`` of the task JSON); bounded like :meth:`summary`.
+    def lines(self) -> list[DataWarning]:
+        """The warnings, one per kind and per note, each with its kind, as the task keeps
+        them for its API (``dataWarnings`` of the task JSON); bounded like :meth:`summary`.
 
         Returns:
             At most three kinds plus a few notes (and their count beyond); ``[]`` when
             there is nothing to report.
         """
-        parts: list[str] = []
+        parts: list[DataWarning] = []
         if self.truncated:
             parts.append(
-                f"{self.truncated} cells truncated to 32767 characters"
-                f"{_examples(self._truncated_at, self.truncated)}"
+                DataWarning(
+                    WarningKind.TRUNCATED_CELLS,
+                    f"{self.truncated} cells truncated to 32767 characters"
+                    f"{_examples(self._truncated_at, self.truncated)}",
+                )
             )
         if self.invalid_values:
             parts.append(
-                f"{self.invalid_values} values invalid for their column type written as text"
-                f"{_examples(self._invalid_at, self.invalid_values)}"
+                DataWarning(
+                    WarningKind.INVALID_VALUES,
+                    f"{self.invalid_values} values invalid for their column type written as"
+                    f" text{_examples(self._invalid_at, self.invalid_values)}",
+                )
             )
         if self.ignored_values:
             distinct = self.distinct_undeclared_fields
             fields = f"{'at least ' if distinct >= DISTINCT_FIELDS_COUNTED else ''}{distinct}"
             parts.append(
-                f"{self.ignored_values} values of {fields} undeclared fields ignored in "
-                f"{self.rows_with_undeclared} rows"
-                f"{_examples(self._field_examples, distinct, label='fields ')}"
+                DataWarning(
+                    WarningKind.UNDECLARED_FIELDS,
+                    f"{self.ignored_values} values of {fields} undeclared fields ignored in "
+                    f"{self.rows_with_undeclared} rows"
+                    f"{_examples(self._field_examples, distinct, label='fields ')}",
+                )
             )
         parts.extend(self._notes)
         if self._more_notes:
-            parts.append(f"{self._more_notes} more notes")
+            parts.append(DataWarning(WarningKind.NOTE, f"{self._more_notes} more notes"))
         return parts
 
 

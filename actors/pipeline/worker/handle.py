@@ -24,6 +24,7 @@ from collections import deque
 
 import trio
 
+from actors.core.data_warning import DataWarning
 from actors.core.errors import ExportWorkerDiedError
 from actors.core.ports.storage import RemoteUpload
 from actors.pipeline.provider.fetch import FetchedBatch, FetchSpec
@@ -59,7 +60,7 @@ class ExportWorker:
     Attributes:
         pid: the worker's process id.
         rows_written: data rows the worker has confirmed written.
-        warnings: the run's data warnings as last reported, one sentence each (empty
+        warnings: the run's data warnings as last reported, each with its kind (empty
             when none).
     """
 
@@ -67,7 +68,7 @@ class ExportWorker:
         self._process = process
         self.pid: int = process.pid
         self.rows_written = 0
-        self.warnings: tuple[str, ...] = ()
+        self.warnings: tuple[DataWarning, ...] = ()
         self._waiting: deque[str] = deque()  # what each unanswered request asks for
         self._batches_sent = 0
         self._buffer = bytearray()
@@ -132,7 +133,7 @@ class ExportWorker:
             await self._reply()
         return self.rows_written
 
-    async def close(self, note: str | None) -> int:
+    async def close(self, note: DataWarning | None) -> int:
         """Finish, flush and fsync the file; return its size in bytes.
 
         Args:

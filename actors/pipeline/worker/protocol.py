@@ -34,6 +34,7 @@ import struct
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from actors.core.data_warning import DataWarning
 from actors.core.errors import ExportError, export_error_classes
 from actors.core.models import BatchSummary
 from actors.core.ports.storage import RemoteUpload
@@ -94,9 +95,10 @@ class Finish:
 
 @dataclass(frozen=True, slots=True)
 class Close:
-    """Finish the file. ``note`` is a run-level warning to add to the summary, if any."""
+    """Finish the file. ``note`` is a run-level warning to add to the run's warnings, if
+    any (fewer rows than announced)."""
 
-    note: str | None
+    note: DataWarning | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +127,7 @@ class Decoded:
     size: int
     seconds: float
     rows_written: int
-    warnings: tuple[str, ...]
+    warnings: tuple[DataWarning, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +137,7 @@ class Written:
     ``rows_written`` counts data rows in the file so far."""
 
     rows_written: int
-    warnings: tuple[str, ...]
+    warnings: tuple[DataWarning, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +147,7 @@ class Closed:
 
     size: int
     rows_written: int
-    warnings: tuple[str, ...]
+    warnings: tuple[DataWarning, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +169,7 @@ class Failed:
     message: str
     internal: bool
     rows_written: int
-    warnings: tuple[str, ...]
+    warnings: tuple[DataWarning, ...]
     seconds: float | None = None
 
 

@@ -30,6 +30,7 @@ import time
 import traceback
 from typing import BinaryIO
 
+from actors.core.data_warning import DataWarning
 from actors.core.errors import ExportError, StorageUnavailableError
 from actors.core.models import ProviderBatch
 from actors.core.ports.storage import RemoteUpload
@@ -102,8 +103,8 @@ class WorkerSession:
         self.failed: Failed | None = None
 
     @property
-    def progress(self) -> tuple[int, tuple[str, ...]]:
-        """(rows written, data-warning lines) of the batches written so far."""
+    def progress(self) -> tuple[int, tuple[DataWarning, ...]]:
+        """(rows written, data warnings) of the batches written so far."""
         writer = self._writer
         if writer is None:
             return 0, ()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from actors.core.data_warning import DataWarning, WarningKind
 from actors.core.models import Task, TaskStatus
 from actors.storage.keys import new_object_key
 from db.store import ExportStore
@@ -69,7 +70,7 @@ def test_list_and_show_every_tenant_by_db_time(database_url: str, tmp_path: Path
     assert "  name        客户名单\\ntask 1 SUCCEEDED\n" in named.output  # no forged line
 
     missing = cli(database_url, tmp_path, "tasks", "show", "123")
-    assert missing.exit_code == 1 and "no task 123" in missing.output
+    assert missing.exit_code == 1 and "export task 123 not found" in missing.output
     bad = cli(database_url, tmp_path, "tasks", "show", "12a")
     assert bad.exit_code == 2 and "is not a task: give its id" in bad.output
 
@@ -133,7 +134,10 @@ def test_cancel_and_retry_use_the_api_transitions(database_url: str, tmp_path: P
     run_store(database_url, tmp_path, finish)
     late = cli(database_url, tmp_path, "tasks", "cancel", str(task.id))
     assert late.exit_code == 1
-    assert f"task {task.id} is SUCCEEDED: only PENDING or RUNNING" in late.output
+    assert (
+        f"task {task.id}: only PENDING or RUNNING tasks can be cancelled; the task is SUCCEEDED"
+        in late.output
+    )
 
 
 def test_a_missing_sqlite_file_is_not_created(tmp_path: Path) -> None:
@@ -200,7 +204,9 @@ def test_show_and_inspect_tell_the_trace_id_and_the_warnings(
         traced = await store.create_task(replace(new_task(2), trace_id=trace))
         assert traced.task is not None
         running = await claim(store, traced.task)
-        assert await complete(store, running, warnings=[warning])
+        assert await complete(
+            store, running, warnings=[DataWarning(WarningKind.TRUNCATED_CELLS, warning)]
+        )
         return plain, running
 
     plain, done = run_store(database_url, tmp_path, seed)

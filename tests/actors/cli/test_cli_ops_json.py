@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from click.testing import Result
 
+from actors.core.data_warning import DataWarning, WarningKind
 from actors.core.models import Task
 from actors.core.ops.operator_json import OperatorOutcome
 from actors.storage.local import LocalDirectoryStorage
@@ -50,7 +51,13 @@ async def seed(store: ExportStore) -> dict[str, int]:
     )
     running = await claim(store, made.task)
     warning = "1 cells truncated to 32767 characters (batch 1 row 7 column 'remark')"
-    assert await complete(store, running, rows=5, total_rows=6, warnings=[warning])
+    assert await complete(
+        store,
+        running,
+        rows=5,
+        total_rows=6,
+        warnings=[DataWarning(WarningKind.TRUNCATED_CELLS, warning)],
+    )
 
     waiting = await claim(store, await create(store, user_id=7, params={"n": 2}))
     await store.schedule_retry(waiting, "owner-a", "provider timed out", backoff_seconds=60)
@@ -139,15 +146,25 @@ def test_inspect_json_tells_lease_deadline_outbox_events_and_rows(
 @pytest.mark.parametrize(
     ("command", "answer"),
     [
-        (("tasks", "show"), {"error": "no task 123"}),
-        (("inspect",), {"error": "no task 123"}),
+        (("tasks", "show"), {"error": "export task 123 not found"}),
+        (("inspect",), {"error": "export task 123 not found"}),
         (
             ("tasks", "cancel"),
-            {"id": "123", "outcome": "not-found", "task": None, "error": "no task 123"},
+            {
+                "id": "123",
+                "outcome": "not-found",
+                "task": None,
+                "error": "export task 123 not found",
+            },
         ),
         (
             ("tasks", "retry"),
-            {"id": "123", "outcome": "not-found", "task": None, "error": "no task 123"},
+            {
+                "id": "123",
+                "outcome": "not-found",
+                "task": None,
+                "error": "export task 123 not found",
+            },
         ),
     ],
 )
@@ -211,7 +228,9 @@ def test_cancel_and_retry_json_say_what_happened(database_url: str, tmp_path: Pa
     run_store(database_url, tmp_path, fill)
     code, limited = run("retry", env={"FILE_EXPORT_MAX_ACTIVE_TASKS_PER_USER": "1"})
     assert code == 1 and limited["outcome"] == "user-limit"
-    assert limited["error"].endswith("its requester has the most active tasks allowed")
+    assert limited["error"].endswith(
+        "not retried: the requester already has 1 active export tasks; retry when one finishes"
+    )
 
     code, retried = run("retry")
     assert code == 0 and retried["outcome"] == "retried"
@@ -231,7 +250,7 @@ def test_cancel_and_retry_json_say_what_happened(database_url: str, tmp_path: Pa
     assert late["task"]["status"] == "SUCCEEDED"
     assert (
         late["error"]
-        == f"task {task.id} is SUCCEEDED: only PENDING or RUNNING tasks can be cancelled"
+        == f"task {task.id}: only PENDING or RUNNING tasks can be cancelled; the task is SUCCEEDED"
     )
 
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import pytest
 
+from actors.core.data_warning import DataWarning, WarningKind
 from actors.core.errors import ExportError
 from actors.core.events import TaskEventKind
 from actors.core.messages import (
     FAILURE_CODES,
     LANGUAGES,
+    WARNING_KINDS,
     Remedy,
     catalogue_json,
     explain_failure,
     failure_code,
-    warning_kind,
 )
 from actors.core.provider.batch_rules import final_total_rows
 from actors.core.xlsx.data_warnings import DataWarnings
@@ -88,18 +89,22 @@ def test_an_unknown_language_is_refused() -> None:
         catalogue_json("zh-TW")
 
 
-def test_the_kind_of_each_line_the_writer_produces() -> None:
+def test_each_warning_the_writer_produces_carries_its_kind_and_has_words() -> None:
+    """Issue 34 item 5: the kind travels with the warning from where it is made; nothing
+    reads it back out of the sentence."""
     warnings = DataWarnings()
     warnings.truncated_cell(1, 7, "remark")
     warnings.invalid_value(2, 3, "amount")
     warnings.undeclared_fields(["extra"])
-    warnings.note(final_total_rows(10, 8)[1] or "")
-    warnings.note("a Provider's own note")
-    kinds = [warning_kind(line) for line in warnings.lines()]
-    assert kinds == ["truncated-cells", "invalid-values", "undeclared-fields", "fewer-rows", "note"]
-    # A note that merely mentions the words is still a note.
-    assert warning_kind("the cells truncated to 10 were fine") == "note"
-    assert set(kinds) == set(catalogue_json("en")["warnings"])
+    shortfall = final_total_rows(10, 8)[1]
+    assert shortfall is not None
+    warnings.note(shortfall)
+    for n in range(6):  # one more than are kept: the rest are counted in a note
+        warnings.note(DataWarning(WarningKind.NOTE, f"cells truncated to {n} were fine"))
+    kinds = [warning.kind.value for warning in warnings.lines()]
+    assert kinds[:4] == ["truncated-cells", "invalid-values", "undeclared-fields", "fewer-rows"]
+    assert set(kinds[4:]) == {"note"} and warnings.lines()[-1].detail == "2 more notes"
+    assert set(kinds) == set(catalogue_json("en")["warnings"]) == set(WARNING_KINDS)
 
 
 def test_no_message_points_into_the_design_or_the_source() -> None:

@@ -23,7 +23,19 @@ def test_last_error_only_while_a_retry_waits() -> None:
 
 def test_warnings_read_from_the_stored_json() -> None:
     assert task_json(task_value())["warnings"] == []
-    stored = task_value(warnings_json='["1 cells truncated to 32767 characters"]')
-    assert task_json(stored)["warnings"] == ["1 cells truncated to 32767 characters"]
+    stored = task_value(
+        warnings_json='[{"kind": "truncated-cells", "detail": "1 cells truncated to 32767'
+        ' characters"}, {"kind": "from-the-future", "detail": "x"}, {"kind": "note"}, 7]'
+    )
+    assert task_json(stored)["warnings"] == ["1 cells truncated to 32767 characters", "x"]
+    assert task_json(stored)["dataWarnings"] == [
+        {"kind": "truncated-cells", "detail": "1 cells truncated to 32767 characters"},
+        {"kind": "note", "detail": "x"},  # a kind this version does not know
+    ]
+    # stored before kinds were kept: each sentence is a note, nothing is parsed from it
+    before = task_value(warnings_json='["1 cells truncated to 32767 characters"]')
+    assert task_json(before)["dataWarnings"] == [
+        {"kind": "note", "detail": "1 cells truncated to 32767 characters"}
+    ]
     assert task_json(task_value(warnings_json="not json"))["warnings"] == []
     assert task_json(task_value(warnings_json='{"a": 1}'))["warnings"] == []

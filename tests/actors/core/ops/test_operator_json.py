@@ -18,7 +18,6 @@ from actors.core.ops.operator_json import (
     inspection_json,
     outcome_json,
     retry_outcome,
-    retry_refusal,
     seconds_from,
 )
 from actors.core.ops.troubleshooting import Finding, Symptom
@@ -57,10 +56,6 @@ def test_every_cancel_and_retry_outcome_has_a_name_and_an_exit() -> None:
     }
     exits_0 = {o.value for o in OperatorOutcome if o.succeeded}
     assert exits_0 == {"cancelled", "already-cancelled", "retried"}
-    for refused in {retry_outcome(r) for r in retry_refusals} - {OperatorOutcome.NOT_RETRYABLE}:
-        assert retry_refusal(refused)  # the text mode's reason, for every store refusal
-    with pytest.raises(KeyError):
-        retry_refusal(OperatorOutcome.RETRIED)
 
 
 def test_outcome_json_carries_the_task_and_the_error_only_when_given() -> None:

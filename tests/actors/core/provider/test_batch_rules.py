@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from actors.core.data_warning import WarningKind
 from actors.core.errors import (
     CursorNotAdvancingError,
     LimitExceededError,
@@ -171,7 +172,9 @@ def test_final_total_keeps_an_announced_figure_above_the_rows_written(
     assert result == total
     assert (warning is not None) == warns
     if warning:
-        assert f"announced totalRows {announced}" in warning and f"after {written} rows" in warning
+        assert warning.kind == WarningKind.FEWER_ROWS
+        assert f"announced totalRows {announced}" in warning.detail
+        assert f"after {written} rows" in warning.detail
 
 
 # (columns?, schemaHash, snapshotToken) of each batch in order -> error of the last, if any.

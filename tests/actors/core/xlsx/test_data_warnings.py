@@ -6,6 +6,7 @@ and one 2.86 MB line per export.
 
 from __future__ import annotations
 
+from actors.core.data_warning import DataWarning, WarningKind
 from actors.core.xlsx.data_warnings import (
     DISTINCT_FIELDS_COUNTED,
     EXAMPLES_PER_KIND,
@@ -50,9 +51,11 @@ def test_cells_are_counted_with_a_few_located_examples_and_no_values() -> None:
 def test_hostile_keys_and_notes_are_escaped_and_clipped() -> None:
     warnings = DataWarnings()
     warnings.undeclared_fields(["k\n2026-12-01 FORGED", "y" * 10_000])
-    warnings.note("provider announced totalRows 9\r\n but sent 3")
+    warnings.note(
+        DataWarning(WarningKind.FEWER_ROWS, "provider announced totalRows 9\r\n but sent 3")
+    )
     for n in range(10):
-        warnings.note(f"note {n}")
+        warnings.note(DataWarning(WarningKind.NOTE, f"note {n}"))
     summary = warnings.summary()
     assert "\n" not in summary and "\r" not in summary
     assert "'k\\n2026-12-01 FORGED'" in summary
@@ -64,7 +67,7 @@ def test_hostile_keys_and_notes_are_escaped_and_clipped() -> None:
 def test_no_warnings_is_falsy_and_empty() -> None:
     warnings = DataWarnings()
     assert not warnings and warnings.summary() == ""
-    warnings.note("x")
+    warnings.note(DataWarning(WarningKind.NOTE, "x"))
     assert warnings
 
 

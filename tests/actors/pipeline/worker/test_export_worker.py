@@ -16,6 +16,7 @@ import openpyxl
 import pytest
 import trio
 
+from actors.core.data_warning import DataWarning, WarningKind
 from actors.core.errors import (
     ExportWorkerDiedError,
     LimitExceededError,
@@ -91,9 +92,11 @@ async def test_a_run_decodes_writes_and_closes_a_file_openpyxl_reads(tmp_path: P
         assert second.columns is None
         assert worker.rows_written in (0, 500)  # batch 1, written behind its answer
         assert await worker.finish_writes() == 800
-        size = await worker.close("provider announced 900 rows")
+        size = await worker.close(
+            DataWarning(WarningKind.FEWER_ROWS, "provider announced 900 rows")
+        )
     assert size == (tmp_path / "out.xlsx").stat().st_size > 0
-    assert "provider announced 900 rows" in "; ".join(worker.warnings)
+    assert DataWarning(WarningKind.FEWER_ROWS, "provider announced 900 rows") in worker.warnings
     assert not alive(pid)
     book = openpyxl.load_workbook(tmp_path / "out.xlsx", read_only=True)
     values = [tuple(c.value for c in r) for r in book.active.iter_rows()]
