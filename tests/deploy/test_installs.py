@@ -59,3 +59,17 @@ def test_the_install_paths_use_the_locks() -> None:
     assert "--require-hashes -r requirements-test.lock" in dev
     docker = (ROOT / "deploy/compose/Dockerfile").read_text()
     assert "--require-hashes -r requirements.lock" in docker
+
+
+def test_every_package_data_pattern_matches_a_file() -> None:
+    """A package-data pattern that matches nothing ships nothing and says so nowhere (a
+    ``web/templates/*.html`` outlived the templates it was written for)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    package_data = config["tool"]["setuptools"]["package-data"]
+    empty = [
+        f"{package}/{pattern}"
+        for package, patterns in package_data.items()
+        for pattern in patterns
+        if not any(path.is_file() for path in (ROOT / package).glob(pattern))
+    ]
+    assert empty == []
