@@ -3,6 +3,7 @@ test broker, JSON logs, and small WSGI / raw TCP servers on a thread."""
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import logging
@@ -174,7 +175,9 @@ def json_log(level: str = "INFO", **debug_loggers: bool) -> Iterator[Callable[[]
     Args:
         level: the root level.
         debug_loggers: logger names (dots as ``__``) also set to DEBUG, e.g.
-            ``actors__pipeline__provider_client=True``.
+            ``actors__pipeline__provider__client=True``; each must name a module (our
+            loggers are named after theirs), so a module moved away fails here instead
+            of leaving the test reading a logger nobody writes to.
 
     Yields:
         A function returning the lines written so far, each parsed (every line must be
@@ -182,6 +185,8 @@ def json_log(level: str = "INFO", **debug_loggers: bool) -> Iterator[Callable[[]
     """
     root = logging.getLogger()
     names = [n.replace("__", ".") for n, on in debug_loggers.items() if on]
+    for name in names:
+        assert importlib.util.find_spec(name) is not None, f"no module {name}: no logger"
     saved = root.level, {n: logging.getLogger(n).level for n in (*LIBRARY_LOGGERS, *names)}
     buffer = io.StringIO()
     handler = configure_logging(level, stream=buffer, fmt="json")

@@ -62,8 +62,8 @@ def test_the_install_paths_use_the_locks() -> None:
 
 
 def test_every_package_data_pattern_matches_a_file() -> None:
-    """A package-data pattern that matches nothing ships nothing and says so nowhere (a
-    ``web/templates/*.html`` outlived the templates it was written for)."""
+    """A package-data pattern that matches nothing ships nothing and says so nowhere (the
+    web package's ``templates/*.html`` outlived the templates it was written for)."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     package_data = config["tool"]["setuptools"]["package-data"]
     empty = [

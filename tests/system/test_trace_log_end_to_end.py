@@ -21,7 +21,7 @@ BATCHES_PATH = "/internal/exports/v1/CUSTOMER_LIST/batches"
 
 
 async def test_one_trace_id_from_create_through_every_batch_to_download(service: Runtime) -> None:
-    with json_log("INFO", actors__pipeline__provider_client=True, web__access_log=True) as lines:
+    with json_log("INFO", actors__pipeline__provider__client=True, web__access_log=True) as lines:
         async with client_for(service) as client:
             created = await client.post(
                 API,
