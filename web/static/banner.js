@@ -3,8 +3,8 @@
 // person switches language.
 "use strict";
 
-import { SignedOut } from "./api.js";
-import { $ } from "./format.js";
+import { SignedOut } from "./client.js";
+import { $ } from "./dom.js";
 import { refusalWords, t } from "./i18n.js";
 
 let shown = null;

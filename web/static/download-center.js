@@ -16,10 +16,10 @@ import {
   TASKS,
   TYPES,
   whenSignedOut,
-} from "./api.js";
+} from "./client.js";
 import { historyTaskChanged, openHistory, setUpDrawer, setViewer } from "./drawer.js";
 import { announce, banner, dismiss, reword, showError } from "./banner.js";
-import { $, el } from "./format.js";
+import { $, el } from "./dom.js";
 import {
   formatNumber,
   language,

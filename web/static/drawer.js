@@ -6,8 +6,8 @@
 // a list refresh) reloads them.
 "use strict";
 
-import { api, TASKS } from "./api.js";
-import { $, el } from "./format.js";
+import { api, TASKS } from "./client.js";
+import { $, el } from "./dom.js";
 import {
   eventWords,
   failureWords,

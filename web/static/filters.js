@@ -3,7 +3,7 @@
 // Plain functions over a filters object; download-center.js keeps the page's state.
 "use strict";
 
-import { $ } from "./format.js";
+import { $ } from "./dom.js";
 import { t } from "./i18n.js";
 
 export const PAGE_SIZE = 20;

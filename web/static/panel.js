@@ -4,7 +4,7 @@
 // submits it.
 "use strict";
 
-import { $ } from "./format.js";
+import { $ } from "./dom.js";
 import { formatNumber, language, t } from "./i18n.js";
 import { fillParameters, localised, option, parameterField } from "./parameters.js";
 

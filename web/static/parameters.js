@@ -4,8 +4,8 @@
 // parameters ("Edit and export again"). No page state: download-center.js calls these.
 "use strict";
 
-import { ApiError } from "./api.js";
-import { $, el } from "./format.js";
+import { ApiError } from "./client.js";
+import { $, el } from "./dom.js";
 import { language, t } from "./i18n.js";
 
 export function option(value, text) {

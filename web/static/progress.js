@@ -4,7 +4,7 @@
 // the stream again after STREAM_RETRY_MS.
 "use strict";
 
-import { PROGRESS } from "./api.js";
+import { PROGRESS } from "./client.js";
 
 // Wait before opening the stream again after it failed, milliseconds.
 const STREAM_RETRY_MS = 15000;

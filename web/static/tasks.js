@@ -4,7 +4,7 @@
 // the technical message, the task number and the trace id are folded under "Details".
 "use strict";
 
-import { button, el } from "./format.js";
+import { button, el } from "./dom.js";
 import {
   failureWords,
   formatBytes,

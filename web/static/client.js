@@ -1,4 +1,5 @@
-// The page's only door to the server: the public API with the cookie session of
+// The page's API client (the server's side is web/api.py), and its only door to the
+// server: the public API with the cookie session of
 // POST /api/platform/v1/session (README, "Download center page"). The token is sent once,
 // in the sign-in body; after that the browser sends the HttpOnly session cookie, and every
 // state-changing call carries X-CSRF-Token copied from the export_center_csrf cookie (a
