@@ -30,20 +30,13 @@ import {
   tickTimes,
   useLanguage,
 } from "./i18n.js";
-import {
-  activeFilters,
-  clearFilterForm,
-  listQuery,
-  NO_FILTERS,
-  PAGE_SIZE,
-  readFilterForm,
-  readUrl,
-  writeUrl,
-} from "./filters.js";
+import { activeFilters, listQuery, NO_FILTERS, PAGE_SIZE } from "./filter-query.js";
+import { clearFilterForm, filtersFromUrl, readFilterForm, writeUrl } from "./filters.js";
 import { exportTypes, fillTypes, formError, openPanel, showTypeForm, typeName } from "./panel.js";
 import { formParameters, option } from "./parameters.js";
 import { startProgress, stopProgress } from "./progress.js";
-import { ACTIVE, describe, refocus, replaceRow, stateOf, taskRow } from "./tasks.js";
+import { ACTIVE, progressStep, stateOf } from "./task-state.js";
+import { describe, refocus, replaceRow, taskRow } from "./tasks.js";
 
 const ADMIN_PERMISSION = "platform:download:all";
 // List refresh periods, milliseconds: while a shown task is active and the stream is
@@ -103,12 +96,6 @@ function isAdmin() {
 
 // ``only`` (filter by a requester's name) is an administrator's: set on sign-in.
 const actions = { download, cancel, retry, edit, only: null, history: openHistory };
-
-function progressStep(task) {
-  // Quarters of the total: a screen reader hears a running export at 25 %, 50 %, 75 %.
-  if (task.status !== "RUNNING" || !task.totalRows) return 0;
-  return Math.floor((4 * Number(task.processedRows)) / Number(task.totalRows));
-}
 
 /** The row for ``task``: the drawn one when nothing changed, else a new one. */
 function rowFor(task) {
@@ -430,7 +417,7 @@ async function start() {
     return node;
   }));
   applyWords();
-  ({ filters: state.filters, page: state.page } = readUrl());
+  ({ filters: state.filters, page: state.page } = filtersFromUrl());
   whenSignedOut(leave);
   setUpDrawer();
   $("language").addEventListener("change", async () => {

@@ -1,9 +1,11 @@
 // The page's words in English and Simplified Chinese, and the person's locale for dates,
-// numbers and sizes. The service's own messages (failures, warnings, history events,
+// numbers and sizes (locale.js, in the page's language). The service's own messages (failures, warnings, history events,
 // refusals) come from its catalogue (GET /i18n/{language}.json, actors/core/messages.py);
 // these are the page's labels. The language is the one picked with the page's switch, else
 // the browser's first one we have.
 "use strict";
+
+import * as locale from "./locale.js";
 
 export const LANGUAGES = { en: "English", "zh-CN": "中文" };
 const STORED = "export-center-language";
@@ -333,74 +335,21 @@ export function refusalWords(code) {
   return catalogue.refusals[code] || "";
 }
 
-// --- the person's locale -----------------------------------------------------------------
+// --- the person's locale (locale.js, in the page's language) ----------------------------
 
+/** ``value`` with the separators of the page's language; "?" when there is none. */
 export function formatNumber(value) {
-  if (value === null || value === undefined) return "?";
-  return Number(value).toLocaleString(current);
+  return locale.formatNumber(value, current);
 }
 
+/** A size in bytes as "1.5 MB" in the page's language; "" when there is none. */
 export function formatBytes(value) {
-  const size = Number(value);
-  if (value === null || value === undefined || !Number.isFinite(size)) return "";
-  // SI units (1 kB = 1000 bytes), as Intl names them.
-  const units = ["byte", "kilobyte", "megabyte", "gigabyte"];
-  let amount = size;
-  let unit = 0;
-  while (amount >= 1000 && unit < units.length - 1) {
-    amount /= 1000;
-    unit += 1;
-  }
-  return new Intl.NumberFormat(current, {
-    style: "unit",
-    unit: units[unit],
-    unitDisplay: "short",
-    maximumFractionDigits: unit === 0 ? 0 : 1,
-  }).format(amount);
-}
-
-/** The exact time with the time zone, e.g. "5 Dec 2026, 16:05:03 UTC". */
-function formatExact(iso) {
-  if (!iso) return "";
-  return new Date(iso).toLocaleString(current, {
-    dateStyle: "medium",
-    timeStyle: "long",
-  });
-}
-
-const STEPS = [
-  ["second", 60],
-  ["minute", 60],
-  ["hour", 24],
-  ["day", 30],
-  ["month", 12],
-  ["year", Infinity],
-];
-
-/** "3 min ago", "in 6 days": ``iso`` relative to now. */
-function formatRelative(iso, now = Date.now()) {
-  let amount = (new Date(iso).getTime() - now) / 1000;
-  const format = new Intl.RelativeTimeFormat(current, { numeric: "auto", style: "long" });
-  for (const [unit, size] of STEPS) {
-    if (Math.abs(amount) < size) return format.format(Math.round(amount), unit);
-    amount /= size;
-  }
-  return "";
+  return locale.formatBytes(value, current);
 }
 
 /** A duration in seconds as "1 min 5 s" / "1分钟5秒" (two units at most). */
 export function formatDuration(seconds) {
-  const total = Math.max(0, Math.round(seconds));
-  const parts = [];
-  const hours = Math.floor(total / 3600);
-  const minutes = Math.floor((total % 3600) / 60);
-  const secs = total % 60;
-  const unit = (value, name) =>
-    new Intl.NumberFormat(current, { style: "unit", unit: name, unitDisplay: "short" }).format(value);
-  if (hours) parts.push(unit(hours, "hour"));
-  if (minutes) parts.push(unit(minutes, "minute"));
-  if (!hours && (secs || parts.length === 0)) parts.push(unit(secs, "second"));
-  return parts.slice(0, 2).join(current === "en" ? " " : "");
+  return locale.formatDuration(seconds, current);
 }
 
 /** A <time> element: relative text ("3 min ago"), inside the page's words ``key`` (with
@@ -411,13 +360,13 @@ export function timeEl(iso, key = "") {
   if (!iso) return node;
   node.dateTime = iso;
   if (key) node.dataset.words = key;
-  node.title = formatExact(iso);
+  node.title = locale.formatExact(iso, current);
   tick(node);
   return node;
 }
 
 function tick(node) {
-  const when = formatRelative(node.dateTime);
+  const when = locale.formatRelative(node.dateTime, current, Date.now());
   node.textContent = node.dataset.words ? t(node.dataset.words, { when }) : when;
 }
 

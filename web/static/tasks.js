@@ -1,7 +1,8 @@
 // One table row per export task (a card at a phone's width): what a person sees of each
-// state, in their language, and the one action that helps (the server decides again on
-// every call). Failures are told in the service's words (its catalogue, by failureCode);
-// the technical message, the task number and the trace id are folded under "Details".
+// state (task-state.js decides it), in their language, and the one action that helps (the
+// server decides again on every call). Failures are told in the service's words (its
+// catalogue, by failureCode); the technical message, the task number and the trace id are
+// folded under "Details".
 "use strict";
 
 import { button, el } from "./dom.js";
@@ -14,27 +15,7 @@ import {
   timeEl,
   warningWords,
 } from "./i18n.js";
-
-export const ACTIVE = new Set(["PENDING", "RUNNING"]);
-
-/**
- * The state a person reads, finer than the status: a PENDING task that already failed an
- * attempt (or carries the last attempt's error) is waiting for a retry, not queued.
- */
-export function stateOf(task) {
-  if (task.status === "PENDING") {
-    return task.attemptCount > 0 || task.lastError || task.failureMessage ? "retrying" : "queued";
-  }
-  return task.status.toLowerCase();
-}
-
-/** What may help a failed, cancelled or expired task: "retry", "edit", "support" (the
- * service decides it: the task's ``remedy``). */
-function remedyOf(task) {
-  if (task.status === "EXPIRED") return "edit"; // the file is gone: export it again
-  if (task.status !== "FAILED" && task.status !== "CANCELLED") return null;
-  return task.remedy || "retry";
-}
+import { ACTIVE, remedyOf, stateOf } from "./task-state.js";
 
 /** The failure in plain words: the catalogue's in the page's language, else the
  * service's English reason. */
