@@ -21,9 +21,9 @@ export function banner(message, kind = "error", { detail = "" } = {}) {
   $("banner-details").hidden = !detail || detail === text;
 }
 
-/** Put the banner away (its Close button). */
-export function dismiss() {
-  banner("");
+/** Its Close button puts the banner away. */
+export function setUpBanner() {
+  $("banner-close").addEventListener("click", () => banner(""));
 }
 
 /** Write the banner again in the page's current language. */

@@ -18,3 +18,9 @@ export function button(text, className, label, onClick) {
   node.addEventListener("click", onClick);
   return node;
 }
+
+export function option(value, text) {
+  const node = el("option", text);
+  node.value = value;
+  return node;
+}

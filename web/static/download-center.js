@@ -9,7 +9,6 @@
 import {
   api,
   currentSession,
-  postJson,
   send,
   signIn,
   signOut,
@@ -17,23 +16,38 @@ import {
   TYPES,
   whenSignedOut,
 } from "./client.js";
-import { historyTaskChanged, openHistory, setUpDrawer, setViewer } from "./drawer.js";
-import { announce, banner, dismiss, reword, showError } from "./banner.js";
-import { $, el } from "./dom.js";
+import {
+  closeHistory,
+  historyTaskChanged,
+  openHistory,
+  rewordDrawer,
+  setUpDrawer,
+  setViewer,
+} from "./drawer.js";
+import { announce, banner, reword, setUpBanner, showError } from "./banner.js";
+import { $, el, option } from "./dom.js";
 import {
   formatNumber,
   language,
   LANGUAGES,
   preferredLanguage,
-  refusalWords,
   t,
   tickTimes,
   useLanguage,
 } from "./i18n.js";
 import { activeFilters, listQuery, NO_FILTERS, PAGE_SIZE } from "./filter-query.js";
-import { clearFilterForm, filtersFromUrl, readFilterForm, writeUrl } from "./filters.js";
-import { exportTypes, fillTypes, formError, openPanel, showTypeForm, typeName } from "./panel.js";
-import { formParameters, option } from "./parameters.js";
+import {
+  clearFilterForm,
+  fillTypeFilter,
+  filterByRequester,
+  filtersFromUrl,
+  readFilterForm,
+  setUpFilters,
+  showRequesterFilter,
+  unfoldFilters,
+  writeUrl,
+} from "./filters.js";
+import { closePanel, exportTypes, fillTypes, openPanel, setUpPanel, typeName } from "./panel.js";
 import { startProgress, stopProgress } from "./progress.js";
 import { ACTIVE, progressStep, stateOf } from "./task-state.js";
 import { describe, refocus, replaceRow, taskRow } from "./tasks.js";
@@ -75,7 +89,7 @@ function applyWords() {
   for (const node of document.querySelectorAll("[data-i18n-label]")) {
     node.setAttribute("aria-label", t(node.dataset.i18nLabel));
   }
-  $("events").setAttribute("aria-label", t("historyHeading"));
+  rewordDrawer();
   document.title = t("pageTitle");
   $("language").value = language();
   reword();
@@ -282,8 +296,16 @@ async function loadTypes() {
   } catch (error) {
     showError(error);
   }
-  fillTypes(state.filters.exportType, loaded);
+  showTypes(loaded);
   redraw(); // type names in the rows
+}
+
+/** Offer the ``loaded`` types (or the current ones again) in the page's language, in the
+ * panel and in the type filter. */
+function showTypes(loaded = exportTypes()) {
+  fillTypes(loaded);
+  const choices = exportTypes().map((x) => [x.exportType, typeName(x.exportType)]);
+  fillTypeFilter(choices, state.filters.exportType);
 }
 
 function edit(task) {
@@ -305,34 +327,9 @@ function spotlight(taskId) {
   }, HIGHLIGHT_MS);
 }
 
-async function create(event) {
-  event.preventDefault();
-  let parameters;
-  try {
-    parameters = formParameters();
-  } catch (error) {
-    formError(error.message);
-    return;
-  }
-  const body = { exportType: $("export-type").value, format: $("format").value || "XLSX", parameters };
-  // Unnamed, an export is called by its type's name in the person's language (the file
-  // name too), not by the registry key the API would use.
-  body.taskName = $("task-name").value.trim() || typeName(body.exportType);
-  $("create").disabled = true;
-  let task = null;
-  try {
-    task = await postJson(TASKS, body);
-  } catch (error) {
-    formError((error.code && refusalWords(error.code)) || error.message, error.detail);
-  } finally {
-    $("create").disabled = false;
-  }
-  if (!task) return;
-  $("new-export-panel").close();
-  // The next export starts from an empty form, not this one's filters.
-  $("task-name").value = "";
-  $("extra-parameters").value = "";
-  showTypeForm();
+/** An export was created from the panel (or found to be a duplicate): say so, and show it
+ * at the top of the list, unfiltered. */
+async function created(task) {
   banner(() => t(task.duplicate ? "duplicate" : "accepted", { name: task.taskName }), "info");
   if (activeFilters(state.filters) > 0 || state.page !== 1) {
     // The new row may be filtered out: show it unfiltered, at the top.
@@ -360,8 +357,7 @@ function readFilters() {
 
 /** Show only the exports of requester ``userId`` (an administrator chose a name). */
 function only(userId) {
-  $("filter-requester").value = String(userId);
-  $("filters").open = true;
+  filterByRequester(userId);
   readFilters();
 }
 
@@ -373,7 +369,7 @@ function enterWords() {
   const who = state.session.name || t("user", { id: state.session.userId });
   $("who").textContent = t(admin ? "whoAdmin" : "who", { name: who });
   setMode(state.mode);
-  if (exportTypes().length) fillTypes(state.filters.exportType);
+  if (exportTypes().length) showTypes();
   writeUrl(state.filters, state.page);
   redraw();
 }
@@ -384,12 +380,12 @@ function enter(session) {
   actions.only = admin ? only : null;
   setViewer(session.userId);
   document.body.classList.toggle("admin", admin);
-  $("requester-field").hidden = !admin;
+  showRequesterFilter(admin);
   banner("");
   show("center");
   enterWords();
   // Closed unless a filter is on (its summary counts them): the list comes first.
-  $("filters").open = activeFilters(state.filters) > 0;
+  unfoldFilters(activeFilters(state.filters) > 0);
   loadTypes();
   startProgress(pushed, setMode);
   refresh();
@@ -404,7 +400,8 @@ function leave() {
   state.lastData = null;
   $("tasks").tBodies[0].replaceChildren();
   $("who").textContent = "";
-  for (const dialog of ["drawer", "new-export-panel"]) if ($(dialog).open) $(dialog).close();
+  closeHistory();
+  closePanel();
   show("sign-in");
   $("token").focus();
 }
@@ -419,7 +416,10 @@ async function start() {
   applyWords();
   ({ filters: state.filters, page: state.page } = filtersFromUrl());
   whenSignedOut(leave);
+  setUpBanner();
   setUpDrawer();
+  setUpPanel(created);
+  setUpFilters(readFilters);
   $("language").addEventListener("change", async () => {
     await useLanguage($("language").value, true);
     applyWords();
@@ -447,20 +447,6 @@ async function start() {
       showError(error);
     }
   });
-  $("new-export").addEventListener("click", () => openPanel());
-  $("banner-close").addEventListener("click", dismiss);
-  $("new-export-close").addEventListener("click", () => $("new-export-panel").close());
-  $("new-export-panel").addEventListener("close", () => $("new-export").focus());
-  $("create-form").addEventListener("submit", create);
-  $("export-type").addEventListener("change", showTypeForm);
-  $("filter-form").addEventListener("submit", (event) => {
-    event.preventDefault();
-    readFilters();
-  });
-  $("filter-form").addEventListener("change", (event) => {
-    if (event.target.id !== "filter-requester") readFilters();
-  });
-  $("filter-form").addEventListener("reset", () => setTimeout(readFilters));
   $("newer").addEventListener("click", () => { state.page -= 1; refresh(); });
   $("older").addEventListener("click", () => { state.page += 1; refresh(); });
   setInterval(() => tickTimes(), CLOCK_MS);

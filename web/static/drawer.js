@@ -141,6 +141,16 @@ export function historyTaskChanged(task) {
   }
 }
 
+/** Close the drawer if it is open (sign-out). */
+export function closeHistory() {
+  if ($("drawer").open) $("drawer").close();
+}
+
+/** Name the list of events in the page's current language. */
+export function rewordDrawer() {
+  $("events").setAttribute("aria-label", t("historyHeading"));
+}
+
 export function setUpDrawer() {
   const drawer = $("drawer");
   $("drawer-close").addEventListener("click", () => drawer.close());

@@ -1,12 +1,20 @@
 // The new-export panel: the export types the caller may request (GET /export-types) in the
-// person's language, the form built from the chosen type, its error line, and opening it
-// empty or filled from an earlier export ("Edit and export again"). download-center.js
-// submits it.
+// person's language, the form built from the chosen type, its error line, opening it empty
+// or filled from an earlier export ("Edit and export again"), and submitting it
+// (POST /export-tasks). download-center.js is told of each export created.
 "use strict";
 
-import { $ } from "./dom.js";
-import { formatNumber, language, t } from "./i18n.js";
-import { fillParameters, localised, option, parameterField } from "./parameters.js";
+import { postJson, TASKS } from "./client.js";
+import { $, option } from "./dom.js";
+import { formatNumber, language, refusalWords, t } from "./i18n.js";
+import {
+  clearExtraParameters,
+  fillParameters,
+  firstParameterField,
+  formParameters,
+  localised,
+  showParameterFields,
+} from "./parameters.js";
 
 let types = [];
 
@@ -26,10 +34,9 @@ function chosenType() {
 }
 
 /** Build the form for the chosen type: its fields, formats and hint (its limit once). */
-export function showTypeForm() {
+function showTypeForm() {
   const type = chosenType();
-  $("parameter-fields").replaceChildren(...(type ? type.parameters.map(parameterField) : []));
-  $("parameters").hidden = !type || type.parameters.length === 0;
+  showParameterFields(type ? type.parameters : []);
   const formats = type ? type.formats : [];
   $("format").replaceChildren(...formats.map((f) => option(f, f)));
   const hints = [];
@@ -43,23 +50,20 @@ export function showTypeForm() {
   $("type-hint").textContent = hints.join(language() === "en" ? " " : "");
 }
 
-/** Take the loaded ``loaded`` types (or keep the current ones) and fill the panel's and the
- * filter's type selects in the page's language; ``filterType`` stays selected. */
-export function fillTypes(filterType, loaded = types) {
+/** Take the loaded ``loaded`` types (or keep the current ones) and fill the panel's type
+ * select in the page's language. */
+export function fillTypes(loaded = types) {
   types = loaded;
   const chosen = $("export-type").value;
-  const choices = types.map((x) => option(x.exportType, typeName(x.exportType)));
-  $("export-type").replaceChildren(...choices);
+  $("export-type").replaceChildren(...types.map((x) => option(x.exportType, typeName(x.exportType))));
   if (chosen) $("export-type").value = chosen;
-  $("filter-type").replaceChildren(option("", t("any")), ...choices.map((o) => o.cloneNode(true)));
-  $("filter-type").value = filterType;
   $("create").disabled = types.length === 0;
   $("new-export").disabled = types.length === 0;
   showTypeForm();
 }
 
 /** The panel's error: the words, with the service's own message folded under Details. */
-export function formError(message, detail = "") {
+function formError(message, detail = "") {
   $("form-error-text").textContent = message || "";
   $("form-error-detail").textContent = detail;
   $("form-error-details").hidden = !detail || detail === message;
@@ -77,6 +81,55 @@ export function openPanel(task = null) {
   }
   const panel = $("new-export-panel");
   if (!panel.open) panel.showModal();
-  const first = task ? $("parameter-fields").querySelector("input, select") || $("task-name") : null;
+  const first = task ? firstParameterField() || $("task-name") : null;
   (first || $("export-type")).focus();
+}
+
+/** Close the panel if it is open (sign-out). */
+export function closePanel() {
+  if ($("new-export-panel").open) $("new-export-panel").close();
+}
+
+/** Create the export the form describes; on success close the panel, empty the form and
+ * give the task to ``onCreated``. */
+async function submit(event, onCreated) {
+  event.preventDefault();
+  let parameters;
+  try {
+    parameters = formParameters();
+  } catch (error) {
+    formError(error.message);
+    return;
+  }
+  const body = { exportType: $("export-type").value, format: $("format").value || "XLSX", parameters };
+  // Unnamed, an export is called by its type's name in the person's language (the file
+  // name too), not by the registry key the API would use.
+  body.taskName = $("task-name").value.trim() || typeName(body.exportType);
+  $("create").disabled = true;
+  let task = null;
+  try {
+    task = await postJson(TASKS, body);
+  } catch (error) {
+    formError((error.code && refusalWords(error.code)) || error.message, error.detail);
+  } finally {
+    $("create").disabled = false;
+  }
+  if (!task) return;
+  $("new-export-panel").close();
+  // The next export starts from an empty form, not this one's filters.
+  $("task-name").value = "";
+  clearExtraParameters();
+  showTypeForm();
+  await onCreated(task);
+}
+
+/** Wire the panel's controls: "New export" opens it, Close closes it (the focus goes back
+ * to "New export"), a new type rebuilds the form, and submitting it creates the export;
+ * ``onCreated(task)`` then shows it. */
+export function setUpPanel(onCreated) {
+  $("new-export").addEventListener("click", () => openPanel());
+  $("new-export-close").addEventListener("click", () => $("new-export-panel").close());
+  $("new-export-panel").addEventListener("close", () => $("new-export").focus());
+  $("create-form").addEventListener("submit", (event) => submit(event, onCreated));
+  $("export-type").addEventListener("change", showTypeForm);
 }

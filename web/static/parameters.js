@@ -1,18 +1,12 @@
 // The new-export form's parameter fields: built from the export type's declared parameters
 // (GET /export-types: label, description, fixed values, bounds, texts per language), read
 // back into the request's parameters object, and filled from an earlier export's
-// parameters ("Edit and export again"). No page state: download-center.js calls these.
+// parameters ("Edit and export again"). No page state: panel.js calls these.
 "use strict";
 
 import { ApiError } from "./client.js";
-import { $, el } from "./dom.js";
+import { $, el, option } from "./dom.js";
 import { language, t } from "./i18n.js";
-
-export function option(value, text) {
-  const node = el("option", text);
-  node.value = value;
-  return node;
-}
 
 /** ``texts[field]`` in the page's language, else the default ``fallback``. */
 export function localised(translations, field, fallback) {
@@ -24,7 +18,7 @@ function valueLabel(choice) {
   return (choice.translations && choice.translations[language()]) || choice.label || choice.value;
 }
 
-export function parameterField(hint) {
+function parameterField(hint) {
   const id = `param-${hint.name}`;
   const field = el("div", undefined, "field");
   const text = localised(hint.translations, "label", hint.label || hint.name);
@@ -69,6 +63,22 @@ export function parameterField(hint) {
 
 function fields() {
   return $("parameter-fields").querySelectorAll("input, select");
+}
+
+/** Show the fields of the parameters ``hints`` declares (none: the fieldset is hidden). */
+export function showParameterFields(hints) {
+  $("parameter-fields").replaceChildren(...hints.map(parameterField));
+  $("parameters").hidden = hints.length === 0;
+}
+
+/** The first parameter field, or null when there is none. */
+export function firstParameterField() {
+  return $("parameter-fields").querySelector("input, select");
+}
+
+/** Empty "Other parameters" (the next export starts from an empty form). */
+export function clearExtraParameters() {
+  $("extra-parameters").value = "";
 }
 
 /** The form's parameters, or throws ApiError naming the field that is wrong. */
