@@ -1,3 +1,4 @@
+// @ts-check
 // The download center page: the list of the caller's exports first (every requester's with
 // platform:download:all), with live progress, filters kept in the URL, and paging; a
 // "New export" panel built from the export types the caller may request; download,
@@ -7,13 +8,16 @@
 "use strict";
 
 import {
-  api,
+  ApiError,
+  cancelTask,
   currentSession,
-  send,
+  fetchFile,
+  listTasks,
+  loadExportTypes,
+  messageOf,
+  retryTask,
   signIn,
   signOut,
-  TASKS,
-  TYPES,
   whenSignedOut,
 } from "./client.js";
 import {
@@ -28,6 +32,7 @@ import { announce, banner, reword, setUpBanner, showError } from "./banner.js";
 import { $, el, option } from "./dom.js";
 import {
   formatNumber,
+  isWord,
   language,
   LANGUAGES,
   preferredLanguage,
@@ -52,6 +57,11 @@ import { startProgress, stopProgress } from "./progress.js";
 import { ACTIVE, progressStep, stateOf } from "./task-state.js";
 import { describe, refocus, replaceRow, taskRow } from "./tasks.js";
 
+/** @import { CreatedTask, Envelope, ExportType, Session, Task, TaskPage } from "./client.js" */
+/** @import { Filters } from "./filter-query.js" */
+/** @import { Mode } from "./progress.js" */
+/** @import { Actions } from "./tasks.js" */
+
 const ADMIN_PERMISSION = "platform:download:all";
 // List refresh periods, milliseconds: while a shown task is active and the stream is
 // down; and while the stream is up, to pick up what it does not carry.
@@ -66,6 +76,18 @@ const CLOCK_MS = 30000;
 // A row just created (or found a duplicate of) stays highlighted this long, milliseconds.
 const HIGHLIGHT_MS = 8000;
 
+/**
+ * @typedef {object} PageState
+ * @property {Session | null} session  The signed-in user; null while signed out.
+ * @property {number} page  The list's page, from 1.
+ * @property {Filters} filters
+ * @property {ReturnType<typeof setTimeout> | null} timer  The list's next refresh.
+ * @property {Mode} mode  How progress arrives.
+ * @property {TaskPage | null} lastData  The list's last answer, drawn again on a redraw.
+ * @property {Task[]} lastShown  The tasks shown, with what the stream pushed since.
+ * @property {Set<string>} highlight  Ids of the rows highlighted after a create.
+ */
+/** @type {PageState} */
 const state = {
   session: null,
   page: 1,
@@ -79,23 +101,35 @@ const state = {
 
 // Rows by task id with the task they were drawn from: an update redraws only the rows
 // that changed, so a button under the pointer or the keyboard focus is not replaced.
+/** @type {Map<string, {json: string, tr: HTMLTableRowElement, task: Task}>} */
 const drawn = new Map();
 
 // --- words -------------------------------------------------------------------------------
 
+/** The page's word ``key`` (an element's data-i18n), or the key itself when the page has
+ * no such word.
+ * @param {string} key */
+function word(key) {
+  return isWord(key) ? t(key) : key;
+}
+
 /** Put the page's words of the current language into every marked element. */
 function applyWords() {
-  for (const node of document.querySelectorAll("[data-i18n]")) node.textContent = t(node.dataset.i18n);
+  for (const node of document.querySelectorAll("[data-i18n]")) {
+    node.textContent = word(node.getAttribute("data-i18n") || "");
+  }
   for (const node of document.querySelectorAll("[data-i18n-label]")) {
-    node.setAttribute("aria-label", t(node.dataset.i18nLabel));
+    node.setAttribute("aria-label", word(node.getAttribute("data-i18n-label") || ""));
   }
   rewordDrawer();
   document.title = t("pageTitle");
-  $("language").value = language();
+  $("language", HTMLSelectElement).value = language();
   reword();
   if (state.session) enterWords();
 }
 
+/** Show the sign-in form or the download center.
+ * @param {"sign-in" | "center"} section */
 function show(section) {
   $("sign-in").hidden = section !== "sign-in";
   $("center").hidden = section !== "center";
@@ -109,9 +143,11 @@ function isAdmin() {
 // --- the list ----------------------------------------------------------------------------
 
 // ``only`` (filter by a requester's name) is an administrator's: set on sign-in.
+/** @type {Actions} */
 const actions = { download, cancel, retry, edit, only: null, history: openHistory };
 
-/** The row for ``task``: the drawn one when nothing changed, else a new one. */
+/** The row for ``task``: the drawn one when nothing changed, else a new one.
+ * @param {Task} task */
 function rowFor(task) {
   const json = JSON.stringify(task);
   const kept = drawn.get(task.id);
@@ -126,9 +162,11 @@ function rowFor(task) {
   return tr;
 }
 
+/** Draw a page of the list, keeping the rows that did not change and the focus.
+ * @param {TaskPage} data */
 function render(data) {
   state.lastData = data;
-  const body = $("tasks").tBodies[0];
+  const body = $("tasks", HTMLTableElement).tBodies[0];
   const rows = data.items.map(rowFor);
   const shown = new Set(data.items.map((x) => x.id));
   for (const id of drawn.keys()) if (!shown.has(id)) drawn.delete(id);
@@ -136,7 +174,7 @@ function render(data) {
     const focused = body.contains(document.activeElement) ? document.activeElement : null;
     const focusedRow = focused && focused.closest("tr");
     body.replaceChildren(...rows);
-    if (focusedRow && !focusedRow.isConnected) {
+    if (focused && focusedRow && !focusedRow.isConnected) {
       const again = rows.find((tr) => tr.dataset.taskId === focusedRow.dataset.taskId);
       if (again) refocus(again, focused);
     }
@@ -157,8 +195,8 @@ function render(data) {
   $("page-label").textContent = data.totalCapped
     ? t("pageMany", { page: state.page })
     : t("page", { page: state.page, pages });
-  $("newer").disabled = state.page <= 1;
-  $("older").disabled = !data.totalCapped && state.page >= pages;
+  $("newer", HTMLButtonElement).disabled = state.page <= 1;
+  $("older", HTMLButtonElement).disabled = !data.totalCapped && state.page >= pages;
 }
 
 /** Draw every row again (a new language, or relative times moved on). */
@@ -167,7 +205,8 @@ function redraw() {
   if (state.lastData) render(state.lastData);
 }
 
-/** A task the stream pushed: redraw its row if shown; refresh the list if it must change. */
+/** A task the stream pushed: redraw its row if shown; refresh the list if it must change.
+ * @param {Task} task */
 function pushed(task) {
   const kept = drawn.get(task.id);
   if (!kept) {
@@ -189,24 +228,28 @@ function nextRefresh() {
   return state.lastShown.some((x) => ACTIVE.has(x.status)) ? ACTIVE_REFRESH_MS : POLL_IDLE_MS;
 }
 
+/** Refresh the list in ``ms`` milliseconds (instead of when it was due).
+ * @param {number} ms */
 function schedule(ms) {
-  clearTimeout(state.timer);
+  if (state.timer !== null) clearTimeout(state.timer);
   state.timer = setTimeout(refresh, ms);
 }
 
+/** Load the list's page again, and schedule the next refresh. */
 async function refresh() {
-  clearTimeout(state.timer);
+  if (state.timer !== null) clearTimeout(state.timer);
   state.timer = null;
   if (!state.session) return;
   writeUrl(state.filters, state.page);
   try {
-    render(await api(`${TASKS}?${listQuery(state.filters, state.page, isAdmin())}`));
+    render(await listTasks(listQuery(state.filters, state.page, isAdmin())));
   } catch (error) {
     showError(error);
   }
   if (state.session && state.timer === null) schedule(nextRefresh());
 }
 
+/** @param {Mode} mode */
 function setMode(mode) {
   state.mode = mode;
   const node = $("updates");
@@ -217,17 +260,21 @@ function setMode(mode) {
 
 // --- actions -----------------------------------------------------------------------------
 
+/** Download ``task``'s file (``button`` is disabled meanwhile).
+ * @param {Task} task
+ * @param {HTMLButtonElement} button */
 async function download(task, button) {
   button.disabled = true;
   try {
-    const response = await send(`${TASKS}/${task.id}/download`);
+    const response = await fetchFile(task.id);
     const type = response.headers.get("Content-Type") || "";
     if (!response.ok || type.startsWith("application/json")) {
       // Errors come as the JSON envelope (expired, not yours …).
+      /** @type {Partial<Envelope>} */
       const body = await response.json().catch(() => ({}));
       if (response.status === 401) show("sign-in");
       const message = body.message || `HTTP ${response.status}`;
-      showError({ code: String(body.code || response.status), message, detail: message });
+      showError(new ApiError(message, { code: String(body.code || response.status), detail: message }));
       return;
     }
     const url = URL.createObjectURL(await response.blob());
@@ -247,24 +294,29 @@ async function download(task, button) {
 }
 
 /** After an action on ``task`` by ``button`` (disabled meanwhile, so the focus fell to the
- * page), give the keyboard focus back to the task's row. */
+ * page), give the keyboard focus back to the task's row.
+ * @param {Task} task
+ * @param {HTMLButtonElement} button */
 function keepFocus(task, button) {
   if (document.activeElement && document.activeElement !== document.body) return;
   const kept = drawn.get(task.id);
   if (kept && kept.tr.isConnected) refocus(kept.tr, button);
 }
 
+/** Cancel ``task`` (``button`` is disabled meanwhile).
+ * @param {Task} task
+ * @param {HTMLButtonElement} button */
 async function cancel(task, button) {
   button.disabled = true;
   try {
-    await api(`${TASKS}/${task.id}/cancel`, { method: "POST" });
+    await cancelTask(task.id);
     banner(() => t("cancelledBanner", { name: task.taskName }), "info");
   } catch (error) {
     button.disabled = false;
     await refresh();
     const now = drawn.get(task.id);
     // Too late: it finished meanwhile. Say so, not "changed meanwhile".
-    if (error.code === "409" && now && now.task.status === "SUCCEEDED") {
+    if (error instanceof ApiError && error.code === "409" && now && now.task.status === "SUCCEEDED") {
       banner(() => t("alreadyDone", { name: task.taskName }), "info");
     } else {
       showError(error);
@@ -274,10 +326,13 @@ async function cancel(task, button) {
   keepFocus(task, button);
 }
 
+/** Run ``task`` again (``button`` is disabled meanwhile).
+ * @param {Task} task
+ * @param {HTMLButtonElement} button */
 async function retry(task, button) {
   button.disabled = true;
   try {
-    const again = await api(`${TASKS}/${task.id}/retry`, { method: "POST" });
+    const again = await retryTask(task.id);
     banner(() => t("retried", { name: task.taskName, max: again.maxAttempts }), "info");
   } catch (error) {
     showError(error);
@@ -289,10 +344,12 @@ async function retry(task, button) {
 
 // --- the new-export panel ----------------------------------------------------------------
 
+/** Load the export types the caller may request, and offer them. */
 async function loadTypes() {
+  /** @type {ExportType[]} */
   let loaded = [];
   try {
-    loaded = await api(TYPES);
+    loaded = await loadExportTypes();
   } catch (error) {
     showError(error);
   }
@@ -301,18 +358,23 @@ async function loadTypes() {
 }
 
 /** Offer the ``loaded`` types (or the current ones again) in the page's language, in the
- * panel and in the type filter. */
+ * panel and in the type filter.
+ * @param {ExportType[]} [loaded] */
 function showTypes(loaded = exportTypes()) {
   fillTypes(loaded);
+  /** @type {[string, string][]} */
   const choices = exportTypes().map((x) => [x.exportType, typeName(x.exportType)]);
   fillTypeFilter(choices, state.filters.exportType);
 }
 
+/** "Edit and export again": the panel, filled from ``task``.
+ * @param {Task} task */
 function edit(task) {
   openPanel(task);
 }
 
-/** Highlight the row of ``taskId`` and bring it into view (after a create). */
+/** Highlight the row of ``taskId`` and bring it into view (after a create).
+ * @param {string} taskId */
 function spotlight(taskId) {
   state.highlight.add(taskId);
   const kept = drawn.get(taskId);
@@ -328,7 +390,8 @@ function spotlight(taskId) {
 }
 
 /** An export was created from the panel (or found to be a duplicate): say so, and show it
- * at the top of the list, unfiltered. */
+ * at the top of the list, unfiltered.
+ * @param {CreatedTask} task */
 async function created(task) {
   banner(() => t(task.duplicate ? "duplicate" : "accepted", { name: task.taskName }), "info");
   if (activeFilters(state.filters) > 0 || state.page !== 1) {
@@ -343,6 +406,7 @@ async function created(task) {
 
 // --- filters and paging ------------------------------------------------------------------
 
+/** Show the list as the filter form says, from its first page. */
 function readFilters() {
   const filters = readFilterForm(isAdmin());
   if (filters === null) {
@@ -355,7 +419,8 @@ function readFilters() {
   refresh();
 }
 
-/** Show only the exports of requester ``userId`` (an administrator chose a name). */
+/** Show only the exports of requester ``userId`` (an administrator chose a name).
+ * @param {string} userId */
 function only(userId) {
   filterByRequester(userId);
   readFilters();
@@ -363,10 +428,13 @@ function only(userId) {
 
 // --- session -----------------------------------------------------------------------------
 
+/** The signed-in page's words in the current language. */
 function enterWords() {
+  const session = state.session;
+  if (!session) return;
   const admin = isAdmin();
   $("list-heading").textContent = admin ? t("listAll") : t("listMine");
-  const who = state.session.name || t("user", { id: state.session.userId });
+  const who = session.name || t("user", { id: session.userId });
   $("who").textContent = t(admin ? "whoAdmin" : "who", { name: who });
   setMode(state.mode);
   if (exportTypes().length) showTypes();
@@ -374,6 +442,8 @@ function enterWords() {
   redraw();
 }
 
+/** Show the download center to ``session``'s user.
+ * @param {Session} session */
 function enter(session) {
   state.session = session;
   const admin = isAdmin();
@@ -391,14 +461,15 @@ function enter(session) {
   refresh();
 }
 
+/** Back to the sign-in form (signed out, or the session ended). */
 function leave() {
   state.session = null;
   stopProgress();
-  clearTimeout(state.timer);
+  if (state.timer !== null) clearTimeout(state.timer);
   drawn.clear();
   state.lastShown = [];
   state.lastData = null;
-  $("tasks").tBodies[0].replaceChildren();
+  $("tasks", HTMLTableElement).tBodies[0].replaceChildren();
   $("who").textContent = "";
   closeHistory();
   closePanel();
@@ -420,22 +491,25 @@ async function start() {
   setUpDrawer();
   setUpPanel(created);
   setUpFilters(readFilters);
-  $("language").addEventListener("change", async () => {
-    await useLanguage($("language").value, true);
+  const languages = $("language", HTMLSelectElement);
+  languages.addEventListener("change", async () => {
+    await useLanguage(languages.value, true);
     applyWords();
   });
-  $("token-form").addEventListener("submit", async (event) => {
+  $("token-form", HTMLFormElement).addEventListener("submit", async (event) => {
     event.preventDefault();
-    const token = $("token").value.trim();
-    $("token").value = "";
+    const input = $("token", HTMLInputElement);
+    const token = input.value.trim();
+    input.value = "";
     try {
       enter(await signIn(token));
       $("list-heading").focus(); // the keyboard starts at the list, not the page's top
     } catch (error) {
-      banner(() => (error.code === "401" ? t("tokenRejected") : error.message), "error", {
-        detail: error.detail,
+      const rejected = error instanceof ApiError && error.code === "401";
+      banner(() => (rejected ? t("tokenRejected") : messageOf(error)), "error", {
+        detail: error instanceof ApiError ? error.detail : "",
       });
-      $("token").focus();
+      input.focus();
     }
   });
   $("sign-out").addEventListener("click", async () => {
@@ -450,6 +524,7 @@ async function start() {
   $("newer").addEventListener("click", () => { state.page -= 1; refresh(); });
   $("older").addEventListener("click", () => { state.page += 1; refresh(); });
   setInterval(() => tickTimes(), CLOCK_MS);
+  /** @type {Session | null} */
   let session = null;
   try {
     session = await currentSession();
