@@ -11,13 +11,9 @@ import {
   ApiError,
   cancelTask,
   currentSession,
-  fetchFile,
   listTasks,
   loadExportTypes,
-  messageOf,
   retryTask,
-  signIn,
-  signOut,
   whenSignedOut,
 } from "./client.js";
 import {
@@ -30,6 +26,7 @@ import {
 } from "./drawer.js";
 import { announce, banner, reword, setUpBanner, showError } from "./banner.js";
 import { $, el, option } from "./dom.js";
+import { download } from "./download.js";
 import {
   formatNumber,
   isWord,
@@ -54,10 +51,11 @@ import {
 } from "./filters.js";
 import { closePanel, exportTypes, fillTypes, openPanel, setUpPanel, typeName } from "./panel.js";
 import { startProgress, stopProgress } from "./progress.js";
+import { askForToken, setUpSignIn, showSection } from "./sign-in.js";
 import { ACTIVE, progressStep, stateOf } from "./task-state.js";
 import { describe, refocus, replaceRow, taskRow } from "./tasks.js";
 
-/** @import { CreatedTask, Envelope, ExportType, Session, Task, TaskPage } from "./client.js" */
+/** @import { CreatedTask, ExportType, Session, Task, TaskPage } from "./client.js" */
 /** @import { Filters } from "./filter-query.js" */
 /** @import { Mode } from "./progress.js" */
 /** @import { Actions } from "./tasks.js" */
@@ -126,14 +124,6 @@ function applyWords() {
   $("language", HTMLSelectElement).value = language();
   reword();
   if (state.session) enterWords();
-}
-
-/** Show the sign-in form or the download center.
- * @param {"sign-in" | "center"} section */
-function show(section) {
-  $("sign-in").hidden = section !== "sign-in";
-  $("center").hidden = section !== "center";
-  $("sign-out").hidden = section !== "center";
 }
 
 function isAdmin() {
@@ -259,39 +249,6 @@ function setMode(mode) {
 }
 
 // --- actions -----------------------------------------------------------------------------
-
-/** Download ``task``'s file (``button`` is disabled meanwhile).
- * @param {Task} task
- * @param {HTMLButtonElement} button */
-async function download(task, button) {
-  button.disabled = true;
-  try {
-    const response = await fetchFile(task.id);
-    const type = response.headers.get("Content-Type") || "";
-    if (!response.ok || type.startsWith("application/json")) {
-      // Errors come as the JSON envelope (expired, not yours …).
-      /** @type {Partial<Envelope>} */
-      const body = await response.json().catch(() => ({}));
-      if (response.status === 401) show("sign-in");
-      const message = body.message || `HTTP ${response.status}`;
-      showError(new ApiError(message, { code: String(body.code || response.status), detail: message }));
-      return;
-    }
-    const url = URL.createObjectURL(await response.blob());
-    const link = el("a");
-    link.href = url;
-    link.download = task.fileName || `export-${task.id}.xlsx`;
-    document.body.append(link);
-    link.click();
-    link.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 60000);
-    banner(() => t("downloading", { file: link.download }), "info");
-  } catch (error) {
-    showError(error);
-  } finally {
-    button.disabled = false;
-  }
-}
 
 /** After an action on ``task`` by ``button`` (disabled meanwhile, so the focus fell to the
  * page), give the keyboard focus back to the task's row.
@@ -452,7 +409,7 @@ function enter(session) {
   document.body.classList.toggle("admin", admin);
   showRequesterFilter(admin);
   banner("");
-  show("center");
+  showSection("center");
   enterWords();
   // Closed unless a filter is on (its summary counts them): the list comes first.
   unfoldFilters(activeFilters(state.filters) > 0);
@@ -473,8 +430,7 @@ function leave() {
   $("who").textContent = "";
   closeHistory();
   closePanel();
-  show("sign-in");
-  $("token").focus();
+  askForToken();
 }
 
 async function start() {
@@ -491,35 +447,14 @@ async function start() {
   setUpDrawer();
   setUpPanel(created);
   setUpFilters(readFilters);
+  setUpSignIn((session) => {
+    enter(session);
+    $("list-heading").focus(); // the keyboard starts at the list, not the page's top
+  }, leave);
   const languages = $("language", HTMLSelectElement);
   languages.addEventListener("change", async () => {
     await useLanguage(languages.value, true);
     applyWords();
-  });
-  $("token-form", HTMLFormElement).addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const input = $("token", HTMLInputElement);
-    const token = input.value.trim();
-    input.value = "";
-    try {
-      enter(await signIn(token));
-      $("list-heading").focus(); // the keyboard starts at the list, not the page's top
-    } catch (error) {
-      const rejected = error instanceof ApiError && error.code === "401";
-      banner(() => (rejected ? t("tokenRejected") : messageOf(error)), "error", {
-        detail: error instanceof ApiError ? error.detail : "",
-      });
-      input.focus();
-    }
-  });
-  $("sign-out").addEventListener("click", async () => {
-    try {
-      await signOut();
-      leave();
-      banner(() => t("signedOut"), "info");
-    } catch (error) {
-      showError(error);
-    }
   });
   $("newer").addEventListener("click", () => { state.page -= 1; refresh(); });
   $("older").addEventListener("click", () => { state.page += 1; refresh(); });
@@ -532,7 +467,7 @@ async function start() {
     showError(error);
   }
   if (session) enter(session);
-  else show("sign-in");
+  else showSection("sign-in");
 }
 
 start();

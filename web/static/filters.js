@@ -1,7 +1,8 @@
 // @ts-check
 // The list's filters on the page: the filter form (read, set from the page's URL, cleared,
-// its changes told) and the address bar (written). Plain functions over a filters object (filter-query.js,
-// pure, turns them into queries); download-center.js keeps the page's state.
+// its changes told) and the address bar (written). Plain functions over a filters object
+// (filter-query.js, pure, turns them into queries); download-center.js keeps the page's
+// state.
 "use strict";
 
 import { $, option } from "./dom.js";
