@@ -48,12 +48,13 @@ def rule_sections() -> dict[str, str]:
 
 
 def text_files() -> Iterator[Path]:
-    """Every text file under :data:`CITING_ROOTS` (bytecode and binary files skipped)."""
+    """Every text file under :data:`CITING_ROOTS` (bytecode, binary files and the npm
+    packages the test command installs under deploy/ skipped)."""
     for root in CITING_ROOTS:
         path = REPO / root
         candidates = [path] if path.is_file() else sorted(path.rglob("*"))
         for file in candidates:
-            if file.is_file() and "__pycache__" not in file.parts:
+            if file.is_file() and not {"__pycache__", "node_modules"} & set(file.parts):
                 yield file
 
 

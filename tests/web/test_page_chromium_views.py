@@ -227,6 +227,8 @@ async def test_hostile_text_is_shown_as_text_and_the_policy_forbids_inline_scrip
             page = await c.get("/")
             script = await c.get("/static/download-center.js")
             missing = await c.get("/static/..%2Fpage.py")
+            # Only the scripts and styles are served: not Node's marker of ES modules.
+            package = await c.get("/static/package.json")
 
         def drive() -> tuple[str, int, str]:
             sign_in(browser, rt.base_url, token_for(rt, 4003))
@@ -247,6 +249,7 @@ async def test_hostile_text_is_shown_as_text_and_the_policy_forbids_inline_scrip
     assert page.headers["Content-Type"] == "text/html; charset=utf-8"
     assert script.headers["Content-Type"] == "text/javascript; charset=utf-8"
     assert missing.status_code == 404
+    assert package.status_code == 404
 
 
 async def test_twenty_one_exports_take_two_pages_newest_first(

@@ -230,11 +230,15 @@ async def test_every_state_in_both_languages_at_two_widths_is_accessible(
             said = banner(browser)
             other = "en" if language == "zh-CN" else "zh-CN"
             for tag_ in (other, language):
+                title = browser.title
                 browser.find_element(By.CSS_SELECTOR, f'#language option[value="{tag_}"]').click()
+                # The page's lang changes at once, its words once the service's catalogue
+                # in that language is loaded: the title and the banner change together.
                 wait_for(
                     browser,
-                    lambda d, tag_=tag_: (
+                    lambda d, tag_=tag_, title=title: (
                         d.execute_script("return document.documentElement.lang") == tag_
+                        and d.title != title
                     ),
                     "switched the language",
                 )

@@ -1,16 +1,24 @@
+// @ts-check
 // The page's banner (what just happened, or why not: role=alert, kept in view) and the
 // screen reader's live region. A banner given as a function is written again when the
 // person switches language.
 "use strict";
 
-import { SignedOut } from "./api.js";
-import { $ } from "./format.js";
+import { ApiError, messageOf, SignedOut } from "./client.js";
+import { $ } from "./dom.js";
 import { refusalWords, t } from "./i18n.js";
 
+/** @typedef {"error" | "info"} Kind  How the banner looks. */
+
+/** The banner shown, when it is given as a function (to write again in a new language).
+ * @type {{message: () => string, kind: Kind, detail: string} | null} */
 let shown = null;
 
 /** Show ``message`` (or, given a function, what it returns: then :func:`reword` writes it
- * again in a new language); ``detail`` folded under "Details". */
+ * again in a new language); ``detail`` folded under "Details".
+ * @param {string | (() => string)} message
+ * @param {Kind} [kind]
+ * @param {{detail?: string}} [more] */
 export function banner(message, kind = "error", { detail = "" } = {}) {
   shown = typeof message === "function" ? { message, kind, detail } : null;
   const text = typeof message === "function" ? message() : message;
@@ -21,9 +29,9 @@ export function banner(message, kind = "error", { detail = "" } = {}) {
   $("banner-details").hidden = !detail || detail === text;
 }
 
-/** Put the banner away (its Close button). */
-export function dismiss() {
-  banner("");
+/** Its Close button puts the banner away. */
+export function setUpBanner() {
+  $("banner-close").addEventListener("click", () => banner(""));
 }
 
 /** Write the banner again in the page's current language. */
@@ -32,17 +40,23 @@ export function reword() {
 }
 
 /** A refusal or failure: the catalogue's words for its code in the page's language, with
- * the service's own message one click away. */
+ * the service's own message one click away. Any other error (the network's, say) reads as
+ * its message.
+ * @param {unknown} error */
 export function showError(error) {
   if (error instanceof SignedOut) {
     banner(() => t("sessionEnded"), "error", { detail: error.detail });
     return;
   }
-  const words = () => (error.code && refusalWords(error.code)) || error.message;
-  banner(words, "error", { detail: error.detail || error.message });
+  const message = messageOf(error);
+  const code = error instanceof ApiError ? error.code : "";
+  const detail = error instanceof ApiError ? error.detail : "";
+  const words = () => (code && refusalWords(code)) || message;
+  banner(words, "error", { detail: detail || message });
 }
 
-/** Say ``message`` to a screen reader (the aria-live region). */
+/** Say ``message`` to a screen reader (the aria-live region).
+ * @param {string} message */
 export function announce(message) {
   $("live").textContent = message;
 }

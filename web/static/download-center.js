@@ -1,3 +1,4 @@
+// @ts-check
 // The download center page: the list of the caller's exports first (every requester's with
 // platform:download:all), with live progress, filters kept in the URL, and paging; a
 // "New export" panel built from the export types the caller may request; download,
@@ -7,43 +8,57 @@
 "use strict";
 
 import {
-  api,
+  ApiError,
+  cancelTask,
   currentSession,
-  postJson,
-  send,
-  signIn,
-  signOut,
-  TASKS,
-  TYPES,
+  listTasks,
+  loadExportTypes,
+  retryTask,
   whenSignedOut,
-} from "./api.js";
-import { historyTaskChanged, openHistory, setUpDrawer, setViewer } from "./drawer.js";
-import { announce, banner, dismiss, reword, showError } from "./banner.js";
-import { $, el } from "./format.js";
+} from "./client.js";
+import {
+  closeHistory,
+  historyTaskChanged,
+  openHistory,
+  rewordDrawer,
+  setUpDrawer,
+  setViewer,
+} from "./drawer.js";
+import { announce, banner, reword, setUpBanner, showError } from "./banner.js";
+import { $, el, option } from "./dom.js";
+import { download } from "./download.js";
 import {
   formatNumber,
+  isWord,
   language,
   LANGUAGES,
   preferredLanguage,
-  refusalWords,
   t,
   tickTimes,
   useLanguage,
 } from "./i18n.js";
+import { activeFilters, listQuery, NO_FILTERS, PAGE_SIZE } from "./filter-query.js";
 import {
-  activeFilters,
   clearFilterForm,
-  listQuery,
-  NO_FILTERS,
-  PAGE_SIZE,
+  fillTypeFilter,
+  filterByRequester,
+  filtersFromUrl,
   readFilterForm,
-  readUrl,
+  setUpFilters,
+  showRequesterFilter,
+  unfoldFilters,
   writeUrl,
 } from "./filters.js";
-import { exportTypes, fillTypes, formError, openPanel, showTypeForm, typeName } from "./panel.js";
-import { formParameters, option } from "./parameters.js";
+import { closePanel, exportTypes, fillTypes, openPanel, setUpPanel, typeName } from "./panel.js";
 import { startProgress, stopProgress } from "./progress.js";
-import { ACTIVE, describe, refocus, replaceRow, stateOf, taskRow } from "./tasks.js";
+import { askForToken, setUpSignIn, showSection } from "./sign-in.js";
+import { ACTIVE, progressStep, stateOf } from "./task-state.js";
+import { describe, refocus, replaceRow, taskRow } from "./tasks.js";
+
+/** @import { CreatedTask, ExportType, Session, Task, TaskPage } from "./client.js" */
+/** @import { Filters } from "./filter-query.js" */
+/** @import { Mode } from "./progress.js" */
+/** @import { Actions } from "./tasks.js" */
 
 const ADMIN_PERMISSION = "platform:download:all";
 // List refresh periods, milliseconds: while a shown task is active and the stream is
@@ -59,6 +74,18 @@ const CLOCK_MS = 30000;
 // A row just created (or found a duplicate of) stays highlighted this long, milliseconds.
 const HIGHLIGHT_MS = 8000;
 
+/**
+ * @typedef {object} PageState
+ * @property {Session | null} session  The signed-in user; null while signed out.
+ * @property {number} page  The list's page, from 1.
+ * @property {Filters} filters
+ * @property {ReturnType<typeof setTimeout> | null} timer  The list's next refresh.
+ * @property {Mode} mode  How progress arrives.
+ * @property {TaskPage | null} lastData  The list's last answer, drawn again on a redraw.
+ * @property {Task[]} lastShown  The tasks shown, with what the stream pushed since.
+ * @property {Set<string>} highlight  Ids of the rows highlighted after a create.
+ */
+/** @type {PageState} */
 const state = {
   session: null,
   page: 1,
@@ -72,27 +99,31 @@ const state = {
 
 // Rows by task id with the task they were drawn from: an update redraws only the rows
 // that changed, so a button under the pointer or the keyboard focus is not replaced.
+/** @type {Map<string, {json: string, tr: HTMLTableRowElement, task: Task}>} */
 const drawn = new Map();
 
 // --- words -------------------------------------------------------------------------------
 
-/** Put the page's words of the current language into every marked element. */
-function applyWords() {
-  for (const node of document.querySelectorAll("[data-i18n]")) node.textContent = t(node.dataset.i18n);
-  for (const node of document.querySelectorAll("[data-i18n-label]")) {
-    node.setAttribute("aria-label", t(node.dataset.i18nLabel));
-  }
-  $("events").setAttribute("aria-label", t("historyHeading"));
-  document.title = t("pageTitle");
-  $("language").value = language();
-  reword();
-  if (state.session) enterWords();
+/** The page's word ``key`` (an element's data-i18n), or the key itself when the page has
+ * no such word.
+ * @param {string} key */
+function word(key) {
+  return isWord(key) ? t(key) : key;
 }
 
-function show(section) {
-  $("sign-in").hidden = section !== "sign-in";
-  $("center").hidden = section !== "center";
-  $("sign-out").hidden = section !== "center";
+/** Put the page's words of the current language into every marked element. */
+function applyWords() {
+  for (const node of document.querySelectorAll("[data-i18n]")) {
+    node.textContent = word(node.getAttribute("data-i18n") || "");
+  }
+  for (const node of document.querySelectorAll("[data-i18n-label]")) {
+    node.setAttribute("aria-label", word(node.getAttribute("data-i18n-label") || ""));
+  }
+  rewordDrawer();
+  document.title = t("pageTitle");
+  $("language", HTMLSelectElement).value = language();
+  reword();
+  if (state.session) enterWords();
 }
 
 function isAdmin() {
@@ -102,15 +133,11 @@ function isAdmin() {
 // --- the list ----------------------------------------------------------------------------
 
 // ``only`` (filter by a requester's name) is an administrator's: set on sign-in.
+/** @type {Actions} */
 const actions = { download, cancel, retry, edit, only: null, history: openHistory };
 
-function progressStep(task) {
-  // Quarters of the total: a screen reader hears a running export at 25 %, 50 %, 75 %.
-  if (task.status !== "RUNNING" || !task.totalRows) return 0;
-  return Math.floor((4 * Number(task.processedRows)) / Number(task.totalRows));
-}
-
-/** The row for ``task``: the drawn one when nothing changed, else a new one. */
+/** The row for ``task``: the drawn one when nothing changed, else a new one.
+ * @param {Task} task */
 function rowFor(task) {
   const json = JSON.stringify(task);
   const kept = drawn.get(task.id);
@@ -125,9 +152,11 @@ function rowFor(task) {
   return tr;
 }
 
+/** Draw a page of the list, keeping the rows that did not change and the focus.
+ * @param {TaskPage} data */
 function render(data) {
   state.lastData = data;
-  const body = $("tasks").tBodies[0];
+  const body = $("tasks", HTMLTableElement).tBodies[0];
   const rows = data.items.map(rowFor);
   const shown = new Set(data.items.map((x) => x.id));
   for (const id of drawn.keys()) if (!shown.has(id)) drawn.delete(id);
@@ -135,7 +164,7 @@ function render(data) {
     const focused = body.contains(document.activeElement) ? document.activeElement : null;
     const focusedRow = focused && focused.closest("tr");
     body.replaceChildren(...rows);
-    if (focusedRow && !focusedRow.isConnected) {
+    if (focused && focusedRow && !focusedRow.isConnected) {
       const again = rows.find((tr) => tr.dataset.taskId === focusedRow.dataset.taskId);
       if (again) refocus(again, focused);
     }
@@ -156,8 +185,8 @@ function render(data) {
   $("page-label").textContent = data.totalCapped
     ? t("pageMany", { page: state.page })
     : t("page", { page: state.page, pages });
-  $("newer").disabled = state.page <= 1;
-  $("older").disabled = !data.totalCapped && state.page >= pages;
+  $("newer", HTMLButtonElement).disabled = state.page <= 1;
+  $("older", HTMLButtonElement).disabled = !data.totalCapped && state.page >= pages;
 }
 
 /** Draw every row again (a new language, or relative times moved on). */
@@ -166,7 +195,8 @@ function redraw() {
   if (state.lastData) render(state.lastData);
 }
 
-/** A task the stream pushed: redraw its row if shown; refresh the list if it must change. */
+/** A task the stream pushed: redraw its row if shown; refresh the list if it must change.
+ * @param {Task} task */
 function pushed(task) {
   const kept = drawn.get(task.id);
   if (!kept) {
@@ -188,24 +218,28 @@ function nextRefresh() {
   return state.lastShown.some((x) => ACTIVE.has(x.status)) ? ACTIVE_REFRESH_MS : POLL_IDLE_MS;
 }
 
+/** Refresh the list in ``ms`` milliseconds (instead of when it was due).
+ * @param {number} ms */
 function schedule(ms) {
-  clearTimeout(state.timer);
+  if (state.timer !== null) clearTimeout(state.timer);
   state.timer = setTimeout(refresh, ms);
 }
 
+/** Load the list's page again, and schedule the next refresh. */
 async function refresh() {
-  clearTimeout(state.timer);
+  if (state.timer !== null) clearTimeout(state.timer);
   state.timer = null;
   if (!state.session) return;
   writeUrl(state.filters, state.page);
   try {
-    render(await api(`${TASKS}?${listQuery(state.filters, state.page, isAdmin())}`));
+    render(await listTasks(listQuery(state.filters, state.page, isAdmin())));
   } catch (error) {
     showError(error);
   }
   if (state.session && state.timer === null) schedule(nextRefresh());
 }
 
+/** @param {Mode} mode */
 function setMode(mode) {
   state.mode = mode;
   const node = $("updates");
@@ -216,54 +250,30 @@ function setMode(mode) {
 
 // --- actions -----------------------------------------------------------------------------
 
-async function download(task, button) {
-  button.disabled = true;
-  try {
-    const response = await send(`${TASKS}/${task.id}/download`);
-    const type = response.headers.get("Content-Type") || "";
-    if (!response.ok || type.startsWith("application/json")) {
-      // Errors come as the JSON envelope (expired, not yours …).
-      const body = await response.json().catch(() => ({}));
-      if (response.status === 401) show("sign-in");
-      const message = body.message || `HTTP ${response.status}`;
-      showError({ code: String(body.code || response.status), message, detail: message });
-      return;
-    }
-    const url = URL.createObjectURL(await response.blob());
-    const link = el("a");
-    link.href = url;
-    link.download = task.fileName || `export-${task.id}.xlsx`;
-    document.body.append(link);
-    link.click();
-    link.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 60000);
-    banner(() => t("downloading", { file: link.download }), "info");
-  } catch (error) {
-    showError(error);
-  } finally {
-    button.disabled = false;
-  }
-}
-
 /** After an action on ``task`` by ``button`` (disabled meanwhile, so the focus fell to the
- * page), give the keyboard focus back to the task's row. */
+ * page), give the keyboard focus back to the task's row.
+ * @param {Task} task
+ * @param {HTMLButtonElement} button */
 function keepFocus(task, button) {
   if (document.activeElement && document.activeElement !== document.body) return;
   const kept = drawn.get(task.id);
   if (kept && kept.tr.isConnected) refocus(kept.tr, button);
 }
 
+/** Cancel ``task`` (``button`` is disabled meanwhile).
+ * @param {Task} task
+ * @param {HTMLButtonElement} button */
 async function cancel(task, button) {
   button.disabled = true;
   try {
-    await api(`${TASKS}/${task.id}/cancel`, { method: "POST" });
+    await cancelTask(task.id);
     banner(() => t("cancelledBanner", { name: task.taskName }), "info");
   } catch (error) {
     button.disabled = false;
     await refresh();
     const now = drawn.get(task.id);
     // Too late: it finished meanwhile. Say so, not "changed meanwhile".
-    if (error.code === "409" && now && now.task.status === "SUCCEEDED") {
+    if (error instanceof ApiError && error.code === "409" && now && now.task.status === "SUCCEEDED") {
       banner(() => t("alreadyDone", { name: task.taskName }), "info");
     } else {
       showError(error);
@@ -273,10 +283,13 @@ async function cancel(task, button) {
   keepFocus(task, button);
 }
 
+/** Run ``task`` again (``button`` is disabled meanwhile).
+ * @param {Task} task
+ * @param {HTMLButtonElement} button */
 async function retry(task, button) {
   button.disabled = true;
   try {
-    const again = await api(`${TASKS}/${task.id}/retry`, { method: "POST" });
+    const again = await retryTask(task.id);
     banner(() => t("retried", { name: task.taskName, max: again.maxAttempts }), "info");
   } catch (error) {
     showError(error);
@@ -288,22 +301,37 @@ async function retry(task, button) {
 
 // --- the new-export panel ----------------------------------------------------------------
 
+/** Load the export types the caller may request, and offer them. */
 async function loadTypes() {
+  /** @type {ExportType[]} */
   let loaded = [];
   try {
-    loaded = await api(TYPES);
+    loaded = await loadExportTypes();
   } catch (error) {
     showError(error);
   }
-  fillTypes(state.filters.exportType, loaded);
+  showTypes(loaded);
   redraw(); // type names in the rows
 }
 
+/** Offer the ``loaded`` types (or the current ones again) in the page's language, in the
+ * panel and in the type filter.
+ * @param {ExportType[]} [loaded] */
+function showTypes(loaded = exportTypes()) {
+  fillTypes(loaded);
+  /** @type {[string, string][]} */
+  const choices = exportTypes().map((x) => [x.exportType, typeName(x.exportType)]);
+  fillTypeFilter(choices, state.filters.exportType);
+}
+
+/** "Edit and export again": the panel, filled from ``task``.
+ * @param {Task} task */
 function edit(task) {
   openPanel(task);
 }
 
-/** Highlight the row of ``taskId`` and bring it into view (after a create). */
+/** Highlight the row of ``taskId`` and bring it into view (after a create).
+ * @param {string} taskId */
 function spotlight(taskId) {
   state.highlight.add(taskId);
   const kept = drawn.get(taskId);
@@ -318,34 +346,10 @@ function spotlight(taskId) {
   }, HIGHLIGHT_MS);
 }
 
-async function create(event) {
-  event.preventDefault();
-  let parameters;
-  try {
-    parameters = formParameters();
-  } catch (error) {
-    formError(error.message);
-    return;
-  }
-  const body = { exportType: $("export-type").value, format: $("format").value || "XLSX", parameters };
-  // Unnamed, an export is called by its type's name in the person's language (the file
-  // name too), not by the registry key the API would use.
-  body.taskName = $("task-name").value.trim() || typeName(body.exportType);
-  $("create").disabled = true;
-  let task = null;
-  try {
-    task = await postJson(TASKS, body);
-  } catch (error) {
-    formError((error.code && refusalWords(error.code)) || error.message, error.detail);
-  } finally {
-    $("create").disabled = false;
-  }
-  if (!task) return;
-  $("new-export-panel").close();
-  // The next export starts from an empty form, not this one's filters.
-  $("task-name").value = "";
-  $("extra-parameters").value = "";
-  showTypeForm();
+/** An export was created from the panel (or found to be a duplicate): say so, and show it
+ * at the top of the list, unfiltered.
+ * @param {CreatedTask} task */
+async function created(task) {
   banner(() => t(task.duplicate ? "duplicate" : "accepted", { name: task.taskName }), "info");
   if (activeFilters(state.filters) > 0 || state.page !== 1) {
     // The new row may be filtered out: show it unfiltered, at the top.
@@ -359,6 +363,7 @@ async function create(event) {
 
 // --- filters and paging ------------------------------------------------------------------
 
+/** Show the list as the filter form says, from its first page. */
 function readFilters() {
   const filters = readFilterForm(isAdmin());
   if (filters === null) {
@@ -371,55 +376,61 @@ function readFilters() {
   refresh();
 }
 
-/** Show only the exports of requester ``userId`` (an administrator chose a name). */
+/** Show only the exports of requester ``userId`` (an administrator chose a name).
+ * @param {string} userId */
 function only(userId) {
-  $("filter-requester").value = String(userId);
-  $("filters").open = true;
+  filterByRequester(userId);
   readFilters();
 }
 
 // --- session -----------------------------------------------------------------------------
 
+/** The signed-in page's words in the current language. */
 function enterWords() {
+  const session = state.session;
+  if (!session) return;
   const admin = isAdmin();
   $("list-heading").textContent = admin ? t("listAll") : t("listMine");
-  const who = state.session.name || t("user", { id: state.session.userId });
+  const who = session.name || t("user", { id: session.userId });
   $("who").textContent = t(admin ? "whoAdmin" : "who", { name: who });
   setMode(state.mode);
-  if (exportTypes().length) fillTypes(state.filters.exportType);
+  if (exportTypes().length) showTypes();
   writeUrl(state.filters, state.page);
   redraw();
 }
 
+/** Show the download center to ``session``'s user.
+ * @param {Session} session */
 function enter(session) {
   state.session = session;
   const admin = isAdmin();
   actions.only = admin ? only : null;
   setViewer(session.userId);
   document.body.classList.toggle("admin", admin);
-  $("requester-field").hidden = !admin;
+  showRequesterFilter(admin);
   banner("");
-  show("center");
+  showSection("center");
   enterWords();
   // Closed unless a filter is on (its summary counts them): the list comes first.
-  $("filters").open = activeFilters(state.filters) > 0;
+  unfoldFilters(activeFilters(state.filters) > 0);
   loadTypes();
   startProgress(pushed, setMode);
   refresh();
 }
 
+/** Back to the sign-in form (signed out, or the session ended). */
 function leave() {
   state.session = null;
   stopProgress();
-  clearTimeout(state.timer);
+  if (state.timer !== null) clearTimeout(state.timer);
   drawn.clear();
   state.lastShown = [];
   state.lastData = null;
-  $("tasks").tBodies[0].replaceChildren();
+  $("tasks", HTMLTableElement).tBodies[0].replaceChildren();
   $("who").textContent = "";
-  for (const dialog of ["drawer", "new-export-panel"]) if ($(dialog).open) $(dialog).close();
-  show("sign-in");
-  $("token").focus();
+  closeHistory();
+  closePanel();
+  askForToken();
 }
 
 async function start() {
@@ -430,53 +441,25 @@ async function start() {
     return node;
   }));
   applyWords();
-  ({ filters: state.filters, page: state.page } = readUrl());
+  ({ filters: state.filters, page: state.page } = filtersFromUrl());
   whenSignedOut(leave);
+  setUpBanner();
   setUpDrawer();
-  $("language").addEventListener("change", async () => {
-    await useLanguage($("language").value, true);
+  setUpPanel(created);
+  setUpFilters(readFilters);
+  setUpSignIn((session) => {
+    enter(session);
+    $("list-heading").focus(); // the keyboard starts at the list, not the page's top
+  }, leave);
+  const languages = $("language", HTMLSelectElement);
+  languages.addEventListener("change", async () => {
+    await useLanguage(languages.value, true);
     applyWords();
   });
-  $("token-form").addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const token = $("token").value.trim();
-    $("token").value = "";
-    try {
-      enter(await signIn(token));
-      $("list-heading").focus(); // the keyboard starts at the list, not the page's top
-    } catch (error) {
-      banner(() => (error.code === "401" ? t("tokenRejected") : error.message), "error", {
-        detail: error.detail,
-      });
-      $("token").focus();
-    }
-  });
-  $("sign-out").addEventListener("click", async () => {
-    try {
-      await signOut();
-      leave();
-      banner(() => t("signedOut"), "info");
-    } catch (error) {
-      showError(error);
-    }
-  });
-  $("new-export").addEventListener("click", () => openPanel());
-  $("banner-close").addEventListener("click", dismiss);
-  $("new-export-close").addEventListener("click", () => $("new-export-panel").close());
-  $("new-export-panel").addEventListener("close", () => $("new-export").focus());
-  $("create-form").addEventListener("submit", create);
-  $("export-type").addEventListener("change", showTypeForm);
-  $("filter-form").addEventListener("submit", (event) => {
-    event.preventDefault();
-    readFilters();
-  });
-  $("filter-form").addEventListener("change", (event) => {
-    if (event.target.id !== "filter-requester") readFilters();
-  });
-  $("filter-form").addEventListener("reset", () => setTimeout(readFilters));
   $("newer").addEventListener("click", () => { state.page -= 1; refresh(); });
   $("older").addEventListener("click", () => { state.page += 1; refresh(); });
   setInterval(() => tickTimes(), CLOCK_MS);
+  /** @type {Session | null} */
   let session = null;
   try {
     session = await currentSession();
@@ -484,7 +467,7 @@ async function start() {
     showError(error);
   }
   if (session) enter(session);
-  else show("sign-in");
+  else showSection("sign-in");
 }
 
 start();

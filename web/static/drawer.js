@@ -1,3 +1,4 @@
+// @ts-check
 // The history drawer: a task's events (GET .../export-tasks/{id}/events), oldest first, in
 // a modal <dialog> (it keeps keyboard focus inside, closes on Escape, and focus goes back
 // to the History button that opened it). Each event reads in plain words from the
@@ -6,8 +7,8 @@
 // a list refresh) reloads them.
 "use strict";
 
-import { api, TASKS } from "./api.js";
-import { $, el } from "./format.js";
+import { messageOf, taskEvents } from "./client.js";
+import { $, el } from "./dom.js";
 import {
   eventWords,
   failureWords,
@@ -18,7 +19,14 @@ import {
   timeEl,
 } from "./i18n.js";
 
-/** The event's one line for people, or "" when its label says it all. */
+/** @import { Task, TaskEvent } from "./client.js" */
+
+/** The drawer's dialog. */
+const drawerDialog = () => $("drawer", HTMLDialogElement);
+
+/** The event's one line for people, or "" when its label says it all.
+ * @param {TaskEvent} event
+ * @returns {string} */
 function summary(event) {
   const d = event.detail || {};
   switch (event.kind) {
@@ -41,6 +49,8 @@ function summary(event) {
   }
 }
 
+/** The event's fields as they are, folded under "Technical details"; null without any.
+ * @param {TaskEvent} event */
 function technical(event) {
   const detail = event.detail || {};
   const keys = Object.keys(detail);
@@ -59,6 +69,7 @@ function technical(event) {
   return box;
 }
 
+/** @param {TaskEvent} event */
 function eventItem(event) {
   const item = el("li", undefined, `event event-${event.kind}`);
   item.dataset.kind = event.kind;
@@ -78,42 +89,51 @@ function eventItem(event) {
   return item;
 }
 
+/** The button that opened the drawer: it gets the focus back on close.
+ * @type {HTMLElement | null} */
 let opener = null;
 // The signed-in user's id: their own actions read "by you".
 let viewer = "";
 
-/** Who reads the history (their own actions read "by you"). */
+/** Who reads the history (their own actions read "by you").
+ * @param {string} userId */
 export function setViewer(userId) {
   viewer = userId ? String(userId) : "";
 }
 
 // The task whose history is shown (null while closed), and the number of the newest load:
 // an older answer arriving late never replaces a newer one.
+/** @type {Task | null} */
 let shownTask = null;
 let loads = 0;
 
+/** Load ``task``'s events into the list; ``quiet``: without "Loading…" first.
+ * @param {Task} task
+ * @param {boolean} quiet */
 async function loadEvents(task, quiet) {
   const list = $("events");
   const load = ++loads;
   if (!quiet) list.replaceChildren(el("li", t("loading"), "loading"));
   list.setAttribute("aria-busy", "true");
   try {
-    const data = await api(`${TASKS}/${task.id}/events`);
+    const data = await taskEvents(task.id);
     if (load !== loads) return;
     const items = data.items.map(eventItem);
     if (data.truncated) items.unshift(el("li", t("olderEvents"), "note"));
     if (!items.length) items.push(el("li", t("noEvents"), "note"));
     list.replaceChildren(...items);
   } catch (error) {
-    if (load === loads) list.replaceChildren(el("li", error.message, "failure"));
+    if (load === loads) list.replaceChildren(el("li", messageOf(error), "failure"));
   } finally {
     if (load === loads) list.removeAttribute("aria-busy");
   }
 }
 
-/** Open the drawer on ``task``'s history; ``from`` gets the focus back on close. */
+/** Open the drawer on ``task``'s history; ``from`` gets the focus back on close.
+ * @param {Task} task
+ * @param {HTMLElement | null} [from] */
 export async function openHistory(task, from) {
-  const drawer = $("drawer");
+  const drawer = drawerDialog();
   opener = from || null;
   shownTask = task;
   // The task number and trace id are what a person quotes when reporting a problem.
@@ -127,9 +147,10 @@ export async function openHistory(task, from) {
 
 /** ``task`` changed (the progress stream or a list refresh): while the drawer shows its
  * history and the change is one that writes an event (a new status, version or attempt,
- * not mere progress), load its events again, keeping the focus where it is. */
+ * not mere progress), load its events again, keeping the focus where it is.
+ * @param {Task} task */
 export function historyTaskChanged(task) {
-  if (!shownTask || shownTask.id !== task.id || !$("drawer").open) return;
+  if (!shownTask || shownTask.id !== task.id || !drawerDialog().open) return;
   const before = shownTask;
   shownTask = task;
   if (
@@ -141,8 +162,21 @@ export function historyTaskChanged(task) {
   }
 }
 
+/** Close the drawer if it is open (sign-out). */
+export function closeHistory() {
+  const drawer = drawerDialog();
+  if (drawer.open) drawer.close();
+}
+
+/** Name the list of events in the page's current language. */
+export function rewordDrawer() {
+  $("events").setAttribute("aria-label", t("historyHeading"));
+}
+
+/** Wire the drawer: its Close button and a click on its backdrop close it; closed, it
+ * gives the focus back to the button that opened it. */
 export function setUpDrawer() {
-  const drawer = $("drawer");
+  const drawer = drawerDialog();
   $("drawer-close").addEventListener("click", () => drawer.close());
   // A click on the backdrop (the dialog element itself, outside its panel) closes it.
   drawer.addEventListener("click", (event) => {

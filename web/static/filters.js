@@ -1,94 +1,59 @@
-// The list's filters: read from and written to the page's URL (a reload or a shared link
-// keeps them), read from and cleared in the filter form, and turned into the list's query.
-// Plain functions over a filters object; download-center.js keeps the page's state.
+// @ts-check
+// The list's filters on the page: the filter form (read, set from the page's URL, cleared,
+// its changes told) and the address bar (written). Plain functions over a filters object
+// (filter-query.js, pure, turns them into queries); download-center.js keeps the page's
+// state.
 "use strict";
 
-import { $ } from "./format.js";
+import { $, option } from "./dom.js";
+import { activeFilters, readUrl, urlQuery } from "./filter-query.js";
 import { t } from "./i18n.js";
 
-export const PAGE_SIZE = 20;
-export const NO_FILTERS = Object.freeze({
-  statuses: [],
-  exportType: "",
-  requestedBy: "",
-  requestedFrom: "",
-  requestedTo: "",
-});
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
+/** @import { Filters } from "./filter-query.js" */
 
-/** How many filters are on. */
-export function activeFilters(f) {
-  return [f.statuses.length > 0, f.exportType, f.requestedBy, f.requestedFrom, f.requestedTo]
-    .filter(Boolean).length;
-}
-
-/** The start of the local day ``date`` (yyyy-mm-dd) plus ``days``, as an ISO-8601 UTC
- * time: the person means their own calendar day, the API takes instants. */
-function dayStart(date, days = 0) {
-  const [year, month, day] = date.split("-").map(Number);
-  return new Date(year, month - 1, day + days).toISOString();
-}
-
-/** The list request's query for ``filters`` and ``page``; ``admin`` may filter by requester. */
-export function listQuery(filters, page, admin) {
-  const query = new URLSearchParams({ page, pageSize: PAGE_SIZE });
-  for (const status of filters.statuses) query.append("status", status);
-  if (filters.exportType) query.set("exportType", filters.exportType);
-  if (filters.requestedBy && admin) query.set("requestedBy", filters.requestedBy);
-  // requestedTo is exclusive: the day after the last day asked for, at its start.
-  if (filters.requestedFrom) query.set("requestedFrom", dayStart(filters.requestedFrom));
-  if (filters.requestedTo) query.set("requestedTo", dayStart(filters.requestedTo, 1));
-  return query;
-}
+/** The filter form's fields. */
+const field = {
+  from: () => $("filter-from", HTMLInputElement),
+  to: () => $("filter-to", HTMLInputElement),
+  requester: () => $("filter-requester", HTMLInputElement),
+  type: () => $("filter-type", HTMLSelectElement),
+  statuses: () => $("status-filters").querySelectorAll("input"),
+};
 
 /** ``{filters, page}`` from the page's URL, also set into the filter form (the type's
- * select is filled once the types are loaded). Values that are not well formed are left
- * out, not trusted. */
-export function readUrl() {
-  const query = new URLSearchParams(location.search);
-  const statuses = query.getAll("status").filter((s) => /^[A-Z]+$/.test(s));
-  const filters = {
-    statuses,
-    exportType: query.get("type") || "",
-    requestedBy: /^\d+$/.test(query.get("by") || "") ? query.get("by") : "",
-    requestedFrom: DATE.test(query.get("from") || "") ? query.get("from") : "",
-    requestedTo: DATE.test(query.get("to") || "") ? query.get("to") : "",
-  };
-  const page = Math.max(1, Number.parseInt(query.get("page") || "1", 10) || 1);
-  for (const box of document.querySelectorAll("#status-filters input")) {
-    box.checked = statuses.includes(box.value);
-  }
-  $("filter-from").value = filters.requestedFrom;
-  $("filter-to").value = filters.requestedTo;
-  $("filter-requester").value = filters.requestedBy;
-  return { filters, page };
+ * select is filled once the types are loaded). */
+export function filtersFromUrl() {
+  const read = readUrl(location.search);
+  for (const box of field.statuses()) box.checked = read.filters.statuses.includes(box.value);
+  field.from().value = read.filters.requestedFrom;
+  field.to().value = read.filters.requestedTo;
+  field.requester().value = read.filters.requestedBy;
+  return read;
 }
 
 /** Put ``filters`` and ``page`` into the URL (no new history entry) and count them in the
- * filters' summary. */
+ * filters' summary.
+ * @param {Filters} filters
+ * @param {number} page */
 export function writeUrl(filters, page) {
-  const query = new URLSearchParams();
-  for (const status of filters.statuses) query.append("status", status);
-  if (filters.exportType) query.set("type", filters.exportType);
-  if (filters.requestedBy) query.set("by", filters.requestedBy);
-  if (filters.requestedFrom) query.set("from", filters.requestedFrom);
-  if (filters.requestedTo) query.set("to", filters.requestedTo);
-  if (page > 1) query.set("page", page);
-  const search = query.toString();
+  const search = urlQuery(filters, page);
   history.replaceState(null, "", search ? `?${search}` : location.pathname);
   const on = activeFilters(filters);
   $("filters-summary").textContent = on ? t("filtersOn", { count: on }) : t("filters");
 }
 
-/** The filters the form shows, or ``null`` when its dates are the wrong way round. */
+/** The filters the form shows (the requester's for an ``admin`` only), or ``null`` when
+ * its dates are the wrong way round.
+ * @param {boolean} admin
+ * @returns {Filters | null} */
 export function readFilterForm(admin) {
-  const requestedFrom = $("filter-from").value;
-  const requestedTo = $("filter-to").value;
+  const requestedFrom = field.from().value;
+  const requestedTo = field.to().value;
   if (requestedFrom && requestedTo && requestedFrom > requestedTo) return null; // yyyy-mm-dd sorts as text
   return {
-    statuses: [...document.querySelectorAll("#status-filters input:checked")].map((i) => i.value),
-    exportType: $("filter-type").value,
-    requestedBy: admin ? $("filter-requester").value.trim() : "",
+    statuses: [...field.statuses()].filter((i) => i.checked).map((i) => i.value),
+    exportType: field.type().value,
+    requestedBy: admin ? field.requester().value.trim() : "",
     requestedFrom,
     requestedTo,
   };
@@ -96,6 +61,51 @@ export function readFilterForm(admin) {
 
 /** Clear the filter form. */
 export function clearFilterForm() {
-  for (const box of document.querySelectorAll("#status-filters input")) box.checked = false;
-  for (const id of ["filter-type", "filter-from", "filter-to", "filter-requester"]) $(id).value = "";
+  for (const box of field.statuses()) box.checked = false;
+  for (const input of [field.type(), field.from(), field.to(), field.requester()]) input.value = "";
+}
+
+/** Offer the export types ``choices`` (``[exportType, display name]``) in the type filter,
+ * after "Any"; ``selected`` stays selected.
+ * @param {[string, string][]} choices
+ * @param {string} selected */
+export function fillTypeFilter(choices, selected) {
+  const select = field.type();
+  select.replaceChildren(option("", t("any")), ...choices.map(([value, text]) => option(value, text)));
+  select.value = selected;
+}
+
+/** Show the requester filter to an ``admin`` only.
+ * @param {boolean} admin */
+export function showRequesterFilter(admin) {
+  $("requester-field").hidden = !admin;
+}
+
+/** Unfold the filters (``open``) or fold them away.
+ * @param {boolean} open */
+export function unfoldFilters(open) {
+  $("filters", HTMLDetailsElement).open = open;
+}
+
+/** Set the requester filter to ``userId`` and unfold the filters (an administrator chose a
+ * requester's name in the list).
+ * @param {string} userId */
+export function filterByRequester(userId) {
+  field.requester().value = userId;
+  unfoldFilters(true);
+}
+
+/** Call ``onChange`` when the person changes the filters: on Apply, on any change but to
+ * the requester field (its Apply, or Enter, applies it), and once the form is cleared.
+ * @param {() => void} onChange */
+export function setUpFilters(onChange) {
+  const form = $("filter-form", HTMLFormElement);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    onChange();
+  });
+  form.addEventListener("change", (event) => {
+    if (event.target !== field.requester()) onChange();
+  });
+  form.addEventListener("reset", () => setTimeout(onChange));
 }

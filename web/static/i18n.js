@@ -1,9 +1,12 @@
+// @ts-check
 // The page's words in English and Simplified Chinese, and the person's locale for dates,
-// numbers and sizes. The service's own messages (failures, warnings, history events,
+// numbers and sizes (locale.js, in the page's language). The service's own messages (failures, warnings, history events,
 // refusals) come from its catalogue (GET /i18n/{language}.json, actors/core/messages.py);
 // these are the page's labels. The language is the one picked with the page's switch, else
 // the browser's first one we have.
 "use strict";
+
+import * as locale from "./locale.js";
 
 export const LANGUAGES = { en: "English", "zh-CN": "中文" };
 const STORED = "export-center-language";
@@ -142,6 +145,11 @@ const EN = {
   sessionEnded: "Your session has ended: paste a token to sign in again.",
 };
 
+/** @typedef {keyof typeof EN} WordKey  One of the page's words. */
+/** @typedef {"en" | "zh-CN"} Language */
+
+// Words missing here read in English; a key English does not have fails the type check.
+/** @type {Partial<Record<WordKey, string>>} */
 const ZH = {
   title: "下载中心",
   pageTitle: "导出中心 — 下载",
@@ -276,15 +284,39 @@ const ZH = {
   sessionEnded: "会话已结束：请粘贴令牌重新登录。",
 };
 
+/** @type {Record<Language, Partial<Record<WordKey, string>>>} */
 const WORDS = { en: EN, "zh-CN": ZH };
+/** @type {Language} */
 let current = "en";
+/**
+ * @typedef {object} Catalogue  The service's words in one language (GET /i18n/{language}.json).
+ * @property {Record<string, string>} failures  By failure code.
+ * @property {Record<string, string>} events  By history event kind.
+ * @property {Record<string, string>} warnings  By data warning kind ("note": any other).
+ * @property {Record<string, string>} refusals  By envelope code.
+ */
 // The service's catalogue in the current language (failures, events, warnings, refusals).
+/** @type {Catalogue} */
 let catalogue = { failures: {}, events: {}, warnings: {}, refusals: {} };
+
+/** Whether ``tag`` is a language of the page.
+ * @param {string | null} tag
+ * @returns {tag is Language} */
+function isLanguage(tag) {
+  return tag !== null && tag in WORDS;
+}
+
+/** Whether ``key`` is one of the page's words (an HTML element's data-i18n).
+ * @param {string} key
+ * @returns {key is WordKey} */
+export function isWord(key) {
+  return key in EN;
+}
 
 /** The language to start in: the stored choice, else the browser's first we have. */
 export function preferredLanguage() {
   const stored = localStorage.getItem(STORED);
-  if (stored && stored in WORDS) return stored;
+  if (stored && isLanguage(stored)) return stored;
   for (const tag of navigator.languages || [navigator.language || "en"]) {
     if (tag.toLowerCase().startsWith("zh")) return "zh-CN";
     if (tag.toLowerCase().startsWith("en")) return "en";
@@ -292,13 +324,17 @@ export function preferredLanguage() {
   return "en";
 }
 
+/** The page's current language.
+ * @returns {Language} */
 export function language() {
   return current;
 }
 
-/** Switch to ``tag``, load the service's catalogue in it, and remember the choice. */
+/** Switch to ``tag``, load the service's catalogue in it, and remember the choice.
+ * @param {string} tag
+ * @param {boolean} [remember] */
 export async function useLanguage(tag, remember = false) {
-  current = tag in WORDS ? tag : "en";
+  current = isLanguage(tag) ? tag : "en";
   if (remember) localStorage.setItem(STORED, current);
   document.documentElement.lang = current;
   try {
@@ -309,119 +345,87 @@ export async function useLanguage(tag, remember = false) {
   }
 }
 
-/** The page's word ``key`` with ``{name}`` placeholders filled from ``vars``. */
+/** The page's word ``key`` with ``{name}`` placeholders filled from ``vars``.
+ * @param {WordKey} key
+ * @param {Record<string, unknown>} [vars]
+ * @returns {string} */
 export function t(key, vars = {}) {
   const text = WORDS[current][key] ?? EN[key] ?? key;
-  return text.replace(/\{(\w+)\}/g, (_, name) => (name in vars ? String(vars[name]) : `{${name}}`));
+  return text.replace(/\{(\w+)\}/g, (_, /** @type {string} */ name) =>
+    name in vars ? String(vars[name]) : `{${name}}`);
 }
 
-/** The service's words for a failure code, or "" when unknown. */
+/** The service's words for a failure code, or "" when unknown.
+ * @param {string | null | undefined} code */
 export function failureWords(code) {
   return (code && catalogue.failures[code]) || "";
 }
 
+/** The service's words for a history event's ``kind`` (the kind itself when unknown).
+ * @param {string} kind */
 export function eventWords(kind) {
   return catalogue.events[kind] || kind;
 }
 
+/** The service's words for a data warning's ``kind`` (its general note when unknown).
+ * @param {string} kind */
 export function warningWords(kind) {
   return catalogue.warnings[kind] || catalogue.warnings.note || "";
 }
 
-/** The plain words of an API refusal's envelope code, or "" when the catalogue has none. */
+/** The plain words of an API refusal's envelope code, or "" when the catalogue has none.
+ * @param {string} code */
 export function refusalWords(code) {
   return catalogue.refusals[code] || "";
 }
 
-// --- the person's locale -----------------------------------------------------------------
+// --- the person's locale (locale.js, in the page's language) ----------------------------
 
+/** ``value`` with the separators of the page's language; "?" when there is none.
+ * @param {number | string | null | undefined} value */
 export function formatNumber(value) {
-  if (value === null || value === undefined) return "?";
-  return Number(value).toLocaleString(current);
+  return locale.formatNumber(value, current);
 }
 
+/** A size in bytes as "1.5 MB" in the page's language; "" when there is none.
+ * @param {number | string | null | undefined} value */
 export function formatBytes(value) {
-  const size = Number(value);
-  if (value === null || value === undefined || !Number.isFinite(size)) return "";
-  // SI units (1 kB = 1000 bytes), as Intl names them.
-  const units = ["byte", "kilobyte", "megabyte", "gigabyte"];
-  let amount = size;
-  let unit = 0;
-  while (amount >= 1000 && unit < units.length - 1) {
-    amount /= 1000;
-    unit += 1;
-  }
-  return new Intl.NumberFormat(current, {
-    style: "unit",
-    unit: units[unit],
-    unitDisplay: "short",
-    maximumFractionDigits: unit === 0 ? 0 : 1,
-  }).format(amount);
+  return locale.formatBytes(value, current);
 }
 
-/** The exact time with the time zone, e.g. "5 Dec 2026, 16:05:03 UTC". */
-function formatExact(iso) {
-  if (!iso) return "";
-  return new Date(iso).toLocaleString(current, {
-    dateStyle: "medium",
-    timeStyle: "long",
-  });
-}
-
-const STEPS = [
-  ["second", 60],
-  ["minute", 60],
-  ["hour", 24],
-  ["day", 30],
-  ["month", 12],
-  ["year", Infinity],
-];
-
-/** "3 min ago", "in 6 days": ``iso`` relative to now. */
-function formatRelative(iso, now = Date.now()) {
-  let amount = (new Date(iso).getTime() - now) / 1000;
-  const format = new Intl.RelativeTimeFormat(current, { numeric: "auto", style: "long" });
-  for (const [unit, size] of STEPS) {
-    if (Math.abs(amount) < size) return format.format(Math.round(amount), unit);
-    amount /= size;
-  }
-  return "";
-}
-
-/** A duration in seconds as "1 min 5 s" / "1分钟5秒" (two units at most). */
+/** A duration in seconds as "1 min 5 s" / "1分钟5秒" (two units at most).
+ * @param {number} seconds */
 export function formatDuration(seconds) {
-  const total = Math.max(0, Math.round(seconds));
-  const parts = [];
-  const hours = Math.floor(total / 3600);
-  const minutes = Math.floor((total % 3600) / 60);
-  const secs = total % 60;
-  const unit = (value, name) =>
-    new Intl.NumberFormat(current, { style: "unit", unit: name, unitDisplay: "short" }).format(value);
-  if (hours) parts.push(unit(hours, "hour"));
-  if (minutes) parts.push(unit(minutes, "minute"));
-  if (!hours && (secs || parts.length === 0)) parts.push(unit(secs, "second"));
-  return parts.slice(0, 2).join(current === "en" ? " " : "");
+  return locale.formatDuration(seconds, current);
 }
 
 /** A <time> element: relative text ("3 min ago"), inside the page's words ``key`` (with
  * ``{when}``) when given; the exact time with its zone on hover (title); the instant as
- * its datetime. :func:`tickTimes` keeps the relative text current. */
+ * its datetime. :func:`tickTimes` keeps the relative text current.
+ * @param {string | null} iso
+ * @param {"" | WordKey} [key]
+ * @returns {HTMLTimeElement} */
 export function timeEl(iso, key = "") {
   const node = document.createElement("time");
   if (!iso) return node;
   node.dateTime = iso;
   if (key) node.dataset.words = key;
-  node.title = formatExact(iso);
+  node.title = locale.formatExact(iso, current);
   tick(node);
   return node;
 }
 
+/** @param {HTMLTimeElement} node */
 function tick(node) {
-  const when = formatRelative(node.dateTime);
-  node.textContent = node.dataset.words ? t(node.dataset.words, { when }) : when;
+  const when = locale.formatRelative(node.dateTime, current, Date.now());
+  const key = node.dataset.words;
+  node.textContent = key && isWord(key) ? t(key, { when }) : when;
 }
 
-/** Bring every relative time under ``root`` up to date (a minute passed). */
+/** Bring every relative time under ``root`` up to date (a minute passed).
+ * @param {ParentNode} [root] */
 export function tickTimes(root = document) {
-  for (const node of root.querySelectorAll("time[datetime]")) tick(node);
+  for (const node of root.querySelectorAll("time[datetime]")) {
+    if (node instanceof HTMLTimeElement) tick(node);
+  }
 }

@@ -1,37 +1,60 @@
+// @ts-check
 // The new-export panel: the export types the caller may request (GET /export-types) in the
-// person's language, the form built from the chosen type, its error line, and opening it
-// empty or filled from an earlier export ("Edit and export again"). download-center.js
-// submits it.
+// person's language, the form built from the chosen type, its error line, opening it empty
+// or filled from an earlier export ("Edit and export again"), and submitting it
+// (POST /export-tasks). download-center.js is told of each export created.
 "use strict";
 
-import { $ } from "./format.js";
-import { formatNumber, language, t } from "./i18n.js";
-import { fillParameters, localised, option, parameterField } from "./parameters.js";
+import { ApiError, createTask, messageOf } from "./client.js";
+import { $, option } from "./dom.js";
+import { formatNumber, language, refusalWords, t } from "./i18n.js";
+import {
+  clearExtraParameters,
+  fillParameters,
+  firstParameterField,
+  formParameters,
+  localised,
+  showParameterFields,
+} from "./parameters.js";
 
+/** @import { CreatedTask, ExportType, NewTask, Task } from "./client.js" */
+
+/** @type {ExportType[]} */
 let types = [];
+
+/** The panel's elements. */
+const panel = {
+  dialog: () => $("new-export-panel", HTMLDialogElement),
+  type: () => $("export-type", HTMLSelectElement),
+  name: () => $("task-name", HTMLInputElement),
+  format: () => $("format", HTMLSelectElement),
+  create: () => $("create", HTMLButtonElement),
+  opener: () => $("new-export", HTMLButtonElement),
+};
 
 /** The types the caller may request, as loaded. */
 export function exportTypes() {
   return types;
 }
 
-/** The display name of ``exportType`` in the page's language (the key when unknown). */
+/** The display name of ``exportType`` in the page's language (the key when unknown).
+ * @param {string} exportType
+ * @returns {string} */
 export function typeName(exportType) {
   const type = types.find((x) => x.exportType === exportType);
   return type ? localised(type.translations, "displayName", type.displayName) : exportType;
 }
 
 function chosenType() {
-  return types.find((x) => x.exportType === $("export-type").value);
+  return types.find((x) => x.exportType === panel.type().value);
 }
 
 /** Build the form for the chosen type: its fields, formats and hint (its limit once). */
-export function showTypeForm() {
+function showTypeForm() {
   const type = chosenType();
-  $("parameter-fields").replaceChildren(...(type ? type.parameters.map(parameterField) : []));
-  $("parameters").hidden = !type || type.parameters.length === 0;
+  showParameterFields(type ? type.parameters : []);
   const formats = type ? type.formats : [];
-  $("format").replaceChildren(...formats.map((f) => option(f, f)));
+  panel.format().replaceChildren(...formats.map((f) => option(f, f)));
   const hints = [];
   if (type) {
     const description = localised(type.translations, "description", type.description);
@@ -43,40 +66,105 @@ export function showTypeForm() {
   $("type-hint").textContent = hints.join(language() === "en" ? " " : "");
 }
 
-/** Take the loaded ``loaded`` types (or keep the current ones) and fill the panel's and the
- * filter's type selects in the page's language; ``filterType`` stays selected. */
-export function fillTypes(filterType, loaded = types) {
+/** Take the loaded ``loaded`` types (or keep the current ones) and fill the panel's type
+ * select in the page's language.
+ * @param {ExportType[]} [loaded] */
+export function fillTypes(loaded = types) {
   types = loaded;
-  const chosen = $("export-type").value;
-  const choices = types.map((x) => option(x.exportType, typeName(x.exportType)));
-  $("export-type").replaceChildren(...choices);
-  if (chosen) $("export-type").value = chosen;
-  $("filter-type").replaceChildren(option("", t("any")), ...choices.map((o) => o.cloneNode(true)));
-  $("filter-type").value = filterType;
-  $("create").disabled = types.length === 0;
-  $("new-export").disabled = types.length === 0;
+  const select = panel.type();
+  const chosen = select.value;
+  select.replaceChildren(...types.map((x) => option(x.exportType, typeName(x.exportType))));
+  if (chosen) select.value = chosen;
+  panel.create().disabled = types.length === 0;
+  panel.opener().disabled = types.length === 0;
   showTypeForm();
 }
 
-/** The panel's error: the words, with the service's own message folded under Details. */
-export function formError(message, detail = "") {
+/** The panel's error: the words, with the service's own message folded under Details.
+ * @param {string} message
+ * @param {string} [detail] */
+function formError(message, detail = "") {
   $("form-error-text").textContent = message || "";
   $("form-error-detail").textContent = detail;
   $("form-error-details").hidden = !detail || detail === message;
   $("form-error").hidden = !message;
 }
 
-/** Open the panel, empty, or filled from ``task`` ("Edit and export again"). */
+/** Open the panel, empty, or filled from ``task`` ("Edit and export again").
+ * @param {Task | null} [task] */
 export function openPanel(task = null) {
   formError("");
   if (task && types.some((x) => x.exportType === task.exportType)) {
-    $("export-type").value = task.exportType;
+    panel.type().value = task.exportType;
     showTypeForm();
-    $("task-name").value = task.taskName || "";
+    panel.name().value = task.taskName || "";
     fillParameters(task.parameters);
   }
-  const panel = $("new-export-panel");
-  if (!panel.open) panel.showModal();
-  const first = task ? $("parameter-fields").querySelector("input, select") || $("task-name") : null;
-  (first || $("export-type")).focus();
+  const dialog = panel.dialog();
+  if (!dialog.open) dialog.showModal();
+  const first = task ? firstParameterField() || panel.name() : null;
+  (first || panel.type()).focus();
+}
+
+/** Close the panel if it is open (sign-out). */
+export function closePanel() {
+  const dialog = panel.dialog();
+  if (dialog.open) dialog.close();
+}
+
+/** Create the export the form describes; on success close the panel, empty the form and
+ * give the task to ``onCreated``.
+ * @param {SubmitEvent} event
+ * @param {(task: CreatedTask) => Promise<void>} onCreated */
+async function submit(event, onCreated) {
+  event.preventDefault();
+  let parameters;
+  try {
+    parameters = formParameters();
+  } catch (error) {
+    formError(messageOf(error));
+    return;
+  }
+  const exportType = panel.type().value;
+  /** @type {NewTask} */
+  const body = {
+    exportType,
+    format: panel.format().value || "XLSX",
+    parameters,
+    // Unnamed, an export is called by its type's name in the person's language (the file
+    // name too), not by the registry key the API would use.
+    taskName: panel.name().value.trim() || typeName(exportType),
+  };
+  panel.create().disabled = true;
+  let task = null;
+  try {
+    task = await createTask(body);
+  } catch (error) {
+    if (error instanceof ApiError) {
+      formError((error.code && refusalWords(error.code)) || error.message, error.detail);
+    } else {
+      formError(messageOf(error));
+    }
+  } finally {
+    panel.create().disabled = false;
+  }
+  if (!task) return;
+  panel.dialog().close();
+  // The next export starts from an empty form, not this one's filters.
+  panel.name().value = "";
+  clearExtraParameters();
+  showTypeForm();
+  await onCreated(task);
+}
+
+/** Wire the panel's controls: "New export" opens it, Close closes it (the focus goes back
+ * to "New export"), a new type rebuilds the form, and submitting it creates the export;
+ * ``onCreated(task)`` then shows it.
+ * @param {(task: CreatedTask) => Promise<void>} onCreated */
+export function setUpPanel(onCreated) {
+  panel.opener().addEventListener("click", () => openPanel());
+  $("new-export-close").addEventListener("click", () => panel.dialog().close());
+  panel.dialog().addEventListener("close", () => panel.opener().focus());
+  $("create-form", HTMLFormElement).addEventListener("submit", (event) => submit(event, onCreated));
+  panel.type().addEventListener("change", showTypeForm);
 }

@@ -1,30 +1,38 @@
+// @ts-check
 // The new-export form's parameter fields: built from the export type's declared parameters
 // (GET /export-types: label, description, fixed values, bounds, texts per language), read
 // back into the request's parameters object, and filled from an earlier export's
-// parameters ("Edit and export again"). No page state: download-center.js calls these.
+// parameters ("Edit and export again"). No page state: panel.js calls these.
 "use strict";
 
-import { ApiError } from "./api.js";
-import { $, el } from "./format.js";
+import { ApiError } from "./client.js";
+import { $, el, option } from "./dom.js";
 import { language, t } from "./i18n.js";
 
-export function option(value, text) {
-  const node = el("option", text);
-  node.value = value;
-  return node;
-}
+/** @import { ChoiceValue, ParameterHint } from "./client.js" */
 
-/** ``texts[field]`` in the page's language, else the default ``fallback``. */
+/** The kinds of <input> of the parameter types that have one of their own.
+ * @type {Record<string, string>} */
+const INPUT_TYPES = { date: "date", datetime: "datetime-local" };
+
+/** ``texts[field]`` in the page's language, else the default ``fallback``.
+ * @param {Record<string, Record<string, string>> | undefined} translations
+ * @param {string} field
+ * @param {string} fallback
+ * @returns {string} */
 export function localised(translations, field, fallback) {
   const own = translations && translations[language()];
   return (own && own[field]) || fallback;
 }
 
+/** @param {ChoiceValue} choice */
 function valueLabel(choice) {
   return (choice.translations && choice.translations[language()]) || choice.label || choice.value;
 }
 
-export function parameterField(hint) {
+/** The field of one declared parameter: its label, input and help.
+ * @param {ParameterHint} hint */
+function parameterField(hint) {
   const id = `param-${hint.name}`;
   const field = el("div", undefined, "field");
   const text = localised(hint.translations, "label", hint.label || hint.name);
@@ -44,7 +52,7 @@ export function parameterField(hint) {
   } else {
     input = el("input");
     const numeric = hint.type === "integer" || hint.type === "number";
-    input.type = { date: "date", datetime: "datetime-local" }[hint.type] || (numeric ? "number" : "text");
+    input.type = INPUT_TYPES[hint.type] || (numeric ? "number" : "text");
     if (hint.type === "integer") input.step = "1";
     if (hint.type === "number") input.step = "any";
     if (numeric) input.inputMode = hint.type === "integer" ? "numeric" : "decimal";
@@ -67,29 +75,58 @@ export function parameterField(hint) {
   return field;
 }
 
+/** The parameter fields' inputs and selects, in order. */
 function fields() {
-  return $("parameter-fields").querySelectorAll("input, select");
+  return [...$("parameter-fields").querySelectorAll("input, select")].filter(
+    (node) => node instanceof HTMLInputElement || node instanceof HTMLSelectElement,
+  );
 }
 
-/** The form's parameters, or throws ApiError naming the field that is wrong. */
+/** Show the fields of the parameters ``hints`` declares (none: the fieldset is hidden).
+ * @param {ParameterHint[]} hints */
+export function showParameterFields(hints) {
+  $("parameter-fields").replaceChildren(...hints.map(parameterField));
+  $("parameters").hidden = hints.length === 0;
+}
+
+/** The first parameter field, or null when there is none. */
+export function firstParameterField() {
+  return fields()[0] || null;
+}
+
+function extraParameters() {
+  return $("extra-parameters", HTMLTextAreaElement);
+}
+
+/** Empty "Other parameters" (the next export starts from an empty form). */
+export function clearExtraParameters() {
+  extraParameters().value = "";
+}
+
+/** The form's parameters, or throws ApiError naming the field that is wrong.
+ * @returns {Record<string, unknown>} */
 export function formParameters() {
+  /** @type {Record<string, unknown>} */
   let parameters = {};
-  const extra = $("extra-parameters").value.trim();
+  const extra = extraParameters().value.trim();
   if (extra) {
+    /** @type {unknown} */
+    let parsed;
     try {
-      parameters = JSON.parse(extra);
+      parsed = JSON.parse(extra);
     } catch {
       throw new ApiError(t("badJson"));
     }
-    if (parameters === null || typeof parameters !== "object" || Array.isArray(parameters)) {
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
       throw new ApiError(t("notObject"));
     }
+    parameters = /** @type {Record<string, unknown>} */ (parsed); // a JSON object
   }
   for (const input of fields()) {
     const type = input.dataset.type;
     const field = input.dataset.label;
     if (type === "boolean") {
-      parameters[input.name] = input.checked;
+      parameters[input.name] = input instanceof HTMLInputElement && input.checked;
       continue;
     }
     const text = input.value.trim();
@@ -111,17 +148,18 @@ export function formParameters() {
 }
 
 /** Fill the fields from ``parameters`` (an earlier export's); keys without a field go to
- * "Other parameters" as JSON, so nothing of the earlier request is lost. */
+ * "Other parameters" as JSON, so nothing of the earlier request is lost.
+ * @param {Record<string, unknown> | null} parameters */
 export function fillParameters(parameters) {
   const rest = { ...(parameters || {}) };
   for (const input of fields()) {
     if (!(input.name in rest)) continue;
     const value = rest[input.name];
     delete rest[input.name];
-    if (input.dataset.type === "boolean") input.checked = Boolean(value);
+    if (input.dataset.type === "boolean" && input instanceof HTMLInputElement) input.checked = Boolean(value);
     else input.value = value === null ? "" : String(value);
   }
-  $("extra-parameters").value = Object.keys(rest).length ? JSON.stringify(rest) : "";
-  const extra = $("extra-parameters").closest("details");
+  extraParameters().value = Object.keys(rest).length ? JSON.stringify(rest) : "";
+  const extra = extraParameters().closest("details");
   if (extra) extra.open = Object.keys(rest).length > 0;
 }

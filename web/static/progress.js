@@ -1,20 +1,42 @@
+// @ts-check
 // Live progress: one Server-Sent Events stream of the caller's tasks
 // (GET /api/platform/v1/files/progress, an ``event: task`` with the task JSON whenever a
 // task changes). When the stream fails, the page falls back to polling the list and tries
 // the stream again after STREAM_RETRY_MS.
 "use strict";
 
-import { PROGRESS } from "./api.js";
+import { PROGRESS } from "./client.js";
+
+/** @import { Task } from "./client.js" */
+/** @typedef {"connecting" | "live" | "polling"} Mode  How the page learns of progress. */
 
 // Wait before opening the stream again after it failed, milliseconds.
 const STREAM_RETRY_MS = 15000;
 
+/** @type {EventSource | null} */
 let source = null;
+/** @type {ReturnType<typeof setTimeout> | null} */
 let retryTimer = null;
+/** @type {{onTask: (task: Task) => void, onMode: (mode: Mode) => void} | null} */
 let handlers = null;
 
+/** @param {Mode} mode */
 function setMode(mode) {
   if (handlers) handlers.onMode(mode);
+}
+
+/** The task of an event's JSON (an envelope's data is tolerated), or null when it has none.
+ * @param {unknown} json
+ * @returns {Task | null} */
+function taskOf(json) {
+  let value = json;
+  if (value && typeof value === "object" && "code" in value && value.code && "data" in value) {
+    if (value.data) value = value.data; // tolerate an envelope
+  }
+  if (value && typeof value === "object" && "id" in value && value.id) {
+    return /** @type {Task} */ (value); // the task JSON of web/schemas.py
+  }
+  return null;
 }
 
 function open() {
@@ -22,14 +44,15 @@ function open() {
   source = new EventSource(PROGRESS);
   source.addEventListener("open", () => setMode("live"));
   source.addEventListener("task", (event) => {
-    let task;
+    /** @type {unknown} */
+    let json;
     try {
-      task = JSON.parse(event.data);
+      json = JSON.parse(event.data);
     } catch {
       return; // not JSON: nothing to show
     }
-    if (task && task.code && task.data) task = task.data; // tolerate an envelope
-    if (task && task.id && handlers) handlers.onTask(task);
+    const task = taskOf(json);
+    if (task && handlers) handlers.onTask(task);
   });
   source.addEventListener("error", () => {
     // EventSource would reconnect by itself, but a failing stream may be a proxy that
@@ -43,6 +66,8 @@ function open() {
 /**
  * Start the stream. ``onTask(task)`` gets every pushed task; ``onMode(mode)`` gets
  * "live" once the stream is open and "polling" when it failed.
+ * @param {(task: Task) => void} onTask
+ * @param {(mode: Mode) => void} onMode
  */
 export function startProgress(onTask, onMode) {
   stopProgress();
@@ -55,13 +80,14 @@ export function startProgress(onTask, onMode) {
   open();
 }
 
+/** @param {boolean} clearHandlers */
 function stop(clearHandlers) {
   if (source) {
     source.close();
     source = null;
   }
   if (clearHandlers) {
-    clearTimeout(retryTimer);
+    if (retryTimer !== null) clearTimeout(retryTimer);
     retryTimer = null;
     handlers = null;
   }

@@ -1,10 +1,12 @@
+// @ts-check
 // One table row per export task (a card at a phone's width): what a person sees of each
-// state, in their language, and the one action that helps (the server decides again on
-// every call). Failures are told in the service's words (its catalogue, by failureCode);
-// the technical message, the task number and the trace id are folded under "Details".
+// state (task-state.js decides it), in their language, and the one action that helps (the
+// server decides again on every call). Failures are told in the service's words (its
+// catalogue, by failureCode); the technical message, the task number and the trace id are
+// folded under "Details".
 "use strict";
 
-import { button, el } from "./format.js";
+import { button, el } from "./dom.js";
 import {
   failureWords,
   formatBytes,
@@ -14,35 +16,32 @@ import {
   timeEl,
   warningWords,
 } from "./i18n.js";
+import { ACTIVE, remedyOf, stateOf } from "./task-state.js";
 
-export const ACTIVE = new Set(["PENDING", "RUNNING"]);
+/** @import { Task } from "./client.js" */
 
 /**
- * The state a person reads, finer than the status: a PENDING task that already failed an
- * attempt (or carries the last attempt's error) is waiting for a retry, not queued.
+ * @typedef {object} Actions  The handlers of a row's buttons (download-center.js); each
+ *   gets the task and the button.
+ * @property {(task: Task, button: HTMLButtonElement) => unknown} download
+ * @property {(task: Task, button: HTMLButtonElement) => unknown} cancel
+ * @property {(task: Task, button: HTMLButtonElement) => unknown} retry
+ * @property {(task: Task, button: HTMLButtonElement) => unknown} edit
+ * @property {(task: Task, button: HTMLButtonElement) => unknown} history
+ * @property {((userId: string) => void) | null} only  Show only a requester's exports (an
+ *   administrator's; null for anyone else).
  */
-export function stateOf(task) {
-  if (task.status === "PENDING") {
-    return task.attemptCount > 0 || task.lastError || task.failureMessage ? "retrying" : "queued";
-  }
-  return task.status.toLowerCase();
-}
-
-/** What may help a failed, cancelled or expired task: "retry", "edit", "support" (the
- * service decides it: the task's ``remedy``). */
-function remedyOf(task) {
-  if (task.status === "EXPIRED") return "edit"; // the file is gone: export it again
-  if (task.status !== "FAILED" && task.status !== "CANCELLED") return null;
-  return task.remedy || "retry";
-}
+/** @typedef {"download" | "cancel" | "retry" | "edit" | "again" | "history"} ActionWord */
 
 /** The failure in plain words: the catalogue's in the page's language, else the
- * service's English reason. */
+ * service's English reason.
+ * @param {Task} task */
 function reasonOf(task) {
   return failureWords(task.failureCode) || task.failureReason || task.failureMessage || "";
 }
 
-/** One sentence for the aria-live region. */
+/** One sentence for the aria-live region.
+ * @param {Task} task */
 export function describe(task) {
   let state = t(stateOf(task));
   if (task.status === "RUNNING" && task.totalRows !== null) {
@@ -52,11 +51,14 @@ export function describe(task) {
   return t("announce", { name: task.taskName, state });
 }
 
-/** Technical details a person quotes to support: the message, task number and trace id. */
+/** Technical details a person quotes to support: the message, task number and trace id.
+ * @param {Task} task
+ * @param {string | null} message */
 function details(task, message) {
   const box = el("details", undefined, "more");
   box.append(el("summary", t("details")));
   const list = el("dl");
+  /** @param {string} label @param {string | null} value @param {string} className */
   const add = (label, value, className) => {
     if (!value) return;
     list.append(el("dt", label), el("dd", value, className));
@@ -68,6 +70,8 @@ function details(task, message) {
   return box;
 }
 
+/** The data warnings of a finished export, folded; null without any.
+ * @param {Task} task */
 function notes(task) {
   const warnings = Array.isArray(task.dataWarnings) ? task.dataWarnings : [];
   if (!warnings.length) return null;
@@ -81,10 +85,12 @@ function notes(task) {
   return box;
 }
 
+/** @param {Task} task */
 function attemptText(task) {
   return t("attempt", { attempt: Math.max(1, task.attemptCount), max: task.maxAttempts });
 }
 
+/** @param {Task} task */
 function statusCell(task) {
   const state = stateOf(task);
   const cell = el("td", undefined, "status-cell");
@@ -114,7 +120,9 @@ function statusCell(task) {
   return cell;
 }
 
-/** Rows per second since the run started, or null before there is a rate to show. */
+/** Rows per second since the run started, or null before there is a rate to show.
+ * @param {Task} task
+ * @param {number} now  Milliseconds since the epoch. */
 function rateOf(task, now) {
   if (!task.startedAt) return null;
   const seconds = (now - new Date(task.startedAt).getTime()) / 1000;
@@ -122,6 +130,8 @@ function rateOf(task, now) {
   return seconds >= 1 && done > 0 ? done / seconds : null;
 }
 
+/** @param {Task} task
+ * @param {number} now  Milliseconds since the epoch. */
 function progressCell(task, now) {
   const cell = el("td", undefined, "progress");
   cell.dataset.label = t("colProgress");
@@ -165,19 +175,21 @@ function progressCell(task, now) {
   return cell;
 }
 
+/** @param {Task} task */
 function requestedCell(task) {
   const cell = el("td", undefined, "requested");
   cell.dataset.label = t("colRequested");
   cell.append(timeEl(task.requestedAt));
   if (task.status === "SUCCEEDED" && task.startedAt && task.completedAt) {
-    const seconds = (new Date(task.completedAt) - new Date(task.startedAt)) / 1000;
+    const seconds = (new Date(task.completedAt).getTime() - new Date(task.startedAt).getTime()) / 1000;
     const took = seconds < 1 ? t("tookUnderSecond") : t("took", { time: formatDuration(seconds) });
     cell.append(el("div", took, "duration"));
   }
   return cell;
 }
 
-/** A file name that may wrap only after its separators, never mid-word. */
+/** A file name that may wrap only after its separators, never mid-word.
+ * @param {string} name */
 function fileNameEl(name) {
   const node = el("div", undefined, "file-name");
   for (const part of name.split(/(?<=[._\-\s])/)) {
@@ -186,6 +198,7 @@ function fileNameEl(name) {
   return node;
 }
 
+/** @param {Task} task */
 function fileCell(task) {
   const cell = el("td", undefined, "file");
   cell.dataset.label = t("colFile");
@@ -200,12 +213,18 @@ function fileCell(task) {
   return cell;
 }
 
+/** @param {Task} task
+ * @param {Actions} actions */
 function actionsCell(task, actions) {
   const cell = el("td", undefined, "actions");
   cell.dataset.label = t("colActions");
   const name = task.taskName;
+  /** @param {ActionWord} key
+   * @param {string} className
+   * @param {(task: Task, button: HTMLButtonElement) => unknown} handler */
   const add = (key, className, handler) => {
-    cell.append(button(t(key), className, t(`${key}Of`, { name }), (e) => handler(task, e.currentTarget)));
+    const node = button(t(key), className, t(`${key}Of`, { name }), () => handler(task, node));
+    cell.append(node);
   };
   if (task.status === "SUCCEEDED") add("download", "download primary", actions.download);
   if (ACTIVE.has(task.status)) add("cancel", "cancel", actions.cancel);
@@ -217,15 +236,19 @@ function actionsCell(task, actions) {
   return cell;
 }
 
-/** Move the keyboard focus to the button of ``tr`` like ``button`` (same class), or to its
- * History button when that one is gone (a Cancel button once the export is cancelled). */
-export function refocus(tr, button) {
-  const name = button.classList[0];
+/** Move the keyboard focus to the button of ``tr`` like ``like`` (same class), or to its
+ * History button when that one is gone (a Cancel button once the export is cancelled).
+ * @param {HTMLElement} tr
+ * @param {Element} like */
+export function refocus(tr, like) {
+  const name = like.classList[0];
   const again = (name && tr.querySelector(`button.${name}`)) || tr.querySelector("button.history");
-  if (again) again.focus();
+  if (again instanceof HTMLElement) again.focus();
 }
 
-/** Put ``tr`` in place of ``old``; the focus stays in the row. */
+/** Put ``tr`` in place of ``old``; the focus stays in the row.
+ * @param {HTMLElement} old
+ * @param {HTMLElement} tr */
 export function replaceRow(old, tr) {
   const focused = old.contains(document.activeElement) ? document.activeElement : null;
   old.replaceWith(tr);
@@ -233,13 +256,18 @@ export function replaceRow(old, tr) {
 }
 
 /** The row of one task; ``actions`` holds the handlers of its buttons, ``typeName`` gives
- * an export type's display name in the page's language. */
+ * an export type's display name in the page's language.
+ * @param {Task} task
+ * @param {Actions} actions
+ * @param {(exportType: string) => string} typeName
+ * @param {number} [now]  Milliseconds since the epoch.
+ * @returns {HTMLTableRowElement} */
 export function taskRow(task, actions, typeName, now = Date.now()) {
   const tr = document.createElement("tr");
   tr.dataset.taskId = task.id;
   tr.dataset.status = task.status;
   tr.dataset.state = stateOf(task);
-  tr.dataset.version = task.dispatchVersion;
+  tr.dataset.version = String(task.dispatchVersion);
   const name = el("th", undefined, "name");
   name.scope = "row";
   name.append(el("div", task.taskName, "task-name"), el("div", typeName(task.exportType), "type"));
@@ -248,10 +276,9 @@ export function taskRow(task, actions, typeName, now = Date.now()) {
   const requester = el("td", undefined, "requester");
   requester.dataset.label = t("colRequester");
   const who = task.requesterName || t("user", { id: task.requestedBy });
-  if (actions.only) {
-    requester.append(
-      button(who, "by link", t("onlyBy", { name: who }), () => actions.only(task.requestedBy)),
-    );
+  const only = actions.only;
+  if (only) {
+    requester.append(button(who, "by link", t("onlyBy", { name: who }), () => only(task.requestedBy)));
   } else {
     requester.textContent = who;
   }
