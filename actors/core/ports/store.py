@@ -27,8 +27,8 @@ from actors.core.task_list import TaskFilter
 # ``db.store.ExportStore`` implements all of them (checked by mypy in ``db.store``); each
 # actor is typed with the one it needs, so its tests and readers see which transitions it
 # may run. Method contracts (fencing, re-run safety, units) are documented on the
-# implementation, one module per port: ``db.store.api``, ``.execution``, ``.outbox``,
-# ``.reconciliation``.
+# implementation: ``db.store.api``, ``.claim``, ``.execution``, ``.settlement``,
+# ``.outbox``, ``.reconciliation``.
 
 
 class ApiStore(Protocol):
@@ -99,7 +99,7 @@ class ApiStore(Protocol):
 
 
 class ClaimStore(Protocol):
-    """What the claim gate uses (``db.store.execution``)."""
+    """What the claim gate uses (``db.store.claim``)."""
 
     async def claim_task(
         self,
@@ -133,7 +133,8 @@ class RunStore(Protocol):
 
 class ExecutionStore(ClaimStore, RunStore, Protocol):
     """What a consumer slot uses: claims (through its gate), and, through its executor,
-    the run's file key, the lease and settling the run (``db.store.execution``)."""
+    the run's file key, the lease and settling the run (``db.store.claim``,
+    ``db.store.execution``, ``db.store.settlement``)."""
 
     async def renew_lease(self, task: Task, owner: str, lease_seconds: float) -> bool:
         """Renew the lease; ``False``: lost, version changed or deadline passed."""
