@@ -39,14 +39,9 @@ from collections.abc import Collection, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from actors.core.definitions import ChoiceValue, ExportDefinition, ParameterHint, Registry
 from actors.core.errors import RegistryError
-from actors.core.models import (
-    AppCode,
-    ChoiceValue,
-    ExportDefinition,
-    ParameterHint,
-    Registry,
-)
+from actors.core.principal import AppCode
 
 __all__ = [
     "ALLOWED_KEYS",

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from actors.core.backoff import should_retry
+from actors.core.command_message import Command
 from actors.core.events import MAX_TASK_EVENTS, TaskEventKind
 from actors.core.handback import (
     DEFAULT_MAX_HANDBACKS,
@@ -23,7 +24,7 @@ from actors.core.handback import (
     hand_back_message,
 )
 from actors.core.messages import failure_code
-from actors.core.models import Command, Task, TaskStatus
+from actors.core.models import Task, TaskStatus
 from actors.core.outcomes import RetryOutcome
 from db.store.base import StoreBase, fenced
 from db.store.retry import retrying

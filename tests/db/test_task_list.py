@@ -7,7 +7,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from actors.core.admission import CreateLimits
-from actors.core.models import DOWNLOAD_ALL_PERMISSION, Task, TaskStatus
+from actors.core.models import Task, TaskStatus
+from actors.core.principal import DOWNLOAD_ALL_PERMISSION
 from actors.core.task_list import TaskFilter
 from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import date, timedelta
 from typing import Any
 
-from actors.core.models import ColumnDef, ColumnType
+from actors.core.batch import ColumnDef, ColumnType
 from actors.core.provider.contract import MAX_BATCH_LIMIT, batches_path, column_json
 
 EXPORT_TYPE = "CUSTOMER_LIST"

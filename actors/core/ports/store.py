@@ -10,7 +10,7 @@ from actors.core.admission import CreateLimits
 from actors.core.events import TaskEvent, TaskInspection
 from actors.core.fairness import SlotLoad
 from actors.core.handback import DEFAULT_MAX_HANDBACKS, HandBack, HandBackCause
-from actors.core.models import OutboxRow, Principal, Task, TaskStatus
+from actors.core.models import OutboxRow, Task, TaskStatus
 from actors.core.outcomes import (
     CancelResult,
     ClaimResult,
@@ -21,6 +21,7 @@ from actors.core.outcomes import (
     QueueSample,
     RetryOutcome,
 )
+from actors.core.principal import Principal
 from actors.core.task_list import TaskFilter
 
 #

@@ -40,12 +40,12 @@ from __future__ import annotations
 import hashlib
 import math
 
+from actors.core.batch import ColumnDef
 from actors.core.errors import (
     CursorNotAdvancingError,
     ProviderContractError,
     RowLimitError,
 )
-from actors.core.models import ColumnDef
 from actors.core.provider.contract import clip
 from actors.core.text import quote_outside
 

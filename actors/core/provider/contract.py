@@ -35,6 +35,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
+from actors.core.batch import ColumnDef, ColumnType, ProviderBatch
 from actors.core.errors import (
     ColumnLimitError,
     ExportError,
@@ -43,7 +44,6 @@ from actors.core.errors import (
     ProviderRefusedError,
     ProviderUnavailableError,
 )
-from actors.core.models import ColumnDef, ColumnType, ProviderBatch
 from actors.core.registry import BATCH_SIZE_RANGE
 from actors.core.text import has_utf8_form, quote_outside
 

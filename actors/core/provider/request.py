@@ -13,7 +13,7 @@ from typing import Any
 from actors.core.errors import (
     ParameterError,
 )
-from actors.core.models import AppCode
+from actors.core.principal import AppCode
 
 #: Header that carries the shared internal token; the user's bearer token is never
 #: forwarded.

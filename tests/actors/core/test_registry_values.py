@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from actors.core.models import ChoiceValue, ParameterHint, Registry
+from actors.core.definitions import ChoiceValue, ParameterHint, Registry
 from actors.core.registry import parse_registry, registry_fingerprint
 from tests.actors.core.registry_documents import ALLOWED, FULL_DEFINITION, KEY, doc, parse_error
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from actors.core.batch import ColumnDef, ColumnType
 from actors.core.errors import (
     CursorNotAdvancingError,
     LimitExceededError,
     ProviderContractError,
     TransientExportError,
 )
-from actors.core.models import ColumnDef, ColumnType
 from actors.core.provider.batch_rules import (
     BATCH_SLACK,
     MAX_EMPTY_BATCHES_IN_A_ROW,

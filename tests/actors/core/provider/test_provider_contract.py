@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
+from actors.core.batch import ColumnDef, ColumnType
 from actors.core.errors import (
     LimitExceededError,
     ParameterError,
     ProviderContractError,
     ProviderUnavailableError,
 )
-from actors.core.models import AppCode, ColumnDef, ColumnType
+from actors.core.principal import AppCode
 from actors.core.provider.contract import (
     ERROR_DETAIL_BYTES,
     MAX_BATCH_LIMIT,
