@@ -205,12 +205,7 @@ def _parse_definition(
 
     # Unknown keys first: a typo such as ``max_rows`` must be reported as the typo, not
     # hidden behind the default the correctly spelled key would have fallen back to.
-    for key in raw:
-        if key not in ALLOWED_KEYS:
-            raise RegistryError(
-                f"{base}.{key}",
-                f"unknown key {key!r}; allowed keys are {', '.join(sorted(ALLOWED_KEYS))}",
-            )
+    _refuse_unknown_keys(raw, base, ALLOWED_KEYS)
 
     provider_service = _required_str(raw, base, "provider-service")
     if provider_service not in allowed_services:
@@ -382,12 +377,7 @@ def _parameters(raw: Any, path: str) -> tuple[ParameterHint, ...]:
         at = f"{path}[{index}]"
         if not isinstance(entry, Mapping):
             raise RegistryError(at, f"must be a mapping, got {_type_name(entry)}")
-        for key in entry:
-            if key not in _PARAMETER_KEYS:
-                raise RegistryError(
-                    f"{at}.{key}",
-                    f"unknown key {key!r}; allowed keys are {', '.join(sorted(_PARAMETER_KEYS))}",
-                )
+        _refuse_unknown_keys(entry, at, _PARAMETER_KEYS)
         name = _required_str(entry, at, "name")
         if not _PARAMETER_NAME_RE.fullmatch(name):
             raise RegistryError(
@@ -424,6 +414,16 @@ def _parameters(raw: Any, path: str) -> tuple[ParameterHint, ...]:
             )
         )
     return tuple(hints)
+
+
+def _refuse_unknown_keys(raw: Mapping[Any, Any], base: str, allowed: frozenset[str]) -> None:
+    """Raise naming the first key of ``raw`` that is not in ``allowed``, and the allowed ones."""
+    for key in raw:
+        if key not in allowed:
+            raise RegistryError(
+                f"{base}.{key}",
+                f"unknown key {key!r}; allowed keys are {', '.join(sorted(allowed))}",
+            )
 
 
 def _required_str(raw: Mapping[Any, Any], base: str, key: str) -> str:
