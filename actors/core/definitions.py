@@ -36,7 +36,7 @@ class ParameterHint:
 
     Attributes:
         name: the key in the create request's ``parameters`` object.
-        type: one of ``actors.core.registry.PARAMETER_TYPES`` (``string``, ``date`` …).
+        type: one of ``actors.core.registry_parameters.PARAMETER_TYPES`` (``string``, ``date`` …).
         required: whether the Provider needs it.
         description: one line for the person filling the form ("" when none).
     """
@@ -54,7 +54,7 @@ class ParameterHint:
     minimum: float | None = None
     maximum: float | None = None
     #: The ``label`` and ``description`` in other languages: (language tag, label,
-    #: description) with ``None`` where not given (``actors/core/registry.py``).
+    #: description) with ``None`` where not given (``actors/core/registry_parameters.py``).
     translations: tuple[tuple[str, str | None, str | None], ...] = ()
 
 
