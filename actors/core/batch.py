@@ -2,8 +2,8 @@
 ``columns``, each with its cell type), the validated batch with its rows, and its summary
 without them, which is what the cross-batch rules and the next request read.
 
-The answer is validated into these by ``actors.core.provider.contract``; the XLSX writer
-types cells by :class:`ColumnType`.
+The answer is validated into these by ``actors.core.provider.contract`` (its columns by
+``actors.core.provider.columns``); the XLSX writer types cells by :class:`ColumnType`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class ColumnDef:
     ``width`` is in Excel character units, already validated to 1..255 or ``None``.
     ``number_format`` is an Excel number format code for an INTEGER or DECIMAL column
     (``"0.00"``, ``"#,##0.00"``, ``"[$¥-804]#,##0.00"``), already validated by
-    ``actors.core.provider.contract.check_number_format``; ``None``: General.
+    ``actors.core.provider.columns.check_number_format``; ``None``: General.
     """
 
     key: str

@@ -46,7 +46,7 @@ from actors.core.errors import (
     ProviderContractError,
     RowLimitError,
 )
-from actors.core.provider.contract import clip
+from actors.core.provider.json_values import clip
 from actors.core.text import quote_outside
 
 #: Empty batches with ``hasMore`` true tolerated in a row. A Provider that filters while it

@@ -36,7 +36,8 @@ from actors.core.errors import (
     TransientExportError,
 )
 from actors.core.provider.batch_rules import BatchGuard, SnapshotPin
-from actors.core.provider.contract import check_batch_rows, clip
+from actors.core.provider.contract import check_batch_rows
+from actors.core.provider.json_values import clip
 from actors.core.provider.rules import RULES, Finding, Probe, Stage, Verdict
 from actors.core.xlsx.cells import to_cell
 
