@@ -28,9 +28,9 @@ import trio_asyncio
 from hypercorn.config import Config as HypercornConfig
 
 from actors.core.db_retry import DbRetryPolicy
+from actors.core.definitions import Registry
 from actors.core.errors import ConfigError, RegistryError, sole_exception
 from actors.core.health import HealthBoard
-from actors.core.models import Registry
 from actors.core.ports.storage import ExportStorage
 from actors.core.ports.transport import CommandTransport
 from actors.credentials import build_token_verifier, provider_service_token, resolve_jwt_secret

@@ -39,10 +39,10 @@ from actors.composition import (
     open_database,
 )
 from actors.core.errors import ConfigError, sole_exception
-from actors.core.models import AppCode
 from actors.core.outcomes import AbortReason
 from actors.core.ports.storage import ExportStorage
 from actors.core.ports.transport import CommandTransport
+from actors.core.principal import AppCode
 from actors.credentials import write_private
 from actors.plumbing.config import Settings
 from actors.plumbing.metrics import Metrics

@@ -1,4 +1,7 @@
-"""MySQL 8 / MariaDB 10.11 database through asyncmy, bridged into trio with trio-asyncio.
+"""MySQL 8 / MariaDB 10.11 database through asyncmy, bridged into trio with trio-asyncio:
+the pool, its transactions, and the database's schema (created if missing, migrated under
+a named server lock, checked at start-up). One connection, its statements and what the
+driver's errors mean are ``db.mysql_connection``'s.
 
 asyncmy is an asyncio driver; every call goes through the trio-asyncio loop that the
 runtime opens as its outermost block (trio-asyncio requires it). Connection handling:
@@ -8,20 +11,20 @@ runtime opens as its outermost block (trio-asyncio requires it). Connection hand
   renewed twice within one millisecond is not mistaken for a lost lease;
 * the session time zone pinned to UTC, so ``CURRENT_TIMESTAMP(3)`` and ``DATETIME(3)``
   values are UTC;
-* a small pool on the trio side; a query interrupted by a trio cancellation (or an error
-  in the middle of the protocol) **poisons** its connection: it is closed and its server
-  thread killed, never returned to the pool; an ordinary SQL error rolls back and keeps it;
+* a small pool on the trio side; a connection its statement poisoned (a trio
+  cancellation, an error in the middle of the protocol) is closed and its server thread
+  killed, never returned to the pool; an ordinary SQL error rolls back and keeps it;
 * an asyncio-side timeout per statement (``query_timeout``) besides trio's own, because a
   trio cancel waits for the asyncio side to unwind;
 * a pooled connection is checked before it is handed out: one whose stream the server
   already closed (a ``KILL``, a restart, ``wait_timeout``) is dropped without a round
   trip, one idle longer than ``PING_AFTER_IDLE_SECONDS`` is pinged, one idle longer than
   ``MAX_IDLE_SECONDS`` is closed;
-* driver errors become the classes of ``db.database``: deadlocks and interrupted
-  statements ``RetryableDatabaseError``; a connection that fails before ``COMMIT`` was
-  sent ``ConnectionLostError``; one that fails during ``COMMIT`` ``CommitUnknownError``;
-  a connection that cannot be opened ``DatabaseUnavailableError`` (or
-  ``DatabaseAccessError`` for refused credentials and unknown databases).
+* driver errors become the classes of ``db.database`` (``db.mysql_connection``): deadlocks
+  and interrupted statements ``RetryableDatabaseError``; a connection that fails before
+  ``COMMIT`` was sent ``ConnectionLostError``; one that fails during ``COMMIT``
+  ``CommitUnknownError``; a connection that cannot be opened ``DatabaseUnavailableError``
+  (or ``DatabaseAccessError`` for refused credentials and unknown databases).
 
 ``clock_ms`` (tests only) pins each transaction's ``CURRENT_TIMESTAMP`` with
 ``SET timestamp``, so DB time follows trio's mock clock exactly as the SQLite store does.
@@ -36,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Generator, Mapping
+from collections.abc import AsyncIterator, Callable, Generator
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext, suppress
 from functools import partial
 from typing import Any, TypeVar
@@ -44,8 +47,7 @@ from typing import Any, TypeVar
 import asyncmy
 import trio
 from asyncmy.constants import CLIENT
-from asyncmy.cursors import DictCursor
-from asyncmy.errors import IntegrityError, InterfaceError, OperationalError
+from asyncmy.errors import InterfaceError, OperationalError
 
 from actors.core.errors import TransientDatabaseError
 from db.database import (
@@ -53,8 +55,6 @@ from db.database import (
     ConnectionLostError,
     DatabaseAccessError,
     DatabaseUnavailableError,
-    DuplicateKeyError,
-    RetryableDatabaseError,
 )
 from db.dialect import MYSQL, Dialect
 from db.migration_ops import Query, Rows
@@ -64,27 +64,11 @@ from db.migrations import (
     migration,
     schema_check,
 )
+from db.mysql_connection import ACCESS, NOT_SENT, MysqlTx, PooledConnection, error_code
 from db.mysql_url import MysqlUrl
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-_DUPLICATE_ENTRY = 1062
-#: The server undid the statement or transaction; the connection is fine: deadlock found,
-#: lock wait timeout exceeded, query execution interrupted (KILL QUERY).
-_ROLLED_BACK = frozenset({1213, 1205, 1317})
-#: The server closed the session itself: no thread is left to kill. Server gone away,
-#: connection killed (MariaDB), server shutdown in progress, disconnected for inactivity.
-_SERVER_CLOSED = frozenset({2006, 1927, 1053, 4031})
-#: The connection cannot be used any more (besides the above): lost during a query, lost
-#: (extended), commands out of sync, can't connect, can't connect via socket.
-_CONNECTION = _SERVER_CLOSED | {2013, 2055, 2014, 2003, 2002}
-#: asyncmy raises "server has gone away" only when it cannot write the request at all (its
-#: transport is already closed): the statement never reached the server.
-_NOT_SENT = 2006
-#: A connection attempt the server refused for good: access denied to the database,
-#: access denied for the user, unknown database.
-_ACCESS = frozenset({1044, 1045, 1049})
 
 #: A pooled connection idle longer than this is pinged before it is handed out, seconds.
 PING_AFTER_IDLE_SECONDS = 30.0
@@ -105,7 +89,7 @@ class SchemaLockError(SchemaVersionError):
     """Another ``export-center migrate`` against the same database held its lock too long."""
 
 
-async def _converse(tx: _MysqlTx, conversation: Generator[Query, Rows, T]) -> T:
+async def _converse(tx: MysqlTx, conversation: Generator[Query, Rows, T]) -> T:
     """Run a ``db.migrations`` conversation on ``tx`` and return its result."""
     try:
         query = next(conversation)
@@ -118,103 +102,6 @@ async def _converse(tx: _MysqlTx, conversation: Generator[Query, Rows, T]) -> T:
 
 async def _ping(raw: Any) -> None:
     await asyncio.wait_for(raw.ping(False), PING_TIMEOUT_SECONDS)
-
-
-def _error_code(exc: BaseException | None) -> Any:
-    """The MySQL error number of a driver exception (its first argument), if any."""
-    if exc is None or not exc.args:
-        return None
-    return exc.args[0]
-
-
-class _Conn:
-    """A pooled connection and whether it can be trusted again.
-
-    ``poisoned``: never hand it out again. ``kill_needed``: the server may still run its
-    session (a cancelled or timed-out query), so discarding it kills the server thread.
-    ``idle_since``: ``time.monotonic()`` when it went back to the pool.
-    """
-
-    def __init__(self, raw: Any) -> None:
-        self.raw = raw
-        self.poisoned = False
-        self.kill_needed = True
-        self.idle_since = time.monotonic()
-
-    @property
-    def thread_id(self) -> int | None:
-        thread_id: int | None = getattr(self.raw, "server_thread_id", [None])[0]
-        return thread_id
-
-    @property
-    def stream_broken(self) -> bool:
-        """The server closed the socket (or it was closed here): no round trip needed to
-        know it is dead. asyncmy's own pool reads the same flag."""
-        return bool(getattr(self.raw, "_stream_broken", False))
-
-    def close(self) -> None:
-        try:
-            self.raw.close()
-        except Exception:
-            pass
-
-
-class _MysqlTx:
-    def __init__(self, db: MysqlDatabase, conn: _Conn) -> None:
-        self._db = db
-        self._conn = conn
-
-    async def _run(self, sql: str, params: Mapping[str, Any] | None, fetch: str) -> Any:
-        async def work() -> Any:
-            async with self._conn.raw.cursor(DictCursor) as cur:
-                # Always a dict: the dialect doubled every literal % for pyformat.
-                await cur.execute(sql, dict(params or {}))
-                if fetch == "one":
-                    return await cur.fetchone()
-                if fetch == "all":
-                    return await cur.fetchall()
-                return cur.rowcount
-
-        try:
-            return await self._db._aio(work)
-        except IntegrityError as exc:
-            if _error_code(exc) == _DUPLICATE_ENTRY:
-                raise DuplicateKeyError(str(exc)) from exc
-            raise
-        except (OperationalError, InterfaceError) as exc:
-            code = _error_code(exc)
-            if code in _ROLLED_BACK:
-                # The server rolled back (the statement or the whole transaction); the
-                # connection itself is fine.
-                raise RetryableDatabaseError(str(exc)) from exc
-            self._conn.poisoned = True
-            if isinstance(exc, InterfaceError) or code in _CONNECTION:
-                self._conn.kill_needed = code not in _SERVER_CLOSED and not isinstance(
-                    exc, InterfaceError
-                )
-                raise ConnectionLostError(f"{type(exc).__name__}: {exc}") from exc
-            raise
-        except OSError as exc:  # includes asyncio's statement timeout (TimeoutError)
-            self._conn.poisoned = True
-            raise ConnectionLostError(f"{type(exc).__name__}: {exc}") from exc
-        except BaseException:
-            # Cancelled, timed out or broken mid-protocol: the connection's state is unknown.
-            self._conn.poisoned = True
-            raise
-
-    async def execute(self, sql: str, params: Mapping[str, Any] | None = None) -> int:
-        return int(await self._run(sql, params, "count"))
-
-    async def fetchone(
-        self, sql: str, params: Mapping[str, Any] | None = None
-    ) -> dict[str, Any] | None:
-        row = await self._run(sql, params, "one")
-        return dict(row) if row is not None else None
-
-    async def fetchall(
-        self, sql: str, params: Mapping[str, Any] | None = None
-    ) -> list[dict[str, Any]]:
-        return [dict(r) for r in await self._run(sql, params, "all")]
 
 
 class MysqlDatabase:
@@ -248,7 +135,7 @@ class MysqlDatabase:
         self.url = MysqlUrl.parse(url)
         self._loop = loop
         self._slots = trio.Semaphore(max_connections)
-        self._idle: list[_Conn] = []
+        self._idle: list[PooledConnection] = []
         self._query_timeout = query_timeout
         self._clock_ms = clock_ms
         self._io_guard = io_guard or nullcontext
@@ -271,14 +158,14 @@ class MysqlDatabase:
             return await self._loop.run_aio_coroutine(with_timeout())
 
     def _unavailable(self, exc: BaseException) -> Exception:
-        """The error for a connection that could not be opened (see ``_ACCESS``)."""
+        """The error for a connection that could not be opened (see ``ACCESS``)."""
         u = self.url
         text = f"cannot connect to MySQL at {u.host}:{u.port} as {u.user!r}: {exc}"
-        if isinstance(exc, OperationalError) and _error_code(exc) in _ACCESS:
+        if isinstance(exc, OperationalError) and error_code(exc) in ACCESS:
             return DatabaseAccessError(text)
         return DatabaseUnavailableError(text)
 
-    async def _connect(self) -> _Conn:
+    async def _connect(self) -> PooledConnection:
         """Open a fresh connection.
 
         Raises:
@@ -302,14 +189,14 @@ class MysqlDatabase:
             )
 
         try:
-            conn = _Conn(await self._aio(connect))
+            conn = PooledConnection(await self._aio(connect))
         except (OperationalError, InterfaceError, OSError) as exc:
             raise self._unavailable(exc) from exc
         try:
             # READ COMMITTED: no gap locks between the outbox INSERTs of creates and the
             # publisher's claims, so far fewer deadlocks. Every transition is a
             # conditional UPDATE, so nothing depends on repeatable reads.
-            await _MysqlTx(self, conn).execute(
+            await MysqlTx(self._aio, conn).execute(
                 "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
             )
         except TransientDatabaseError as exc:
@@ -320,7 +207,7 @@ class MysqlDatabase:
             raise
         return conn
 
-    async def _checkout(self) -> _Conn:
+    async def _checkout(self) -> PooledConnection:
         """An idle pooled connection that still works, else a fresh one.
 
         A connection the server closed is seen without a round trip (its stream is
@@ -341,7 +228,7 @@ class MysqlDatabase:
             return conn
         return await self._connect()
 
-    async def _discard(self, conn: _Conn) -> None:
+    async def _discard(self, conn: PooledConnection) -> None:
         """Close a poisoned connection and, when its server session may still be alive,
         kill its server thread, so a query the client gave up on does not keep running (or
         keep a transaction open) on the server."""
@@ -353,7 +240,7 @@ class MysqlDatabase:
             try:
                 killer = await self._connect()
                 try:
-                    await _MysqlTx(self, killer).execute(f"KILL CONNECTION {int(thread_id)}")
+                    await MysqlTx(self._aio, killer).execute(f"KILL CONNECTION {int(thread_id)}")
                 except Exception:
                     pass  # already gone
                 finally:
@@ -365,12 +252,12 @@ class MysqlDatabase:
                 )
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[_MysqlTx]:
+    async def transaction(self) -> AsyncIterator[MysqlTx]:
         if self._closed:
             raise RuntimeError("database is closed")
         async with self._slots:
             conn = await self._checkout()
-            tx = _MysqlTx(self, conn)
+            tx = MysqlTx(self._aio, conn)
             reusable = False
             try:
                 if self._clock_ms is not None:
@@ -387,7 +274,7 @@ class MysqlDatabase:
                 try:
                     await tx.execute("COMMIT")
                 except ConnectionLostError as exc:
-                    if _error_code(exc.__cause__) == _NOT_SENT:
+                    if error_code(exc.__cause__) == NOT_SENT:
                         raise  # COMMIT never left: the server rolls the transaction back
                     # COMMIT reached the socket: the server may have committed before the
                     # connection dropped. Only the caller can find out, by re-reading.

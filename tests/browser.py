@@ -25,7 +25,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
-from actors.core.models import AppCode
+from actors.core.principal import AppCode
 from actors.runtime import Runtime
 from tests.helpers import REPO
 from web.auth import issue_token

@@ -28,15 +28,9 @@ import pytest
 import trio
 
 from actors.core.limits import normalise_parameters
-from actors.core.models import (
-    AppCode,
-    OutboxRow,
-    OutboxStatus,
-    Principal,
-    Task,
-    TaskStatus,
-)
+from actors.core.models import OutboxRow, OutboxStatus, Task, TaskStatus
 from actors.core.outcomes import ExportResult, NewTask
+from actors.core.principal import AppCode, Principal
 from actors.pipeline.attempt import RunContext
 from actors.plumbing.config import Settings, load_settings
 from actors.plumbing.metrics import Metrics

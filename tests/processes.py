@@ -16,9 +16,7 @@ from types import ModuleType
 import httpx
 import trio
 
-from actors.core.models import (
-    AppCode,
-)
+from actors.core.principal import AppCode
 from tests.helpers import API
 from web.auth import issue_token
 

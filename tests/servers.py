@@ -20,11 +20,8 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from quart_trio import QuartTrio
 
-from actors.core.models import (
-    AppCode,
-    ExportDefinition,
-    Registry,
-)
+from actors.core.definitions import ExportDefinition, Registry
+from actors.core.principal import AppCode
 from actors.plumbing.logs import LIBRARY_LOGGERS, configure_logging
 from actors.plumbing.metrics import Metrics
 from actors.plumbing.registry_source import RegistryHolder

@@ -23,6 +23,7 @@ from actors.core.access import (
 )
 from actors.core.cancel import cancel_message, check_cancelled
 from actors.core.declared_parameters import check_declared_parameters
+from actors.core.definitions import ExportDefinition
 from actors.core.errors import RequestError
 from actors.core.events import MAX_TASK_EVENTS
 from actors.core.http.byte_range import byte_range, etag
@@ -33,8 +34,9 @@ from actors.core.limits import (
     parse_json_body,
 )
 from actors.core.log_context import task_fields
-from actors.core.models import ExportDefinition, Principal, Task
+from actors.core.models import Task
 from actors.core.outcomes import CancelOutcome, CreateOutcome, NewTask
+from actors.core.principal import Principal
 from actors.core.task_json import event_json, task_json
 from actors.core.task_list import parse_list_query
 from actors.core.text import content_disposition

@@ -20,7 +20,7 @@ import jwt
 from quart import request
 
 from actors.core.http.session import Credential, csrf_key, decide_credential
-from actors.core.models import AppCode, Principal
+from actors.core.principal import AppCode, Principal
 from web.access_log import note_user
 from web.errors import ApiError
 from web.identity import TokenVerifier

@@ -13,9 +13,9 @@ from typing import Any
 
 from quart import Blueprint, current_app
 
+from actors.core.definitions import ExportDefinition, ParameterHint
 from actors.core.http.export_types import requestable_types
 from actors.core.limits import EXPORT_FORMAT
-from actors.core.models import ExportDefinition, ParameterHint
 from web.auth import request_principal
 from web.dependencies import Dependencies
 from web.openapi import AUTH, declare

@@ -36,7 +36,7 @@ import jwt
 import trio
 
 from actors.core.http.claims import ClaimError, ClaimNames, parse_claims
-from actors.core.models import Principal
+from actors.core.principal import Principal
 from actors.core.text import quote_outside
 from web.errors import ApiError
 

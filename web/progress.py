@@ -44,7 +44,8 @@ from actors.core.http.progress import (
     next_step,
     settle_missing,
 )
-from actors.core.models import Principal, Task
+from actors.core.models import Task
+from actors.core.principal import Principal
 from actors.core.task_json import task_json
 from web.auth import request_credentials
 from web.dependencies import Dependencies

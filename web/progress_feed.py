@@ -39,9 +39,10 @@ from actors.core.http.progress import (
     admit_stream,
     feed_round,
 )
-from actors.core.models import Principal, Task
+from actors.core.models import Task
 from actors.core.ports.metrics import ApiMetrics
 from actors.core.ports.store import ApiStore
+from actors.core.principal import Principal
 
 log = logging.getLogger(__name__)
 

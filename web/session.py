@@ -24,7 +24,7 @@ from quart import Blueprint, Response, current_app, jsonify, request
 from actors.core.errors import ParameterError
 from actors.core.http.session import cookie_secure, csrf_key, csrf_token_valid, mint_csrf_token
 from actors.core.limits import parse_json_body
-from actors.core.models import Principal
+from actors.core.principal import Principal
 from web.auth import (
     CSRF_COOKIE,
     SESSION_COOKIE,

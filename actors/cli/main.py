@@ -17,7 +17,7 @@ import trio
 from actors.cli.ops import attach as attach_operator_commands
 from actors.cli.ops import settings_or_exit
 from actors.core.errors import ConfigError, sole_exception
-from actors.core.models import AppCode
+from actors.core.principal import AppCode
 from actors.core.text import redact_url
 from actors.plumbing.config import Settings
 from actors.plumbing.logs import configure_logging

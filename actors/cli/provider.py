@@ -30,8 +30,10 @@ from typing import Any
 import click
 import trio
 
+from actors.core.batch import ProviderBatch
+from actors.core.definitions import ExportDefinition
 from actors.core.errors import ExportError, ProviderContractError
-from actors.core.models import AppCode, ExportDefinition, ProviderBatch
+from actors.core.principal import AppCode
 from actors.core.provider.check import ProviderCheck
 from actors.core.provider.contract import MAX_COLUMNS, SERVICE_TOKEN_HEADER, batches_path
 from actors.core.provider.request import MAX_ID, BatchRequest

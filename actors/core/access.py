@@ -18,15 +18,11 @@ envelope codes.
 
 from __future__ import annotations
 
+from actors.core.definitions import ExportDefinition
 from actors.core.errors import ParameterError, Refusal, Refused
 from actors.core.ids import TASK_NO_PREFIX
-from actors.core.models import (
-    DOWNLOAD_ALL_PERMISSION,
-    ExportDefinition,
-    Principal,
-    Task,
-    TaskStatus,
-)
+from actors.core.models import Task, TaskStatus
+from actors.core.principal import DOWNLOAD_ALL_PERMISSION, Principal
 
 #: Largest task id: ids are signed 64-bit (``BIGINT``).
 MAX_TASK_ID = 2**63 - 1

@@ -1,8 +1,9 @@
-"""The envelope of an export command on the queue: tag, key and the locating
-message properties, built here and read here.
+"""An export command on the queue (§6.4): its body, :class:`Command` (identifiers only,
+encoded and decoded here), and its envelope: tag, key and the locating message
+properties, built here and read here.
 
-The command body (``Command.to_json`` / ``Command.from_json`` in :mod:`actors.core.models`)
-may be what is broken in a poison message, so the four fields that locate the command —
+The command body (:meth:`Command.to_json` / :meth:`Command.from_json`) may be what is
+broken in a poison message, so the four fields that locate the command —
 ``eventId``, ``taskId``, ``dispatchVersion``, ``schemaVersion`` — travel again as message
 properties, equal to the body's. The publisher builds them from the outbox columns
 (:func:`locating_properties`); the DLQ handler reads them back (:func:`read_locator`)
@@ -19,7 +20,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from actors.core.tracing import is_trace_id
+from actors.core.errors import CommandDecodeError
+from actors.core.tracing import RandomBytes, is_trace_id, new_trace_id, uuid4_text
 
 #: The body's ``schemaVersion`` this build writes and accepts.
 COMMAND_SCHEMA_VERSION = 1
@@ -27,6 +29,110 @@ COMMAND_SCHEMA_VERSION = 1
 COMMAND_TAG = "EXPORT_TASK"
 #: Message properties that locate a command without its body.
 LOCATING_PROPERTIES = ("eventId", "taskId", "dispatchVersion", "schemaVersion")
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """The export command message (§6.4): identifiers only, never business data."""
+
+    event_id: str
+    task_id: int
+    export_type: str
+    dispatch_version: int
+    occurred_at: str
+    trace_id: str
+    schema_version: int = COMMAND_SCHEMA_VERSION
+
+    @classmethod
+    def new(
+        cls,
+        task_id: int,
+        export_type: str,
+        dispatch_version: int,
+        occurred_at: str,
+        trace_id: str | None = None,
+        *,
+        rand: RandomBytes,
+    ) -> Command:
+        """A command with a fresh random ``eventId`` (a version-4 UUID, §6.4).
+
+        Args:
+            task_id: the task.
+            export_type: its export type.
+            dispatch_version: the attempt the command is for.
+            occurred_at: an ISO-8601 label of the instance clock.
+            trace_id: the task's trace id; a new one when ``None``.
+            rand: the source of random bytes (``os.urandom``; tests pass a fixed one).
+        """
+        return cls(
+            event_id=uuid4_text(rand(16)),
+            task_id=task_id,
+            export_type=export_type,
+            dispatch_version=dispatch_version,
+            occurred_at=occurred_at,
+            trace_id=trace_id or new_trace_id(rand),
+        )
+
+    def to_json(self) -> str:
+        """The JSON body; ``taskId`` is a string as every 64-bit id on the wire (§6.4)."""
+        return json.dumps(
+            {
+                "schemaVersion": self.schema_version,
+                "eventId": self.event_id,
+                "taskId": str(self.task_id),
+                "exportType": self.export_type,
+                "dispatchVersion": self.dispatch_version,
+                "occurredAt": self.occurred_at,
+                "traceId": self.trace_id,
+            },
+            separators=(",", ":"),
+        )
+
+    def properties(self) -> dict[str, str]:
+        """The four locating fields as message properties, equal to the payload (§6.4;
+        built by :func:`locating_properties`)."""
+        return locating_properties(
+            self.event_id, self.task_id, self.dispatch_version, self.schema_version
+        )
+
+    @classmethod
+    def from_json(cls, body: str | bytes) -> Command:
+        """Decode a command body.
+
+        Raises:
+            CommandDecodeError: the body is not JSON, a field is missing or of the wrong
+                type, or ``schemaVersion`` is unsupported. Such a message is poison (§6.4):
+                the consumer must not ack it, so it ends in the DLQ.
+        """
+        try:
+            data = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CommandDecodeError(f"body is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise CommandDecodeError("body is not a JSON object")
+        version = data.get("schemaVersion")
+        if version != COMMAND_SCHEMA_VERSION or isinstance(version, bool):
+            raise CommandDecodeError(f"unsupported schemaVersion {version!r}")
+        try:
+            task_id = int(data["taskId"])
+            dispatch_version = data["dispatchVersion"]
+            event_id = data["eventId"]
+            export_type = data["exportType"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CommandDecodeError(f"missing or malformed field: {exc}") from None
+        if not isinstance(dispatch_version, int) or isinstance(dispatch_version, bool):
+            raise CommandDecodeError("dispatchVersion is not an integer")
+        if not isinstance(event_id, str) or not event_id or not isinstance(export_type, str):
+            raise CommandDecodeError("eventId/exportType must be non-empty strings")
+        return cls(
+            event_id=event_id,
+            task_id=task_id,
+            export_type=export_type,
+            dispatch_version=dispatch_version,
+            occurred_at=str(data.get("occurredAt", "")),
+            trace_id=read_trace_id(data.get("traceId")),
+            schema_version=version,
+        )
 
 
 def message_key(task_id: int) -> str:

@@ -18,8 +18,8 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from actors.core.definitions import ParameterHint
 from actors.core.errors import ParameterError
-from actors.core.models import ParameterHint
 
 #: What each declared type accepts, in words for the error message.
 _EXPECTED = {

@@ -13,7 +13,8 @@ from enum import StrEnum
 from actors.core.data_warning import DataWarning
 from actors.core.dispatch import NoClaim
 from actors.core.limits import NormalisedParameters
-from actors.core.models import Principal, Task
+from actors.core.models import Task
+from actors.core.principal import Principal
 
 # -- create and manual retry ----------------------------------------------------------------
 

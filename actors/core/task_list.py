@@ -8,7 +8,7 @@
 * ``requestedFrom`` / ``requestedTo``: ISO-8601 times; tasks requested at or after
   ``requestedFrom`` and before ``requestedTo`` (a time without an offset is UTC);
 * ``requestedBy``: one requester's tasks, for callers holding
-  :data:`~actors.core.models.DOWNLOAD_ALL_PERMISSION` only (any other caller sees its own
+  :data:`~actors.core.principal.DOWNLOAD_ALL_PERMISSION` only (any other caller sees its own
   tasks only, so the filter would be a lie: refused with 403);
 * ``page`` (1-based) and ``pageSize``.
 
@@ -27,7 +27,8 @@ from datetime import UTC, datetime
 
 from actors.core.errors import ParameterError, Refusal, Refused
 from actors.core.limits import MAX_PAGE, MAX_PAGE_SIZE
-from actors.core.models import DOWNLOAD_ALL_PERMISSION, TaskStatus
+from actors.core.models import TaskStatus
+from actors.core.principal import DOWNLOAD_ALL_PERMISSION
 
 #: Page size when ``pageSize`` is absent.
 DEFAULT_PAGE_SIZE = 20

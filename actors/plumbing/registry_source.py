@@ -24,8 +24,8 @@ from typing import Any
 
 import trio
 
+from actors.core.definitions import Registry
 from actors.core.errors import RegistryError
-from actors.core.models import Registry
 from actors.core.registry import parse_registry, registry_fingerprint
 from actors.plumbing.watched_file import FILE_KEY, WatchedFileError, read_yaml_file
 from actors.plumbing.watched_file import file_signature as _file_signature

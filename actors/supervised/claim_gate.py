@@ -25,8 +25,9 @@ from collections import OrderedDict
 import trio
 
 from actors.core import fairness
+from actors.core.command_message import Command
 from actors.core.dispatch import NoClaim
-from actors.core.models import Command, Task
+from actors.core.models import Task
 from actors.core.outcomes import ClaimResult
 from actors.core.ports.store import ClaimStore
 from actors.plumbing.config import Settings

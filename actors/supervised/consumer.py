@@ -39,10 +39,10 @@ from typing import Any
 
 import trio
 
+from actors.core.command_message import Command
 from actors.core.dispatch import NoClaim
 from actors.core.errors import CommandDecodeError, TransientDatabaseError
 from actors.core.log_context import bind_context, task_fields
-from actors.core.models import Command
 from actors.core.ports.storage import ExportStorage
 from actors.core.ports.store import ExecutionStore
 from actors.core.ports.transport import CommandTransport, Delivery

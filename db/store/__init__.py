@@ -10,8 +10,11 @@ over one database:
 
 * ``api`` — create, list, read, cancel, manual retry, history, downloads, the progress
   feed's reads (the API and the operator's commands);
-* ``execution`` — claim, lease, progress, complete / fail / retry / hand back (the
-  consumer slots, their claim gate, the export runner);
+* ``claim`` — the claim of an attempt and the fair-share read (the consumer slots and
+  their claim gate);
+* ``execution`` — the lease, the file's key, progress and the deadline check of a running
+  attempt (the lease keeper, the export runner);
+* ``settlement`` — complete / fail / retry / hand back (the consumer slots' execution);
 * ``outbox`` — the publisher's claims and send results, DLQ quarantine, the embedded
   bus's start-up requeue;
 * ``reconciliation`` — re-dispatch, lease recovery, expiry, pruning, gauges;
@@ -29,18 +32,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from db.store.api import ApiTransitions
+from db.store.claim import ClaimTransitions
 from db.store.execution import ExecutionTransitions
 from db.store.inspection import InspectionQueries
 from db.store.outbox import OutboxTransitions
 from db.store.progress import ProgressReads
 from db.store.reconciliation import ReconciliationTransitions
+from db.store.settlement import SettlementTransitions
 
 __all__ = ["ExportStore"]
 
 
 class ExportStore(
     ApiTransitions,
+    ClaimTransitions,
     ExecutionTransitions,
+    SettlementTransitions,
     OutboxTransitions,
     ReconciliationTransitions,
     ProgressReads,

@@ -12,9 +12,10 @@ from typing import Any
 
 from actors.core.admission import ActiveCounts, CreateLimits, admit
 from actors.core.cancel import cancel_outcome
+from actors.core.command_message import Command
 from actors.core.events import TaskEvent, TaskEventKind
 from actors.core.ids import task_number
-from actors.core.models import Command, Principal, Task, TaskStatus
+from actors.core.models import Task, TaskStatus
 from actors.core.outcomes import (
     CancelOutcome,
     CancelResult,
@@ -23,6 +24,7 @@ from actors.core.outcomes import (
     ManualRetryOutcome,
     NewTask,
 )
+from actors.core.principal import Principal
 from actors.core.task_list import TaskFilter
 from db.database import DuplicateKeyError, Tx
 from db.dialect import Dialect

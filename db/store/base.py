@@ -10,11 +10,11 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Self
 
-from actors.core.command_message import COMMAND_TAG, message_key
+from actors.core.command_message import COMMAND_TAG, Command, message_key
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.errors import ConfigError
 from actors.core.events import TaskEventKind, detail_json
-from actors.core.models import Command, OutboxRow, Task, TaskStatus
+from actors.core.models import OutboxRow, Task, TaskStatus
 from db import transitions
 from db.database import Database, Tx
 from db.ids import IdGenerator

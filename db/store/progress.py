@@ -7,7 +7,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from actors.core.models import Principal, Task
+from actors.core.models import Task
+from actors.core.principal import Principal
 from db.store.base import StoreBase
 from db.store.retry import retrying
 

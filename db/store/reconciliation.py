@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from actors.core.backoff import should_retry
+from actors.core.command_message import Command
 from actors.core.events import TaskEventKind
-from actors.core.models import Command, Task, TaskStatus
+from actors.core.models import Task, TaskStatus
 from actors.core.outcomes import QueueSample, RetryOutcome
 from db.database import DuplicateKeyError, RetryableDatabaseError
 from db.store.base import StoreBase, fenced

@@ -53,8 +53,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from actors.composition import open_database  # noqa: E402
 from actors.core.admission import CreateLimits  # noqa: E402
 from actors.core.limits import normalise_parameters  # noqa: E402
-from actors.core.models import DOWNLOAD_ALL_PERMISSION, AppCode, Principal  # noqa: E402
 from actors.core.outcomes import NewTask  # noqa: E402
+from actors.core.principal import DOWNLOAD_ALL_PERMISSION, AppCode, Principal  # noqa: E402
 from actors.core.task_list import TaskFilter  # noqa: E402
 from actors.plumbing.config import load_settings  # noqa: E402
 from actors.plumbing.metrics import Metrics  # noqa: E402

@@ -56,7 +56,7 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from actors.core.models import AppCode  # noqa: E402
+from actors.core.principal import AppCode  # noqa: E402
 from web.auth import issue_token  # noqa: E402
 from web.demo_provider.data import DEMO_SERVICE, demo_registry_yaml  # noqa: E402
 

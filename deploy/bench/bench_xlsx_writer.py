@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from actors.core.models import ColumnDef, ColumnType  # noqa: E402
+from actors.core.batch import ColumnDef, ColumnType  # noqa: E402
 from actors.pipeline.writer.xlsx_stream import XlsxStreamWriter  # noqa: E402
 from web.demo_provider.data import DEMO_COLUMNS, customer_row  # noqa: E402
 

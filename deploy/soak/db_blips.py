@@ -47,7 +47,7 @@ import trio
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from actors.core.models import AppCode  # noqa: E402
+from actors.core.principal import AppCode  # noqa: E402
 from web.auth import issue_token  # noqa: E402
 from web.demo_provider.data import demo_registry_yaml  # noqa: E402
 

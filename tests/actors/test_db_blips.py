@@ -21,10 +21,12 @@ import trio
 import trio.testing
 
 from actors.core.db_retry import DbRetryPolicy
+from actors.core.definitions import ExportDefinition, Registry
 from actors.core.errors import LimitExceededError, ProviderUnavailableError
-from actors.core.models import AppCode, ExportDefinition, Registry, Task, TaskStatus
+from actors.core.models import Task, TaskStatus
 from actors.core.outcomes import ExportResult
 from actors.core.ports.storage import StoredObject
+from actors.core.principal import AppCode
 from actors.pipeline.attempt import RunContext
 from actors.pipeline.provider.client import ProviderClient
 from actors.pipeline.runner import ExportRunner
@@ -434,7 +436,7 @@ async def test_a_second_delivery_of_a_task_held_by_another_slot_is_acked_without
     """Two slots of one process share ``LocalClaims``: while slot A claims and runs a
     task, a duplicate command for it reaching slot B is acked at once and never reaches
     the database — so a claim of A whose answer was lost can only be A's own."""
-    from actors.core.models import Command
+    from actors.core.command_message import Command
 
     local = LocalClaims()
     fs, faulty = on_faulty(store)

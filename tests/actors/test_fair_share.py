@@ -18,7 +18,8 @@ import pytest
 import trio
 import trio.testing
 
-from actors.core.models import Command, Task, TaskStatus
+from actors.core.command_message import Command
+from actors.core.models import Task, TaskStatus
 from actors.core.outcomes import ExportResult
 from actors.core.ports.transport import OutgoingMessage
 from actors.pipeline.attempt import RunContext

@@ -8,7 +8,8 @@ from datetime import timedelta
 
 from actors.core.admission import CreateLimits
 from actors.core.data_warning import DataWarning, WarningKind
-from actors.core.models import DOWNLOAD_ALL_PERMISSION, Task, TaskStatus
+from actors.core.models import Task, TaskStatus
+from actors.core.principal import DOWNLOAD_ALL_PERMISSION
 from actors.core.task_list import TaskFilter
 from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from actors.core.models import Command
+from actors.core.command_message import Command
 from actors.core.outcomes import RetryOutcome
 from actors.core.tracing import is_trace_id
 from db.store import ExportStore

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from actors.core.models import AppCode
+from actors.core.principal import AppCode
 from tests.processes import PROCESS_SECRET, ServeProcess
 from web.auth import issue_token
 from web.demo_provider.data import demo_registry_yaml

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import openpyxl
 
-from actors.core.models import AppCode
+from actors.core.principal import AppCode
 from tests.helpers import API, wait_for_status
 from tests.processes import (
     PROCESS_SECRET,

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import trio
 
-from actors.core.models import AppCode
+from actors.core.principal import AppCode
 from tests.helpers import API, make_settings, running_service, wait_for_status
 from web.auth import issue_token
 

@@ -7,7 +7,8 @@ import dataclasses
 
 import pytest
 
-from actors.core.models import Registry, TaskStatus
+from actors.core.definitions import Registry
+from actors.core.models import TaskStatus
 from actors.storage.keys import new_object_key
 from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jwt
 import pytest
 
-from actors.core.models import AppCode
+from actors.core.principal import AppCode
 from web.auth import issue_token, principal_from_header
 from web.errors import ApiError
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from quart_trio import QuartTrio
 
-from actors.core.models import ColumnType
+from actors.core.batch import ColumnType
 from actors.core.provider.contract import parse_batch_data
 from web.demo_provider.app import create_demo_provider_blueprint
 from web.demo_provider.data import (

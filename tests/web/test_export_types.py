@@ -9,7 +9,8 @@ import httpx
 import pytest
 import yaml
 
-from actors.core.models import AppCode, ExportDefinition, ParameterHint, Registry
+from actors.core.definitions import ExportDefinition, ParameterHint, Registry
+from actors.core.principal import AppCode
 from actors.core.registry import parse_registry
 from actors.plumbing.registry_source import default_registry_path
 from actors.storage.local import LocalDirectoryStorage

@@ -38,7 +38,7 @@ import trio
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from actors.core.models import AppCode
+from actors.core.principal import AppCode
 from actors.runtime import Runtime, serve
 from tests.helpers import API, make_settings
 from web.auth import issue_token

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from actors.core.limits import LIST_TOTAL_CAP
-from actors.core.models import DOWNLOAD_ALL_PERMISSION
+from actors.core.principal import DOWNLOAD_ALL_PERMISSION
 from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
 from tests.helpers import API

@@ -37,7 +37,7 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from actors.core.models import DOWNLOAD_ALL_PERMISSION, AppCode
+from actors.core.principal import DOWNLOAD_ALL_PERMISSION, AppCode
 from tests.helpers import make_settings, running_service
 from web.auth import issue_token
 

@@ -18,7 +18,7 @@ import trio
 import trio.testing
 
 from actors.core.db_retry import DbRetryPolicy
-from actors.core.models import Registry
+from actors.core.definitions import Registry
 from actors.storage.keys import new_object_key
 from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore

@@ -18,7 +18,7 @@ import pytest
 import trio
 
 from actors.composition import WEB_GRACEFUL_TIMEOUT_SECONDS
-from actors.core.models import AppCode
+from actors.core.principal import AppCode
 from actors.storage.keys import new_object_key
 from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore

@@ -17,7 +17,8 @@ import trio.testing
 
 from actors.core.errors import Refusal, Refused
 from actors.core.http.progress import StreamLimits
-from actors.core.models import DOWNLOAD_ALL_PERMISSION, AppCode, Principal, Task, TaskStatus
+from actors.core.models import Task, TaskStatus
+from actors.core.principal import DOWNLOAD_ALL_PERMISSION, AppCode, Principal
 from actors.plumbing.metrics import Metrics
 from tests.helpers import task_value
 from web.progress_feed import STREAM_BUFFER, ProgressFeed

@@ -16,7 +16,8 @@ import jwt
 import pytest
 
 from actors.core.http.session import CookieSecure
-from actors.core.models import AppCode, TaskStatus
+from actors.core.models import TaskStatus
+from actors.core.principal import AppCode
 from actors.storage.keys import new_object_key
 from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore

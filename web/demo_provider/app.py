@@ -15,7 +15,7 @@ from werkzeug.exceptions import HTTPException
 
 from actors.core.errors import ParameterError
 from actors.core.limits import parse_json_body
-from actors.core.models import AppCode
+from actors.core.principal import AppCode
 from actors.core.provider.contract import SERVICE_TOKEN_HEADER, batch_data, response_envelope
 from actors.core.provider.request import (
     request_app_code,

@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from datetime import date, timedelta
 from typing import Any
 
-from actors.core.models import ColumnDef, ColumnType
-from actors.core.provider.contract import MAX_BATCH_LIMIT, batches_path, column_json
+from actors.core.batch import ColumnDef, ColumnType
+from actors.core.provider.columns import column_json
+from actors.core.provider.contract import MAX_BATCH_LIMIT, batches_path
 
 EXPORT_TYPE = "CUSTOMER_LIST"
 #: The route the registry's ``provider-path`` points at (§10.3).

@@ -8,7 +8,7 @@ be signed with. The rule is that a claim reads one way only:
   leading zero) or a JSON integer (not ``true``, not ``1.9``), and fits a signed 64-bit
   id. ``"٣٠٠"``, ``"３００"``, ``"3_0_0"``, ``" 300"``, ``"0300"`` are refused: Python's
   ``int()`` reads them all as 300 and would make one caller of several spellings;
-* the app code is one of :class:`~actors.core.models.AppCode`'s values, as a string;
+* the app code is one of :class:`~actors.core.principal.AppCode`'s values, as a string;
 * the permissions are a list of strings (absent: none);
 * ``exp`` is a number no later than :data:`MAX_EXP` (9999-12-31 23:59:59 UTC), the last
   second a date can show: a later one made the session routes fail with HTTP 500.
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from actors.core.models import AppCode, Principal
+from actors.core.principal import AppCode, Principal
 from actors.core.text import escape_control
 
 #: 9999-12-31T23:59:59Z in epoch seconds: the latest ``exp`` accepted.

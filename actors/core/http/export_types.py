@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from actors.core.access import authorise
+from actors.core.definitions import ExportDefinition
 from actors.core.errors import RequestError
-from actors.core.models import ExportDefinition, Principal
+from actors.core.principal import Principal
 
 
 def requestable_types(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from actors.core.models import Registry
+from actors.core.definitions import Registry
 
 
 class RegistryView(Protocol):

@@ -11,7 +11,7 @@ from actors.core.data_warning import DataWarning
 from actors.core.events import TaskEvent, TaskInspection
 from actors.core.fairness import SlotLoad
 from actors.core.handback import DEFAULT_MAX_HANDBACKS, HandBack, HandBackCause
-from actors.core.models import OutboxRow, Principal, Task, TaskStatus
+from actors.core.models import OutboxRow, Task, TaskStatus
 from actors.core.outcomes import (
     CancelResult,
     ClaimResult,
@@ -22,14 +22,15 @@ from actors.core.outcomes import (
     QueueSample,
     RetryOutcome,
 )
+from actors.core.principal import Principal
 from actors.core.task_list import TaskFilter
 
 #
 # ``db.store.ExportStore`` implements all of them (checked by mypy in ``db.store``); each
 # actor is typed with the one it needs, so its tests and readers see which transitions it
 # may run. Method contracts (fencing, re-run safety, units) are documented on the
-# implementation, one module per port: ``db.store.api``, ``.execution``, ``.outbox``,
-# ``.reconciliation``.
+# implementation: ``db.store.api``, ``.claim``, ``.execution``, ``.settlement``,
+# ``.outbox``, ``.reconciliation``.
 
 
 class ApiStore(Protocol):
@@ -100,7 +101,7 @@ class ApiStore(Protocol):
 
 
 class ClaimStore(Protocol):
-    """What the claim gate uses (``db.store.execution``)."""
+    """What the claim gate uses (``db.store.claim``)."""
 
     async def claim_task(
         self,
@@ -134,7 +135,8 @@ class RunStore(Protocol):
 
 class ExecutionStore(ClaimStore, RunStore, Protocol):
     """What a consumer slot uses: claims (through its gate), and, through its executor,
-    the run's file key, the lease and settling the run (``db.store.execution``)."""
+    the run's file key, the lease and settling the run (``db.store.claim``,
+    ``db.store.execution``, ``db.store.settlement``)."""
 
     async def renew_lease(self, task: Task, owner: str, lease_seconds: float) -> bool:
         """Renew the lease; ``False``: lost, version changed or deadline passed."""

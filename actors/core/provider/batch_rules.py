@@ -40,14 +40,14 @@ from __future__ import annotations
 import hashlib
 import math
 
+from actors.core.batch import ColumnDef
 from actors.core.data_warning import DataWarning, WarningKind
 from actors.core.errors import (
     CursorNotAdvancingError,
     ProviderContractError,
     RowLimitError,
 )
-from actors.core.models import ColumnDef
-from actors.core.provider.contract import clip
+from actors.core.provider.json_values import clip
 from actors.core.text import quote_outside
 
 #: Empty batches with ``hasMore`` true tolerated in a row. A Provider that filters while it

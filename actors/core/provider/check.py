@@ -17,7 +17,7 @@ The outcomes it is fed:
   refuse: a wrong service token, a missing or malformed tenant field, a body that is not a
   JSON object, a tampered snapshot token.
 
-Each request ends in a :class:`~actors.core.models.ProviderBatch` or in the
+Each request ends in a :class:`~actors.core.batch.ProviderBatch` or in the
 :class:`~actors.core.errors.ExportError` the service's client raised, together with the
 :class:`~actors.core.provider.rules.Stage` where it failed (transport and HTTP status, an
 envelope error code, or the content of a ``"200"`` answer), which says which rule broke.
@@ -28,15 +28,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from actors.core.batch import ColumnDef, ProviderBatch
 from actors.core.errors import (
     ExportError,
     LimitExceededError,
     ProviderContractError,
     TransientExportError,
 )
-from actors.core.models import ColumnDef, ProviderBatch
 from actors.core.provider.batch_rules import BatchGuard, SnapshotPin
-from actors.core.provider.contract import check_batch_rows, clip
+from actors.core.provider.contract import check_batch_rows
+from actors.core.provider.json_values import clip
 from actors.core.provider.rules import RULES, Finding, Probe, Stage, Verdict
 from actors.core.xlsx.cells import to_cell
 

@@ -1,21 +1,27 @@
 """The Provider contract, written once for both of its sides. ``docs/provider-guide.md``
-explains it to a Provider team; this module is its executable form.
+explains it to a Provider team; this module and the ones it names are its executable form.
 
 A business service exports its data by answering ``POST
 /internal/exports/v1/{exportType}/batches`` (:func:`batches_path`) with the shared token in
-:data:`SERVICE_TOKEN_HEADER`. This module holds what both sides must agree on:
+:data:`SERVICE_TOKEN_HEADER`. This module holds what both sides must agree on, and its
+limits:
 
 * the request (:mod:`actors.core.provider.request`): :class:`BatchRequest` (what the
   File Service sends) and the readers a Provider uses to take its fields apart
   (:func:`request_id`, :func:`request_app_code`,
   :func:`request_limit`, :func:`request_parameters`, :func:`request_snapshot_token`);
 * the answer: the envelope ``{"code", "message", "data"}`` (:func:`response_envelope`,
-  :func:`parse_envelope`), the batch ``data`` (:func:`batch_data`,
-  :func:`parse_batch_data`) and its columns (:func:`column_json`);
+  :func:`parse_envelope`) and the batch ``data`` (:func:`batch_data`,
+  :func:`parse_batch_data`; at most ``limit`` rows, :func:`check_batch_rows`), here; its
+  columns and their number formats in :mod:`actors.core.provider.columns`;
+* the answer at the HTTP level, before its JSON is read (what a status means, a refusal's
+  own words, a body over the size limit, an answer that never finished), in
+  :mod:`actors.core.provider.http_answer`;
+* the other side's integers and the text quoted from it in messages, in
+  :mod:`actors.core.provider.json_values`;
 * the rules across the batches of one run live beside it in :mod:`actors.core.provider.batch_rules`:
-  the snapshot stays the same (``SnapshotPin``), a batch holds at most ``limit`` rows
-  (``check_batch_rows``), the cursor advances and the run fits ``max-rows``
-  (``BatchGuard``).
+  the snapshot stays the same (``SnapshotPin``), the cursor advances and the run fits
+  ``max-rows`` (``BatchGuard``).
 
 Users: the Provider clients (``actors/pipeline/provider/request_builder.py``: the request;
 ``actors/pipeline/provider/cursor_loop.py``: the cursor loop; ``actors/pipeline/provider/http.py``:
@@ -29,23 +35,16 @@ A malformed answer is a :class:`ProviderContractError`; a request outside the co
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from collections.abc import Mapping
-from typing import Any, TypeGuard
+from typing import Any
 
-from actors.core.errors import (
-    ColumnLimitError,
-    ExportError,
-    LimitExceededError,
-    ProviderContractError,
-    ProviderRefusedError,
-    ProviderUnavailableError,
-)
-from actors.core.models import ColumnDef, ColumnType, ProviderBatch
+from actors.core.batch import ProviderBatch
+from actors.core.errors import ProviderContractError, ProviderRefusedError
+from actors.core.provider.columns import parse_columns
+from actors.core.provider.json_values import clip, is_int
 from actors.core.registry import BATCH_SIZE_RANGE
-from actors.core.text import has_utf8_form, quote_outside
+from actors.core.text import has_utf8_form
 
 #: Header that carries the shared internal token; the user's bearer token is never
 #: forwarded.
@@ -56,9 +55,6 @@ SUCCESS_CODE = "200"
 SUPPORTED_SCHEMA_VERSION = 1
 #: The File Service only bounds the opaque token and echoes it.
 MAX_SNAPSHOT_TOKEN_CHARS = 512
-#: Column width bounds in Excel character units (Excel allows at most 255).
-MIN_COLUMN_WIDTH = 1
-MAX_COLUMN_WIDTH = 255
 #: Largest ``totalRows`` the task row can hold (``total_rows`` is a signed BIGINT).
 MAX_TOTAL_ROWS = 2**63 - 1
 #: Largest ``limit`` a request asks for: the registry's largest ``batch-size``.
@@ -67,104 +63,11 @@ MAX_BATCH_LIMIT = BATCH_SIZE_RANGE[1]
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 #: Most columns an answer may declare.
 MAX_COLUMNS = 100
-#: Longest Provider-supplied text copied into an error message (it ends up in
-#: failure_message, shown in the download center).
-QUOTE_CHARS = 200
-
-
-#: How much of an error answer's body is read to quote the Provider's message, bytes.
-ERROR_DETAIL_BYTES = 8 * 1024
-
-
-def status_error(service: str, status: int, detail: str = "") -> ExportError | None:
-    """What an HTTP status of a batch answer means (``actors/pipeline/provider/http.py``).
-
-    Args:
-        service: the Provider's service name, for the message.
-        status: the HTTP status.
-        detail: the Provider's own message (:func:`error_detail`), or ``""``.
-
-    Returns:
-        ``None`` for 200; :class:`ProviderUnavailableError` (transient) for 5xx and 429;
-        else :class:`ProviderContractError` (permanent) quoting ``detail``.
-    """
-    if status == 200:
-        return None
-    if status >= 500 or status == 429:
-        return ProviderUnavailableError(f"provider {service} answered HTTP {status}")
-    suffix = f": {detail}" if detail else ""
-    return ProviderContractError(f"provider {service} answered HTTP {status}{suffix}")
-
-
-def needs_error_detail(status: int) -> bool:
-    """Whether an answer's body is read for :func:`error_detail` (a refusal, not a 5xx)."""
-    return status != 200 and status < 500 and status != 429
-
-
-def error_detail(body: bytes) -> str:
-    """The Provider's envelope ``code`` and ``message`` from an error answer's body, clipped,
-    or ``""`` when the body is not a small JSON envelope with a message."""
-    if len(body) > ERROR_DETAIL_BYTES:
-        return ""
-    try:
-        envelope = json.loads(body)
-    except (ValueError, RecursionError):
-        return ""
-    if isinstance(envelope, dict) and envelope.get("message") is not None:
-        try:
-            return f"code {clip(str(envelope.get('code')))}: {clip(str(envelope['message']))}"
-        except (ValueError, RecursionError):  # nested too deeply to quote: quote nothing
-            return ""
-    return ""
-
-
-def body_too_large(limit: int, seen: str) -> LimitExceededError:
-    """The error of an answer body over ``limit`` bytes; ``seen`` says how it was known."""
-    return LimitExceededError(
-        f"provider response body exceeds the limit of {format_bytes(limit)} ({limit} bytes; {seen})"
-    )
-
-
-def total_limit_exceeded(service: str, seconds: float) -> ProviderUnavailableError:
-    """The error of a batch request that was still unanswered after ``seconds`` in all.
-
-    Transient: a slow Provider may answer in time on a retry. The limit is the one of
-    ``FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS``, which the message names, since the
-    per-read timeout alone cannot stop a body that drips one byte at a time.
-
-    Args:
-        service: the Provider's service name, for the message.
-        seconds: the total limit of one request, in seconds.
-    """
-    return ProviderUnavailableError(
-        f"provider {service} did not finish answering a batch request "
-        f"within the total limit of {seconds:g} s "
-        "(FILE_EXPORT_PROVIDER_REQUEST_TIMEOUT_SECONDS)"
-    )
-
-
-def format_bytes(size: int) -> str:
-    """``size`` in the largest whole unit: ``"4 MB"``, ``"8 KB"`` or ``"N bytes"``."""
-    if size % (1024 * 1024) == 0:
-        return f"{size // (1024 * 1024)} MB"
-    if size % 1024 == 0:
-        return f"{size // 1024} KB"
-    return f"{size} bytes"
 
 
 def batches_path(export_type: str) -> str:
     """The Provider route of one export type, the registry's ``provider-path``."""
     return f"/internal/exports/v1/{export_type}/batches"
-
-
-def is_int(value: Any) -> TypeGuard[int]:
-    """True for an ``int`` that is not a ``bool`` (JSON ``true`` is not a number)."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def clip(text: str) -> str:
-    """Provider text for a message: escaped and clipped to :data:`QUOTE_CHARS` characters."""
-    return quote_outside(text, QUOTE_CHARS)
 
 
 # -- the answer -----------------------------------------------------------------------
@@ -174,53 +77,6 @@ def response_envelope(code: str, message: str, data: Any) -> dict[str, Any]:
     """The answer's envelope: ``code`` :data:`SUCCESS_CODE` with ``data``, or an error
     code with ``data`` null."""
     return {"code": code, "message": message, "data": data}
-
-
-def column_json(column: ColumnDef) -> dict[str, Any]:
-    """One entry of ``columns``: ``key``, ``title``, ``type``, ``width`` and, when set,
-    ``format``."""
-    out: dict[str, Any] = {
-        "key": column.key,
-        "title": column.title,
-        "type": column.type.value,
-        "width": column.width,
-    }
-    if column.number_format is not None:
-        out["format"] = column.number_format
-    return out
-
-
-#: Longest number format code accepted, characters.
-MAX_NUMBER_FORMAT = 64
-#: One section of a number format code this service writes: digit placeholders, grouping
-#: and decimal separators, percent, exponent, signs, brackets, spaces, escaped or quoted
-#: literal text and currency symbols, ``[$SYMBOL-LOCALE]`` tags; no colours, conditions,
-#: dates or text placeholders. Every code it accepts opens in Excel, LibreOffice and
-#: the readers of the tests.
-_FORMAT_SECTION = re.compile(
-    r'(?:[0#?,.%+\-() ]|E[+-]|\\.|"[^"\\]{1,16}"|\[\$[^\[\]"\\]{1,10}\]|[$€£¥])+'
-)
-
-
-def check_number_format(code: Any) -> str | None:
-    """Why ``code`` is not a number format this service writes into the XLSX, or ``None``.
-
-    A code is 1..:data:`MAX_NUMBER_FORMAT` characters in at most four sections
-    (positive; negative; zero; text) separated by ``;``, each made of the parts
-    :data:`_FORMAT_SECTION` allows, with at least one digit placeholder (``0``, ``#``
-    or ``?``) in the first. Excel reports a workbook with a code it cannot parse as
-    damaged, so anything else is refused: the Provider gets a contract error naming the
-    column.
-    """
-    example = 'e.g. "0.00", "#,##0.00" or "[$¥-804]#,##0.00"'
-    if not isinstance(code, str) or not 1 <= len(code) <= MAX_NUMBER_FORMAT:
-        return f"must be a string of 1..{MAX_NUMBER_FORMAT} characters ({example})"
-    sections = code.split(";")
-    if len(sections) > 4 or not all(_FORMAT_SECTION.fullmatch(s) for s in sections):
-        return f"{clip(repr(code))} is not a number format this service writes ({example})"
-    if not re.search(r"[0#?]", re.sub(r'"[^"]*"|\\.|\[[^\]]*\]', "", sections[0])):
-        return f"{clip(repr(code))} has no digit placeholder 0, # or ? ({example})"
-    return None
 
 
 def batch_data(
@@ -334,7 +190,7 @@ def parse_batch_data(data: Mapping[str, Any], *, limit: int, max_columns: int) -
     if token is not None and not has_utf8_form(token):
         raise ProviderContractError("snapshotToken is not valid Unicode (lone surrogate)")
     raw_columns = data.get("columns")
-    columns = None if raw_columns is None else _parse_columns(raw_columns, max_columns)
+    columns = None if raw_columns is None else parse_columns(raw_columns, max_columns)
     rows = data.get("rows")
     if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
         raise ProviderContractError("rows is not a list of objects")
@@ -358,62 +214,6 @@ def parse_batch_data(data: Mapping[str, Any], *, limit: int, max_columns: int) -
         has_more=has_more,
         total_rows=_parse_total_rows(data.get("totalRows")),
     )
-
-
-def _parse_columns(raw: Any, max_columns: int) -> tuple[ColumnDef, ...]:
-    if not isinstance(raw, list):
-        raise ProviderContractError("columns is not a list")
-    if len(raw) > max_columns:
-        raise ColumnLimitError(
-            f"provider declared {len(raw)} columns; the limit is {max_columns} columns"
-        )
-    columns: list[ColumnDef] = []
-    seen: set[str] = set()
-    for index, item in enumerate(raw):
-        if not isinstance(item, dict):
-            raise ProviderContractError(f"columns[{index}] is not an object")
-        key, title, kind, width, number_format = (
-            item.get(f) for f in ("key", "title", "type", "width", "format")
-        )
-        if not isinstance(key, str) or not key:
-            raise ProviderContractError(f"columns[{index}].key is missing or not a string")
-        if key in seen:
-            raise ProviderContractError(f"columns[{index}].key {clip(key)!r} is duplicated")
-        seen.add(key)
-        if not isinstance(title, str):
-            raise ProviderContractError(f"columns[{index}].title is missing or not a string")
-        if not isinstance(kind, str) or kind not in ColumnType.__members__:
-            raise ProviderContractError(
-                f"columns[{index}].type {clip(repr(kind))} is not one of "
-                f"{', '.join(t.value for t in ColumnType)}"
-            )
-        column_type = ColumnType(kind)
-        if width is not None and (
-            not is_int(width) or not MIN_COLUMN_WIDTH <= width <= MAX_COLUMN_WIDTH
-        ):
-            raise ProviderContractError(
-                f"columns[{index}].width {clip(repr(width))} is not an integer in "
-                f"{MIN_COLUMN_WIDTH}..{MAX_COLUMN_WIDTH}"
-            )
-        if number_format is not None:
-            if column_type not in (ColumnType.INTEGER, ColumnType.DECIMAL):
-                raise ProviderContractError(
-                    f"columns[{index}].format is only for INTEGER and DECIMAL columns, "
-                    f"not {column_type.value}"
-                )
-            problem = check_number_format(number_format)
-            if problem is not None:
-                raise ProviderContractError(f"columns[{index}].format {problem}")
-        columns.append(
-            ColumnDef(
-                key=key,
-                title=title,
-                type=column_type,
-                width=width,
-                number_format=number_format,
-            )
-        )
-    return tuple(columns)
 
 
 def _parse_total_rows(value: Any) -> int | None:

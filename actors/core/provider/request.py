@@ -13,11 +13,12 @@ from typing import Any
 from actors.core.errors import (
     ParameterError,
 )
-from actors.core.models import AppCode
+from actors.core.principal import AppCode
 
 #: Header that carries the shared internal token; the user's bearer token is never
 #: forwarded.
-from actors.core.provider.contract import MAX_BATCH_LIMIT, clip, is_int
+from actors.core.provider.contract import MAX_BATCH_LIMIT
+from actors.core.provider.json_values import clip, is_int
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from actors.core.models import ColumnDef, ColumnType
+from actors.core.batch import ColumnDef, ColumnType
 from actors.core.xlsx.cells import (
     EXCEL_MAX_CELL_CHARS,
     EXCEL_MIN_DATETIME,

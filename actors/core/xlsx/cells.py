@@ -47,8 +47,8 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, Literal
 
+from actors.core.batch import ColumnDef, ColumnType
 from actors.core.errors import ProviderContractError
-from actors.core.models import ColumnDef, ColumnType
 
 #: Excel's maximum cell text length, in UTF-16 code units (§11, §12).
 EXCEL_MAX_CELL_CHARS = 32_767

@@ -107,7 +107,7 @@ def styles_xml(number_formats: Sequence[str] = ()) -> str:
 
     Args:
         number_formats: distinct format codes, already checked
-            (``actors.core.provider.contract.check_number_format``).
+            (``actors.core.provider.columns.check_number_format``).
     """
     custom = "".join(
         f'<numFmt numFmtId="{_FIRST_CUSTOM_NUMFMT + i}" formatCode="{escape_attribute(code)}"/>'

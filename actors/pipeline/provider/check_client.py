@@ -18,8 +18,9 @@ from typing import Protocol, Unpack
 import trio
 import urllib3
 
-from actors.core.models import ExportDefinition, ProviderBatch
-from actors.core.provider.contract import total_limit_exceeded
+from actors.core.batch import ProviderBatch
+from actors.core.definitions import ExportDefinition
+from actors.core.provider.http_answer import total_limit_exceeded
 from actors.core.provider.request import BatchRequest
 from actors.pipeline.provider.decode import parse_batch_response
 from actors.pipeline.provider.fetch import FetchSpec

@@ -48,8 +48,9 @@ from typing import Protocol, Unpack
 
 import trio
 
+from actors.core.batch import BatchSummary
+from actors.core.definitions import ExportDefinition
 from actors.core.errors import ExportError, ExportWorkerDiedError
-from actors.core.models import BatchSummary, ExportDefinition
 from actors.core.provider.request import BatchRequest
 from actors.pipeline.provider.fetch import FetchedBatch, FetchSpec
 from actors.pipeline.provider.request_builder import (

@@ -13,15 +13,16 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from actors.core.models import ColumnDef, ExportDefinition
+from actors.core.batch import ColumnDef
+from actors.core.definitions import ExportDefinition
 from actors.core.provider.batch_rules import BatchGuard, SnapshotPin
 from actors.core.provider.contract import check_batch_rows
 from actors.core.provider.request import BatchRequest
 
 
 class BatchHead(Protocol):
-    """What the loop reads of a batch: :class:`~actors.core.models.BatchSummary` (an
-    export run's worker keeps the rows) and :class:`~actors.core.models.ProviderBatch`
+    """What the loop reads of a batch: :class:`~actors.core.batch.BatchSummary` (an
+    export run's worker keeps the rows) and :class:`~actors.core.batch.ProviderBatch`
     both have it."""
 
     @property

@@ -25,8 +25,8 @@ from typing import Any
 
 import msgspec
 
+from actors.core.batch import ProviderBatch
 from actors.core.errors import ExportError, ProviderContractError
-from actors.core.models import ProviderBatch
 from actors.core.provider.contract import parse_envelope
 from actors.core.text import quote_outside
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from actors.core.models import BatchSummary
+from actors.core.batch import BatchSummary
 
 __all__ = ["FetchSpec", "FetchedBatch"]
 

@@ -48,7 +48,7 @@ from urllib3.exceptions import (
 )
 from urllib3.util import parse_url
 
-from actors.core.provider.contract import (
+from actors.core.provider.http_answer import (
     ERROR_DETAIL_BYTES,
     body_too_large,
     error_detail,
@@ -148,7 +148,7 @@ class ProviderConnection:
         Raises:
             ProviderUnavailableError, ProviderContractError, LimitExceededError: see the
                 module docstring; over ``spec.request_timeout`` since :meth:`send`, the
-                transient :func:`~actors.core.provider.contract.total_limit_exceeded`.
+                transient :func:`~actors.core.provider.http_answer.total_limit_exceeded`.
             RuntimeError: no request was sent.
         """
         spec = self._spec
@@ -275,7 +275,7 @@ def fetch_body_in_thread(spec: FetchSpec, pool: urllib3.PoolManager) -> bytes:
     The caller keeps that limit: :class:`~actors.pipeline.provider.check_client.ProviderCheckClient`
     runs this in a trio worker thread under ``trio.move_on_after(spec.request_timeout)``,
     abandons the thread when the limit passes and raises
-    :func:`~actors.core.provider.contract.total_limit_exceeded`. An abandoned call ends
+    :func:`~actors.core.provider.http_answer.total_limit_exceeded`. An abandoned call ends
     when the answer is complete, the Provider closes or goes silent for
     ``spec.read_timeout``; one that keeps dripping holds its thread and connection until
     then, or until the process exits. Its result is dropped.

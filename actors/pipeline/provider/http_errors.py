@@ -23,7 +23,7 @@ from urllib3.exceptions import (
 )
 
 from actors.core.errors import ProviderContractError, ProviderUnavailableError
-from actors.core.provider.contract import total_limit_exceeded
+from actors.core.provider.http_answer import total_limit_exceeded
 from actors.core.text import quote_outside
 from actors.pipeline.provider.fetch import FetchSpec
 

@@ -22,8 +22,8 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Protocol, TypedDict
 
+from actors.core.definitions import ExportDefinition
 from actors.core.errors import PermanentExportError, ProviderUnavailableError
-from actors.core.models import ExportDefinition
 from actors.core.provider.contract import MAX_COLUMNS, MAX_RESPONSE_BYTES, SERVICE_TOKEN_HEADER
 from actors.core.provider.provider_map import ProviderEndpoint
 from actors.core.provider.request import BatchRequest

@@ -34,9 +34,9 @@ import struct
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from actors.core.batch import BatchSummary
 from actors.core.data_warning import DataWarning
 from actors.core.errors import ExportError, export_error_classes
-from actors.core.models import BatchSummary
 from actors.core.ports.storage import RemoteUpload
 from actors.pipeline.provider.fetch import FetchSpec
 

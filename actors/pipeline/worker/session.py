@@ -30,9 +30,9 @@ import time
 import traceback
 from typing import BinaryIO
 
+from actors.core.batch import ProviderBatch
 from actors.core.data_warning import DataWarning
 from actors.core.errors import ExportError, StorageUnavailableError
-from actors.core.models import ProviderBatch
 from actors.core.ports.storage import RemoteUpload
 from actors.pipeline.provider.decode import parse_batch_response
 from actors.pipeline.provider.http import ProviderConnection

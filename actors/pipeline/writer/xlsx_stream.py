@@ -71,13 +71,13 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from actors.core.batch import ColumnDef
 from actors.core.errors import (
     ColumnLimitError,
     ProviderContractError,
     RowLimitError,
     StorageUnavailableError,
 )
-from actors.core.models import ColumnDef
 from actors.core.text import quote_outside
 from actors.core.xlsx.cell_xml import cell_xml, column_formatter, column_letter
 from actors.core.xlsx.cells import text_cell, to_cell

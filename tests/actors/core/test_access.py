@@ -17,15 +17,11 @@ from actors.core.access import (
     sees_all_requesters,
     visible_task,
 )
+from actors.core.definitions import ExportDefinition
 from actors.core.errors import ParameterError, Refusal, Refused, RequestError
 from actors.core.ids import task_number
-from actors.core.models import (
-    DOWNLOAD_ALL_PERMISSION,
-    AppCode,
-    ExportDefinition,
-    Principal,
-    TaskStatus,
-)
+from actors.core.models import TaskStatus
+from actors.core.principal import DOWNLOAD_ALL_PERMISSION, AppCode, Principal
 from tests.helpers import task_value
 from web.errors import envelope_code
 

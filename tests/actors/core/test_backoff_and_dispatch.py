@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from actors.core.backoff import publish_backoff, retry_backoff, should_retry
 from actors.core.dispatch import NoClaim, classify_no_claim
-from actors.core.errors import CommandDecodeError, ParameterError
+from actors.core.errors import ParameterError
 from actors.core.limits import normalise_parameters
-from actors.core.models import Command, TaskStatus
+from actors.core.models import TaskStatus
 from tests.helpers import DB_EPOCH_MS, task_value
 from web.errors import envelope_code
 
@@ -95,25 +94,3 @@ def test_parameter_limits(params: object, fragment: str) -> None:
 def test_parameters_at_the_limits_are_accepted() -> None:
     normalise_parameters({f"k{i}": "x" * 180 for i in range(20)} | {})  # 20 keys, < 4 KB
     normalise_parameters({"k": {"n": 1}, "l": [1, 2]})  # depth 2
-
-
-@pytest.mark.parametrize(
-    "body",
-    [
-        "not json",
-        "[]",
-        '{"schemaVersion": 2, "taskId": "1", "eventId": "e", '
-        '"exportType": "X", "dispatchVersion": 1}',
-        '{"schemaVersion": 1, "eventId": "e", "exportType": "X", "dispatchVersion": 1}',
-        '{"schemaVersion": 1, "taskId": "1", "eventId": "e", "exportType": "X", '
-        '"dispatchVersion": "1"}',
-    ],
-)
-def test_undecodable_commands_are_poison(body: str) -> None:
-    with pytest.raises(CommandDecodeError):
-        Command.from_json(body)
-
-
-def test_command_round_trips() -> None:
-    cmd = Command.new(2**62 + 5, "CUSTOMER_LIST", 3, "2026-01-01T00:00:00+00:00", rand=os.urandom)
-    assert Command.from_json(cmd.to_json()) == cmd

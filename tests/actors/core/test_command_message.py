@@ -1,5 +1,6 @@
-"""Table tests of the command's message envelope (actors/core/command_message.py): the
-locating properties equal the body and read back."""
+"""Table tests of the command (actors/core/command_message.py): its body round-trips and an
+undecodable one is poison; the locating properties of its envelope equal the body and read
+back."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from actors.core.command_message import (
     COMMAND_SCHEMA_VERSION,
     LOCATING_PROPERTIES,
+    Command,
     Locator,
     locating_properties,
     message_key,
@@ -18,7 +20,8 @@ from actors.core.command_message import (
     payload_trace_id,
     read_locator,
 )
-from actors.core.models import Command, OutboxRow, OutboxStatus
+from actors.core.errors import CommandDecodeError
+from actors.core.models import OutboxRow, OutboxStatus
 from actors.supervised.publisher import outgoing_message
 from tests.helpers import task_value
 
@@ -45,6 +48,28 @@ def test_command_properties_equal_its_body() -> None:
     body = json.loads(cmd.to_json())
     assert cmd.properties() == {name: str(body[name]) for name in LOCATING_PROPERTIES}
     assert read_locator(cmd.properties()) == Locator(cmd.event_id, BIG, 3)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "not json",
+        "[]",
+        '{"schemaVersion": 2, "taskId": "1", "eventId": "e", '
+        '"exportType": "X", "dispatchVersion": 1}',
+        '{"schemaVersion": 1, "eventId": "e", "exportType": "X", "dispatchVersion": 1}',
+        '{"schemaVersion": 1, "taskId": "1", "eventId": "e", "exportType": "X", '
+        '"dispatchVersion": "1"}',
+    ],
+)
+def test_undecodable_commands_are_poison(body: str) -> None:
+    with pytest.raises(CommandDecodeError):
+        Command.from_json(body)
+
+
+def test_command_round_trips() -> None:
+    cmd = Command.new(2**62 + 5, "CUSTOMER_LIST", 3, "2026-01-01T00:00:00+00:00", rand=os.urandom)
+    assert Command.from_json(cmd.to_json()) == cmd
 
 
 @pytest.mark.parametrize(

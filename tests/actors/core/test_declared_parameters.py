@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from actors.core.declared_parameters import check_declared_parameters
+from actors.core.definitions import ChoiceValue, ParameterHint
 from actors.core.errors import ParameterError
-from actors.core.models import ChoiceValue, ParameterHint
 
 HINTS = (
     ParameterHint("status", "string"),

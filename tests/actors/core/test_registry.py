@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from actors.core.models import AppCode, ChoiceValue, ExportDefinition, ParameterHint, Registry
+from actors.core.definitions import ChoiceValue, ExportDefinition, ParameterHint, Registry
+from actors.core.principal import AppCode
 from actors.core.registry import parse_registry
 from actors.plumbing.registry_source import default_registry_path
 from tests.actors.core.registry_documents import ALLOWED, FULL_DEFINITION, KEY, doc, parse_error

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from actors.core.models import ChoiceValue, ParameterHint, Registry
+from actors.core.definitions import ChoiceValue, ParameterHint, Registry
 from actors.core.registry import parse_registry, registry_fingerprint
 from tests.actors.core.registry_documents import ALLOWED, FULL_DEFINITION, KEY, doc, parse_error
 
@@ -247,7 +247,7 @@ def test_fingerprint_changes_with_the_display_keys() -> None:
     assert registry_fingerprint(parse_registry(doc(parameters=hint), ALLOWED)) != base
 
 
-# --- texts per language, labels, fixed values and bounds -----------------------------------
+# --- texts per language ------------------------------------------------------------------
 
 
 def test_texts_per_language_default_to_english_and_keep_the_others() -> None:
@@ -279,31 +279,6 @@ def test_texts_per_language_default_to_english_and_keep_the_others() -> None:
         ChoiceValue("INACTIVE", "Off", (("zh-CN", "停用"),)),
     )
     assert (rows.label, rows.minimum, rows.maximum) == (None, 1, 500)
-
-
-@pytest.mark.parametrize(
-    ("parameter", "key", "rule"),
-    [
-        ({"type": "integer", "values": ["1"]}, "values", "string parameters only"),
-        ({"type": "string", "values": []}, "values", "non-empty list"),
-        ({"type": "string", "values": ["A", "A"]}, "values[1].value", "listed twice"),
-        ({"type": "string", "values": [{"value": "A", "x": 1}]}, "values[0]", "value and label"),
-        ({"type": "string", "values": ["v"] * 51}, "values", "at most 50"),
-        ({"type": "string", "minimum": 1}, "minimum", "numbers only"),
-        ({"type": "integer", "maximum": "9"}, "maximum", "must be a number"),
-        ({"type": "integer", "minimum": 9, "maximum": 1}, "minimum", "above the maximum"),
-        ({"type": "string", "label": {"english": "x"}}, "label.english", "language tag"),
-        ({"type": "string", "label": {}}, "label", "at least one language"),
-        ({"type": "string", "label": {"en": " "}}, "label.en", "must not be empty"),
-    ],
-)
-def test_labels_values_and_bounds_are_validated(
-    parameter: dict[str, Any], key: str, rule: str
-) -> None:
-    err = parse_error(doc(parameters=[{"name": "p", **parameter}]))
-
-    assert err.key == f"{KEY}.parameters[0].{key}"
-    assert rule in err.rule
 
 
 def test_fingerprint_changes_with_a_translation_or_a_value() -> None:

@@ -25,6 +25,7 @@ import httpx
 import openpyxl
 import pytest
 
+from actors.core.definitions import ExportDefinition, Registry
 from actors.core.errors import (
     ExportAbortedError,
     LimitExceededError,
@@ -32,8 +33,9 @@ from actors.core.errors import (
     ProviderContractError,
     ProviderUnavailableError,
 )
-from actors.core.models import AppCode, ExportDefinition, Registry, Task
+from actors.core.models import Task
 from actors.core.object_keys import XLSX_CONTENT_TYPE
+from actors.core.principal import AppCode
 from actors.core.text import content_disposition
 from actors.pipeline.attempt import RunContext, RunFile
 from actors.pipeline.provider.client import ProviderClient

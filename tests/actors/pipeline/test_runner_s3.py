@@ -21,8 +21,8 @@ import openpyxl
 import pytest
 import trio
 
+from actors.core.definitions import Registry
 from actors.core.errors import LimitExceededError, ProviderUnavailableError
-from actors.core.models import Registry
 from actors.pipeline.attempt import RunContext, RunFile
 from actors.plumbing.config import Settings
 from actors.storage.s3 import S3Storage

@@ -18,8 +18,9 @@ import trio
 
 import actors.plumbing.provider_map_source as source_module
 from actors.composition import allowed_services
+from actors.core.definitions import ExportDefinition
 from actors.core.errors import ConfigError, ProviderMapError
-from actors.core.models import AppCode, ExportDefinition
+from actors.core.principal import AppCode
 from actors.core.provider.contract import SERVICE_TOKEN_HEADER
 from actors.core.provider.provider_map import ProviderEndpoint
 from actors.pipeline.provider.client import ProviderClient

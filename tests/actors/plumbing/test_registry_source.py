@@ -21,8 +21,8 @@ import pytest
 import trio
 
 import actors.plumbing.registry_source as registry_source
+from actors.core.definitions import Registry
 from actors.core.errors import RegistryError
-from actors.core.models import Registry
 from actors.core.registry import registry_fingerprint
 from actors.plumbing.registry_source import (
     RegistryHolder,

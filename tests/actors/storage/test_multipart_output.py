@@ -16,8 +16,8 @@ from typing import Any
 import openpyxl
 import pytest
 
+from actors.core.batch import ColumnDef, ColumnType
 from actors.core.errors import LimitExceededError, StorageUnavailableError
-from actors.core.models import ColumnDef, ColumnType
 from actors.pipeline.writer import xlsx_stream
 from actors.pipeline.writer.xlsx_stream import XlsxStreamWriter
 from actors.storage.multipart_output import MIN_PART_SIZE, MultipartOutput

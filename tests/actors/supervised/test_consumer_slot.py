@@ -12,7 +12,8 @@ from typing import Any
 import trio
 import trio.testing
 
-from actors.core.models import Command, TaskStatus
+from actors.core.command_message import Command
+from actors.core.models import TaskStatus
 from actors.core.outcomes import ExportResult
 from actors.pipeline.attempt import RunContext
 from actors.plumbing.config import Settings

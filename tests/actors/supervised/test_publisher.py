@@ -5,8 +5,9 @@ from __future__ import annotations
 import trio
 import trio.testing
 
+from actors.core.command_message import Command
 from actors.core.errors import TransportSendError
-from actors.core.models import Command, OutboxStatus
+from actors.core.models import OutboxStatus
 from actors.core.ports.transport import OutgoingMessage
 from actors.plumbing.config import Settings
 from actors.plumbing.metrics import Metrics

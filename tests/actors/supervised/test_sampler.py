@@ -11,8 +11,8 @@ import httpx
 import pytest
 import trio
 
+from actors.core.definitions import ExportDefinition, Registry
 from actors.core.health import Component
-from actors.core.models import ExportDefinition, Registry
 from actors.core.outcomes import RetryOutcome
 from actors.plumbing.metrics import Metrics
 from actors.plumbing.registry_source import RegistryHolder

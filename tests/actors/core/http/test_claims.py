@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from actors.core.http.claims import MAX_EXP, MAX_ID, ClaimError, ClaimNames, parse_claims, parse_id
-from actors.core.models import AppCode
+from actors.core.principal import AppCode
 
 GOOD = {
     "sub": "300",

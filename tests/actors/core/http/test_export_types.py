@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from actors.core.definitions import ExportDefinition
 from actors.core.http.export_types import requestable_types
-from actors.core.models import AppCode, ExportDefinition, Principal
+from actors.core.principal import AppCode, Principal
 
 
 def definition(

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from actors.core.batch import ColumnDef, ColumnType
 from actors.core.data_warning import WarningKind
 from actors.core.errors import (
     CursorNotAdvancingError,
@@ -17,7 +18,6 @@ from actors.core.errors import (
     ProviderContractError,
     TransientExportError,
 )
-from actors.core.models import ColumnDef, ColumnType
 from actors.core.provider.batch_rules import (
     BATCH_SLACK,
     MAX_EMPTY_BATCHES_IN_A_ROW,

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from actors.core.batch import ColumnDef, ColumnType, ProviderBatch
 from actors.core.errors import (
     CursorNotAdvancingError,
     ExportError,
@@ -16,7 +17,6 @@ from actors.core.errors import (
     ProviderContractError,
     ProviderUnavailableError,
 )
-from actors.core.models import ColumnDef, ColumnType, ProviderBatch
 from actors.core.provider.check import ProviderCheck
 from actors.core.provider.rules import (
     PROBES,

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actors.core.models import ColumnDef, ColumnType
+from actors.core.batch import ColumnDef, ColumnType
 from actors.core.xlsx.cell_xml import (
     STYLE_DATE,
     STYLE_DATETIME,

@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pytest
 
+from actors.core.batch import ColumnDef, ColumnType
 from actors.core.errors import ProviderContractError
-from actors.core.models import ColumnDef, ColumnType
 from actors.core.xlsx.cells import (
     BLANK,
     EXCEL_MAX_CELL_CHARS,

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actors.core.models import ColumnDef, ColumnType
+from actors.core.batch import ColumnDef, ColumnType
 from actors.core.xlsx.cell_xml import cell_xml, column_formatter
 from actors.core.xlsx.cells import FORMULA_TRIGGERS, XML_DROPPED, to_cell
 

@@ -17,7 +17,9 @@ from urllib3.exceptions import (
     ReadTimeoutError,
 )
 
-from actors.core.models import AppCode, ExportDefinition, ProviderBatch
+from actors.core.batch import ProviderBatch
+from actors.core.definitions import ExportDefinition
+from actors.core.principal import AppCode
 from actors.core.provider.request import BatchRequest
 from actors.pipeline.provider.check_client import ProviderCheckClient
 from tests.provider_server import Handler, serve_provider

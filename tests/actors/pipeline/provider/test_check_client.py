@@ -24,13 +24,13 @@ import httpx
 import pytest
 import trio
 
+from actors.core.batch import ColumnType
 from actors.core.errors import (
     LimitExceededError,
     PermanentExportError,
     ProviderContractError,
     ProviderUnavailableError,
 )
-from actors.core.models import ColumnType
 from actors.core.tracing import parse_traceparent
 from actors.pipeline.provider.check_client import ProviderCheckClient
 from actors.pipeline.provider.request_builder import ProviderRequests

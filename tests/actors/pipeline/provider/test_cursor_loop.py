@@ -17,8 +17,10 @@ import pytest
 import trio
 from quart_trio import QuartTrio
 
+from actors.core.batch import ProviderBatch
+from actors.core.definitions import ExportDefinition
 from actors.core.errors import CursorNotAdvancingError, LimitExceededError, ProviderContractError
-from actors.core.models import AppCode, ExportDefinition, ProviderBatch
+from actors.core.principal import AppCode
 from actors.core.provider.contract import MAX_COLUMNS
 from actors.core.provider.request import BatchRequest
 from actors.pipeline.provider.check_client import ProviderCheckClient

@@ -32,13 +32,13 @@ import pytest
 import trio
 import urllib3
 
+from actors.core.batch import BatchSummary
 from actors.core.errors import (
     ExportWorkerDiedError,
     LimitExceededError,
     ProviderContractError,
     ProviderUnavailableError,
 )
-from actors.core.models import BatchSummary
 from actors.core.provider.request import BatchRequest
 from actors.core.tracing import parse_traceparent
 from actors.pipeline.provider.client import ProviderClient

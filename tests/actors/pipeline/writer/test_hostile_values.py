@@ -25,8 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from actors.core.batch import ColumnType
 from actors.core.errors import ExportError
-from actors.core.models import ColumnType
 from actors.core.provider.batch_rules import BatchGuard
 from actors.core.provider.contract import MAX_TOTAL_ROWS
 from actors.core.provider.request import BatchRequest

@@ -20,7 +20,7 @@ import io
 import zipfile
 from typing import Any
 
-from actors.core.models import ColumnDef, ColumnType
+from actors.core.batch import ColumnDef, ColumnType
 from actors.pipeline.writer.xlsx_stream import XlsxStreamWriter
 
 COLUMNS = [

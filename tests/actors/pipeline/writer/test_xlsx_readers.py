@@ -26,7 +26,7 @@ import openpyxl
 import pytest
 from python_calamine import CalamineWorkbook
 
-from actors.core.models import ColumnDef, ColumnType
+from actors.core.batch import ColumnDef, ColumnType
 from actors.pipeline.writer.xlsx_stream import XlsxStreamWriter
 
 COLUMNS = [

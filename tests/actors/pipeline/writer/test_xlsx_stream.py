@@ -18,12 +18,12 @@ from typing import Any
 import openpyxl
 import pytest
 
+from actors.core.batch import ColumnDef, ColumnType
 from actors.core.errors import (
     LimitExceededError,
     ProviderContractError,
     StorageUnavailableError,
 )
-from actors.core.models import ColumnDef, ColumnType
 from actors.pipeline.writer.capped_output import format_megabytes
 from actors.pipeline.writer.xlsx_stream import XlsxStreamWriter
 
