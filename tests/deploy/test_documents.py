@@ -177,7 +177,7 @@ def problems_in(path: Path, text: str) -> Iterator[str]:
     # A section's title may wrap onto the next line: look in the prose joined up.
     starts, parts, offset = [], [], 0
     for number, line in lines:
-        piece = line.strip().lstrip("#").strip() + " "
+        piece = line.strip().lstrip("#/*").strip() + " "  # comment marks of py, sh, js
         starts.append((offset, number))
         parts.append(piece)
         offset += len(piece)
