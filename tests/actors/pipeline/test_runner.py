@@ -11,21 +11,19 @@ the slot to delete.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import httpx
 import openpyxl
 import pytest
 
-from actors.core.definitions import ExportDefinition, Registry
+from actors.core.definitions import Registry
 from actors.core.errors import (
     ExportAbortedError,
     LimitExceededError,
@@ -35,38 +33,22 @@ from actors.core.errors import (
 )
 from actors.core.models import Task
 from actors.core.object_keys import XLSX_CONTENT_TYPE
-from actors.core.principal import AppCode
 from actors.core.text import content_disposition
 from actors.pipeline.attempt import RunContext, RunFile
-from actors.pipeline.provider.client import ProviderClient
-from actors.pipeline.runner import ExportRunner, download_file_name
+from actors.pipeline.runner import download_file_name
 from actors.plumbing.config import Settings
-from actors.plumbing.registry_source import RegistryHolder
 from actors.storage.local import LocalDirectoryStorage
 from db.store import ExportStore
+from tests.actors.pipeline.runner_helpers import DEFINITION, ROWS_PER_BATCH, ok, run
 from tests.helpers import claim, create
-from tests.provider_server import serve_provider
 
 #: the runner starts a real worker process and waits on its pipes: real clock, SQLite
 on_sqlite = pytest.mark.parametrize("store", ["sqlite"], indirect=True)
 
-SERVICE = "runner-provider"
-ROWS_PER_BATCH = 50
-DEFINITION = ExportDefinition(
-    "CUSTOMER_LIST",
-    SERVICE,
-    "/internal/exports/v1/CUSTOMER_LIST/batches",
-    "platform:customer:export",
-    AppCode.PLATFORM,
-    batch_size=ROWS_PER_BATCH,
-)
 COLUMNS = [
     {"key": "id", "title": "ID", "type": "INTEGER"},
     {"key": "name", "title": "Name", "type": "STRING"},
 ]
-
-#: a fake Provider: gets the batch number (0-based, from the cursor), answers a response
-Answer = Callable[[int], Awaitable[httpx.Response]]
 
 
 def batch(n: int, batches: int, name: Callable[[int], str] = lambda i: f"row {i}") -> dict:
@@ -82,33 +64,6 @@ def batch(n: int, batches: int, name: Callable[[int], str] = lambda i: f"row {i}
         "hasMore": n + 1 < batches,
         "totalRows": batches * ROWS_PER_BATCH,
     }
-
-
-def ok(data: dict) -> httpx.Response:
-    return httpx.Response(200, json={"code": "200", "message": "ok", "data": data})
-
-
-async def run(
-    store: ExportStore,
-    settings: Settings,
-    answer: Answer,
-    ctx: RunContext,
-    registry: Registry | None = None,
-) -> Any:
-    """Run the runner once over the fake Provider ``answer``; return its result."""
-
-    async def provider(request: httpx.Request) -> httpx.Response:
-        return await answer(int(json.loads(request.content).get("cursor") or 0))
-
-    async with serve_provider(provider) as url:
-        client = ProviderClient({SERVICE: url}, "token")
-        runner = ExportRunner(
-            store,
-            client,
-            RegistryHolder(registry or Registry({"CUSTOMER_LIST": DEFINITION})),
-            settings,
-        )
-        return await runner(ctx)
 
 
 def run_context(

@@ -27,7 +27,7 @@ from actors.pipeline.attempt import RunContext, RunFile
 from actors.plumbing.config import Settings
 from actors.storage.s3 import S3Storage
 from db.store import ExportStore
-from tests.actors.pipeline.test_runner import DEFINITION, ok, run
+from tests.actors.pipeline.runner_helpers import DEFINITION, ok, run
 from tests.helpers import claim, create
 from tests.s3_helpers import (
     drop_bucket,

@@ -1,5 +1,6 @@
 """What the tests of the whole service on the RocketMQ transport share: the broker tap,
-the service's settings, waits and readers (``test_service_rocketmq*.py``)."""
+the service's settings (in the test's loop, or as a process's environment), waits and
+readers (``test_service_rocketmq*.py``, ``test_two_hosts_s3.py``)."""
 
 from __future__ import annotations
 
@@ -200,6 +201,27 @@ def service_settings(broker: Broker, tmp_path: Path, **overrides: Any) -> Any:
 
 
 ServiceFactory = Callable[..., Awaitable[Runtime]]
+
+
+def process_env(broker: Broker) -> dict[str, str]:
+    """The environment of the service as a process on ``broker`` (``ServeProcess``)."""
+    return {
+        "FILE_EXPORT_TRANSPORT": "rocketmq",
+        "MQ_TOPIC_PREFIX": broker.topic_prefix,
+        "ROCKETMQ_NAME_SERVER": broker.name_server,
+        "FILE_EXPORT_RECONCILER_ENABLED": "true",
+        "FILE_EXPORT_PUBLISHER_ENABLED": "true",
+        "FILE_EXPORT_CONSUMER_ENABLED": "true",
+        "FILE_EXPORT_CONSUMER_CONCURRENCY": "1",
+        "FILE_EXPORT_TASK_LEASE_SECONDS": "3",
+        "FILE_EXPORT_TASK_HEARTBEAT_SECONDS": "1",
+        "FILE_EXPORT_RECONCILER_POLL_MS": "300",
+        "FILE_EXPORT_PUBLISHER_POLL_MS": "200",
+        "FILE_EXPORT_REDISPATCH_GRACE_SECONDS": "0.5",
+        "FILE_EXPORT_SHUTDOWN_GRACE_SECONDS": "0.5",
+        # a native crash in the interpreter would print "Fatal Python error" to the log
+        "PYTHONFAULTHANDLER": "1",
+    }
 
 
 # -- helpers ----------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from tests.actors.transport.service_rocketmq_helpers import (
     eventually,
     ms,
     only_outbox_row,
+    process_env,
 )
 from tests.helpers import API
 from tests.processes import ServeProcess, poll_task, process_client
@@ -33,26 +34,6 @@ pytestmark = pytest.mark.rocketmq
 
 
 # -- 6. SIGTERM during an export (real process) ---------------------------------------------
-
-
-def process_env(broker: Broker) -> dict[str, str]:
-    return {
-        "FILE_EXPORT_TRANSPORT": "rocketmq",
-        "MQ_TOPIC_PREFIX": broker.topic_prefix,
-        "ROCKETMQ_NAME_SERVER": broker.name_server,
-        "FILE_EXPORT_RECONCILER_ENABLED": "true",
-        "FILE_EXPORT_PUBLISHER_ENABLED": "true",
-        "FILE_EXPORT_CONSUMER_ENABLED": "true",
-        "FILE_EXPORT_CONSUMER_CONCURRENCY": "1",
-        "FILE_EXPORT_TASK_LEASE_SECONDS": "3",
-        "FILE_EXPORT_TASK_HEARTBEAT_SECONDS": "1",
-        "FILE_EXPORT_RECONCILER_POLL_MS": "300",
-        "FILE_EXPORT_PUBLISHER_POLL_MS": "200",
-        "FILE_EXPORT_REDISPATCH_GRACE_SECONDS": "0.5",
-        "FILE_EXPORT_SHUTDOWN_GRACE_SECONDS": "0.5",
-        # a native crash in the interpreter would print "Fatal Python error" to the log
-        "PYTHONFAULTHANDLER": "1",
-    }
 
 
 def assert_clean_exit_log(text: str) -> None:

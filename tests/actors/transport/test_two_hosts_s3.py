@@ -21,7 +21,7 @@ import trio
 
 from actors.core.models import TaskStatus
 from db.store import ExportStore
-from tests.actors.transport.test_service_rocketmq_restarts import process_env
+from tests.actors.transport.service_rocketmq_helpers import process_env
 from tests.helpers import API, MYSQL_TEST_URL
 from tests.processes import ServeProcess
 from tests.processes import process_client as client

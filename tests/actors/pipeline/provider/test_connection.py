@@ -27,7 +27,7 @@ from actors.core.errors import ProviderContractError, ProviderUnavailableError
 from actors.pipeline.provider.fetch import FetchSpec
 from actors.pipeline.provider.http import ProviderConnection, fetch_body
 from actors.pipeline.worker.pool import open_export_worker
-from tests.actors.pipeline.worker.test_export_worker import answer, rows
+from tests.actors.pipeline.worker.helpers import answer, rows
 from tests.servers import read_http_request, serving_raw_tcp
 
 SERVICE = "customer-service"

@@ -3,7 +3,6 @@ real files read back. No mocks: each test starts ``python -m actors.pipeline.wor
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 from collections.abc import AsyncIterator
@@ -27,35 +26,10 @@ from actors.pipeline.provider.decode import parse_batch_response
 from actors.pipeline.provider.fetch import FetchSpec
 from actors.pipeline.worker.handle import ExportWorker
 from actors.pipeline.worker.pool import WorkerPool, open_export_worker
+from tests.actors.pipeline.worker.helpers import answer, rows
 from tests.provider_server import serve_provider
 
 SERVICE = "customer-service"
-COLUMNS = [
-    {"key": "id", "title": "ID", "type": "INTEGER"},
-    {"key": "name", "title": "Name", "type": "STRING"},
-]
-
-
-def answer(rows: list[dict[str, Any]], *, first: bool = True, literal: str | None = None) -> bytes:
-    """A Provider batch answer; ``literal`` replaces the placeholder ``"@@"`` with raw JSON text."""
-    data = {
-        "schemaVersion": 1,
-        "schemaHash": "sha256:test",
-        "snapshotToken": "snap",
-        "columns": COLUMNS if first else None,
-        "rows": rows,
-        "nextCursor": "next",
-        "hasMore": True,
-        "totalRows": len(rows),
-    }
-    text = json.dumps({"code": "200", "message": "ok", "data": data})
-    if literal is not None:
-        text = text.replace('"@@"', literal)
-    return text.encode()
-
-
-def rows(start: int, count: int, width: int = 10) -> list[dict[str, Any]]:
-    return [{"id": i, "name": f"row {i} " + "x" * width} for i in range(start, start + count)]
 
 
 def alive(pid: int) -> bool:
