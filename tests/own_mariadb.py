@@ -1,5 +1,6 @@
-"""A throwaway MariaDB server of one test, on a free port, that the test may kill and
-restart without disturbing the shared server on 3307 that other test runs use.
+"""A throwaway MariaDB server of one test (or of the soak, ``deploy/soak/db_blips.py``), on
+a free port, that the test may kill and restart without disturbing the shared server on
+3307 that other test runs use.
 
 It is ``deploy/mariadb/server.sh`` with ``EXPORT_CENTER_MARIADB_DIR`` and
 ``EXPORT_CENTER_MARIADB_PORT`` pointing at a fresh directory and port. Administration
@@ -86,6 +87,10 @@ class OwnMariaDB:
             check=False,
         )
         return result.stdout.decode()
+
+    async def rows(self, statement: str) -> list[list[str]]:
+        """Run ``statement`` as :meth:`sql` does; its rows, each a list of its fields."""
+        return [line.split("\t") for line in (await self.sql(statement)).splitlines() if line]
 
     async def service_connections(self) -> list[int]:
         """Ids of the connections whose default database is the service's (only ours:

@@ -14,9 +14,10 @@ At the end it checks, and prints:
 * reconciler crashes: reconciler restarts or duty failures with a traceback (must be 0);
 * and how long the database blips lasted, as the services measured them.
 
-By default it starts its own throwaway MariaDB (``deploy/mariadb/server.sh`` on a free
-port, in a temporary directory) and stops it at the end; it never touches a shared
-server. Exit status 0 only if every check passes. Figures only, not part of the tests.
+By default it starts its own throwaway MariaDB (``tests/own_mariadb.py``:
+``deploy/mariadb/server.sh`` on a free port, in a temporary directory) and stops it at the
+end; it never touches a shared server. Exit status 0 only if every check passes. Figures
+only, not part of the tests.
 
 Usage::
 
@@ -32,7 +33,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from actors.core.principal import AppCode  # noqa: E402
+from tests.own_mariadb import OwnMariaDB  # noqa: E402
 from web.auth import issue_token  # noqa: E402
 from web.demo_provider.data import demo_registry_yaml  # noqa: E402
 
@@ -70,51 +71,6 @@ SERVICE_ENV = {
     "FILE_EXPORT_CONSUMER_CONCURRENCY": "3",
     "FILE_EXPORT_SHUTDOWN_GRACE_SECONDS": "1",
 }
-
-
-class MariaDB:
-    """The soak's own server (``deploy/mariadb/server.sh``), administered as root over
-    its socket."""
-
-    def __init__(self) -> None:
-        self.dir = Path(tempfile.mkdtemp(prefix="ec-soak-"))
-        self.port = free_port()
-        self.env = {
-            **os.environ,
-            "EXPORT_CENTER_MARIADB_DIR": str(self.dir),
-            "EXPORT_CENTER_MARIADB_PORT": str(self.port),
-            "PATH": os.environ.get("PATH", "") + ":/usr/sbin",
-        }
-        self.client = shutil.which("mariadb", path=self.env["PATH"]) or "mariadb"
-        self.url = f"mysql://export_center:export_center@127.0.0.1:{self.port}/{DATABASE}"
-
-    def start(self) -> None:
-        script = ROOT / "deploy" / "mariadb" / "server.sh"
-        subprocess.run([str(script), "start"], env=self.env, check=True, capture_output=True)
-
-    def stop(self) -> None:
-        script = ROOT / "deploy" / "mariadb" / "server.sh"
-        subprocess.run([str(script), "stop"], env=self.env, capture_output=True)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    async def sql(self, statement: str) -> list[list[str]]:
-        out = await trio.run_process(
-            [
-                self.client,
-                "--no-defaults",
-                f"--socket={self.dir / 'mysqld.sock'}",
-                "-uroot",
-                "-N",
-                "-B",
-                "-e",
-                statement,
-            ],
-            env=self.env,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-        return [line.split("\t") for line in out.stdout.decode().splitlines() if line]
 
 
 class Instance:
@@ -165,13 +121,6 @@ class Instance:
         return "".join(p.read_text() for p in self.logs)
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now (the OS picks it)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def client(url: str, user: int) -> httpx.AsyncClient:
     token = issue_token(
         SECRET,
@@ -184,7 +133,7 @@ def client(url: str, user: int) -> httpx.AsyncClient:
 
 
 async def soak(args: argparse.Namespace) -> int:
-    db = MariaDB()
+    db = OwnMariaDB(DATABASE)
     work = Path(tempfile.mkdtemp(prefix="ec-soak-work-"))
     instances: list[Instance] = []
     try:
@@ -214,14 +163,16 @@ async def soak(args: argparse.Namespace) -> int:
     finally:
         for inst in instances:
             inst.stop()
-        db.stop()
+        db.close()
         if args.keep:
             print(f"kept logs and files in {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
 
 
-async def run(args: argparse.Namespace, db: MariaDB, work: Path, instances: list[Instance]) -> int:
+async def run(
+    args: argparse.Namespace, db: OwnMariaDB, work: Path, instances: list[Instance]
+) -> int:
     rng = random.Random(args.seed)
     started = time.monotonic()
     ids: list[int] = []
@@ -244,7 +195,7 @@ async def run(args: argparse.Namespace, db: MariaDB, work: Path, instances: list
     done = trio.Event()
 
     async def terminal_count() -> int:
-        rows = await db.sql(
+        rows = await db.rows(
             f"SELECT COUNT(*) FROM {DATABASE}.file_export_task "
             "WHERE status IN ('SUCCEEDED', 'FAILED')"
         )
@@ -254,13 +205,9 @@ async def run(args: argparse.Namespace, db: MariaDB, work: Path, instances: list
         nonlocal kills
         while not done.is_set():
             await trio.sleep(rng.uniform(args.kill_min, args.kill_max))
-            rows = await db.sql(
-                "SELECT ID FROM information_schema.PROCESSLIST "
-                f"WHERE DB = '{DATABASE}' AND ID <> CONNECTION_ID()"
-            )
-            victims = [int(r[0]) for r in rows if r and r[0].isdigit()]
+            victims = await db.service_connections()
             if victims:
-                await db.sql(f"KILL CONNECTION {rng.choice(victims)}")
+                await db.kill(rng.choice(victims))
                 kills += 1
 
     async def sigkill_instances() -> None:
@@ -287,7 +234,7 @@ async def run(args: argparse.Namespace, db: MariaDB, work: Path, instances: list
     # let the reconcilers finish deleting the files of recovered runs
     await trio.sleep(3)
 
-    rows = await db.sql(
+    rows = await db.rows(
         f"SELECT id, status, object_key, attempt_count, dispatch_version FROM "
         f"{DATABASE}.file_export_task"
     )
