@@ -4,7 +4,7 @@ listed after it (docs/architecture.md, "Layers"; ``lint-imports`` checks it):
     actors/cli/              export-center …: the service's entry point, the operator's
                              commands, provider-check, accept
     actors/runtime.py        runs the nursery tree and stops it in order
-    actors/composition.py    builds every component from the settings
+    actors/composition/      builds every component from the settings
     actors/credentials.py    the JWT secret, the token verifier, the Provider token
     actors/supervised/       the actors of one instance: publisher, consumer slots and
                              execution, claim gate, reconciler, DLQ handler, sampler

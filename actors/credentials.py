@@ -2,8 +2,8 @@
 token verifier of the API (``web/identity.py``), the Provider service token, and files
 only this user may read.
 
-Part of the composition root (``actors/composition.py`` builds the service with them);
-``export-center token`` and the runtime's demo token use them too.
+Part of the composition root (``actors/composition/components.py`` builds the service with
+them); ``export-center token`` and the runtime's demo token use them too.
 """
 
 from __future__ import annotations

@@ -32,12 +32,9 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from actors.composition import (
-    WEB_GRACEFUL_TIMEOUT_SECONDS,
-    Components,
-    build_components,
-    open_database,
-)
+from actors.composition.components import Components, build_components
+from actors.composition.database import open_database
+from actors.composition.http_server import WEB_GRACEFUL_TIMEOUT_SECONDS
 from actors.core.errors import ConfigError, sole_exception
 from actors.core.outcomes import AbortReason
 from actors.core.ports.storage import ExportStorage

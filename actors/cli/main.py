@@ -52,7 +52,7 @@ def migrate() -> None:
     Prints each upgrade step applied (or that there was nothing to apply)."""
     settings = settings_or_exit()
     configure_logging(settings.log_level, fmt=settings.log_format)
-    from actors.composition import open_database
+    from actors.composition.database import open_database
     from db.ids import IdGenerator
     from db.migrations import MigrationResult
     from db.mysql import MysqlDatabase

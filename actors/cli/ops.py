@@ -78,7 +78,7 @@ def _run_with_store(fn: Callable[[ExportStore, Settings], Awaitable[R]]) -> R:
         path = url[len("sqlite:///") :]
         if not path or not Path(path).is_file():
             raise click.ClickException(f"no SQLite database at {path!r} (FILE_EXPORT_DATABASE_URL)")
-    from actors.composition import open_database
+    from actors.composition.database import open_database
     from db.ids import IdGenerator
     from db.sqlite import wall_clock_ms
     from db.store import ExportStore
@@ -300,7 +300,7 @@ async def _delete_leftover(settings: Settings, object_key: str) -> None:
 
     storage: ExportStorage
     if settings.object_store is not None:
-        from actors.composition import open_storage
+        from actors.composition.adapters import open_storage
 
         storage = open_storage(settings)  # the bucket the service uses
     else:
@@ -335,7 +335,7 @@ def retry_task(task_id: str, as_json: bool) -> None:
         # The registry in force, checked as the API's retry checks it (registered, enabled);
         # the requester's app scope and permissions are the API's business, not the
         # operator's.
-        from actors.composition import read_registry
+        from actors.composition.registry import read_registry
 
         registry = await trio.to_thread.run_sync(read_registry, settings)
 

@@ -50,7 +50,7 @@ import trio_asyncio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from actors.composition import open_database  # noqa: E402
+from actors.composition.database import open_database  # noqa: E402
 from actors.core.admission import CreateLimits  # noqa: E402
 from actors.core.limits import normalise_parameters  # noqa: E402
 from actors.core.outcomes import NewTask  # noqa: E402

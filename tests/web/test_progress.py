@@ -17,7 +17,7 @@ import httpx
 import pytest
 import trio
 
-from actors.composition import WEB_GRACEFUL_TIMEOUT_SECONDS
+from actors.composition.http_server import WEB_GRACEFUL_TIMEOUT_SECONDS
 from actors.core.principal import AppCode
 from actors.storage.keys import new_object_key
 from actors.storage.local import LocalDirectoryStorage

@@ -11,7 +11,7 @@ import trio
 from click.testing import CliRunner, Result
 
 from actors.cli.main import main
-from actors.composition import open_database
+from actors.composition.database import open_database
 from actors.core.models import Task
 from actors.plumbing.config import Settings
 from db.ids import IdGenerator

@@ -17,7 +17,7 @@ import pytest
 import trio
 
 import actors.plumbing.provider_map_source as source_module
-from actors.composition import allowed_services
+from actors.composition.registry import allowed_services
 from actors.core.definitions import ExportDefinition
 from actors.core.errors import ConfigError, ProviderMapError
 from actors.core.principal import AppCode

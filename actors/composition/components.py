@@ -1,35 +1,25 @@
-"""Composition: build every component from the settings, before anything runs.
-
-settings → database → store → transport, storage, metrics, registry, Provider client →
-the web app and server → the actors (publisher, consumer slots, reconciler, DLQ handler).
-Everything is built and checked here, so a configuration error stops the start-up before
-any actor or socket exists; :mod:`actors.runtime` then runs what was built as one nursery
-tree and stops it in order.
-
-This module and :mod:`actors.runtime` are the composition root: the only code that knows
-the concrete classes behind the ports of :mod:`actors.core.ports`, and the only code that
-wires ``web`` (imported lazily, so ``export-center migrate`` does not load the web stack).
+"""The whole service over an open database, built and checked, nothing started:
+:class:`Components`, made by :func:`build_components` from the pieces of its sibling
+modules (the storage and transport adapters, the registry, hypercorn's configuration) and
+the actors, the Provider client, the web app and its server.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-import sqlite3
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
-import trio_asyncio
-from hypercorn.config import Config as HypercornConfig
 
+from actors.composition.adapters import build_transport, build_transport_link, open_storage
+from actors.composition.http_server import hypercorn_config
+from actors.composition.registry import allowed_services, read_registry
 from actors.core.db_retry import DbRetryPolicy
-from actors.core.definitions import Registry
-from actors.core.errors import ConfigError, RegistryError, sole_exception
 from actors.core.health import HealthBoard
 from actors.core.ports.storage import ExportStorage
 from actors.core.ports.transport import CommandTransport
@@ -40,13 +30,8 @@ from actors.pipeline.worker.pool import WorkerPool
 from actors.plumbing.config import Settings
 from actors.plumbing.metrics import Metrics
 from actors.plumbing.provider_map_source import ProviderMapSource, open_provider_map
-from actors.plumbing.registry_source import (
-    RegistryHolder,
-    default_registry_path,
-    load_registry_file,
-)
+from actors.plumbing.registry_source import RegistryHolder, default_registry_path
 from actors.plumbing.wakeup import ClaimRounds, CommitWakeup, Wakeup
-from actors.storage.local import LocalDirectoryStorage
 from actors.supervised.claim_gate import ClaimGate
 from actors.supervised.consumer import ConsumerSlot
 from actors.supervised.dlq import DlqHandler
@@ -54,11 +39,8 @@ from actors.supervised.local_claims import LocalClaims
 from actors.supervised.publisher import Publisher
 from actors.supervised.reconciler import Reconciler
 from actors.supervised.sampler import GaugeSampler
-from actors.transport.embedded import EmbeddedBus
-from db.database import Database, DatabaseAccessError, DatabaseUnavailableError
+from db.database import Database
 from db.ids import IdGenerator
-from db.mysql import MysqlDatabase
-from db.sqlite import SqliteDatabase, wall_clock_ms
 from db.store import ExportStore
 
 if TYPE_CHECKING:
@@ -69,9 +51,6 @@ if TYPE_CHECKING:
     from web.server import WebServer
 
 log = logging.getLogger(__name__)
-
-#: Seconds hypercorn lets in-flight requests finish after its shutdown trigger fired.
-WEB_GRACEFUL_TIMEOUT_SECONDS = 5
 
 
 @dataclass
@@ -145,193 +124,6 @@ class Components:
     link: TransportLink | None = None
 
 
-def open_storage(settings: Settings) -> ExportStorage:
-    """The export file storage the settings name: the local directory
-    (``FILE_EXPORT_STORAGE_DIR``) or the S3-compatible bucket (``FILE_EXPORT_S3_*``; its
-    client is imported only then). Nothing is sent to a bucket here: a wrong endpoint or
-    credentials show in the storage probe (health, ``export_storage_writable``), not as a
-    crash at start.
-
-    Raises:
-        ConfigError: the local directory cannot be made.
-    """
-    config = settings.object_store
-    if config is not None:
-        from actors.storage.s3 import S3Storage
-
-        return S3Storage(config)
-    try:
-        return LocalDirectoryStorage(settings.resolved_storage_dir)
-    except OSError as exc:
-        raise ConfigError(f"FILE_EXPORT_STORAGE_DIR: {exc}") from None
-
-
-@asynccontextmanager
-async def open_database(
-    settings: Settings,
-    clock_ms: Callable[[], int] | None = None,
-    *,
-    migrate: bool = False,
-) -> AsyncIterator[Database]:
-    """Open the database named by ``FILE_EXPORT_DATABASE_URL`` for the block.
-
-    SQLite (embedded) is created and migrated on open. MySQL runs inside a trio-asyncio
-    loop opened here as the outermost asyncio context (trio-asyncio requires it); its
-    schema is applied by ``export-center migrate`` (``migrate=True``), never implicitly at
-    start-up; without ``migrate`` its schema version must be this code's
-    (``db.migrations``).
-
-    Args:
-        clock_ms: tests only: a DB clock in epoch ms (SQLite's ``db_now_ms()``; MySQL's
-            session ``timestamp``). ``None`` = the real clock.
-
-    Raises:
-        ConfigError: unsupported or malformed URL, or the database is unreachable.
-        SchemaVersionError: (a ConfigError) the schema is newer than this code, or (MySQL)
-            older: the message says to run ``export-center migrate``.
-    """
-    url = settings.resolved_database_url
-    if url.startswith("sqlite:///"):
-        path = url[len("sqlite:///") :] or ":memory:"
-        try:
-            db = SqliteDatabase(path, clock_ms=clock_ms or wall_clock_ms)
-            db.migrate()
-        except (OSError, sqlite3.Error) as exc:
-            raise ConfigError(f"FILE_EXPORT_DATABASE_URL ({path}): {exc}") from None
-        try:
-            yield db
-        finally:
-            await db.aclose()
-        return
-    if not url.startswith("mysql://"):
-        raise ConfigError("FILE_EXPORT_DATABASE_URL must start with sqlite:/// or mysql://")
-    try:
-        async with trio_asyncio.open_loop() as loop:
-            mdb = MysqlDatabase(url, loop, clock_ms=clock_ms)
-            try:
-                if migrate:
-                    await mdb.migrate()
-                else:
-                    await mdb.check_schema()  # older or newer than this code: refuse
-                yield mdb
-            except (DatabaseUnavailableError, DatabaseAccessError) as exc:
-                raise ConfigError(f"FILE_EXPORT_DATABASE_URL: {exc}") from None
-            finally:
-                await mdb.aclose()
-    except BaseExceptionGroup as group:
-        # trio-asyncio's nursery wraps whatever the block raised; callers expect the
-        # plain exception (a ConfigError, or a Cancelled that must keep propagating).
-        raise sole_exception(group) from None
-
-
-def build_transport(settings: Settings) -> CommandTransport:
-    """The command transport ``FILE_EXPORT_TRANSPORT`` names, not yet started.
-
-    Nothing here talks to a broker: the RocketMQ transport is connected later, in the
-    background, by its ``TransportLink`` (a broker outage never stops the start).
-
-    Raises:
-        ConfigError: the RocketMQ settings are missing or malformed (a malformed
-            ``ROCKETMQ_NAME_SERVER`` refuses the start; an unreachable one does not).
-    """
-    if settings.transport == "rocketmq":
-        # Imported only in this mode: the native client exists only for Linux x86-64.
-        from actors.core.rocketmq.topic_check import parse_name_server
-        from actors.transport.rocketmq import RocketMQTransport
-
-        try:
-            parse_name_server(settings.rocketmq_name_server or "")
-        except ValueError as exc:
-            raise ConfigError(f"ROCKETMQ_NAME_SERVER: {exc}") from None
-        return RocketMQTransport.from_settings(settings)
-    return EmbeddedBus(settings.max_reconsume_times)
-
-
-def build_transport_link(
-    settings: Settings,
-    transport: CommandTransport,
-    health: HealthBoard,
-    metrics: Metrics,
-    on_up: Callable[[], None],
-) -> TransportLink | None:
-    """The actor that connects and watches the RocketMQ transport; ``None`` for the
-    embedded bus, which is always up (started by the runtime before anything runs)."""
-    if settings.transport != "rocketmq":
-        return None
-    from actors.transport.rocketmq import RocketMQTransport
-    from actors.transport.rocketmq.link import TransportLink
-
-    assert isinstance(transport, RocketMQTransport)
-    return TransportLink(
-        transport,
-        name_server=settings.rocketmq_name_server or "",
-        consumer_enabled=bool(settings.consumer_enabled),
-        health=health,
-        set_gauge=metrics.transport_up.set,
-        on_up=on_up,
-        check_seconds=settings.transport_check_seconds,
-    )
-
-
-#: The listen backlog of the HTTP server (``hypercorn_config``).
-HTTP_BACKLOG = 4096
-
-
-def hypercorn_config(settings: Settings) -> HypercornConfig:
-    """hypercorn's configuration: ``FILE_EXPORT_HTTP_BIND``, our own logging, no access
-    log, ``WEB_GRACEFUL_TIMEOUT_SECONDS`` to finish requests after the shutdown trigger."""
-    hc = HypercornConfig()
-    hc.bind = [settings.http_bind]
-    hc.accesslog = None
-    hc.errorlog = logging.getLogger("hypercorn.error")
-    hc.graceful_timeout = WEB_GRACEFUL_TIMEOUT_SECONDS
-    # Connections waiting to be accepted: hypercorn's 100 drops the SYNs of a burst (many
-    # pages reconnecting their progress streams after a deploy), and each dropped one
-    # waits 1, 3, 7 … s to retry. The kernel caps it at net.core.somaxconn.
-    hc.backlog = HTTP_BACKLOG
-    return hc
-
-
-def allowed_services(
-    settings: Settings, providers: ProviderMapSource | None = None
-) -> frozenset[str]:
-    """The Provider services a registry may name, fixed at start (docs/design-rules.md §10.3):
-    those of ``FILE_EXPORT_PROVIDER_MAP`` or ``FILE_EXPORT_PROVIDER_URLS``, plus the demo
-    Provider's service when it is mounted.
-
-    Args:
-        providers: the source built at start; ``None`` reads the settings' (blocking IO).
-
-    Raises:
-        ConfigError: see :func:`actors.plumbing.provider_map_source.open_provider_map`.
-    """
-    from web.demo_provider.data import DEMO_SERVICE
-
-    if providers is None:
-        providers = open_provider_map(settings)
-    demo = {DEMO_SERVICE} if settings.demo_provider else set()
-    return providers.services | demo
-
-
-def read_registry(settings: Settings, allowed: frozenset[str] | None = None) -> Registry:
-    """The registry file in force (``FILE_EXPORT_REGISTRY``, else the built-in demo one),
-    read and validated as at start-up. Blocking IO.
-
-    Args:
-        allowed: the Provider allowlist; ``None``: :func:`allowed_services`.
-
-    Raises:
-        ConfigError: the file is unreadable or breaks a rule; the message names the file.
-    """
-    registry_path = Path(settings.registry or default_registry_path())
-    if allowed is None:
-        allowed = allowed_services(settings)
-    try:
-        return load_registry_file(registry_path, allowed)
-    except RegistryError as exc:
-        raise ConfigError(f"FILE_EXPORT_REGISTRY ({registry_path}): {exc}") from None
-
-
 async def build_components(
     settings: Settings, db: Database, instance_clock_ms: Callable[[], int]
 ) -> Components:
@@ -344,7 +136,7 @@ async def build_components(
 
     Args:
         settings: validated settings.
-        db: the open database (see :func:`open_database`).
+        db: the open database (see :func:`actors.composition.database.open_database`).
         instance_clock_ms: this process's clock, epoch ms; it only labels ids and
             ``occurredAt``, never schedules (every time decision uses the DB clock).
 
