@@ -32,7 +32,8 @@ from actors.core.models import OutboxRow, OutboxStatus, Task, TaskStatus
 from actors.core.outcomes import ExportResult, NewTask
 from actors.core.principal import AppCode, Principal
 from actors.pipeline.attempt import RunContext
-from actors.plumbing.config import Settings, load_settings
+from actors.plumbing.config import Settings
+from actors.plumbing.config_loading import load_settings
 from actors.plumbing.metrics import Metrics
 from actors.plumbing.wakeup import ClaimRounds
 from actors.runtime import Runtime, serve

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors.plumbing.config import environment_variables
+from actors.plumbing.config_loading import environment_variables
 
 
 def settings_variables() -> frozenset[str]:

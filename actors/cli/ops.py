@@ -46,7 +46,8 @@ from actors.core.ops.troubleshooting import Thresholds, diagnose
 from actors.core.task_json import task_json
 from actors.core.usecases import cancel_task as cancel_task_once
 from actors.core.usecases import retry_task as retry_task_once
-from actors.plumbing.config import Settings, load_settings
+from actors.plumbing.config import Settings
+from actors.plumbing.config_loading import load_settings
 
 if TYPE_CHECKING:
     from actors.core.ports.storage import ExportStorage

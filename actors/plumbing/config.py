@@ -1,4 +1,6 @@
-"""Settings from the environment, with the seed's variable names (§16.3, ops guide).
+"""Settings from the environment, with the seed's variable names (§16.3, ops guide): the
+:class:`Settings` class, one field a variable, with the rules between them and the values
+derived from them.
 
 Every timing is configurable so tests can run in seconds. Durations named ``*_MS`` are
 milliseconds; every other duration is seconds (fractions allowed) unless the name says
@@ -6,7 +8,10 @@ minutes or days. An invalid value stops start-up with a ``ConfigError`` naming t
 
 A setting's variable is ``FILE_EXPORT_`` and its field's name in capitals
 (pydantic-settings' ``env_prefix``); the few that keep another name carry it as an alias
-(:data:`ENV_PREFIX`). :func:`environment_variables` lists them all.
+(:data:`ENV_PREFIX`). Reading them is :mod:`actors.plumbing.config_loading`'s
+(``load_settings``, and ``environment_variables``, which lists them all); a variable whose
+text has a form of its own (comma-separated delays, a JSON object of URLs, ``host:port``)
+is read by a function of :mod:`actors.plumbing.config_parsing`.
 
 The three staged switches (reconciler / publisher / consumer) default to on in embedded
 mode and to off with the RocketMQ transport, as the operations guide requires for a first
@@ -16,23 +21,28 @@ instance (SQLite and the embedded transport).
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
-from pydantic_settings.exceptions import SettingsError
 
 from actors.core.admission import CreateLimits
-from actors.core.errors import ConfigError
 from actors.core.handback import DEFAULT_MAX_HANDBACKS
 from actors.core.http.progress import StreamLimits
 from actors.core.http.session import CookieSecure
 from actors.core.lease import default_instance_id
 from actors.core.ports.storage import ObjectStoreConfig
+from actors.plumbing.config_parsing import (
+    check_bind,
+    check_log_level,
+    check_secret,
+    parse_algorithms,
+    parse_provider_urls,
+    parse_schedule,
+)
 
 #: Every variable but five is ``FILE_EXPORT_`` + the field's name in capitals. The five
 #: keep the design's names: three without the prefix (shared with other services), two
@@ -273,50 +283,15 @@ class Settings(BaseSettings):
     rocketmq_name_server: str | None = Field(None, validation_alias="ROCKETMQ_NAME_SERVER")
     max_reconsume_times: int = Field(2, ge=0, le=16)
 
-    @field_validator("provider_urls", mode="before")
-    @classmethod
-    def _parse_provider_urls(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            try:
-                value = json.loads(value) if value.strip() else {}
-            except ValueError as exc:
-                raise ValueError(f"is not valid JSON: {exc}") from None
-        if not isinstance(value, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) and v.startswith(("http://", "https://"))
-            for k, v in value.items()
-        ):
-            raise ValueError('must be a JSON object of service name -> "http(s)://" base URL')
-        return value
-
-    @field_validator("jwt_algorithms", mode="before")
-    @classmethod
-    def _parse_algorithms(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            value = tuple(p.strip() for p in value.split(",") if p.strip()) or None
-        return value
-
-    @field_validator("retry_backoff_seconds", "publish_backoff_seconds", mode="before")
-    @classmethod
-    def _parse_schedule(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            parts = [p.strip() for p in value.split(",") if p.strip()]
-            if not parts:
-                raise ValueError("must list at least one delay in seconds, e.g. 60,900")
-            try:
-                value = tuple(float(p) for p in parts)
-            except ValueError:
-                raise ValueError("must be comma-separated seconds, e.g. 60,900") from None
-        if any(v < 0 for v in value):
-            raise ValueError("delays must not be negative")
-        return value
-
-    @field_validator("log_level")
-    @classmethod
-    def _check_log_level(cls, value: str) -> str:
-        levels = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-        if value.upper() not in levels:
-            raise ValueError(f"must be one of {', '.join(levels)}")
-        return value.upper()
+    # -- a variable's text, read (actors/plumbing/config_parsing.py) --------------------
+    _parse_provider_urls = field_validator("provider_urls", mode="before")(parse_provider_urls)
+    _parse_algorithms = field_validator("jwt_algorithms", mode="before")(parse_algorithms)
+    _parse_schedule = field_validator(
+        "retry_backoff_seconds", "publish_backoff_seconds", mode="before"
+    )(parse_schedule)
+    _check_log_level = field_validator("log_level")(check_log_level)
+    _check_secret = field_validator("jwt_secret")(check_secret)
+    _check_bind = field_validator("http_bind")(check_bind)
 
     @field_validator("cookie_secure", mode="before")
     @classmethod
@@ -328,24 +303,6 @@ class Settings(BaseSettings):
     def _lower_log_format(cls, value: Any) -> Any:
         if isinstance(value, str):
             return value.strip().lower() or None  # empty: unset (pick by terminal)
-        return value
-
-    @field_validator("jwt_secret")
-    @classmethod
-    def _check_secret(cls, value: str | None) -> str | None:
-        if value is not None and len(value.encode()) < 32:
-            raise ValueError(
-                "must be at least 32 bytes (HS256 needs a key at least as long as its "
-                "SHA-256 hash, RFC 7518 section 3.2)"
-            )
-        return value
-
-    @field_validator("http_bind")
-    @classmethod
-    def _check_bind(cls, value: str) -> str:
-        host, sep, port = value.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-            raise ValueError("must be host:port, e.g. 127.0.0.1:8080")
         return value
 
     @model_validator(mode="after")
@@ -458,41 +415,3 @@ class Settings(BaseSettings):
     def bind_host_port(self) -> tuple[str, int]:
         host, _, port = self.http_bind.rpartition(":")
         return host, int(port)
-
-
-def environment_variables() -> dict[str, str]:
-    """The environment variable of every setting: ``{"FILE_EXPORT_DATA_DIR": "data_dir", …}``.
-
-    The variable is the field's alias where it has one, else :data:`ENV_PREFIX` and the
-    field's name in capitals (pydantic-settings matches either case). deploy/env.example
-    and the README's table list exactly these (``tests/deploy/test_env_example.py``).
-    """
-    out = {}
-    for name, field in Settings.model_fields.items():
-        alias = field.validation_alias
-        out[alias if isinstance(alias, str) else ENV_PREFIX + name.upper()] = name
-    return out
-
-
-def load_settings(**overrides: Any) -> Settings:
-    """Read settings from the environment (plus ``overrides`` by field name, for tests).
-
-    Raises:
-        ConfigError: a value is invalid; the message names the environment variable.
-    """
-    variable = {field: var for var, field in environment_variables().items()}
-    aliases = {  # an aliased field is given by its alias, every other one by its name
-        name: field.validation_alias
-        for name, field in Settings.model_fields.items()
-        if isinstance(field.validation_alias, str)
-    }
-    try:
-        return Settings(**{aliases.get(k, k): v for k, v in overrides.items()})
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            loc = ".".join(str(variable.get(str(p), p)) for p in err["loc"]) or "configuration"
-            problems.append(f"{loc}: {err['msg']}")
-        raise ConfigError("invalid configuration: " + "; ".join(problems)) from None
-    except SettingsError as exc:
-        raise ConfigError(f"invalid configuration: {exc}") from None

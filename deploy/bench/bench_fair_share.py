@@ -32,7 +32,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from actors.core.principal import AppCode  # noqa: E402
-from actors.plumbing.config import load_settings  # noqa: E402
+from actors.plumbing.config_loading import load_settings  # noqa: E402
 from actors.runtime import Runtime, serve  # noqa: E402
 from web.auth import issue_token  # noqa: E402
 

@@ -56,7 +56,7 @@ from actors.core.limits import normalise_parameters  # noqa: E402
 from actors.core.outcomes import NewTask  # noqa: E402
 from actors.core.principal import DOWNLOAD_ALL_PERMISSION, AppCode, Principal  # noqa: E402
 from actors.core.task_list import TaskFilter  # noqa: E402
-from actors.plumbing.config import load_settings  # noqa: E402
+from actors.plumbing.config_loading import load_settings  # noqa: E402
 from actors.plumbing.metrics import Metrics  # noqa: E402
 from actors.storage.local import LocalDirectoryStorage  # noqa: E402
 from actors.supervised.reconciler import OUTBOX_RETENTION_SECONDS, Reconciler  # noqa: E402

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from actors.core.command_message import COMMAND_TAG, Command, message_key  # noqa: E402
 from actors.core.ports.transport import OutgoingMessage  # noqa: E402
-from actors.plumbing.config import load_settings  # noqa: E402
+from actors.plumbing.config_loading import load_settings  # noqa: E402
 from actors.transport.rocketmq import (  # noqa: E402
     RocketMQDelivery,
     RocketMQTransport,

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from actors.plumbing.config import load_settings
+from actors.plumbing.config_loading import load_settings
 from actors.runtime import DEMO_TOKEN_FILE, _announce
 from web.auth import principal_from_token
 

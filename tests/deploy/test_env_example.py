@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from actors.plumbing.config import environment_variables, load_settings
+from actors.plumbing.config_loading import environment_variables, load_settings
 from tests.deploy.metric_names import REPO
 
 ENV_EXAMPLE = REPO / "deploy" / "env.example"

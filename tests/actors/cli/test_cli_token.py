@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from actors.cli.main import main
 from actors.credentials import dev_secret_path
-from actors.plumbing.config import load_settings
+from actors.plumbing.config_loading import load_settings
 from web.auth import principal_from_token
 
 ARGS = ["token", "--user", "42", "--tenant", "0", "--app", "PLATFORM"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.plumbing.config import load_settings
+from actors.plumbing.config_loading import load_settings
 
 #: Variables these tests decide; the caller's own values must not reach them.
 DECIDED = (

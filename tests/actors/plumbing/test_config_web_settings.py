@@ -11,7 +11,7 @@ from actors.core.admission import CreateLimits
 from actors.core.errors import ConfigError
 from actors.core.http.session import CookieSecure
 from actors.credentials import build_token_verifier
-from actors.plumbing.config import load_settings
+from actors.plumbing.config_loading import load_settings
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ import trio
 
 from actors.core.errors import ConfigError
 from actors.core.log_context import bind_context, task_fields
-from actors.plumbing.config import load_settings
+from actors.plumbing.config_loading import load_settings
 from actors.plumbing.logs import (
     LIBRARY_LOGGERS,
     MAX_MESSAGE_CHARS,

@@ -24,7 +24,7 @@ from actors.core.principal import AppCode
 from actors.core.provider.contract import SERVICE_TOKEN_HEADER
 from actors.core.provider.provider_map import ProviderEndpoint
 from actors.pipeline.provider.client import ProviderClient
-from actors.plumbing.config import load_settings
+from actors.plumbing.config_loading import load_settings
 from actors.plumbing.provider_map_source import (
     ProviderMapSource,
     load_provider_map_file,
