@@ -19,6 +19,9 @@ The package, from the library up (the hazards are in docs/rocketmq.md):
 * ``bridge``    the callback↔trio bridge: native consume callbacks hand deliveries to
                 trio through unbuffered channels and block until a slot acks or rejects.
 * ``names``     the group and topic names from the prefix (the table above).
+* ``clients``   ``NativeClients``: one transport's producer and consumers, started and
+                shut down within bounds (kept referenced, consumers first, abandoned
+                after a timeout).
 * ``transport`` ``RocketMQTransport``: start, send (on a worker thread, 3000 ms native
                 timeout, below the outbox lease), receive, close.
 * ``opening``   ``open_rocketmq_transport``: a started transport for one ``async with``.

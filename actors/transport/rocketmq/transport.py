@@ -1,19 +1,19 @@
 """``RocketMQTransport``: the ``CommandTransport`` over one producer and two push consumers.
 
-Its life cycle (start, send, receive, close) runs on the trio thread; the native calls go
-through :mod:`~actors.transport.rocketmq.native` on worker threads, and the consume
-callbacks through :mod:`~actors.transport.rocketmq.bridge` on native threads.
+Its life cycle (start, send, receive, close) runs on the trio thread; the native clients
+are :mod:`~actors.transport.rocketmq.clients`' (created, started and shut down within
+bounds, through :mod:`~actors.transport.rocketmq.native` on worker threads), and the
+consume callbacks go through :mod:`~actors.transport.rocketmq.bridge` on native threads.
+What stays here: the names and switches of one transport, its start and close in order,
+sending, receiving, moving a poison command to the dead-letter topic, and the exit hook
+that shuts down a transport a crashed program left running.
 """
 
 from __future__ import annotations
 
 import atexit
-import itertools
 import logging
-import os
-import re
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -23,15 +23,10 @@ from actors.core.errors import ConfigError, TransportSendError, TransportStartEr
 from actors.core.ports.transport import OutgoingMessage
 from actors.plumbing.config import Settings
 from actors.transport.rocketmq.bridge import CallbackBridge
+from actors.transport.rocketmq.clients import NativeClients
 from actors.transport.rocketmq.delivery import Decision, RocketMQDelivery, copied_properties
 from actors.transport.rocketmq.names import dead_letter_topic, dlq_handler_group, producer_group
-from actors.transport.rocketmq.native import (
-    ConsumeStatus,
-    NativeCallback,
-    NativeClient,
-    NativeClientError,
-    native_core_info,
-)
+from actors.transport.rocketmq.native import ConsumeStatus, NativeClientError, native_core_info
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +34,6 @@ log = logging.getLogger(__name__)
 SEND_TIMEOUT_MS = 3000
 #: Upper bound in seconds for each native client's shutdown in ``aclose``.
 CLOSE_TIMEOUT_SECONDS = 30.0
-
-_instance_counter = itertools.count(1)
 
 # Transports started and not yet closed: an exit hook shuts down what a crashed program left
 # running, because native threads calling into a finalising interpreter crash it.
@@ -106,25 +99,19 @@ class RocketMQTransport:
         self.consumer_concurrency = consumer_concurrency
         self.max_reconsume_times = max_reconsume_times
         self.instance_id = instance_id
-        self.close_timeout = close_timeout
         self.consume_commands = consume_commands
         self.consume_dead_letters = consume_dead_letters
         #: commands moved to the dead-letter topic by this process (§9.4)
         self.dead_lettered = 0
-        #: native clients whose shutdown did not finish within ``close_timeout``
-        self.abandoned: list[str] = []
 
         self._bridge = CallbackBridge(
             read=self._read,
             dead_letter=self._dead_letter,
             max_reconsume_times=max_reconsume_times,
         )
-        self._native: NativeClient | None = None
-        self._producer: Any = None
-        # (label, consumer) in start order; consumers and their ctypes callbacks are kept
-        # referenced for the transport's whole life: a collected callback segfaults.
-        self._consumers: list[tuple[str, Any]] = []
-        self._callbacks: list[Any] = []
+        self._clients = NativeClients(
+            instance_id=instance_id, name_server=name_server, close_timeout=close_timeout
+        )
         self._count_lock = threading.Lock()
         self._close_started = False
         self._closed = trio.Event()
@@ -153,9 +140,10 @@ class RocketMQTransport:
         """Native callbacks currently waiting for trio (hand-over or decision)."""
         return self._bridge.blocked
 
-    def _instance_name(self, role: str) -> str:
-        base = re.sub(r"[^A-Za-z0-9_.-]", "_", self.instance_id) or "export-center"
-        return f"{base}-{os.getpid()}-{next(_instance_counter)}-{role}"
+    @property
+    def abandoned(self) -> list[str]:
+        """Native clients whose shutdown did not finish within ``close_timeout``."""
+        return self._clients.abandoned
 
     @property
     def started(self) -> bool:
@@ -185,9 +173,7 @@ class RocketMQTransport:
             self.consume_commands = consume_commands
         if not self._bridge.bound:
             self._bridge.bind()
-        if self._native is not None:
-            await self._close_native()  # what an earlier, failed start left running
-        native = self._native = NativeClient()
+        await self._clients.open()  # shuts down what an earlier, failed start left running
         with _live_lock:
             _live.add(self)
         core = native_core_info()
@@ -198,18 +184,12 @@ class RocketMQTransport:
             core["has_origin_topic"],
         )
         try:
-            self._producer = native.create_producer(
-                self.producer_group,
-                self._instance_name("producer"),
-                self.name_server,
-                SEND_TIMEOUT_MS,
-            )
-            await trio.to_thread.run_sync(native.start, self._producer)
+            await self._clients.start_producer(self.producer_group, SEND_TIMEOUT_MS)
             if self.consume_commands:
                 await self._start_worker_consumer()
             if self.consume_dead_letters:
                 # "*": whatever lands in the DLQ must be handled, whatever its tag.
-                await self._start_consumer(
+                await self._clients.start_consumer(
                     "dlq-handler",
                     self.dlq_handler_group,
                     self.dead_letter_topic,
@@ -251,7 +231,7 @@ class RocketMQTransport:
 
     async def _start_worker_consumer(self) -> None:
         """Subscribe the worker consumer group to the command topic (``EXPORT_TASK``)."""
-        await self._start_consumer(
+        await self._clients.start_consumer(
             "worker",
             self.worker_group,
             self.command_topic,
@@ -259,29 +239,6 @@ class RocketMQTransport:
             self.consumer_concurrency,
             self._bridge.on_command,
         )
-
-    async def _start_consumer(
-        self,
-        label: str,
-        group: str,
-        topic: str,
-        expression: str,
-        threads: int,
-        callback: NativeCallback,
-    ) -> None:
-        native = self._native
-        assert native is not None
-        consumer = native.create_push_consumer(
-            group,
-            self._instance_name(label),
-            self.name_server,
-            threads,
-            on_created=lambda created: self._consumers.append((label, created)),
-        )
-        native_callback = native.make_callback(callback)
-        self._callbacks.append(native_callback)
-        native.subscribe(consumer, topic, expression, native_callback)
-        await trio.to_thread.run_sync(native.start, consumer)
 
     async def aclose(self) -> None:
         """Release blocked callbacks, shut the consumers down, then the producer.
@@ -303,24 +260,11 @@ class RocketMQTransport:
             await self._bridge.close_channels()
             for delivery in outstanding:
                 delivery.decide(Decision.RELEASE)
-            await self._close_native()
+            await self._clients.aclose()
             with _live_lock:
                 _live.discard(self)
             self._closed.set()
         log.info("RocketMQ transport closed")
-
-    async def _close_native(self) -> None:
-        """Shut the native clients down (consumers first: their callbacks may still use
-        the producer, on the DLQ path) and forget them."""
-        native = self._native
-        if native is None:
-            return
-        for label, consumer in reversed(self._consumers):
-            await self._run_native_close(label, native.close_consumer, consumer)
-        if self._producer is not None:
-            await self._run_native_close("producer", native.close_producer, self._producer)
-        self._consumers.clear()
-        self._producer = None
 
     def _close_at_exit(self) -> None:
         """Blocking close for the exit hook, when trio is gone and ``aclose`` never ran.
@@ -328,31 +272,7 @@ class RocketMQTransport:
         liveness poll, so the native shutdowns can join their threads."""
         for delivery in self._bridge.stop():
             delivery.decide(Decision.RELEASE)
-        native = self._native
-        if native is None:
-            return
-        closers: list[tuple[str, Callable[[Any], None], Any]] = [
-            (label, native.close_consumer, consumer) for label, consumer in self._consumers[::-1]
-        ]
-        if self._producer is not None:
-            closers.append(("producer", native.close_producer, self._producer))
-        for label, close, client in closers:
-            try:
-                close(client)
-            except Exception:
-                log.exception("RocketMQ %s shutdown at exit failed", label)
-
-    async def _run_native_close(self, label: str, fn: Callable[[Any], None], client: Any) -> None:
-        with trio.move_on_after(self.close_timeout) as scope:
-            try:
-                await trio.to_thread.run_sync(fn, client, abandon_on_cancel=True)
-            except Exception:
-                log.exception("RocketMQ %s shutdown failed", label)
-        if scope.cancelled_caught:
-            self.abandoned.append(label)
-            log.error(
-                "RocketMQ %s shutdown not done after %gs; abandoned", label, self.close_timeout
-            )
+        self._clients.close_at_exit()
 
     # -- CommandTransport --------------------------------------------------------------
 
@@ -373,14 +293,13 @@ class RocketMQTransport:
         await trio.to_thread.run_sync(self._send_blocking, message)
 
     def _send_blocking(self, message: OutgoingMessage) -> None:
-        native = self._native
-        assert native is not None
+        native = self._clients.native
         if "\x00" in message.body:
             # The core takes bodies as NUL-terminated strings; JSON text never has one.
             raise TransportSendError("message body contains a NUL character")
         try:
             receipt = native.send(
-                self._producer,
+                self._clients.producer,
                 topic=message.topic,
                 tag=message.tag,
                 keys=message.key,
@@ -422,21 +341,18 @@ class RocketMQTransport:
 
     def _read(self, message: int, dead_letter: bool) -> RocketMQDelivery:
         """Copy a native message; its pointer is only valid during the callback."""
-        native = self._native
-        assert native is not None
-        copied = native.read_message(message, copied_properties(dead_letter))
+        copied = self._clients.native.read_message(message, copied_properties(dead_letter))
         return RocketMQDelivery.from_native(copied, dead_letter=dead_letter)
 
     def _dead_letter(self, delivery: RocketMQDelivery) -> ConsumeStatus:
         """Move a poison command to ``%DLQ%<worker group>`` (§9.4); runs on the callback's
         native thread. ``CONSUME_SUCCESS`` once the DLQ has it; ``RECONSUME_LATER`` if the
         send fails, so the message comes back and the move is tried again."""
-        native = self._native
-        assert native is not None
+        native = self._clients.native
         keys, tag, body, properties = delivery.dead_letter_copy()
         try:
             receipt = native.send(
-                self._producer,
+                self._clients.producer,
                 topic=self.dead_letter_topic,
                 tag=tag,
                 keys=keys,
