@@ -1,7 +1,7 @@
 """Registry validation rules (§10.3), one test per rule, on already-loaded YAML documents.
 
 §19.1 bullet covered here: "注册表：白名单外服务名启动失败、路径格式非法启动失败、路径与 key
-不一致启动失败" (the hot-reload half is in tests/actors/plumbing/test_registry_source.py).
+不一致启动失败" (the hot-reload half is in tests/actors/plumbing/test_registry_source_reload.py).
 """
 
 from __future__ import annotations
