@@ -22,6 +22,7 @@ from actors.core.definitions import ExportDefinition
 from actors.core.principal import AppCode
 from actors.core.provider.request import BatchRequest
 from actors.pipeline.provider.check_client import ProviderCheckClient
+from actors.pipeline.provider.fetch import FetchSpec
 from tests.provider_server import Handler, serve_provider
 
 TOKEN = "internal-token"
@@ -39,6 +40,17 @@ COLUMNS = [
     {"key": "id", "title": "ID", "type": "INTEGER", "width": 10},
     {"key": "name", "title": "Name", "type": "STRING"},
 ]
+#: a batch request as a run sends it: §14 timeouts, the §12 size limit
+SPEC = FetchSpec(
+    service=SERVICE,
+    url="http://provider.test" + DEFINITION.provider_path,
+    body=b'{"limit":2}',
+    headers=(("X-Internal-Service-Token", TOKEN), ("Content-Type", "application/json")),
+    connect_timeout=3.0,
+    read_timeout=15.0,
+    request_timeout=60.0,
+    max_response_bytes=4 * 1024 * 1024,
+)
 TASK = {
     "task_id": 190000000000000001,
     "tenant_id": 0,

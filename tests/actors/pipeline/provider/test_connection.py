@@ -8,39 +8,35 @@ unanswered (or answers 408, as some servers do). A batch request only reads, so 
 connection sends it once more on a new
 connection rather than failing the run's attempt; a new connection that fails so is the
 Provider's fault, and the error stands.
+
+A run keeps one connection for as long as the Provider keeps it, and reads an answer after
+the worker wrote the batch before, that time counted toward the request's total limit.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import http.server
+import json
 import socket
 import struct
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 import openpyxl
 import pytest
 
 from actors.core.errors import ProviderContractError, ProviderUnavailableError
-from actors.pipeline.provider.fetch import FetchSpec
 from actors.pipeline.provider.http import ProviderConnection, fetch_body
 from actors.pipeline.worker.pool import open_export_worker
+from tests.actors.pipeline.provider.helpers import SERVICE, SPEC, batch_data, envelope
 from tests.actors.pipeline.worker.helpers import answer, rows
-from tests.servers import read_http_request, serving_raw_tcp
+from tests.servers import read_http_request, serving_in_thread, serving_raw_tcp
 
-SERVICE = "customer-service"
-SPEC = FetchSpec(
-    service=SERVICE,
-    url="http://provider.test/batches",
-    body=b'{"limit":2}',
-    headers=(("Content-Type", "application/json"),),
-    connect_timeout=3.0,
-    read_timeout=5.0,
-    request_timeout=30.0,
-    max_response_bytes=4 * 1024 * 1024,
-)
 BODY = answer(rows(0, 3))
 _REQUEST_TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
 
@@ -151,3 +147,67 @@ async def test_a_run_whose_provider_drops_each_kept_connection_writes_every_batc
     book = openpyxl.load_workbook(tmp_path / "out.xlsx", read_only=True)
     assert [r[0] for r in book.active.values] == ["ID", *[0, 1, 2] * 4]
     book.close()
+
+
+class _KeepAliveHandler(http.server.BaseHTTPRequestHandler):
+    """Answers every POST with a small 200; ``close`` in the path asks to close after it.
+    Records the client port of each request (one port: one connection)."""
+
+    protocol_version = "HTTP/1.1"
+    ports: ClassVar[list[int]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.ports.append(self.client_address[1])
+        body = json.dumps(envelope(batch_data())).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        if "close" in self.path:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _keep_alive_server() -> Iterator[str]:
+    _KeepAliveHandler.ports = []
+    with serving_in_thread(
+        http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KeepAliveHandler)
+    ) as url:
+        yield url
+
+
+def test_a_run_keeps_one_connection_and_makes_a_new_one_after_the_provider_closed_it() -> None:
+    with _keep_alive_server() as base:
+        connection = ProviderConnection()
+        keep = dataclasses.replace(SPEC, url=base + "/batch")
+        close = dataclasses.replace(SPEC, url=base + "/batch?close")
+        for spec in (keep, keep, close, keep, keep):
+            assert json.loads(fetch_body(spec, connection))["code"] == "200"
+        connection.close()
+    first, second, third, fourth, fifth = _KeepAliveHandler.ports
+    assert first == second == third  # kept alive until the Provider said close
+    assert fourth == fifth != third
+
+
+def test_the_answer_waits_while_the_worker_writes_and_the_total_limit_counts_that_time() -> None:
+    """The worker writes the previous batch between send and receive: no timer runs then
+    (a SIGALRM there would break the write), but the time counts toward the request's total
+    limit, checked when the read starts."""
+    with _keep_alive_server() as base:
+        connection = ProviderConnection()
+        spec = dataclasses.replace(SPEC, url=base + "/batch", request_timeout=0.3)
+        connection.send(spec)
+        time.sleep(0.1)  # a short write: the answer is read from the socket's buffer
+        assert json.loads(connection.receive())["code"] == "200"
+        connection.send(spec)
+        time.sleep(0.4)  # a write longer than the whole limit: no signal interrupts it
+        with pytest.raises(ProviderUnavailableError, match="within the total limit of 0.3 s"):
+            connection.receive()
+        # The unread answer was dropped with its connection; the next request makes another.
+        assert json.loads(fetch_body(spec, connection))["code"] == "200"
+        connection.close()
+    assert len(set(_KeepAliveHandler.ports)) == 2

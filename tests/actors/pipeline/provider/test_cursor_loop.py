@@ -1,7 +1,7 @@
 """The cursor loop over a whole export (§10.1, §10.2): cursors, snapshot tokens and the rules
 across batches. The loop is driven by a scripted fetcher (no HTTP: the loop makes no request
 itself), and once by the real demo Provider over HTTP. One request's shape and mapping:
-``test_provider_check_client.py``; through an export worker: ``test_provider_http.py``."""
+``test_check_client.py``; through an export worker: ``test_http.py``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """Hostile Providers, one request at a time (§9.1, §10.1, §12): bounded requests, one-line
 messages, no stray Python errors, whatever the answer. Each request is sent the way
-``export-center provider-check`` sends it (``test_provider_check_client.py`` says how); an
-export run's worker reads answers with the same code (``test_provider_http.py``). The
+``export-center provider-check`` sends it (``test_check_client.py`` says how); an
+export run's worker reads answers with the same code (``test_http.py``). The
 hostile runs across batches (cycles, announced totals) are the cursor loop's:
-``test_provider_cursor_loop.py``."""
+``test_cursor_loop.py``."""
 
 from __future__ import annotations
 

@@ -4,33 +4,26 @@ Each test runs the real path: :class:`ProviderClient` builds the request, a real
 worker process sends it (``actors/pipeline/provider/http.py``, urllib3) to a real HTTP
 server (``tests/provider_server.py``) and decodes the answer; the parent gets the summary,
 the metrics and the DEBUG line. ``export-center provider-check`` sends its requests through
-the same module from a thread (``test_provider_check_client.py``); the last tests here pin that
-both entry points translate urllib3's errors alike, and the request rewrites provider-check
-makes (:meth:`FetchSpec.with_body`, :meth:`FetchSpec.with_header`).
+the same module from a thread (``test_check_client.py``); that both entry points translate
+the wire's faults alike is ``test_http_errors.py``'s, the request rewrites provider-check
+makes are ``test_fetch.py``'s, and the run's kept connection is ``test_connection.py``'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gzip
-import http.server
 import json
 import logging
 import os
-import re
 import signal
-import socket
-import struct
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import httpx
 import pytest
 import trio
-import urllib3
 
 from actors.core.batch import BatchSummary
 from actors.core.errors import (
@@ -42,12 +35,6 @@ from actors.core.errors import (
 from actors.core.provider.request import BatchRequest
 from actors.core.tracing import parse_traceparent
 from actors.pipeline.provider.client import ProviderClient
-from actors.pipeline.provider.fetch import FetchSpec
-from actors.pipeline.provider.http import (
-    ProviderConnection,
-    fetch_body,
-    fetch_body_in_thread,
-)
 from actors.pipeline.worker.handle import ExportWorker
 from actors.pipeline.worker.pool import open_export_worker
 from tests.actors.pipeline.provider.helpers import (
@@ -60,7 +47,6 @@ from tests.actors.pipeline.provider.helpers import (
     envelope,
 )
 from tests.provider_server import Handler, serve_provider
-from tests.servers import read_http_request, serving_in_thread, serving_raw_tcp
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 
@@ -278,197 +264,3 @@ async def test_a_worker_killed_mid_request_names_the_batch_it_was_fetching(
                 await client.fetch_batch(DEFINITION, make_request(), fetch=worker)
     assert str(raised.value) == "export worker process died (SIGKILL) while fetching batch 1"
     assert observer.calls == []  # our process failed, not the Provider
-
-
-# --- one translation for both entry points; provider-check's rewrites --------------------
-
-SPEC = FetchSpec(
-    service=SERVICE,
-    url="http://provider.test" + DEFINITION.provider_path,
-    body=b'{"limit":2}',
-    headers=(("X-Internal-Service-Token", TOKEN), ("Content-Type", "application/json")),
-    connect_timeout=3.0,
-    read_timeout=15.0,
-    request_timeout=60.0,
-    max_response_bytes=4 * 1024 * 1024,
-)
-
-
-def _raw_peer(behaviour: str) -> Callable[[socket.socket], None]:
-    """What a broken Provider does with one connection, on the wire (``_serve_raw``)."""
-
-    def serve(conn: socket.socket) -> None:
-        read_http_request(conn)  # the whole request, so the send never fails
-        if behaviour == "reset":  # RST instead of an answer
-            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        elif behaviour == "garbage":  # not HTTP
-            conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
-        elif behaviour == "short-body":  # closes 90 bytes early
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x" * 10)
-        elif behaviour == "superscript-length":  # "²" in latin-1, then the body to EOF
-            body = json.dumps(envelope(batch_data())).encode()
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\n" + body)
-        elif behaviour == "silent":
-            time.sleep(1.0)
-        # "eof": nothing; every behaviour then closes
-        conn.close()
-
-    return serve
-
-
-@contextlib.contextmanager
-def _serve_raw(behaviour: str) -> Iterator[str]:
-    """A TCP server on a free port whose every connection gets ``behaviour``; yields the
-    request URL."""
-    serve = _raw_peer(behaviour)
-    with serving_raw_tcp(lambda conn, number: serve(conn)) as port:
-        yield f"http://127.0.0.1:{port}{DEFINITION.provider_path}"
-
-
-RAW_FAULTS = [
-    ("reset", f"provider {SERVICE} unreachable: ConnectionResetError: "),
-    ("eof", f"provider {SERVICE} unreachable: RemoteDisconnected: "),
-    ("garbage", f"provider {SERVICE} unreachable: BadStatusLine: "),
-    ("short-body", f"provider {SERVICE} unreachable: IncompleteRead: "),
-    ("silent", f"provider {SERVICE} read timeout (0.3 s)"),
-]
-
-
-@pytest.mark.parametrize(("behaviour", "message"), RAW_FAULTS, ids=[b for b, _ in RAW_FAULTS])
-def test_the_worker_and_the_thread_entry_points_translate_wire_faults_alike(
-    behaviour: str, message: str
-) -> None:
-    """A real peer that resets, closes, speaks something else, cuts the body or stays
-    silent: the worker's connection (its own send and read, :class:`ProviderConnection`)
-    and provider-check's pooled request give one class and one message, and the worker's
-    connection is closed and made again for the next request."""
-    with _serve_raw(behaviour) as url:
-        spec = dataclasses.replace(SPEC, url=url, read_timeout=0.3)
-        texts = []
-        connection = ProviderConnection()
-        for send in (
-            lambda: fetch_body(spec, connection),
-            lambda: fetch_body_in_thread(spec, urllib3.PoolManager()),
-        ):
-            with pytest.raises(ProviderUnavailableError) as raised:
-                send()
-            texts.append(str(raised.value))
-        assert texts[0] == texts[1]
-        assert texts[0].startswith(message)
-        with pytest.raises(ProviderUnavailableError, match=re.escape(message)):
-            fetch_body(spec, connection)  # a new connection, the same fault
-
-
-def test_a_content_length_that_is_no_number_is_no_declaration_for_both_entry_points() -> None:
-    """``Content-Length: ²`` (a latin-1 byte that ``str.isdigit`` accepts and ``int``
-    refuses): the body is read to the end of the connection, as http.client does, not
-    reported as an invalid base URL."""
-    with _serve_raw("superscript-length") as url:
-        spec = dataclasses.replace(SPEC, url=url)
-        for body in (
-            fetch_body(spec),
-            fetch_body_in_thread(spec, urllib3.PoolManager()),
-        ):
-            assert json.loads(body) == envelope(batch_data())
-
-
-def test_a_refused_connection_reads_the_same_from_both_entry_points() -> None:
-    spec = dataclasses.replace(SPEC, url="http://127.0.0.1:1/x")
-    texts = []
-    for send in (
-        lambda: fetch_body(spec),
-        lambda: fetch_body_in_thread(spec, urllib3.PoolManager()),
-    ):
-        with pytest.raises(ProviderUnavailableError) as raised:
-            send()
-        texts.append(str(raised.value))
-    assert (
-        texts
-        == [f"provider {SERVICE} unreachable: ConnectError: [Errno 111] Connection refused"] * 2
-    )
-
-
-def test_with_header_replaces_a_header_in_any_case_and_keeps_the_rest() -> None:
-    lower = SPEC.with_header("x-internal-service-token", "wrong")
-    assert lower.headers == (
-        ("Content-Type", "application/json"),
-        ("x-internal-service-token", "wrong"),
-    )
-    added = SPEC.with_header("traceparent", "00-abc")
-    assert added.headers == (*SPEC.headers, ("traceparent", "00-abc"))
-    assert (lower.url, lower.body, lower.request_timeout) == (SPEC.url, SPEC.body, 60.0)
-
-
-def test_with_body_replaces_only_the_body() -> None:
-    changed = SPEC.with_body(b"not json")
-    assert changed.body == b"not json"
-    assert changed == FetchSpec(**{**_fields(SPEC), "body": b"not json"})
-    assert SPEC.body == b'{"limit":2}'  # frozen: the original is unchanged
-
-
-def _fields(spec: FetchSpec) -> dict[str, Any]:
-    return {name: getattr(spec, name) for name in FetchSpec.__slots__}
-
-
-class _KeepAliveHandler(http.server.BaseHTTPRequestHandler):
-    """Answers every POST with a small 200; ``close`` in the path asks to close after it.
-    Records the client port of each request (one port: one connection)."""
-
-    protocol_version = "HTTP/1.1"
-    ports: ClassVar[list[int]] = []
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
-        self.rfile.read(int(self.headers["Content-Length"]))
-        self.ports.append(self.client_address[1])
-        body = json.dumps(envelope(batch_data())).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        if "close" in self.path:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def _keep_alive_server() -> Iterator[str]:
-    _KeepAliveHandler.ports = []
-    with serving_in_thread(
-        http.server.ThreadingHTTPServer(("127.0.0.1", 0), _KeepAliveHandler)
-    ) as url:
-        yield url
-
-
-def test_a_run_keeps_one_connection_and_makes_a_new_one_after_the_provider_closed_it() -> None:
-    with _keep_alive_server() as base:
-        connection = ProviderConnection()
-        keep = dataclasses.replace(SPEC, url=base + "/batch")
-        close = dataclasses.replace(SPEC, url=base + "/batch?close")
-        for spec in (keep, keep, close, keep, keep):
-            assert json.loads(fetch_body(spec, connection))["code"] == "200"
-        connection.close()
-    first, second, third, fourth, fifth = _KeepAliveHandler.ports
-    assert first == second == third  # kept alive until the Provider said close
-    assert fourth == fifth != third
-
-
-def test_the_answer_waits_while_the_worker_writes_and_the_total_limit_counts_that_time() -> None:
-    """The worker writes the previous batch between send and receive: no timer runs then
-    (a SIGALRM there would break the write), but the time counts toward the request's total
-    limit, checked when the read starts."""
-    with _keep_alive_server() as base:
-        connection = ProviderConnection()
-        spec = dataclasses.replace(SPEC, url=base + "/batch", request_timeout=0.3)
-        connection.send(spec)
-        time.sleep(0.1)  # a short write: the answer is read from the socket's buffer
-        assert json.loads(connection.receive())["code"] == "200"
-        connection.send(spec)
-        time.sleep(0.4)  # a write longer than the whole limit: no signal interrupts it
-        with pytest.raises(ProviderUnavailableError, match="within the total limit of 0.3 s"):
-            connection.receive()
-        # The unread answer was dropped with its connection; the next request makes another.
-        assert json.loads(fetch_body(spec, connection))["code"] == "200"
-        connection.close()
-    assert len(set(_KeepAliveHandler.ports)) == 2
