@@ -1,6 +1,8 @@
 """What the export runner's tests share (``test_runner.py``, ``test_runner_s3.py``): the
 export type they run, and one run of the runner over a fake Provider (a real HTTP server,
-``tests/provider_server.py``) that answers each batch request by its number."""
+``tests/provider_server.py``) that answers each batch request by its number. The
+database-blip test of progress writes (``tests/actors/test_db_blips.py``) runs the same
+export type."""
 
 from __future__ import annotations
 
