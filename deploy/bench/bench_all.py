@@ -38,7 +38,9 @@ Figures, no pass/fail: a target is printed next to its figure, never asserted. T
    (127.0.0.1:3307); the "best" ratios go into the summary.
 
 ``uptime`` is printed at the start and at the end (the machine may be shared), then one
-summary table: target of the issue | figure measured.
+summary table: target of the issue | figure measured. This script runs the scenarios; the
+service's process tree is read by ``process_tree.py``, and what was measured and the
+summary table are ``summary.py``'s.
 
 Usage::
 
@@ -56,7 +58,6 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,8 @@ sys.path.insert(0, str(HERE))
 
 import bench_cores  # noqa: E402
 import bench_workers  # noqa: E402
+from process_tree import tree_cpu, tree_rss  # noqa: E402
+from summary import Export, Results, print_summary, summary  # noqa: E402
 
 #: Sizes of a full run and of ``--quick`` (a smoke run: seconds, not minutes).
 FULL = {"rows": 200_000, "rss_rows": "100000,1000000", "creates": 50, "rounds": 3}
@@ -75,15 +78,7 @@ QUICK = {"rows": 2_000, "rss_rows": "1000,4000", "creates": 5, "rounds": 1}
 QUICK_HISTORY = ["--sizes", "100,1000", "--db", "sqlite", "--repeat", "3"]
 #: Pause between two samples of the process tree's memory, seconds.
 RSS_SAMPLE_PAUSE = 0.05
-PAGE = os.sysconf("SC_PAGE_SIZE")
-HZ = os.sysconf("SC_CLK_TCK")
 XLSX_WRITERS = ("stream level 1", "stream level 6", "xlsxwriter cm", "openpyxl wo")
-#: How the summary names the two services' Providers.
-PROVIDER_LABELS = {
-    "demo": "demo Provider on the same cores",
-    "replay": "Provider elsewhere (replayed)",
-}
-HISTORY_FIGURES = ("reconciler pass", "create", "list: user, page 1", "list: admin, page 1")
 
 
 def uptime(when: str) -> None:
@@ -91,86 +86,7 @@ def uptime(when: str) -> None:
     print(f"uptime at the {when}: {out.strip()}", flush=True)
 
 
-# --- the service's process tree, from /proc (Linux) ------------------------------------
-
-
-def _stat(pid: int) -> list[str] | None:
-    """Fields of ``/proc/PID/stat`` after the command name (field 3 first), or None."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def tree(root: int) -> list[int]:
-    """``root`` and all its live descendants."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (fields := _stat(int(entry.name))) is not None:
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return found
-
-
-def tree_rss(root: int) -> tuple[int, int]:
-    """(RSS of ``root``, RSS of ``root`` and all descendants), bytes."""
-    own = total = 0
-    for pid in tree(root):
-        try:
-            rss = int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
-        except (OSError, IndexError):
-            continue  # a worker that just ended
-        total += rss
-        own = rss if pid == root else own
-    return own, total
-
-
-def tree_cpu(root: int) -> float:
-    """CPU seconds of ``root`` (with the children it reaped) and of its live descendants."""
-    seconds = 0.0
-    for pid in tree(root):
-        if (fields := _stat(pid)) is not None:
-            ticks = fields[11:15] if pid == root else fields[11:13]  # utime stime [cu cs]
-            seconds += sum(int(t) for t in ticks) / HZ
-    return seconds
-
-
 # --- the measurements ---------------------------------------------------------------
-
-
-@dataclass
-class Export:
-    """One export run alone: its rows, rows/s (service clock) and what the tree used."""
-
-    rows: int
-    rows_per_s: float
-    cpu_seconds: float
-    peak_service: int
-    peak_total: int
-
-
-@dataclass
-class Results:
-    """Everything the summary needs; absent figures stay None."""
-
-    writers: dict[str, dict[str, float]] = field(default_factory=dict)
-    #: (rows/s of the bare decode + write loop alone, aggregate of one per core at once)
-    cores: tuple[float, float] | None = None
-    #: Provider kind ("demo", "replay") -> (idle latency, scenario results by exports)
-    scaling: dict[str, tuple[tuple[float, float, float], dict[int, dict[str, Any]]]] = field(
-        default_factory=dict
-    )
-    #: one export alone, by Provider kind ("demo", "replay")
-    end_to_end: dict[str, Export] = field(default_factory=dict)
-    to_running: list[float] = field(default_factory=list)
-    rss: list[Export] = field(default_factory=list)
-    history: dict[str, dict[str, float]] = field(default_factory=dict)
-    #: (smaller, larger) history size as bench_history prints them, e.g. ("1,000", "1,000,000")
-    history_sizes: tuple[str, str] = ("", "")
 
 
 def run_writers(rows: int) -> dict[str, dict[str, float]]:
@@ -334,92 +250,6 @@ def run_history(quick: bool) -> tuple[dict[str, dict[str, float]], tuple[str, st
         for db, cell in zip(dbs, cells, strict=True):
             ratios[db][name.strip()] = float(cell.split()[2].rstrip("x"))
     return ratios, (heads[0][1], heads[0][2])
-
-
-# --- the summary --------------------------------------------------------------------
-
-
-def summary(results: Results, cores: int) -> list[tuple[str, str, str]]:
-    """(figure, target of issue 9, measured) rows; "-" where a figure was not measured."""
-    rows: list[tuple[str, str, str]] = []
-    for provider, (idle, runs) in results.scaling.items():
-        label = PROVIDER_LABELS[provider]
-        p95 = runs[4]["latency"][1]
-        rows.append(
-            (
-                f"API p95 during 4 exports, {label}",
-                "<= 1.2 x idle p95",
-                f"{p95:.1f} ms vs {idle[1]:.1f} ms idle (x{p95 / idle[1]:.1f})",
-            )
-        )
-        one = runs[1]["rows_per_s"]
-        for n in (2, 4):
-            want, got = 0.9 * min(n, cores), runs[n]["rows_per_s"]
-            rows.append(
-                (
-                    f"aggregate rows/s, {n} vs 1 export, {label}",
-                    f">= {want:.1f} x ({cores} cores)",
-                    f"{got:,.0f} vs {one:,.0f} (x{got / one:.2f})",
-                )
-            )
-    if results.cores is not None:
-        alone, together = results.cores
-        rows.append(
-            (
-                "this machine's ceiling: bare decode + write loop, one process per core vs one",
-                "- (reference)",
-                f"{together:,.0f} vs {alone:,.0f} rows/s (x{together / alone:.2f})",
-            )
-        )
-    for provider, e2e in results.end_to_end.items():
-        label = PROVIDER_LABELS[provider]
-        per_cpu = e2e.rows / e2e.cpu_seconds
-        for name, library, target in (
-            ("xlsxwriter cm", "xlsxwriter constant_memory", ">= 3 x"),
-            ("openpyxl wo", "openpyxl write_only", "-"),
-        ):
-            loop = results.writers.get(name)
-            measured = "-"
-            if loop:
-                measured = (
-                    f"x{e2e.rows_per_s / loop['rows_per_s']:.2f} wall, "
-                    f"x{per_cpu / loop['rows_per_cpu_s']:.2f} per CPU-s"
-                )
-            rows.append((f"one export end to end vs {library}, {label}", target, measured))
-        rows.append(
-            (
-                f"one export end to end, rows per service CPU-s, {label}",
-                ">= 40,000 per core",
-                f"{per_cpu:,.0f} ({e2e.rows_per_s:,.0f} rows/s wall)",
-            )
-        )
-    if results.to_running:
-        p50, _, p99 = bench_workers.percentiles(results.to_running)
-        measured = f"{p50:.1f} / {p99:.1f} ms"
-        rows.append(("create -> RUNNING p50 / p99 idle", "<= 25 / 100 ms", measured))
-    for r in results.rss:
-        rows.append(
-            (
-                f"peak RSS service + workers, {r.rows:,} rows",
-                "<= 200 MB at 1,000,000, flat",
-                f"{r.peak_total / 1e6:.1f} MB",
-            )
-        )
-    small, big = results.history_sizes
-    for db, ratios in results.history.items():
-        for name in HISTORY_FIGURES:
-            if name in ratios:
-                label = f"{db}: {name}, {big} vs {small} finished tasks"
-                rows.append((label, "<= 2 x", f"x{ratios[name]:.1f}"))
-    return rows
-
-
-def print_summary(rows: list[tuple[str, str, str]]) -> None:
-    print("\n## Summary (targets of issue 9; printed, not asserted)\n")
-    print("| figure | target | measured |")
-    print("|---|---|---|")
-    for row in rows:
-        print(f"| {' | '.join(row)} |")
 
 
 def main() -> None:
