@@ -31,7 +31,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 #: Paths that exist only once the test command or a person has set them up.
-MADE_BY_SETUP = ("deploy/axe/node_modules/", "deploy/compose/export-center.env")
+MADE_BY_SETUP = (
+    "deploy/axe/node_modules/",
+    "deploy/page-checks/node_modules/",
+    "deploy/compose/export-center.env",
+)
 #: Names that documents use as examples of what does not exist.
 EXAMPLES = {"actors.helpers", "actors/helpers.py"}
 #: Tests whose strings are pointers to nothing on purpose (probes of these checks).
