@@ -77,10 +77,12 @@ def create_app(deps: Dependencies, *, extra_blueprints: list[Any] | None = None)
         await deps.tokens.prepare(presented_token())
 
     @app.before_serving
-    async def _start_progress_feed() -> None:
+    async def _start_background_readers() -> None:
         # One reader of task changes for every progress stream, for as long as the
         # server serves (web/progress_feed.py); it reads nothing while no stream is open.
         app.add_background_task(deps.progress_feed.run)
+        # An identity provider's keys, fetched at start and kept fresh (web/identity.py).
+        app.add_background_task(deps.tokens.run, deps.health)
 
     @app.errorhandler(ApiError)
     async def _api_error(exc: ApiError) -> Any:
@@ -88,6 +90,8 @@ def create_app(deps: Dependencies, *, extra_blueprints: list[Any] | None = None)
         if exc.http_status == 401:
             # RFC 6750 section 3: a 401 names the scheme the client should use.
             return body, 401, {"WWW-Authenticate": 'Bearer realm="export-center"'}
+        if exc.http_status == 503:
+            return body, 503, {"Retry-After": str(RETRY_AFTER_SECONDS)}
         return body, exc.http_status
 
     @app.errorhandler(HTTPException)

@@ -16,12 +16,15 @@ Either way the issuer and audience are checked when configured (``FILE_EXPORT_JW
 (``actors/core/http/claims.py``; claim names configurable, ``FILE_EXPORT_JWT_CLAIM_*``).
 
 The JWKS is fetched over HTTP by :class:`JwksKeys` and kept in memory: verifying a token
-is then pure CPU. Keys are fetched again when they are older than
-:data:`JWKS_MAX_AGE_SECONDS`, and when a token names a ``kid`` the set does not hold (the
-provider rotated its keys) — at most once per :data:`JWKS_MIN_REFRESH_SECONDS`, so tokens
-with forged ``kid`` values cannot make the service hammer the provider. The fetch is done
-before a request's handler runs (``web/app.py``: an async hook), so the handlers verify
-synchronously.
+is then pure CPU. The set is fetched at start, kept fresh in the background every
+:data:`JWKS_MAX_AGE_SECONDS`, and fetched when a token names a ``kid`` the set does not
+hold (the provider rotated its keys) — at most once per :data:`JWKS_MIN_REFRESH_SECONDS`,
+so tokens with forged ``kid`` values cannot make the service hammer the provider, and one
+fetch at a time. A request whose key is held never waits for a fetch
+(``actors/core/http/jwks.py`` decides). A provider that cannot be reached is reported as
+the ``identity`` component of ``/healthz/details``, and a token whose key is not held is
+then answered 503, not 401. Any wait happens before a request's handler runs
+(``web/app.py``: an async hook), so the handlers verify synchronously.
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ import httpx
 import jwt
 import trio
 
+from actors.core.health import Component, HealthBoard
 from actors.core.http.claims import ClaimError, ClaimNames, parse_claims
+from actors.core.http.jwks import KeyFetch, key_fetch
 from actors.core.principal import Principal
 from actors.core.text import quote_outside
 from web.errors import ApiError
@@ -58,20 +63,32 @@ _REQUIRED = ("exp",)
 class JwksKeys:
     """An identity provider's published keys (a JWKS), fetched and kept in memory.
 
+    When a fetch starts and who waits for it is :func:`actors.core.http.jwks.key_fetch`'s
+    (a request whose key is held never waits; one fetch at a time; unknown ``kid`` values
+    start at most one fetch per :data:`JWKS_MIN_REFRESH_SECONDS`). Fetches run in the
+    background while :meth:`run` serves (the app runs it for as long as it serves);
+    without it, a request that must wait fetches itself.
+
     Args:
         url: the JWKS endpoint (``https://…/.well-known/jwks.json``).
         client: the HTTP client to fetch with; ``None``: one of its own.
+
+    Attributes:
+        failure: why the last fetch failed, or ``None`` when it worked (or none ran yet).
+        fetches: fetches started so far (tests count them).
+        clock: seconds, monotonic (``trio.current_time``); tests set their own.
     """
 
     def __init__(self, url: str, client: httpx.AsyncClient | None = None) -> None:
         self.url = url
         self._client = client
         self._keys: dict[str, jwt.PyJWK] = {}
-        self._fetched_at: float | None = None
-        self._lock = trio.Lock()
-        #: Fetches made so far (tests count them).
+        self._last_try: float | None = None
+        self._in_flight: trio.Event | None = None  # set when the running fetch ends
+        self._nursery: trio.Nursery | None = None
+        self._health: HealthBoard | None = None
+        self.failure: str | None = None
         self.fetches = 0
-        #: Seconds, monotonic: when the set was fetched and how old it is.
         self.clock: Callable[[], float] = trio.current_time
 
     def key(self, kid: str | None) -> jwt.PyJWK | None:
@@ -80,30 +97,103 @@ class JwksKeys:
             return next(iter(self._keys.values())) if len(self._keys) == 1 else None
         return self._keys.get(kid)
 
-    async def ensure(self, kid: str | None) -> None:
-        """Make the set current enough to verify a token naming ``kid``: fetch it when it
-        is older than :data:`JWKS_MAX_AGE_SECONDS`, or does not hold ``kid`` and was not
-        fetched in the last :data:`JWKS_MIN_REFRESH_SECONDS`. Never raises: a failed
-        fetch keeps the keys held (logged), and the token's verification then says why
-        it fails."""
-        async with self._lock:
-            now = self.clock()
-            age = None if self._fetched_at is None else now - self._fetched_at
-            stale = age is None or age >= JWKS_MAX_AGE_SECONDS
-            unknown = self.key(kid) is None and (age is None or age >= JWKS_MIN_REFRESH_SECONDS)
-            if not (stale or unknown):
-                return
-            self._fetched_at = now  # a failed fetch also waits its turn
-            try:
-                self._keys = await self._fetch()
-            except Exception as exc:
-                log.warning(
-                    "identity provider keys not fetched; keeping the ones held",
-                    extra={"url": self.url, "error": quote_outside(str(exc))},
-                )
+    async def run(
+        self,
+        health: HealthBoard | None = None,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Fetch the keys at once, then again every :data:`JWKS_MAX_AGE_SECONDS` (every
+        :data:`JWKS_MIN_REFRESH_SECONDS` while they cannot be fetched), and serve the
+        fetches requests start, until cancelled. Never raises: an unreachable provider is
+        a WARNING and, in ``health``, a component that is down, not a failed start.
 
-    async def _fetch(self) -> dict[str, jwt.PyJWK]:
+        Args:
+            health: where the provider's health is reported (``identity``).
+        """
+        async with trio.open_nursery() as nursery:
+            self._nursery, self._health = nursery, health
+            task_status.started()
+            try:
+                while True:
+                    done = self._in_flight or self._start(nursery)
+                    await done.wait()
+                    failed = self.failure is not None
+                    await trio.sleep(JWKS_MIN_REFRESH_SECONDS if failed else JWKS_MAX_AGE_SECONDS)
+            finally:
+                self._nursery = None
+
+    async def ensure(self, kid: str | None) -> None:
+        """Make the set current enough to verify a token naming ``kid``, by the rule of
+        :func:`~actors.core.http.jwks.key_fetch`. Waits at most
+        :data:`JWKS_TIMEOUT_SECONDS` (and a second) and only for a key it does not hold.
+        Never raises: a failed fetch keeps the keys held (logged), and the token's
+        verification then says why it fails."""
+        since = None if self._last_try is None else self.clock() - self._last_try
+        action = key_fetch(
+            holds_key=self.key(kid) is not None,
+            since_last_try=since,
+            in_flight=self._in_flight is not None,
+            max_age=JWKS_MAX_AGE_SECONDS,
+            min_interval=JWKS_MIN_REFRESH_SECONDS,
+        )
+        if action is KeyFetch.NONE:
+            return
+        nursery = self._nursery
+        if action is KeyFetch.IN_BACKGROUND:
+            if nursery is not None:
+                self._start(nursery)
+                return
+            action = KeyFetch.START_AND_WAIT  # no background here: this request fetches
+        if action is KeyFetch.START_AND_WAIT:
+            if nursery is None:
+                await self._fetch(self._begin())
+                return
+            self._start(nursery)
+        done = self._in_flight
+        if done is not None:
+            with trio.move_on_after(JWKS_TIMEOUT_SECONDS + 1):
+                await done.wait()
+
+    def _begin(self) -> trio.Event:
+        """Mark a fetch as started now (a failed one also waits its turn)."""
+        self._last_try = self.clock()
         self.fetches += 1
+        done = self._in_flight = trio.Event()
+        return done
+
+    def _start(self, nursery: trio.Nursery) -> trio.Event:
+        done = self._begin()
+        nursery.start_soon(self._fetch, done)
+        return done
+
+    async def _fetch(self, done: trio.Event) -> None:
+        """Fetch the set into :attr:`_keys`; report and log how it went; end the flight."""
+        try:
+            with trio.fail_after(JWKS_TIMEOUT_SECONDS + 1):  # the client's own timeout first
+                keys = await self._get()
+        except Exception as exc:
+            self.failure = f"{type(exc).__name__}: {quote_outside(str(exc), 200)}"
+            self._report(False, f"keys not fetched from {self.url}: {self.failure}")
+        else:
+            self._keys, self.failure = keys, None
+            self._report(True, "")
+        finally:
+            self._in_flight = None
+            done.set()
+
+    def _report(self, up: bool, detail: str) -> None:
+        changed = self._health.report(Component.IDENTITY, up, detail) if self._health else True
+        if up and changed:
+            log.info("identity provider keys fetched", extra={"url": self.url})
+        elif not up and changed:
+            log.warning(
+                "identity provider keys not fetched: tokens signed with a key not held are"
+                " answered 503 until they are; the keys held are kept",
+                extra={"url": self.url, "error": self.failure},
+            )
+
+    async def _get(self) -> dict[str, jwt.PyJWK]:
         client = self._client or httpx.AsyncClient(timeout=JWKS_TIMEOUT_SECONDS)
         try:
             response = await client.get(self.url, headers={"Accept": "application/json"})
@@ -112,9 +202,7 @@ class JwksKeys:
         finally:
             if self._client is None:
                 await client.aclose()
-        by_kid = {k.key_id or "": k for k in keys.keys}
-        log.info("identity provider keys fetched", extra={"url": self.url, "keys": len(by_kid)})
-        return by_kid
+        return {k.key_id or "": k for k in keys.keys}
 
 
 @dataclass
@@ -144,6 +232,19 @@ class TokenVerifier:
     def uses_identity_provider(self) -> bool:
         """Tokens are signed by an identity provider, not with the shared secret."""
         return self.jwks is not None or self.public_key is not None
+
+    async def run(
+        self,
+        health: HealthBoard | None = None,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Keep an identity provider's keys fetched (:meth:`JwksKeys.run`) until cancelled;
+        nothing to do without a JWKS."""
+        if self.jwks is None:
+            task_status.started()
+            return
+        await self.jwks.run(health, task_status=task_status)
 
     async def prepare(self, token: str | None) -> None:
         """Fetch what verifying ``token`` needs (its ``kid``'s key) before a handler
@@ -219,6 +320,15 @@ class TokenVerifier:
             except jwt.PyJWTError:
                 raise jwt.DecodeError("not a JWT") from None
             key = self.jwks.key(kid if isinstance(kid, str) else None)
+            if key is None and self.jwks.failure is not None:
+                # Not the token's fault: the provider did not answer. Not a 401 either,
+                # which would end a session that is fine.
+                raise ApiError(
+                    "503",
+                    "the token cannot be checked now: the identity provider's keys could not"
+                    " be fetched; try again in a moment",
+                    http_status=503,
+                )
             if key is None:
                 raise ApiError(
                     "401",

@@ -1,7 +1,8 @@
 """The health of the service's components, as one instance sees them.
 
-Three components can fail without taking the service down (docs/design-rules.md
-§4.2): the database, the command transport and the export storage.
+Four components can fail without taking the service down (docs/design-rules.md
+§4.2): the database, the command transport, the export storage and the identity provider
+that signs the tokens.
 Each actor that watches one writes what it saw here; ``/healthz/details`` and the
 ``export_transport_up`` gauge read it. ``/healthz`` itself, the load balancer's question,
 only asks whether this instance can answer the API: a transport that is down degrades
@@ -22,6 +23,9 @@ class Component(enum.StrEnum):
     DATABASE = "database"
     TRANSPORT = "transport"
     STORAGE = "storage"
+    #: The identity provider whose keys sign the tokens (``FILE_EXPORT_JWT_JWKS_URL``);
+    #: always up when tokens are signed with the shared secret or one PEM key.
+    IDENTITY = "identity"
 
 
 @dataclass(frozen=True, slots=True)
