@@ -16,7 +16,9 @@ it
   masked, :func:`actors.core.tracing.loggable_path`), ``status``, ``durationMs``,
   ``userId`` and ``tenantId`` of an authenticated caller, and the ``taskId`` and
   ``traceId`` of the task the request was about (:func:`note_task`: the download's line
-  carries its export's trace id). It never writes a header, token or cookie. ``/healthz``
+  carries its export's trace id), and ``disconnected`` when the client went away before
+  the response ended (status :data:`CLIENT_CLOSED` if nothing was answered yet, not a
+  500). It never writes a header, token or cookie. ``/healthz``
   and ``/metrics`` — probes and scrapes every few seconds — and the embedded demo
   Provider's ``/internal/…`` batch calls are logged at DEBUG.
 
@@ -45,6 +47,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 AsgiApp = Callable[..., Awaitable[None]]
 
+#: The status an access line gives a request whose client went away before any answer
+#: (nginx's "client closed request"): not a 500, which would read as a fault of ours.
+CLIENT_CLOSED = 499
 #: Paths whose access lines are DEBUG: health probes and metric scrapes.
 QUIET_PATHS = frozenset({"/healthz", "/healthz/details", "/metrics"})
 #: Path prefix whose access lines are DEBUG too: the embedded demo Provider's batch
@@ -134,8 +139,17 @@ class AccessLog:
             trace_id=request_trace_id(_header(scope, b"traceparent"), os.urandom),
         )
         status: list[int] = []
+        ended = {"response": False, "client": False}
+
+        async def receive_noting_disconnect() -> Message:
+            message = await receive()
+            if message.get("type") == "http.disconnect":
+                ended["client"] = True
+            return message
 
         async def send_with_id(message: Message) -> None:
+            if message.get("type") == "http.response.body" and not message.get("more_body"):
+                ended["response"] = True
             if message.get("type") == "http.response.start":
                 status.append(int(message["status"]))
                 headers = [
@@ -152,16 +166,23 @@ class AccessLog:
         started = time.monotonic()
         try:
             with bind_context(requestId=record.request_id, traceId=record.trace_id):
-                await self.app(scope, receive, send_with_id)
+                await self.app(scope, receive_noting_disconnect, send_with_id)
         finally:
             _current.reset(token)
             # A route's note_task may have bound more keys in this very context: start
             # the next request on this connection from what was bound before this one.
             replace_bound(before)
-            self._write(scope, record, status[0] if status else 500, started)
+            # A client that went away before the response ended is not a server error:
+            # no status was answered (CLIENT_CLOSED), or the one answered is logged with
+            # ``disconnected``.
+            gone = ended["client"] and not ended["response"]
+            answered = status[0] if status else (CLIENT_CLOSED if gone else 500)
+            self._write(scope, record, answered, started, disconnected=gone)
 
     @staticmethod
-    def _write(scope: Scope, record: RequestRecord, status: int, started: float) -> None:
+    def _write(
+        scope: Scope, record: RequestRecord, status: int, started: float, *, disconnected: bool
+    ) -> None:
         path = str(scope.get("path", ""))
         query = bytes(scope.get("query_string", b"")).decode("latin-1")
         shown = loggable_path(path, query)
@@ -177,6 +198,8 @@ class AccessLog:
         }
         if record.user_id is not None:
             fields["userId"] = str(record.user_id)
+        if disconnected:
+            fields["disconnected"] = True
         with bind_context(
             requestId=record.request_id,
             traceId=record.trace_id,

@@ -123,3 +123,26 @@ async def test_outside_text_in_the_path_is_escaped_and_probes_are_quiet(
     [line] = access  # /healthz, /metrics and /internal/… are DEBUG lines
     assert line["path"] == API + "/12\\n2026-12-01 CRITICAL forged\\u202e"
     assert line["status"] == 200  # a refused id answers the envelope with HTTP 200
+
+
+async def test_a_client_that_disconnects_mid_request_is_logged_as_such_not_as_a_500(
+    service: Runtime,
+) -> None:
+    """Issue 35 item 8: a create whose body never fully arrives (the client closed the
+    connection) is no fault of the service: its line says ``disconnected`` with status
+    499 (nothing was answered), never 500, and no ERROR line is written."""
+    host, port = service.base_url.removeprefix("http://").rsplit(":", 1)
+    async with client_for(service) as client:
+        authorization = client.headers["Authorization"]
+    with json_log("INFO") as lines:
+        stream = await trio.open_tcp_stream(host, int(port))
+        await stream.send_all(
+            f"POST {API} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+            f"Authorization: {authorization}\r\n"
+            'Content-Length: 500\r\nX-Request-Id: gone-1\r\n\r\n{"exportType"'.encode()
+        )
+        await trio.testing.wait_all_tasks_blocked(0.05)  # the server waits for the rest
+        await stream.aclose()
+        [line] = [r for r in await logged(lines, 1) if r["requestId"] == "gone-1"]
+    assert line["status"] == 499 and line["disconnected"] is True, line
+    assert [r for r in lines() if r["level"] in ("error", "critical")] == []
