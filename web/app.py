@@ -133,8 +133,13 @@ def create_app(deps: Dependencies, *, extra_blueprints: list[Any] | None = None)
     @app.get("/healthz/details")
     @declare(HealthDetails)
     async def healthz_details() -> Any:
-        """Each component (database, transport, storage) as this instance last saw it;
-        HTTP 200 whenever the process answers (``/healthz`` is the readiness answer)."""
+        """Each component (database, transport, storage, identity provider) as this
+        instance last saw it; HTTP 200 whenever the process answers (``/healthz`` is the
+        readiness answer). Its details name internal addresses (the bucket, the broker),
+        so with ``FILE_EXPORT_METRICS_TOKEN`` set it is read with that token, as
+        ``/metrics`` is (else 401)."""
+        if not scrape_allowed(deps.metrics_token, request.headers.get("Authorization")):
+            return _scrape_refused()
         ready = await _readiness(deps)
         board = {c.component: c for c in deps.health.snapshot()}
         db_up = ready != "database unavailable"
@@ -159,15 +164,20 @@ def create_app(deps: Dependencies, *, extra_blueprints: list[Any] | None = None)
         """Prometheus metrics of this instance; with ``FILE_EXPORT_METRICS_TOKEN`` set, for
         a scrape that sends it as a bearer token only (else 401)."""
         if not scrape_allowed(deps.metrics_token, request.headers.get("Authorization")):
-            return Response(
-                "401: send the scrape token (FILE_EXPORT_METRICS_TOKEN) as a bearer token\n",
-                status=401,
-                content_type="text/plain; charset=utf-8",
-                headers={"WWW-Authenticate": f'Bearer realm="{REALM}"'},
-            )
+            return _scrape_refused()
         return Response(deps.metrics.exposition(), content_type=CONTENT_TYPE_LATEST)
 
     return app
+
+
+def _scrape_refused() -> Response:
+    """The 401 of a monitoring route read without the scrape token."""
+    return Response(
+        "401: send the scrape token (FILE_EXPORT_METRICS_TOKEN) as a bearer token\n",
+        status=401,
+        content_type="text/plain; charset=utf-8",
+        headers={"WWW-Authenticate": f'Bearer realm="{REALM}"'},
+    )
 
 
 async def _readiness(deps: Dependencies) -> str:

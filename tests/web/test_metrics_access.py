@@ -49,3 +49,21 @@ async def test_metrics_need_the_token_once_one_is_set(
     scraped = await client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
     assert scraped.status_code == 200
     assert "# TYPE export_task_created_total counter" in await scraped.get_data(as_text=True)
+
+
+async def test_health_details_need_the_token_once_one_is_set(
+    store: ExportStore, storage: LocalDirectoryStorage
+) -> None:
+    """Issue 35 item 8: ``/healthz/details`` names internal addresses (the bucket, the
+    broker): behind the scrape token once one is set. ``/healthz``, the load balancer's
+    question, stays open."""
+    app, deps = api_app(store, storage)
+    client = app.test_client()
+    assert (await client.get("/healthz/details")).status_code == 200  # no token: open
+    deps.metrics_token = TOKEN
+    refused = await client.get("/healthz/details")
+    assert refused.status_code == 401
+    assert refused.headers["WWW-Authenticate"] == 'Bearer realm="metrics"'
+    read = await client.get("/healthz/details", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert read.status_code == 200 and "components" in await read.get_json()
+    assert (await client.get("/healthz")).status_code == 200
