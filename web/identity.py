@@ -39,7 +39,7 @@ import jwt
 import trio
 
 from actors.core.health import Component, HealthBoard
-from actors.core.http.claims import ClaimError, ClaimNames, parse_claims
+from actors.core.http.claims import ClaimError, ClaimNames, duplicated_claims, parse_claims
 from actors.core.http.jwks import KeyFetch, key_fetch
 from actors.core.principal import Principal
 from actors.core.text import quote_outside
@@ -304,6 +304,14 @@ class TokenVerifier:
             raise ApiError(
                 "401", f"invalid token: {quote_outside(str(exc))}", http_status=401
             ) from None
+        twice = duplicated_claims(token)
+        if twice:
+            raise ApiError(
+                "401",
+                f"invalid token claims: {', '.join(twice)}"
+                f" {'is' if len(twice) == 1 else 'are'} given twice",
+                http_status=401,
+            )
         try:
             return parse_claims(claims, self.claim_names)
         except ClaimError as exc:

@@ -103,11 +103,16 @@ def parse_task_id(raw_id: str) -> int:
     Raises:
         ParameterError: ``raw_id`` is not a string of ASCII digits (field ``taskId``): a
             sign, spaces or other digits than 0-9 are not an id, although ``int()`` would
-            take them.
+            take them; nor are digits with a leading zero (``007``): one task has one
+            spelling, so logs, caches and links never hold two names for it.
         Refused: ``NOT_FOUND`` for digits outside the id range — no task can have them.
     """
     if not (raw_id.isascii() and raw_id.isdigit()):
         raise ParameterError("taskId", f"invalid task id {raw_id!r}")
+    if len(raw_id) > 1 and raw_id.startswith("0"):
+        raise ParameterError(
+            "taskId", f"invalid task id {raw_id[:24]!r}: write it without leading zeros"
+        )
     if len(raw_id) > len(str(MAX_TASK_ID)) + 1:  # never int() thousands of digits
         raise task_not_found(f"{raw_id[:24]}…")
     task_id = int(raw_id)

@@ -71,3 +71,17 @@ def test_a_refused_token_is_named_in_words_not_in_decoder_internals(
     with pytest.raises(ApiError) as err:
         principal_from_header(SECRET, f"Bearer {token}")
     assert (err.value.http_status, err.value.message) == (401, message)
+
+
+def test_a_signed_token_naming_a_claim_twice_is_401() -> None:
+    """Issue 35 item 8: a payload with ``tenant_id`` twice is signed correctly, and PyJWT
+    would read its last value; one claim must read one way only, so it is refused."""
+    payload = (
+        b'{"sub": "5", "exp": 4000000000, "app_code": "PLATFORM",'
+        b' "tenant_id": "0", "tenant_id": "9"}'
+    )
+    token = jwt.api_jws.encode(payload, SECRET, algorithm="HS256")
+    with pytest.raises(ApiError) as err:
+        principal_from_header(SECRET, f"Bearer {token}")
+    assert err.value.http_status == 401
+    assert err.value.message == "invalid token claims: tenant_id is given twice"

@@ -11,7 +11,10 @@ be signed with. The rule is that a claim reads one way only:
 * the app code is one of :class:`~actors.core.principal.AppCode`'s values, as a string;
 * the permissions are a list of strings (absent: none);
 * ``exp`` is a number no later than :data:`MAX_EXP` (9999-12-31 23:59:59 UTC), the last
-  second a date can show: a later one made the session routes fail with HTTP 500.
+  second a date can show: a later one made the session routes fail with HTTP 500;
+* no claim appears twice in the payload (:func:`duplicated_claims`): JSON parsers keep the
+  last of two ``tenant_id`` members and some keep the first, so a token read one way here
+  could be read another way by a gateway in front.
 
 The claim names are the defaults of :class:`ClaimNames` (what ``export-center token``
 issues) unless an identity provider names them otherwise (``FILE_EXPORT_JWT_CLAIM_*``).
@@ -20,6 +23,9 @@ Pure: no IO.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -101,6 +107,39 @@ def parse_name(value: Any, claim: str) -> str | None:
         raise ClaimError(f"{claim} must be a string")
     name = escape_control(value).strip()[:MAX_NAME_CHARS].strip()
     return name or None
+
+
+def duplicated_claims(token: str) -> list[str]:
+    """The names of the claims a token's payload holds more than once, at any depth.
+
+    Args:
+        token: a compact JWT (``header.payload.signature``); its signature is checked
+            elsewhere, this reads the payload's JSON text only.
+
+    Returns:
+        The duplicated member names, in the order met, escaped; ``[]`` when none, or
+        when the payload is not readable JSON (the token library refuses those).
+    """
+    segments = token.split(".")
+    if len(segments) != 3:
+        return []
+    payload = segments[1]
+    try:
+        text = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+    except (binascii.Error, ValueError):
+        return []
+    seen: list[str] = []
+
+    def pairs(members: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in members]
+        seen.extend(escape_control(k) for k in dict.fromkeys(keys) if keys.count(k) > 1)
+        return dict(members)
+
+    try:
+        json.loads(text, object_pairs_hook=pairs)
+    except ValueError:
+        return []
+    return seen
 
 
 def parse_claims(

@@ -57,6 +57,8 @@ def test_owns(user: int, tenant: int, app: AppCode, perms: frozenset[str], expec
         ("abc", ParameterError("taskId", "invalid task id 'abc'")),
         ("", ParameterError("taskId", "invalid task id ''")),
         ("0", Refused(Refusal.NOT_FOUND, "export task 0 not found")),
+        ("042", ParameterError("taskId", "invalid task id '042': write it without leading zeros")),
+        ("00", ParameterError("taskId", "invalid task id '00': write it without leading zeros")),
         ("-5", ParameterError("taskId", "invalid task id '-5'")),
         ("+1", ParameterError("taskId", "invalid task id '+1'")),
         (" 1", ParameterError("taskId", "invalid task id ' 1'")),
@@ -261,7 +263,9 @@ def test_a_task_is_named_by_its_id_or_its_number(raw: str, task_id: int) -> None
     assert task_number(task_id) == f"EXP{task_id}"
 
 
-@pytest.mark.parametrize("raw", ["EXP", "EXP-1", "EXP 1", "EXPORT1", "X123", "EXP٥"])
+@pytest.mark.parametrize(
+    "raw", ["EXP", "EXP-1", "EXP 1", "EXPORT1", "X123", "EXP٥", "EXP0123", "007"]
+)
 def test_anything_else_after_the_prefix_is_not_a_task(raw: str) -> None:
     with pytest.raises(ParameterError):
         parse_task_reference(raw)

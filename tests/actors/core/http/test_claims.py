@@ -3,11 +3,20 @@ accepted and what is refused, without IO."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
 
-from actors.core.http.claims import MAX_EXP, MAX_ID, ClaimError, ClaimNames, parse_claims, parse_id
+from actors.core.http.claims import (
+    MAX_EXP,
+    MAX_ID,
+    ClaimError,
+    ClaimNames,
+    duplicated_claims,
+    parse_claims,
+    parse_id,
+)
 from actors.core.principal import AppCode
 
 GOOD = {
@@ -133,3 +142,25 @@ def test_the_optional_name_is_what_people_see(name: Any, shown: str | None) -> N
     claims = {**GOOD, "name": name}
     assert parse_claims(claims)[0].name == shown
     assert parse_claims(GOOD)[0].name is None  # absent: the page shows the id
+
+
+def _token(payload: str) -> str:
+    """A compact JWT with this payload text (the signature is not read here)."""
+    encoded = base64.urlsafe_b64encode(payload.encode()).rstrip(b"=").decode()
+    return f"eyJhbGciOiJIUzI1NiJ9.{encoded}.c2ln"
+
+
+@pytest.mark.parametrize(
+    ("payload", "twice"),
+    [
+        ('{"sub": "1", "tenant_id": "0", "tenant_id": "7"}', ["tenant_id"]),
+        ('{"sub": "1", "sub": "1"}', ["sub"]),  # even the same value: one spelling only
+        ('{"perms": ["a"], "x": {"y": 1, "y": 2}}', ["y"]),  # at any depth
+        ('{"sub": "1", "tenant_id": "0"}', []),
+        ("not json", []),  # the token library refuses it
+    ],
+)
+def test_a_claim_given_twice_is_found(payload: str, twice: list[str]) -> None:
+    """Issue 35 item 8: ``tenant_id`` twice must not quietly read as the last one."""
+    assert duplicated_claims(_token(payload)) == twice
+    assert duplicated_claims("no-dots") == []
