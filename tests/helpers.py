@@ -364,3 +364,12 @@ async def wait_for_status(
             if task["status"] in statuses:
                 return task
             await trio.sleep(0.05)
+
+
+def metric_value(text: str, series: str) -> float:
+    """A series' value in a Prometheus text exposition, e.g.
+    ``export_consumer_no_claim_total{reason="storage_unavailable"}``; 0 when absent."""
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0

@@ -26,6 +26,7 @@ from actors.core.declared_parameters import check_declared_parameters
 from actors.core.definitions import ExportDefinition
 from actors.core.errors import RequestError
 from actors.core.events import MAX_TASK_EVENTS
+from actors.core.health import Component
 from actors.core.http.byte_range import byte_range, etag
 from actors.core.limits import (
     create_request,
@@ -34,6 +35,7 @@ from actors.core.limits import (
     parse_json_body,
 )
 from actors.core.log_context import task_fields
+from actors.core.messages import waiting_notice
 from actors.core.models import Task
 from actors.core.outcomes import CancelOutcome, CreateOutcome, NewTask
 from actors.core.principal import Principal
@@ -181,7 +183,8 @@ async def list_tasks() -> Any:
     With ``platform:download:all``, every task of the caller's tenant and app. Ordered by
     (requestedAt, id), so pages are stable; the query's filters all apply together.
     ``total`` counts at most 1,000 matching tasks and ``totalCapped`` says when there are
-    more.
+    more. ``waiting`` says why new exports wait, when they do (the file storage cannot be
+    reached: nothing starts until it can), else null.
     """
     # The filters: actors/core/task_list.py; the cap: LIST_TOTAL_CAP, actors/core/limits.py.
     principal = caller()
@@ -202,6 +205,7 @@ async def list_tasks() -> Any:
             "totalCapped": capped,
             "page": query.page,
             "pageSize": query.page_size,
+            "waiting": waiting_notice(current_deps().health.get(Component.STORAGE)),
         }
     )
 

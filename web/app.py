@@ -19,7 +19,7 @@ from quart import Response, jsonify, request
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
-from actors.core.errors import TransientDatabaseError
+from actors.core.errors import StorageUnavailableError, TransientDatabaseError
 from actors.core.health import Component, ComponentHealth, overall_status
 from actors.core.http.scrape import REALM, scrape_allowed
 from web.access_log import AccessLog
@@ -116,6 +116,18 @@ def create_app(deps: Dependencies, *, extra_blueprints: list[Any] | None = None)
         )
         return jsonify(body), 503, {"Retry-After": str(RETRY_AFTER_SECONDS)}
 
+    @app.errorhandler(StorageUnavailableError)
+    async def _storage_unavailable(exc: StorageUnavailableError) -> Any:
+        # A download (or a retry deleting a leftover) while the file storage cannot be
+        # reached: the file is still there, so "try again" is the truth, in one line.
+        log.warning("%s %s: storage unavailable: %s", request.method, request.path, exc)
+        body = envelope(
+            None,
+            code="503",
+            message="the file storage cannot be reached right now; please try again in a moment",
+        )
+        return jsonify(body), 503, {"Retry-After": str(RETRY_AFTER_SECONDS)}
+
     @app.errorhandler(Exception)
     async def _unexpected(exc: Exception) -> Any:
         log.error("unhandled error", exc_info=exc)
@@ -152,8 +164,7 @@ def create_app(deps: Dependencies, *, extra_blueprints: list[Any] | None = None)
                 "status": overall_status(components),
                 "ready": ready,
                 "components": {
-                    c.component.value: {"status": "up" if c.up else "down", "detail": c.detail}
-                    for c in components
+                    c.component.value: {"status": c.state, "detail": c.detail} for c in components
                 },
             }
         )

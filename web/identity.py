@@ -242,6 +242,8 @@ class TokenVerifier:
         """Keep an identity provider's keys fetched (:meth:`JwksKeys.run`) until cancelled;
         nothing to do without a JWKS."""
         if self.jwks is None:
+            if health is not None:  # the shared secret or one PEM key: nothing to fetch
+                health.report(Component.IDENTITY, True)
             task_status.started()
             return
         await self.jwks.run(health, task_status=task_status)

@@ -66,7 +66,9 @@ HTTP_STATUSES = {
     403: "A session cookie without the `X-CSRF-Token` header equal to the"
     " `export_center_csrf` cookie (a request other than GET or HEAD).",
     413: "The body is over the size limit; the server closes the connection.",
-    503: "The database is unavailable; try again after `Retry-After` seconds.",
+    503: "A part the answer needs cannot be reached now — the database, the identity"
+    " provider's keys (a token signed with a key not held yet), or for a download the file"
+    " storage; try again after `Retry-After` seconds.",
 }
 #: The statuses of a route that needs a credential, reads, writes with a cookie, or
 #: touches the database, for :func:`declare`'s ``http``.

@@ -183,14 +183,26 @@ class Task(_Model):
     )
 
 
+class WaitingNotice(_Model):
+    """Why new exports wait: ``reason`` is a stable code (the page's words come from
+    ``/i18n/{language}.json``'s ``notices``), ``message`` the English words."""
+
+    reason: str = Field(json_schema_extra={"enum": ["storage-unavailable"]})
+    message: str
+
+
 class TaskPage(_Model):
     """A page of the task list, newest first by (requestedAt, id)."""
 
     items: list[Task]
-    total: Int64 = Field(description="Matching tasks, counted up to 10,000.")
+    total: Int64 = Field(description="Matching tasks, counted up to 1,000.")
     totalCapped: bool = Field(description="There are more than ``total`` matching tasks.")
     page: int
     pageSize: int
+    waiting: WaitingNotice | None = Field(
+        description="Why new exports wait (null when they do not): the file storage cannot"
+        " be reached, and nothing starts until it can."
+    )
 
 
 class TaskEvent(_Model):
@@ -269,13 +281,17 @@ class Health(_Model):
 class ComponentStatus(_Model):
     """One component as this instance last saw it."""
 
-    status: str = Field(description="`up` or `down`.")
+    status: str = Field(
+        description="`up`, `down`, or `unknown` while it has not been checked yet.",
+        json_schema_extra={"enum": ["up", "down", "unknown"]},
+    )
     detail: str = Field(description="Why it is down; empty when up.")
 
 
 class HealthDetails(_Model):
-    """Which component is degraded. ``status`` is ``ok`` when every component is up,
-    else ``degraded``; ``ready`` is what ``/healthz`` answers (a load balancer's question:
+    """Which component is degraded. ``status`` is ``degraded`` when a component is down,
+    ``unknown`` while one has not been checked yet (just after start), else ``ok``;
+    ``ready`` is what ``/healthz`` answers (a load balancer's question:
     can this instance serve the API). A transport that is down degrades the service
     (tasks run from the database, at the speed of its poll) without making it unready."""
 

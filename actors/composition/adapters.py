@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from actors.core.errors import ConfigError
-from actors.core.health import HealthBoard
+from actors.core.health import Component, HealthBoard
 from actors.core.ports.storage import ExportStorage
 from actors.core.ports.transport import CommandTransport
 from actors.plumbing.config import Settings
@@ -76,8 +76,10 @@ def build_transport_link(
     on_up: Callable[[], None],
 ) -> TransportLink | None:
     """The actor that connects and watches the RocketMQ transport; ``None`` for the
-    embedded bus, which is always up (started by the runtime before anything runs)."""
+    embedded bus, which is always up (started by the runtime before anything runs) and
+    reported so here."""
     if settings.transport != "rocketmq":
+        health.report(Component.TRANSPORT, True)
         return None
     from actors.transport.rocketmq import RocketMQTransport
     from actors.transport.rocketmq.link import TransportLink

@@ -20,7 +20,7 @@ from actors.composition.adapters import build_transport, build_transport_link, o
 from actors.composition.http_server import hypercorn_config
 from actors.composition.registry import allowed_services, read_registry
 from actors.core.db_retry import DbRetryPolicy
-from actors.core.health import HealthBoard
+from actors.core.health import Component, HealthBoard
 from actors.core.ports.storage import ExportStorage
 from actors.core.ports.transport import CommandTransport
 from actors.credentials import build_token_verifier, provider_service_token, resolve_jwt_secret
@@ -228,7 +228,8 @@ async def build_components(
             object_store=settings.object_store is not None,
         )
         runner = ExportRunner(store, provider, registry, settings, workers)
-        gate = ClaimGate(store, settings)  # one per instance: fair share
+        # One per instance: fair share, and no claim while the storage is not known to work.
+        gate = ClaimGate(store, settings, lambda: health.get(Component.STORAGE).up is True)
         slots = [
             ConsumerSlot(
                 f"slot-{i}",
@@ -282,7 +283,13 @@ async def build_components(
         ),
         dlq_handler=DlqHandler(store, transport, metrics),
         sampler=GaugeSampler(
-            store, storage, registry, metrics, settings.metrics_sample_seconds, health
+            store,
+            storage,
+            registry,
+            metrics,
+            settings.metrics_sample_seconds,
+            health,
+            on_storage_up=rounds.set,  # claims paused for the storage resume at once
         ),
         slots=slots,
         workers=workers,

@@ -28,6 +28,10 @@ class NoClaim(StrEnum):
     # holds its fair share of this instance's slots. The task stays PENDING at the same
     # version; a slot that becomes free claims it from the database (actors.core.fairness).
     DEFERRED_FAIR_SHARE = "deferred_fair_share"
+    # Not from the seed's table either: this instance's storage probe fails (or has not
+    # run yet), so a run could only end at its upload. The task stays PENDING at the same
+    # version; a slot claims it from the database once the probe passes.
+    STORAGE_UNAVAILABLE = "storage_unavailable"
 
 
 def classify_no_claim(task: Task | None, dispatch_version: int, now: datetime) -> NoClaim:

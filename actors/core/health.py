@@ -34,24 +34,31 @@ class ComponentHealth:
 
     Attributes:
         component: which one.
-        up: whether it works.
+        up: whether it works; ``None`` while nothing has been seen of it yet (a storage
+            not probed yet is not known to work: work that needs it waits).
         detail: why it does not work, or (when up) what works only in part; for
             operators.
     """
 
     component: Component
-    up: bool
+    up: bool | None
     detail: str = ""
+
+    @property
+    def state(self) -> str:
+        """``"up"``, ``"down"`` or ``"unknown"`` (not seen yet)."""
+        return "unknown" if self.up is None else "up" if self.up else "down"
 
 
 class HealthBoard:
-    """The last health seen of each component; every component starts up (unknown =
-    not known to be broken) until a watcher says otherwise.
+    """The last health seen of each component; every component starts unknown until its
+    watcher reports what it saw (the storage probe, the transport link, the identity
+    provider's key reader; the database is asked at each readiness check).
     """
 
     def __init__(self) -> None:
         self._seen: dict[Component, ComponentHealth] = {
-            c: ComponentHealth(c, True) for c in Component
+            c: ComponentHealth(c, None) for c in Component
         }
 
     def report(self, component: Component, up: bool, detail: str = "") -> bool:
@@ -63,7 +70,8 @@ class HealthBoard:
             detail: why not; when ``up``, what works only in part ("" when all does).
 
         Returns:
-            Whether ``up`` changed (the caller logs a change once, not every check).
+            Whether ``up`` changed, unknown to known included (the caller logs a change
+            once, not every check).
         """
         before = self._seen[component]
         self._seen[component] = ComponentHealth(component, up, detail)
@@ -79,5 +87,8 @@ class HealthBoard:
 
 
 def overall_status(components: tuple[ComponentHealth, ...]) -> str:
-    """``"ok"`` when every component is up, else ``"degraded"``."""
-    return "ok" if all(c.up for c in components) else "degraded"
+    """``"degraded"`` when a component is down, else ``"unknown"`` while one has not been
+    seen yet, else ``"ok"``."""
+    if any(c.up is False for c in components):
+        return "degraded"
+    return "unknown" if any(c.up is None for c in components) else "ok"

@@ -26,6 +26,7 @@ from typing import Any
 
 from actors.core.data_warning import WarningKind
 from actors.core.errors import export_error_classes
+from actors.core.health import ComponentHealth
 
 __all__ = [
     "FAILURE_CODES",
@@ -34,6 +35,7 @@ __all__ = [
     "Explanation",
     "Remedy",
     "catalogue_json",
+    "waiting_notice",
     "explain_failure",
     "failure_code",
 ]
@@ -255,6 +257,15 @@ _WARNINGS: dict[str, tuple[str, str]] = {
     WarningKind.NOTE: ("The data source added a note.", "数据来源附加了说明。"),
 }
 
+#: Why new exports wait (the list's ``waiting.reason``) → (English, Chinese).
+_NOTICES: dict[str, tuple[str, str]] = {
+    "storage-unavailable": (
+        "New exports are waiting: the file storage cannot be reached right now. They start"
+        " by themselves as soon as it is back; nothing needs to be done again.",
+        "新的导出正在等待：暂时无法连接文件存储。存储恢复后会自动开始，无需重新操作。",
+    ),
+}
+
 #: Every data warning kind.
 WARNING_KINDS: tuple[str, ...] = tuple(kind.value for kind in WarningKind)
 
@@ -295,7 +306,8 @@ def catalogue_json(language: str) -> dict[str, Any]:
 
     Returns:
         ``{"language", "failures": {code: text}, "events": {kind: text},
-        "warnings": {kind: text}, "refusals": {code: text}}``. What may help a failure is
+        "warnings": {kind: text}, "refusals": {code: text}, "notices": {reason: text}}``.
+        What may help a failure is
         the task's own ``remedy`` (the task JSON), not repeated here.
 
     Raises:
@@ -310,4 +322,24 @@ def catalogue_json(language: str) -> dict[str, Any]:
         "events": _pick(_EVENTS, language),
         "warnings": _pick(_WARNINGS, language),
         "refusals": _pick(_REFUSALS, language),
+        "notices": _pick(_NOTICES, language),
     }
+
+
+def waiting_notice(storage: ComponentHealth) -> dict[str, str] | None:
+    """Why new exports wait, for the task list (``waiting``), or ``None`` when they do not.
+
+    The claim gate claims only while the storage is known to work
+    (``actors/supervised/claim_gate.py``): a storage this instance found down means queued
+    exports wait. One not probed yet (just after start) is not reported: it is a second.
+
+    Args:
+        storage: the storage's health as this instance last saw it.
+
+    Returns:
+        ``{"reason": "storage-unavailable", "message": <English>}`` or ``None``.
+    """
+    if storage.up is not False:
+        return None
+    reason = "storage-unavailable"
+    return {"reason": reason, "message": _NOTICES[reason][0]}

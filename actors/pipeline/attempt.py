@@ -29,7 +29,7 @@ from typing import BinaryIO
 
 import trio
 
-from actors.core.errors import ExportAbortedError
+from actors.core.errors import ExportAbortedError, StorageUnavailableError
 from actors.core.models import Task
 from actors.core.outcomes import AbortReason
 from actors.core.ports.storage import ExportStorage, RemoteUpload
@@ -95,6 +95,8 @@ class RunFile:
             return
         try:
             await self._storage.delete(self._key)
+        except (StorageUnavailableError, OSError) as exc:  # expected while a store is down
+            log.warning("could not delete %s; the orphan scan will: %s", self._key, exc)
         except Exception:
             log.warning("could not delete %s; the orphan scan will", self._key, exc_info=True)
 

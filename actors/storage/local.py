@@ -27,7 +27,14 @@ from typing import BinaryIO
 import trio
 
 from actors.core.errors import StorageUnavailableError
-from actors.core.object_keys import OBJECT_KEY_PATTERN, validate_object_key
+from actors.core.object_keys import (
+    OBJECT_KEY_PATTERN,
+    PROBE_PREFIX,
+    is_probe_key,
+    probe_key,
+    validate_object_key,
+    validate_stored_key,
+)
 from actors.core.ports.storage import StorageProbe, StoredObject
 from actors.storage.offload import Offload
 
@@ -57,9 +64,10 @@ class LocalDirectoryStorage:
         self.root.mkdir(parents=True, exist_ok=True)
         self._offload = offload
 
-    def path_for(self, key: str) -> Path:
-        """The filesystem path of a validated key."""
-        path = (self.root / validate_object_key(key)).resolve()
+    def path_for(self, key: str, *, probe_ok: bool = False) -> Path:
+        """The filesystem path of a validated key (a probe's too when ``probe_ok``)."""
+        valid = validate_stored_key(key) if probe_ok else validate_object_key(key)
+        path = (self.root / valid).resolve()
         if self.root not in path.parents:
             raise ValueError(f"object key escapes the storage root: {key!r}")
         return path
@@ -112,7 +120,7 @@ class LocalDirectoryStorage:
             f.close()
 
     async def delete(self, key: str) -> bool:
-        path = self.path_for(key)
+        path = self.path_for(key, probe_ok=True)  # the orphan scan removes a probe's leftover
 
         def _delete() -> bool:
             try:
@@ -144,7 +152,7 @@ class LocalDirectoryStorage:
         """Write, fsync, read back and delete a small file under ``.probe/`` (a name of
         this process's own, so instances sharing the directory never collide), and read the
         free space of the filesystem. Never raises (see the port)."""
-        path = self.root / ".probe" / f"{os.getpid()}-{uuid.uuid4().hex}"
+        path = self.root / probe_key(os.getpid(), uuid.uuid4().hex)
         payload = uuid.uuid4().bytes
 
         def _probe() -> StorageProbe:
@@ -184,9 +192,17 @@ def _entries(folder: str) -> list[os.DirEntry[str]]:
 
 
 def scan_exports(root: Path) -> list[StoredObject]:
-    """List ``root/exports/{taskId}/{uuid}.xlsx`` files, blocking. Tolerates folders and
-    files that disappear between being seen and being read (a concurrent delete)."""
+    """List ``root/exports/{taskId}/{uuid}.xlsx`` files, then the probe files under
+    ``root/.probe/`` (a killed probe's leftovers), blocking. Tolerates folders and files
+    that disappear between being seen and being read (a concurrent delete)."""
     found: list[StoredObject] = []
+    for entry in _entries(os.path.join(root, PROBE_PREFIX)):
+        key = PROBE_PREFIX + entry.name
+        if is_probe_key(key):
+            try:
+                found.append(StoredObject(key, entry.stat().st_size, entry.stat().st_mtime))
+            except FileNotFoundError:
+                continue
     for task_dir in _entries(os.path.join(root, "exports")):
         for entry in _entries(task_dir.path):
             key = f"exports/{task_dir.name}/{entry.name}"

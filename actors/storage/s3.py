@@ -29,7 +29,15 @@ from typing import Any, TypeVar
 
 import trio
 
-from actors.core.object_keys import OBJECT_KEY_PATTERN, XLSX_CONTENT_TYPE, validate_object_key
+from actors.core.object_keys import (
+    OBJECT_KEY_PATTERN,
+    PROBE_PREFIX,
+    XLSX_CONTENT_TYPE,
+    is_probe_key,
+    probe_key,
+    validate_object_key,
+    validate_stored_key,
+)
 from actors.core.ports.storage import ObjectStoreConfig, RemoteUpload, StorageProbe, StoredObject
 from actors.core.text import content_disposition
 from actors.storage.offload import Offload
@@ -120,8 +128,8 @@ class S3Storage:
 
     async def delete(self, key: str) -> bool:
         """Abort the key's incomplete uploads, then delete the object; True if the object
-        existed. Missing either is not an error."""
-        validate_object_key(key)
+        existed. Missing either is not an error. A probe's object may be deleted too."""
+        validate_stored_key(key)
         uploads = await self._call("delete", key, self._client.list_multipart_uploads, Prefix=key)
         for upload in (uploads or {}).get("Uploads", []):
             if upload["Key"] == key:  # aborted meanwhile (missing) is fine
@@ -139,18 +147,20 @@ class S3Storage:
 
     async def list_objects(self) -> list[StoredObject]:
         """Every object under ``exports/`` with a service key, then every incomplete
-        upload under it (``complete`` False, size 0, the time it started)."""
+        upload under it (``complete`` False, size 0, the time it started), then the probe
+        objects under ``.probe/`` (a killed probe's leftovers, for the orphan scan)."""
         found: list[StoredObject] = []
 
         def _walk() -> None:
             pages = self._client.get_paginator("list_objects_v2")
-            for page in pages.paginate(Bucket=self._bucket, Prefix=_PREFIX):
-                for item in page.get("Contents", []):
-                    found.append(
-                        StoredObject(
-                            item["Key"], int(item["Size"]), item["LastModified"].timestamp()
+            for prefix in (_PREFIX, PROBE_PREFIX):
+                for page in pages.paginate(Bucket=self._bucket, Prefix=prefix):
+                    for item in page.get("Contents", []):
+                        found.append(
+                            StoredObject(
+                                item["Key"], int(item["Size"]), item["LastModified"].timestamp()
+                            )
                         )
-                    )
             uploads = self._client.get_paginator("list_multipart_uploads")
             for page in uploads.paginate(Bucket=self._bucket, Prefix=_PREFIX):
                 for item in page.get("Uploads", []):
@@ -160,7 +170,9 @@ class S3Storage:
             await self._offload(_walk)
         except S3_ERRORS as exc:
             raise storage_error("list", _PREFIX, exc, self._bucket) from exc
-        return [obj for obj in found if OBJECT_KEY_PATTERN.fullmatch(obj.key)]
+        return [
+            obj for obj in found if OBJECT_KEY_PATTERN.fullmatch(obj.key) or is_probe_key(obj.key)
+        ]
 
     async def download_url(self, key: str, file_name: str, seconds: int) -> str:
         """A presigned GET URL valid ``seconds``, whose answer names the file
@@ -181,7 +193,7 @@ class S3Storage:
         """Put, read back and delete a small object under ``.probe/`` (a name of this
         process's own). Never raises; ``free_bytes`` is ``None``: a bucket has no free
         space to tell (``export_storage_free_bytes`` is meaningless here)."""
-        key = f".probe/{os.getpid()}-{uuid.uuid4().hex}"
+        key = probe_key(os.getpid(), uuid.uuid4().hex)
         payload = uuid.uuid4().bytes
 
         def _probe() -> StorageProbe:

@@ -12,6 +12,12 @@ It carries out the fair-share rules of ``actors.core.fairness``:
   the task's current version. That task's own command, still in flight or arriving
   later, then meets a RUNNING or finished task and is acked as a plain no-claim.
 
+Neither claims while the instance's storage is not known to work (its probe failed, or
+has not run since the start): a run could only end at its upload, spending an attempt of
+every task it took — a wrong secret key or a missing bucket would burn them all. A
+command is then acked unclaimed (``STORAGE_UNAVAILABLE``); its task waits PENDING at the
+same version, and the idle slots' claim rounds pick it up once the probe passes.
+
 The instance's slots decide and claim under one lock, so the count of slots a requester
 holds here cannot change between the decision and the claim. Time decisions stay in SQL
 (DB clock); the round-robin memory is a counter, not a clock.
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict
+from collections.abc import Callable
 
 import trio
 
@@ -45,10 +52,19 @@ class ClaimGate:
         store: the export store.
         settings: ``instance_id`` (the ``lease_owner``), lease and deadline lengths,
             ``consumer_concurrency`` (N) and ``consumer_reserved_slots``.
+        storage_ready: whether the instance's storage is known to work now (its last
+            probe passed); claims wait while it is not. Always, by default (tests of
+            claims alone).
     """
 
-    def __init__(self, store: ClaimStore, settings: Settings) -> None:
+    def __init__(
+        self,
+        store: ClaimStore,
+        settings: Settings,
+        storage_ready: Callable[[], bool] = lambda: True,
+    ) -> None:
         self.store = store
+        self.storage_ready = storage_ready
         self.owner = settings.instance_id
         self.lease_seconds = settings.task_lease_seconds
         self.max_duration_seconds = settings.max_duration_minutes * 60
@@ -69,6 +85,8 @@ class ClaimGate:
         Raises:
             Whatever the store raises; nothing was claimed then.
         """
+        if not self.storage_ready():
+            return ClaimResult(None, NoClaim.STORAGE_UNAVAILABLE)
         async with self._lock:
             # One slot can never be over its share when free: skip the read.
             if self.share.slots > 1:
@@ -102,6 +120,8 @@ class ClaimGate:
         Raises:
             Whatever the store raises; nothing was claimed then.
         """
+        if not self.storage_ready():
+            return None
         async with self._lock:
             if round_number is not None and round_number == self._empty_round:
                 return None

@@ -43,6 +43,7 @@ from actors.core.lease import is_predecessor_lease
 from actors.core.log_context import bind_context, task_fields
 from actors.core.models import Task
 from actors.core.object_keys import task_id_of
+from actors.core.orphans import ORPHAN_AGE_SECONDS, is_orphan
 from actors.core.outcomes import RetryOutcome
 from actors.core.ports.storage import ExportStorage
 from actors.core.ports.store import ReconcilerStore
@@ -56,7 +57,6 @@ REDISPATCH_LIMIT_A = 50  # §8.5-1 case A
 REDISPATCH_LIMIT_B = 20  # §8.5-1 case B
 LEASE_RECOVER_LIMIT = 20  # §8.5-2
 EXPIRE_LIMIT = 100
-ORPHAN_AGE_SECONDS = 24 * 3600
 OUTBOX_RETENTION_SECONDS = 7 * 86400
 LEASE_LOST_MESSAGE = (
     "executor lost (its lease expired: the process stopped, or could not reach the "
@@ -280,29 +280,28 @@ class Reconciler:
             try:
                 if key:
                     await self.storage.delete(key)  # missing already counts as deleted
-            except Exception:
+            except Exception as exc:
                 self.metrics.file_delete_failures.labels("expire").inc()
-                log.warning("could not delete expired file %s; will retry", key, exc_info=True)
+                _delete_failed(f"could not delete expired file {key}; will retry", exc)
                 continue  # §15: stays SUCCEEDED until the delete works
             if await self.store.mark_expired(task_id):
                 expired += 1
         return expired
 
     async def _clean_orphans(self) -> int:
-        """Delete old unreferenced files, and abort old incomplete uploads no task holds
-        (S3: a worker killed mid-upload on an instance that never came back); the same
-        listing sets ``export_storage_bytes``."""
-        cutoff = self.file_clock() - ORPHAN_AGE_SECONDS
+        """Delete what no run will finish or serve (``actors/core/orphans.py``): an
+        incomplete upload no live lease holds at once (S3: a worker killed or cut off
+        mid-upload), an unreferenced file after a day, a probe object a killed probe left;
+        the same listing sets ``export_storage_bytes``."""
+        now = self.file_clock()
         cleaned = 0
         kept_bytes = 0
         for obj in await self.storage.list_objects():
             kept_bytes += obj.size  # 0 for an incomplete upload (S3)
-            if obj.mtime > cutoff:
-                continue
             task_id = task_id_of(obj.key)
-            if task_id is None:
-                continue
-            if await self.store.file_is_referenced(task_id, obj.key):
+            young = obj.complete and now - obj.mtime < ORPHAN_AGE_SECONDS
+            hold = None if task_id is None or young else await self.store.file_hold(task_id)
+            if not is_orphan(obj.key, obj.complete, now - obj.mtime, hold):
                 continue
             if await self._delete_quietly(obj.key, "orphan_clean"):
                 cleaned += 1
@@ -316,7 +315,16 @@ class Reconciler:
         the file again at a later pass)."""
         try:
             return await self.storage.delete(key)
-        except Exception:
+        except Exception as exc:
             self.metrics.file_delete_failures.labels(duty).inc()
-            log.warning("could not delete %s", key, exc_info=True)
+            _delete_failed(f"could not delete {key}; a later pass will", exc)
             return False
+
+
+def _delete_failed(message: str, exc: Exception) -> None:
+    """Log a delete that failed: one line when the storage said why (it is down, a disk
+    is full: expected, and retried), the traceback only for what nobody expected."""
+    if isinstance(exc, StorageUnavailableError | OSError):
+        log.warning("%s: %s", message, exc)
+    else:
+        log.warning(message, exc_info=exc)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 
 import trio
 
@@ -47,7 +48,10 @@ class GaugeSampler:
         registry: the export types in force, for the counter series created at 0.
         metrics: where the gauges are set.
         period: seconds between two passes.
-        health: where the storage probe's result is reported (``/healthz/details``).
+        health: where the storage probe's result is reported (``/healthz/details``, and
+            the claim gate, which claims only while the storage is known to work).
+        on_storage_up: called when a probe passes after none had, or after one failed:
+            the instance's claims may start (its claim rounds are woken at once).
     """
 
     def __init__(
@@ -58,6 +62,7 @@ class GaugeSampler:
         metrics: Metrics,
         period: float,
         health: HealthBoard | None = None,
+        on_storage_up: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
         self.storage = storage
@@ -65,6 +70,7 @@ class GaugeSampler:
         self.metrics = metrics
         self.period = period
         self.health = health if health is not None else HealthBoard()
+        self.on_storage_up = on_storage_up
         self._storage_error: str | None = None
 
     async def run(self) -> None:
@@ -87,7 +93,8 @@ class GaugeSampler:
         probe = await self.storage.probe()
         m.storage_writable.set(1 if probe.writable else 0)
         problem = "" if probe.writable else (probe.error or "not writable")
-        self.health.report(Component.STORAGE, probe.writable, problem)
+        if self.health.report(Component.STORAGE, probe.writable, problem) and probe.writable:
+            self.on_storage_up()
         # NaN where the storage cannot tell (a bucket): the low-space alert stays silent
         # rather than seeing 0 bytes free.
         m.storage_free_bytes.set(math.nan if probe.free_bytes is None else probe.free_bytes)

@@ -10,6 +10,7 @@ from actors.core.backoff import should_retry
 from actors.core.command_message import Command
 from actors.core.events import TaskEventKind
 from actors.core.models import Task, TaskStatus
+from actors.core.orphans import FileHold
 from actors.core.outcomes import QueueSample, RetryOutcome
 from db.database import DuplicateKeyError, RetryableDatabaseError
 from db.store.base import StoreBase, fenced
@@ -215,15 +216,15 @@ class ReconciliationTransitions(StoreBase):
             return True
 
     @retrying
-    async def file_is_referenced(self, task_id: int, object_key: str) -> bool:
-        """Is ``object_key`` the file of a SUCCEEDED task or of a RUNNING attempt?"""
+    async def file_hold(self, task_id: int) -> FileHold | None:
+        """What task ``task_id`` holds of its files (status, key, a live lease), for the
+        orphan scan's rule (``actors/core/orphans.py``); ``None`` when there is no such
+        task. Read-only."""
         async with self.db.transaction() as tx:
-            row = await tx.fetchone(self._sql.GET_TASK_FILE_STATE, {"id": task_id})
-        return (
-            row is not None
-            and row["object_key"] == object_key
-            and row["status"] in (TaskStatus.SUCCEEDED, TaskStatus.RUNNING)
-        )
+            row = await tx.fetchone(self._sql.GET_TASK_FILE_HOLD, {"id": task_id})
+        if row is None:
+            return None
+        return FileHold(TaskStatus(row["status"]), row["object_key"], bool(row["lease_alive"]))
 
     @retrying
     async def prune_sent_outbox(self, retention_seconds: float, chunk: int = 5000) -> int:

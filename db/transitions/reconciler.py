@@ -123,7 +123,13 @@ UPDATE file_export_task SET status = 'EXPIRED', updated_at = {now}
  WHERE id = :id AND status = 'SUCCEEDED' AND expires_at <= {now}
 """
 
-    GET_TASK_FILE_STATE: str = "SELECT status, object_key FROM file_export_task WHERE id = :id"
+    # What a task holds of its files, for the orphan scan (actors/core/orphans.py): a lease
+    # is alive while RUNNING and not past lease_until on the database clock.
+    GET_TASK_FILE_HOLD: str = """
+SELECT status, object_key,
+       CASE WHEN status = 'RUNNING' AND lease_until > {now} THEN 1 ELSE 0 END AS lease_alive
+  FROM file_export_task WHERE id = :id
+"""
 
     # SENT rows older than the retention, at most 5000 per statement (§15), oldest first on
     # idx_file_export_outbox_sent. The select finds the 5000th candidate; the delete takes

@@ -51,7 +51,8 @@ import { t } from "./i18n.js";
  */
 /** @typedef {Task & {duplicate: boolean}} CreatedTask  A create's answer: the task, and
  * whether it is the one an identical earlier request created. */
-/** @typedef {{items: Task[], total: string, totalCapped: boolean, page: number, pageSize: number}} TaskPage */
+/** @typedef {{reason: string, message: string}} WaitingNotice  Why new exports wait. */
+/** @typedef {{items: Task[], total: string, totalCapped: boolean, page: number, pageSize: number, waiting: WaitingNotice | null}} TaskPage */
 
 /**
  * @typedef {object} TaskEvent  One event of a task's history (web/schemas.py, TaskEvent).

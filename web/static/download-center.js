@@ -32,6 +32,7 @@ import {
   isWord,
   language,
   LANGUAGES,
+  noticeWords,
   preferredLanguage,
   t,
   tickTimes,
@@ -187,6 +188,12 @@ function render(data) {
     : t("page", { page: state.page, pages });
   $("newer", HTMLButtonElement).disabled = state.page <= 1;
   $("older", HTMLButtonElement).disabled = !data.totalCapped && state.page >= pages;
+  // Why new exports wait, in the person's words (the service's English if it has none).
+  const waiting = $("waiting");
+  waiting.textContent = data.waiting
+    ? noticeWords(data.waiting.reason) || data.waiting.message
+    : "";
+  waiting.hidden = !data.waiting;
 }
 
 /** Draw every row again (a new language, or relative times moved on). */

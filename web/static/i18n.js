@@ -294,10 +294,12 @@ let current = "en";
  * @property {Record<string, string>} events  By history event kind.
  * @property {Record<string, string>} warnings  By data warning kind ("note": any other).
  * @property {Record<string, string>} refusals  By envelope code.
+ * @property {Record<string, string>} notices  Why new exports wait, by reason.
  */
-// The service's catalogue in the current language (failures, events, warnings, refusals).
+// The service's catalogue in the current language (failures, events, warnings, refusals,
+// notices).
 /** @type {Catalogue} */
-let catalogue = { failures: {}, events: {}, warnings: {}, refusals: {} };
+let catalogue = { failures: {}, events: {}, warnings: {}, refusals: {}, notices: {} };
 
 /** Whether ``tag`` is a language of the page.
  * @param {string | null} tag
@@ -428,4 +430,10 @@ export function tickTimes(root = document) {
   for (const node of root.querySelectorAll("time[datetime]")) {
     if (node instanceof HTMLTimeElement) tick(node);
   }
+}
+
+/** The service's words for why new exports wait, or "" when the catalogue has none.
+ * @param {string} reason */
+export function noticeWords(reason) {
+  return catalogue.notices[reason] || "";
 }

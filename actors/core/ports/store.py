@@ -12,6 +12,7 @@ from actors.core.events import TaskEvent, TaskInspection
 from actors.core.fairness import SlotLoad
 from actors.core.handback import DEFAULT_MAX_HANDBACKS, HandBack, HandBackCause
 from actors.core.models import OutboxRow, Task, TaskStatus
+from actors.core.orphans import FileHold
 from actors.core.outcomes import (
     CancelResult,
     ClaimResult,
@@ -272,8 +273,9 @@ class ReconcilerStore(Protocol):
         """SUCCEEDED past ``expires_at`` → EXPIRED."""
         ...
 
-    async def file_is_referenced(self, task_id: int, object_key: str) -> bool:
-        """Is ``object_key`` the file of a SUCCEEDED task or of a RUNNING attempt?"""
+    async def file_hold(self, task_id: int) -> FileHold | None:
+        """What the task holds of its files (``actors/core/orphans.py``), ``None`` if
+        there is no such task."""
         ...
 
     async def prune_sent_outbox(self, retention_seconds: float, chunk: int = 5000) -> int:

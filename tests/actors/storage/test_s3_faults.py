@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import socket
 import socketserver
+import uuid
 from collections.abc import AsyncIterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -22,7 +23,14 @@ from actors.core.errors import StorageUnavailableError, TransientExportError
 from actors.storage.keys import new_object_key
 from actors.storage.s3 import S3Storage
 from actors.storage.s3_client import MAX_ATTEMPTS, S3PartUploader, open_client
-from tests.helpers import API, client_for, make_settings, running_service, wait_for_status
+from tests.helpers import (
+    API,
+    client_for,
+    make_settings,
+    metric_value,
+    running_service,
+    wait_for_status,
+)
 from tests.s3_helpers import (
     admin_client,
     drop_bucket,
@@ -124,40 +132,61 @@ def test_a_throttling_or_failing_server_is_retried_then_a_transient_error(
     assert 1 < handler.seen <= MAX_ATTEMPTS + 1  # botocore retried before giving up
 
 
-async def test_a_service_on_a_missing_bucket_runs_degraded_and_says_why(tmp_path: Path) -> None:
+async def test_a_service_on_a_missing_bucket_waits_says_why_and_runs_once_it_exists(
+    tmp_path: Path,
+) -> None:
+    """Issue 35 item 3: a setting error of the store (here a bucket nobody made) does not
+    burn the attempts of every export: the instance claims nothing while its probe fails,
+    the task waits PENDING at attempt 0, the list says why, and the export runs by itself
+    once the probe passes (the bucket is made)."""
+    name = f"ec-test-late-{uuid.uuid4().hex[:16]}"
     settings = make_settings(
         tmp_path,
-        **s3_settings("bucket-that-was-never-made"),
+        **s3_settings(name),
         retry_backoff_seconds=[0.2],
         metrics_sample_seconds=0.2,
         consumer_concurrency=1,
+        consumer_poll_ms=100,
     )
-    async with running_service(settings) as rt, client_for(rt) as c:
-        with trio.fail_after(20):
-            while True:
-                details = (await c.get("/healthz/details")).json()
-                storage = details["components"].get("storage")
-                if storage is not None and storage["status"] == "down":
-                    break
-                await trio.sleep(0.05)
-        assert "bucket does not exist (FILE_EXPORT_S3_BUCKET)" in storage["detail"], storage
-        assert (await c.get("/healthz")).status_code == 200  # serving, not crash-looping
-        metrics = (await c.get("/metrics")).text
-        assert "export_storage_writable 0.0" in metrics
-        assert "export_storage_free_bytes NaN" in metrics  # the low-space alert stays silent
+    try:
+        async with running_service(settings) as rt, client_for(rt) as c:
+            with trio.fail_after(20):
+                while True:
+                    details = (await c.get("/healthz/details")).json()
+                    storage = details["components"].get("storage")
+                    if storage is not None and storage["status"] == "down":
+                        break
+                    await trio.sleep(0.05)
+            assert "bucket does not exist (FILE_EXPORT_S3_BUCKET)" in storage["detail"], storage
+            assert (await c.get("/healthz")).status_code == 200  # serving, not crash-looping
+            metrics = (await c.get("/metrics")).text
+            assert "export_storage_writable 0.0" in metrics
+            assert "export_storage_free_bytes NaN" in metrics  # the low-space alert is silent
 
-        created = (
-            await c.post(API, json={"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 10}})
-        ).json()
-        task_id = created["data"]["id"]
-        with trio.fail_after(30):
-            while True:
-                task = (await c.get(f"{API}/{task_id}")).json()["data"]
-                if task["status"] == "FAILED":
-                    break
-                await trio.sleep(0.05)
-        assert "bucket does not exist (FILE_EXPORT_S3_BUCKET)" in task["failureMessage"], task
-        assert task["attemptCount"] > 1  # transient: retried before it failed
+            created = (
+                await c.post(
+                    API, json={"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 10}}
+                )
+            ).json()
+            task_id = created["data"]["id"]
+            # The slot saw the command and let it wait (its no-claim counter says why) ...
+            waited = 'export_consumer_no_claim_total{reason="storage_unavailable"}'
+            with trio.fail_after(20):
+                while metric_value((await c.get("/metrics")).text, waited) < 1:
+                    await trio.sleep(0.05)
+            page = (await c.get(API)).json()["data"]
+            task = (await c.get(f"{API}/{task_id}")).json()["data"]
+            assert task["status"] == "PENDING" and task["attemptCount"] == 0, task
+            assert page["waiting"]["reason"] == "storage-unavailable", page
+            assert "file storage cannot be reached" in page["waiting"]["message"]
+
+            # ... and runs it once the store works: nothing to do again by hand.
+            await trio.to_thread.run_sync(lambda: admin_client().create_bucket(Bucket=name))
+            task = await wait_for_status(c, task_id, "SUCCEEDED", "FAILED", timeout=30)
+            assert task["status"] == "SUCCEEDED" and task["attemptCount"] == 1, task
+            assert (await c.get(API)).json()["data"]["waiting"] is None
+    finally:
+        await trio.to_thread.run_sync(drop_bucket, name)
 
 
 async def test_a_redirect_is_only_given_for_a_file_the_bucket_has(
