@@ -230,13 +230,25 @@ class MysqlDatabase:
 
     async def _discard(self, conn: PooledConnection) -> None:
         """Close a poisoned connection and, when its server session may still be alive,
-        kill its server thread, so a query the client gave up on does not keep running (or
-        keep a transaction open) on the server."""
+        have its server thread killed, so a query the client gave up on does not keep
+        running (or keep a transaction open) on the server.
+
+        The kill is a task of its own, in the background: the caller — often a run whose
+        lease watchdog just gave up on a renewal — must not wait for it. Across a
+        partition the kill's connect can take its whole timeout, and a watchdog held that
+        long would abort its run after the lease it was protecting had run out.
+        """
         conn.close()
         thread_id = conn.thread_id
         if thread_id is None or not conn.kill_needed:
             return
-        with trio.CancelScope(shield=True), trio.move_on_after(5):
+        trio.lowlevel.spawn_system_task(self._kill_thread, thread_id, name="mysql-kill")
+
+    async def _kill_thread(self, thread_id: int) -> None:
+        """``KILL CONNECTION thread_id`` from a fresh connection, within 5 s. A system task
+        must raise nothing but trio's own cancellation: whatever else happens — the server
+        unreachable, the asyncio loop closed under it at the end of the run — is logged."""
+        with trio.move_on_after(5):
             try:
                 killer = await self._connect()
                 try:
@@ -245,7 +257,9 @@ class MysqlDatabase:
                     pass  # already gone
                 finally:
                     killer.close()
-            except Exception as exc:
+            except trio.Cancelled:
+                raise
+            except BaseException as exc:  # asyncio's CancelledError when its loop closes
                 # The server is unreachable, so the session is going away with it.
                 log.info(
                     "could not kill server thread %s of a discarded connection: %s", thread_id, exc
@@ -265,8 +279,11 @@ class MysqlDatabase:
                 await tx.execute("BEGIN")
                 try:
                     yield tx
-                except BaseException:
-                    if not conn.poisoned:
+                except BaseException as exc:
+                    # Cancelled, the caller is leaving now: the connection is dropped (the
+                    # server rolls back a session that ends) rather than a ROLLBACK waited
+                    # for, which across a partition could take its whole 5 s.
+                    if not conn.poisoned and not isinstance(exc, trio.Cancelled):
                         with trio.CancelScope(shield=True), trio.move_on_after(5) as scope:
                             await tx.execute("ROLLBACK")
                         reusable = not scope.cancelled_caught and not conn.poisoned

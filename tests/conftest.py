@@ -40,6 +40,16 @@ from tests.isolation import LoggingState, stray_settings
 from tests.mock_clock import held_to_thread, hold_mock_clock
 from tests.processes import ServeProcess
 
+# The session's RocketMQ broker, for every directory that needs it (the transport tests,
+# the partition tests): its fixtures and hooks, registered by being names of this module.
+from tests.rocketmq_session import (  # noqa: F401, E402
+    _broker_serving,
+    figures,
+    pytest_collection_modifyitems,
+    rocketmq_broker,
+    write_figures,
+)
+
 
 @pytest.hookimpl(optionalhook=True)  # pytest-timeout's hook
 def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
@@ -56,6 +66,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The order's seed, last, also under ``-q`` (which hides pytest-randomly's header):
     a failure that depends on the order replays with the line printed here."""
+    write_figures(terminalreporter)
     config = terminalreporter.config
     if config.pluginmanager.hasplugin("randomly") and config.getoption("randomly_reorganize"):
         seed = config.getoption("randomly_seed")

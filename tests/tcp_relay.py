@@ -3,7 +3,9 @@ MariaDB) through it, and the test takes that server away from the service withou
 stopping it for anyone else.
 
 Cut, every open connection through the relay is closed and each new one is closed as soon
-as it is accepted: to the service the server is unreachable. Healed, connections go
+as it is accepted: to the service the server is unreachable. Frozen, nothing crosses any
+more and nothing is closed — a new connection is accepted and never answered, an open one
+goes silent: the server is behind a link that drops packets. Healed, connections go
 through again. It runs in the test's trio loop on 127.0.0.1; what crosses it is not
 touched. (Partitions between hosts use network namespaces and netfilter: ``tests/hosts``.)
 """
@@ -30,6 +32,7 @@ class TcpRelay:
         self.port = 0
         self.accepted = 0
         self._cut = False
+        self._frozen = False
         self._open: set[trio.CancelScope] = set()
 
     def cut(self) -> None:
@@ -38,37 +41,45 @@ class TcpRelay:
         for scope in list(self._open):
             scope.cancel()
 
+    def freeze(self) -> None:
+        """Forward nothing and close nothing: every connection, open or new, goes silent."""
+        self._frozen = True
+
     def heal(self) -> None:
-        """Let connections through again."""
+        """Let connections through again (a connection frozen meanwhile stays silent)."""
         self._cut = False
+        self._frozen = False
 
     async def _serve(self, client: trio.SocketStream) -> None:
         self.accepted += 1
         async with client:
             if self._cut:
                 return
+            if self._frozen:
+                await trio.sleep_forever()
             try:
                 server = await trio.open_tcp_stream(*self.target)
             except OSError:
                 return
             async with server, trio.open_nursery() as nursery:
                 self._open.add(nursery.cancel_scope)
-                nursery.start_soon(_pump, client, server, nursery.cancel_scope)
-                nursery.start_soon(_pump, server, client, nursery.cancel_scope)
+                nursery.start_soon(self._pump, client, server, nursery.cancel_scope)
+                nursery.start_soon(self._pump, server, client, nursery.cancel_scope)
             self._open.discard(nursery.cancel_scope)
 
-
-async def _pump(
-    source: trio.SocketStream, sink: trio.SocketStream, scope: trio.CancelScope
-) -> None:
-    """Copy ``source`` to ``sink`` until either side ends; then end the connection."""
-    try:
-        async for chunk in source:
-            await sink.send_all(chunk)
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        pass
-    finally:
-        scope.cancel()
+    async def _pump(
+        self, source: trio.SocketStream, sink: trio.SocketStream, scope: trio.CancelScope
+    ) -> None:
+        """Copy ``source`` to ``sink`` until either side ends; then end the connection."""
+        try:
+            async for chunk in source:
+                if self._frozen:
+                    await trio.sleep_forever()  # the link drops it: silence, no close
+                await sink.send_all(chunk)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            scope.cancel()
 
 
 @contextlib.asynccontextmanager

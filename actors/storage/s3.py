@@ -41,7 +41,14 @@ from actors.core.object_keys import (
 from actors.core.ports.storage import ObjectStoreConfig, RemoteUpload, StorageProbe, StoredObject
 from actors.core.text import content_disposition
 from actors.storage.offload import Offload
-from actors.storage.s3_client import S3_ERRORS, describe, is_missing, open_client, storage_error
+from actors.storage.s3_client import (
+    PROBE_READ_TIMEOUT,
+    S3_ERRORS,
+    describe,
+    is_missing,
+    open_client,
+    storage_error,
+)
 
 _CHUNK = 256 * 1024
 _PREFIX = "exports/"
@@ -66,6 +73,12 @@ class S3Storage:
         self.config = config
         self._bucket = config.bucket
         self._client = client if client is not None else open_client(config)
+        # The probe answers within seconds even when the store hangs (one try, short reads).
+        self._probe_client = (
+            client
+            if client is not None
+            else open_client(config, read_timeout=PROBE_READ_TIMEOUT, attempts=1)
+        )
         # Presigning is local arithmetic, but the URL's host is signed: browsers must be
         # given the address they reach the store by.
         self._signer = (
@@ -197,7 +210,7 @@ class S3Storage:
         payload = uuid.uuid4().bytes
 
         def _probe() -> StorageProbe:
-            client = self._client
+            client = self._probe_client
             try:
                 client.put_object(Bucket=self._bucket, Key=key, Body=payload)
                 try:

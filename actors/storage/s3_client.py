@@ -38,6 +38,10 @@ MAX_ATTEMPTS = 3
 #: Seconds to connect; seconds a read may stall.
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 60.0
+#: Seconds a probe's read may stall: a store that accepts connections and never answers
+#: (a proxy or load balancer in front of one that is cut off) must read as down in
+#: seconds, not after three reads of a minute each.
+PROBE_READ_TIMEOUT = 5.0
 
 #: The server's error codes that mean the settings are wrong, with what to do.
 _SETTINGS_CODES = {
@@ -50,11 +54,18 @@ _SETTINGS_CODES = {
 }
 
 
-def open_client(config: ObjectStoreConfig) -> Any:
+def open_client(
+    config: ObjectStoreConfig, *, read_timeout: float = READ_TIMEOUT, attempts: int = MAX_ATTEMPTS
+) -> Any:
     """A botocore S3 client for ``config`` (thread-safe; one per process is enough).
 
     Checksums are sent only where the API requires them: botocore's newer default (a
     CRC on every upload) is refused by several S3-compatible servers.
+
+    Args:
+        config: the bucket and how to reach it.
+        read_timeout: seconds a read may stall.
+        attempts: botocore's attempts per call, the first included.
     """
     session = boto3.session.Session()
     return session.client(
@@ -67,9 +78,9 @@ def open_client(config: ObjectStoreConfig) -> Any:
         config=Config(
             signature_version="s3v4",
             s3={"addressing_style": config.addressing},
-            retries={"mode": "standard", "max_attempts": MAX_ATTEMPTS},
+            retries={"mode": "standard", "max_attempts": attempts},
             connect_timeout=CONNECT_TIMEOUT,
-            read_timeout=READ_TIMEOUT,
+            read_timeout=read_timeout,
             request_checksum_calculation="when_required",
             response_checksum_validation="when_required",
             max_pool_connections=32,
