@@ -20,7 +20,8 @@ provisioning while iterating, and is never deleted; but two runs that use the sa
 the same time take each other's messages, so the test command does not set it.
 
 Figures (broker start-up time, provisioning time, native core, service latencies) are
-printed in a "RocketMQ figures" section at the end of the run.
+printed in a "Figures (RocketMQ, partitions)" section at the end of the run, with those of
+the partition tests (tests/system/test_partitions.py).
 """
 
 from __future__ import annotations
@@ -51,9 +52,9 @@ FIGURES: dict[str, str] = {}
 
 
 def write_figures(terminalreporter: pytest.TerminalReporter) -> None:
-    """The "RocketMQ figures" section of the run's summary, when a test recorded any."""
+    """The "Figures" section of the run's summary, when a test recorded any."""
     if FIGURES:
-        terminalreporter.section("RocketMQ figures")
+        terminalreporter.section("Figures (RocketMQ, partitions)")
         for name, value in FIGURES.items():
             terminalreporter.write_line(f"{name}: {value}")
 
