@@ -1,9 +1,9 @@
-"""The secrets and keys of one instance: the JWT secret (or the embedded dev secret), the
-token verifier of the API (``web/identity.py``), the Provider service token, and files
-only this user may read.
+"""The secrets of one instance: the JWT secret (or the embedded dev secret), the Provider
+service token, and files only this user may read.
 
-Part of the composition root (``actors/composition/components.py`` builds the service with
-them); ``export-center token`` and the runtime's demo token use them too.
+The composition root builds the service with them (``actors/composition/``, which also
+makes the API's token verifier from the secret: ``tokens.py``); ``export-center token``
+and the runtime's demo token use them too. Nothing here knows the web side.
 """
 
 from __future__ import annotations
@@ -11,13 +11,9 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from actors.core.errors import ConfigError
 from actors.plumbing.config import Settings
-
-if TYPE_CHECKING:
-    from web.identity import TokenVerifier
 
 
 def write_private(path: Path, text: str) -> None:
@@ -31,41 +27,6 @@ def write_private(path: Path, text: str) -> None:
     with os.fdopen(fd, "w") as f:
         f.write(text)
     path.chmod(0o600)  # an older file keeps its mode through O_CREAT
-
-
-def build_token_verifier(settings: Settings, secret: str) -> TokenVerifier:
-    """How the API verifies tokens (``web/identity.py``), from ``FILE_EXPORT_JWT_*``.
-
-    Raises:
-        ConfigError: the PEM key file cannot be read, or the settings contradict each
-            other (an HS algorithm with an identity provider's keys).
-    """
-    from web.identity import token_verifier
-
-    public_key = None
-    if settings.jwt_public_key_file is not None:
-        try:
-            public_key = settings.jwt_public_key_file.read_text()
-        except OSError as exc:
-            raise ConfigError(f"FILE_EXPORT_JWT_PUBLIC_KEY_FILE: {exc}") from None
-    names = {
-        "user": settings.jwt_claim_user,
-        "tenant": settings.jwt_claim_tenant,
-        "app": settings.jwt_claim_app,
-        "perms": settings.jwt_claim_perms,
-    }
-    try:
-        return token_verifier(
-            secret,
-            algorithms=settings.jwt_algorithms,
-            jwks_url=settings.jwt_jwks_url,
-            public_key=public_key,
-            issuer=settings.jwt_issuer,
-            audience=settings.jwt_audience,
-            claim_names=names,
-        )
-    except ValueError as exc:
-        raise ConfigError(f"FILE_EXPORT_JWT_ALGORITHMS: {exc}") from None
 
 
 def dev_secret_path(settings: Settings) -> Path:

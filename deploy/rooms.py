@@ -3,8 +3,8 @@
 A room is a package directly under ``actors/`` (or ``actors/pipeline/``), a top-level
 module of ``actors/``, or one of ``web`` and ``db``; ``actors/core`` is one room. For each
 room it prints the lines of code it holds and the rooms it imports (with the number of
-import statements), rooms in the order of the layer contracts, so a structural change can
-be compared before and after::
+import statements), from the top down (a room before the rooms it reaches), so a
+structural change can be compared before and after::
 
     .venv/bin/python deploy/rooms.py                 # the checkout you stand in
     git worktree add /tmp/before <commit> && (cd /tmp/before &&

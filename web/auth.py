@@ -3,7 +3,7 @@ with the shared secret (HS256) or an identity provider's keys (``web/identity.py
 
 Claims: ``sub`` (user id), ``tenant_id``, ``app_code`` (PLATFORM | MERCHANT), ``perms``
 (list of permission codes), ``exp``. Ids are carried as strings (64-bit). What they mean
-is read strictly, in one place: ``actors/core/http/claims.py``.
+is read strictly, in one place: ``actors/core/http/token_claims.py``.
 
 Every API route takes its caller from :func:`request_principal`: the ``Authorization:
 Bearer`` header when present, else the session cookie that ``POST /api/platform/v1/session``

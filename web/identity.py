@@ -13,7 +13,7 @@ Two ways to sign, configured once (``actors/plumbing/config.py``):
 
 Either way the issuer and audience are checked when configured (``FILE_EXPORT_JWT_ISSUER``,
 ``FILE_EXPORT_JWT_AUDIENCE``), and what the claims mean is read strictly in one place
-(``actors/core/http/claims.py``; claim names configurable, ``FILE_EXPORT_JWT_CLAIM_*``).
+(``actors/core/http/token_claims.py``; claim names configurable, ``FILE_EXPORT_JWT_CLAIM_*``).
 
 The JWKS is fetched over HTTP by :class:`JwksKeys` and kept in memory: verifying a token
 is then pure CPU. The set is fetched at start, kept fresh in the background every
@@ -39,8 +39,8 @@ import jwt
 import trio
 
 from actors.core.health import Component, HealthBoard
-from actors.core.http.claims import ClaimError, ClaimNames, duplicated_claims, parse_claims
 from actors.core.http.jwks import KeyFetch, key_fetch
+from actors.core.http.token_claims import ClaimError, ClaimNames, duplicated_claims, parse_claims
 from actors.core.principal import Principal
 from actors.core.text import quote_outside
 from web.errors import ApiError
@@ -268,7 +268,7 @@ class TokenVerifier:
         Raises:
             ApiError: code "401" with HTTP 401: a bad signature, an algorithm not accepted,
                 an unknown signing key, a wrong issuer or audience, an expired token, or a
-                malformed claim (``actors/core/http/claims.py``).
+                malformed claim (``actors/core/http/token_claims.py``).
         """
         try:
             claims = jwt.decode(

@@ -6,9 +6,10 @@ Everything is built and checked here, so a configuration error stops the start-u
 any actor or socket exists; :mod:`actors.runtime` then runs what was built as one nursery
 tree and stops it in order.
 
-This package and :mod:`actors.runtime` are the composition root: the only code that knows
-the concrete classes behind the ports of :mod:`actors.core.ports`, and the only code that
-wires ``web`` (imported lazily, so ``export-center migrate`` does not load the web stack).
+This package, :mod:`actors.runtime` and the CLI (:mod:`actors.cli`) are the composition
+root: the only code that knows the concrete classes behind the ports of
+:mod:`actors.core.ports`, and the only code that imports ``db`` and wires ``web`` (imported
+lazily, so ``export-center migrate`` does not load the web stack).
 One module a subject, the operator's commands taking the pieces they need:
 
 * ``components``   ``Components`` and ``build_components``: the whole service over an
@@ -20,4 +21,5 @@ One module a subject, the operator's commands taking the pieces they need:
 * ``registry``     the registry file in force at start and the Provider allowlist fixed
                    with it (§10.3).
 * ``http_server``  hypercorn's configuration: bind, backlog, the graceful timeout.
+* ``tokens``       the API's token verifier, from ``FILE_EXPORT_JWT_*``.
 """

@@ -19,11 +19,12 @@ import trio
 from actors.composition.adapters import build_transport, build_transport_link, open_storage
 from actors.composition.http_server import hypercorn_config
 from actors.composition.registry import allowed_services, read_registry
+from actors.composition.tokens import build_token_verifier
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.health import Component, HealthBoard
 from actors.core.ports.storage import ExportStorage
 from actors.core.ports.transport import CommandTransport
-from actors.credentials import build_token_verifier, provider_service_token, resolve_jwt_secret
+from actors.credentials import provider_service_token, resolve_jwt_secret
 from actors.pipeline.provider.client import ProviderClient
 from actors.pipeline.runner import ExportRunner
 from actors.pipeline.worker.pool import WorkerPool

@@ -10,11 +10,13 @@ send attempts of one row; the task ``attempt_count`` counts executions):
 * execution retry backoff: 1 min, then 15 min, each with ±20 % jitter (§9.2). Indexed by
   the task's attempt count after the failed attempt (1 → first entry).
 
-In-process retry loops — nothing persisted; a restart starts the loop afresh. One object,
-:class:`LoopBackoff`, gives their delays: the supervisor's restart delay
+In-process retry loops — nothing persisted; a restart starts the loop afresh.
+:class:`LoopBackoff` gives the actors' delays: the supervisor's restart delay
 (:data:`SUPERVISOR_RESTART_BACKOFF`), the DLQ handler's database retries
 (:data:`DLQ_RETRY_BACKOFF`) and the publisher's pause after a database fault
-(:meth:`LoopBackoff.constant`).
+(:meth:`LoopBackoff.constant`). The store's retry of a database fault inside one
+transition has its own short doubling (50 ms to 1 s, bounded by the call's budget):
+``actors/core/db_retry.py``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """One warning about a Provider's data, as a task keeps it: its kind and its detail. Pure.
 
 The writer and the run know what they warn about when they warn, so the kind travels with
-the sentence from the moment it is made (:class:`~actors.core.xlsx.data_warnings.
-DataWarnings`, :func:`~actors.core.provider.batch_rules.final_total_rows`) through the
+the sentence from the moment it is made (:class:`~actors.core.xlsx.warning_counts.
+WarningCounts`, :func:`~actors.core.provider.batch_rules.final_total_rows`) through the
 worker's replies, the run's result and the task row (``warnings_json``) to the task JSON
 (``dataWarnings``) and what people read of each kind (:mod:`actors.core.messages`):
 nothing ever reads a kind back out of the words.

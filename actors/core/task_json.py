@@ -63,7 +63,7 @@ def task_json(task: Task) -> dict[str, Any]:
     small counters stay numbers. ``parameters`` are the normalised object stored at
     create; ``warnings`` the data warnings of the last successful run (``[]`` when
     none), and ``dataWarnings`` the same with each one's kind
-    (``actors/core/xlsx/data_warnings.py``); ``failureCode``, ``failureReason`` and
+    (``actors/core/data_warning.py``); ``failureCode``, ``failureReason`` and
     ``remedy`` say in plain words what a failure means and what may help
     (``actors/core/messages.py``); ``lastError`` is :func:`last_error`; ``traceId``
     the W3C trace id the API gave the task at create (``null`` for tasks older than it),

@@ -1,6 +1,6 @@
 """What this process's executors hold, shared by its consumer slots and its reconciler.
 
-Two jobs, both about database blips:
+Three jobs, the first two about database blips:
 
 * **Claim exclusivity within the process.** A slot takes a task here before it claims it
   and gives it back when its run is settled. A second delivery of the same task to

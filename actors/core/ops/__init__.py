@@ -1,2 +1,2 @@
-"""Pure halves of the operator's commands: their JSON and the troubleshooting
-words."""
+"""Pure halves of the operator's commands: their JSON, the troubleshooting words, and the
+load acceptance's arithmetic and verdict."""

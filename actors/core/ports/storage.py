@@ -1,4 +1,11 @@
-"""The export file storage's port (``actors/storage/local.py``)."""
+"""The export file storage's port and its values, implemented by the adapters of
+``actors/storage/`` (a local directory, an S3 bucket).
+
+One exception to "nothing above a port knows the implementation": an object store's file
+is written by the export worker itself (:class:`RemoteUpload` names the object and
+:class:`ObjectStoreConfig` the bucket), so the worker process imports the S3 part
+uploader (``actors/pipeline/worker/session.py``); a new remote adapter needs a writer
+there too."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """Decoding and checking one Provider answer: bytes in, a validated batch out. Pure.
 
-Split from :mod:`actors.pipeline.provider.client` so the export worker process
-(:mod:`actors.pipeline.worker.main`) can decode a batch without importing httpx or trio:
-the parent streams the body and forwards the raw bytes, the worker decodes them here.
+The export worker process (:mod:`actors.pipeline.worker.session`) decodes here each
+answer it received on its run's connection (:mod:`actors.pipeline.provider.http`), and
+``export-center provider-check`` each answer it fetched
+(:mod:`actors.pipeline.provider.check_client`): one decoder, no event loop.
 
 The JSON decoder is msgspec, several times faster than the standard library on a batch of
 rows. It refuses a few inputs the standard library accepts or reads differently: integers

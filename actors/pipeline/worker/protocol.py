@@ -133,7 +133,7 @@ class Decoded:
 @dataclass(frozen=True, slots=True)
 class Written:
     """Every batch fetched is written. ``warnings`` are the run's data warnings so far
-    (:meth:`~actors.core.xlsx.data_warnings.DataWarnings.lines`, empty when none);
+    (:meth:`~actors.core.xlsx.warning_counts.WarningCounts.lines`, empty when none);
     ``rows_written`` counts data rows in the file so far."""
 
     rows_written: int

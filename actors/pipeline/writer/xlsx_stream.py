@@ -81,7 +81,6 @@ from actors.core.errors import (
 from actors.core.text import quote_outside
 from actors.core.xlsx.cell_xml import cell_xml, column_formatter, column_letter
 from actors.core.xlsx.cells import text_cell, to_cell
-from actors.core.xlsx.data_warnings import DataWarnings, cell_location
 from actors.core.xlsx.package_xml import (
     ROOT_RELS_XML,
     SHEET_TAIL,
@@ -94,6 +93,7 @@ from actors.core.xlsx.package_xml import (
     workbook_rels_xml,
     workbook_xml,
 )
+from actors.core.xlsx.warning_counts import WarningCounts, cell_location
 from actors.pipeline.writer.capped_output import CappedOutput, Output
 from actors.pipeline.writer.zip_stream import ZipEntry, ZipStream
 
@@ -205,7 +205,7 @@ class XlsxStreamWriter:
         self._sheet_rows = 0
         self._sheet_names: list[str] = []
         self._sheet_bytes = 0
-        self._warnings = DataWarnings()
+        self._warnings = WarningCounts()
         self._state = _State.OPEN
         self._size: int | None = None
         self._entry: ZipEntry | None = None
@@ -229,7 +229,7 @@ class XlsxStreamWriter:
         return self._rows_written
 
     @property
-    def warnings(self) -> DataWarnings:
+    def warnings(self) -> WarningCounts:
         """The warning counters so far (live; the run logs their summary once)."""
         return self._warnings
 

@@ -18,7 +18,7 @@ from actors.core.messages import (
     failure_code,
 )
 from actors.core.provider.batch_rules import final_total_rows
-from actors.core.xlsx.data_warnings import DataWarnings
+from actors.core.xlsx.warning_counts import WarningCounts
 
 #: Codes transitions write themselves (db/transitions), not an error class's.
 WRITTEN_BY_TRANSITIONS = {"cancelled", "worker-lost", "handed-back", "command-corrupted"}
@@ -92,7 +92,7 @@ def test_an_unknown_language_is_refused() -> None:
 def test_each_warning_the_writer_produces_carries_its_kind_and_has_words() -> None:
     """Issue 34 item 5: the kind travels with the warning from where it is made; nothing
     reads it back out of the sentence."""
-    warnings = DataWarnings()
+    warnings = WarningCounts()
     warnings.truncated_cell(1, 7, "remark")
     warnings.invalid_value(2, 3, "amount")
     warnings.undeclared_fields(["extra"])

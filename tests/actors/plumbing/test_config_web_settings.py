@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from actors.composition.tokens import build_token_verifier
 from actors.core.admission import CreateLimits
 from actors.core.errors import ConfigError
 from actors.core.http.session import CookieSecure
-from actors.credentials import build_token_verifier
 from actors.plumbing.config_loading import load_settings
 
 

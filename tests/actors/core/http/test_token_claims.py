@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from actors.core.http.claims import (
+from actors.core.http.token_claims import (
     MAX_EXP,
     MAX_ID,
     ClaimError,

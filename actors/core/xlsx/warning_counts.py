@@ -4,7 +4,7 @@
 type and a row key that is not a declared column. Logged one by one they flood the log:
 rows with thousands of undeclared keys once wrote 250,000 lines and one 2.86 MB line per
 export. So the writer only *counts* here, keeping a few examples each, and the run logs
-:meth:`DataWarnings.summary` once — a single line of bounded length whatever the data.
+:meth:`WarningCounts.summary` once — a single line of bounded length whatever the data.
 
 Cell values are never kept or quoted (§12: no row data in logs); examples name where a
 value was (batch, row, column key) or, for undeclared fields, the key.
@@ -42,7 +42,7 @@ def cell_location(batch: int | None, row: int, column: str) -> str:
     return f"{prefix}row {row} column '{quote_outside(column, _QUOTE_CHARS)}'"
 
 
-class DataWarnings:
+class WarningCounts:
     """Counters and a few examples of what the writer changed or ignored (§11).
 
     Attributes:

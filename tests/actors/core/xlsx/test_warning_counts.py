@@ -7,16 +7,16 @@ and one 2.86 MB line per export.
 from __future__ import annotations
 
 from actors.core.data_warning import DataWarning, WarningKind
-from actors.core.xlsx.data_warnings import (
+from actors.core.xlsx.warning_counts import (
     DISTINCT_FIELDS_COUNTED,
     EXAMPLES_PER_KIND,
-    DataWarnings,
+    WarningCounts,
     cell_location,
 )
 
 
 def test_reported_input_250000_undeclared_values_make_one_short_summary() -> None:
-    warnings = DataWarnings()
+    warnings = WarningCounts()
     keys = [f"undeclared_field_{k:04d}_" + "x" * 40 for k in range(2000)]
     for _ in range(125):
         warnings.undeclared_fields(keys)
@@ -33,7 +33,7 @@ def test_reported_input_250000_undeclared_values_make_one_short_summary() -> Non
 
 
 def test_cells_are_counted_with_a_few_located_examples_and_no_values() -> None:
-    warnings = DataWarnings()
+    warnings = WarningCounts()
     for row in range(1, 21):
         warnings.truncated_cell(2, row, "remark")
         warnings.invalid_value(None, row, "amount")
@@ -49,7 +49,7 @@ def test_cells_are_counted_with_a_few_located_examples_and_no_values() -> None:
 
 
 def test_hostile_keys_and_notes_are_escaped_and_clipped() -> None:
-    warnings = DataWarnings()
+    warnings = WarningCounts()
     warnings.undeclared_fields(["k\n2026-12-01 FORGED", "y" * 10_000])
     warnings.note(
         DataWarning(WarningKind.FEWER_ROWS, "provider announced totalRows 9\r\n but sent 3")
@@ -65,7 +65,7 @@ def test_hostile_keys_and_notes_are_escaped_and_clipped() -> None:
 
 
 def test_no_warnings_is_falsy_and_empty() -> None:
-    warnings = DataWarnings()
+    warnings = WarningCounts()
     assert not warnings and warnings.summary() == ""
     warnings.note(DataWarning(WarningKind.NOTE, "x"))
     assert warnings
