@@ -130,6 +130,41 @@ def test_the_drawing_puts_the_core_in_the_contracts_order() -> None:
     assert misordered(order, layers) == []
 
 
+def bullets(section: str) -> dict[str, str]:
+    """Each listed contract's bullet text, by contract name, white space folded."""
+    found = {}
+    for bullet in re.split(r"\n(?=- )", section):
+        match = re.match(r"- \*\*(.+?)\*\*(.*)", bullet, re.S)
+        if match:
+            found[" ".join(match.group(1).split())] = " ".join(match.group(2).split())
+    return found
+
+
+def test_each_layer_of_independent_rooms_is_named_so_on_the_page() -> None:
+    """A layer of rooms the contract keeps apart (``a | b``) is written so in its
+    contract's bullet, and the bullet says they are independent; a page that claimed
+    independence the contracts do not keep, or kept quiet about it, fails."""
+    texts = bullets(layers_section())
+    problems = []
+    for c in contracts():
+        if c["type"] != "layers":
+            continue
+        text = texts[c["name"]]
+        for layer in c["layers"]:
+            if "|" not in layer:
+                continue
+            written = " | ".join(m.strip() for m in layer.split("|"))
+            if f"`{written}`" not in text:
+                problems.append(f"{c['name']}: `{written}` not in its bullet")
+        claimed = re.findall(r"`([^`]*\|[^`]*)`", text)
+        for group in claimed:
+            if group not in [" | ".join(m.strip() for m in lay.split("|")) for lay in c["layers"]]:
+                problems.append(
+                    f"{c['name']}: the page says `{group}` are independent; no layer does"
+                )
+    assert problems == []
+
+
 def test_the_checks_see_a_drawing_in_the_wrong_order() -> None:
     """The order check is not vacuous: swapping two rooms of the drawing is caught."""
     lines = drawing(layers_section())

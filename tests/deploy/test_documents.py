@@ -48,9 +48,14 @@ PATH = re.compile(
 )
 DOTTED = re.compile(r"(?<![\w./-])((?:actors|web|db)(?:\.[A-Za-z_][A-Za-z0-9_]*)+)")
 SECTION = re.compile(
-    r"(?P<doc>README(?:\.md)?|docs/[a-z-]+\.md)(?:'s)?(?:,\s*|\s+\(?)[\"“](?P<title>[^\"”]{2,80})[\"”]"
+    r"(?P<doc>README(?:\.md)?|docs/[a-z-]+\.md)`{0,2}(?:'s)?(?:,\s*|\s+\(?)[\"“](?P<title>[^\"”]{2,80})[\"”]"
 )
+#: A further title of the same citation: ``docs/x.md ("A" and "B")``, ``, "C"``.
+MORE_TITLES = re.compile(r"\s*(?:,|and|or)\s*[\"“](?P<title>[^\"”]{2,80})[\"”]")
 LINK = re.compile(r"\]\((?P<target>[^)\s#]*\.md)?#(?P<anchor>[^)\s]+)\)")
+#: A link to a file of the repository (not a URL, not an anchor of the same page).
+FILE_LINK = re.compile(r"\]\((?P<target>(?![a-z]+:|#)[^)\s#]+)(?:#[^)\s]*)?\)")
+FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 FIELD = re.compile(r"\{[^{}]*\}")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*$", re.M)
 ANCHOR_ID = re.compile(r"<a id=\"([^\"]+)\"></a>")
@@ -131,7 +136,7 @@ def path_problem(path: str) -> str | None:
 @cache
 def headings(document: Path) -> tuple[str, ...]:
     """The headings of a markdown document, without markdown punctuation."""
-    text = document.read_text(encoding="utf-8")
+    text = FENCE.sub("", document.read_text(encoding="utf-8"))  # a comment in code is no heading
     return tuple(re.sub(r"[`*]", "", h).strip() for h in HEADING.findall(text))
 
 
@@ -172,6 +177,9 @@ def problems_in(path: Path, text: str) -> Iterator[str]:
             if found not in EXAMPLES and (problem := dotted_problem(found)):
                 yield f"{where}:{number}: {found}: {problem}"
         if path.suffix == ".md":
+            for match in FILE_LINK.finditer(line):
+                if not (path.parent / match["target"]).exists():
+                    yield f"{where}:{number}: link to a missing file {match['target']}"
             for match in LINK.finditer(line):
                 target = (path.parent / match["target"]) if match["target"] else path
                 if not target.is_file():
@@ -187,10 +195,16 @@ def problems_in(path: Path, text: str) -> Iterator[str]:
         offset += len(piece)
     joined = "".join(parts)
     for match in SECTION.finditer(joined):
-        title = " ".join(match["title"].split())
-        if problem := section_problem(match["doc"], title):
-            number = max(n for start, n in starts if start <= match.start())
-            yield f"{where}:{number}: {match['doc']}, {title!r}: {problem}"
+        titles = [match["title"]]
+        end = match.end()
+        while more := MORE_TITLES.match(joined, end):
+            titles.append(more["title"])
+            end = more.end()
+        number = max(n for start, n in starts if start <= match.start())
+        for raw in titles:
+            title = " ".join(raw.split())
+            if problem := section_problem(match["doc"], title):
+                yield f"{where}:{number}: {match['doc']}, {title!r}: {problem}"
 
 
 def text_of(path: Path) -> str:
@@ -222,6 +236,9 @@ def test_every_pointer_in_the_prose_points_at_something() -> None:
             "no heading 'Session cookie, export",
         ),
         ("[x](operations.md#no-such-part)", "no section #no-such-part in operations.md"),
+        ('see ``docs/operations.md`` ("Logs" and "No such part")', "no heading 'No such part'"),
+        ("[guide](no-such-guide.md)", "link to a missing file no-such-guide.md"),
+        ("[code](../examples/provider/nothing.py)", "link to a missing file"),
     ],
 )
 def test_a_stale_pointer_is_caught(line: str, found: str) -> None:

@@ -60,10 +60,15 @@ test("ids are looked up only as $(\"literal\"), so the scan above sees them all"
     for (const m of text.matchAll(/getElementById\(([^)]*)\)/g)) {
       if (module !== "dom.js") hidden.push(`${module}: getElementById(${m[1]})`);
     }
-    // an id inside a selector: querySelector("#x …"), closest("#x"), matches("…#x")
-    for (const m of text.matchAll(/\.(?:querySelector|querySelectorAll|closest|matches)\(\s*"([^"]*#[^"]*)"/g)) {
-      hidden.push(`${module}: selector "${m[1]}"`);
+    // an id inside a selector, in any quotes: querySelector("#x …"), closest('#x'),
+    // matches(`…#x`), or an attribute selector [id=x]
+    const selector = /\.(?:querySelector|querySelectorAll|closest|matches)\(\s*(["'`])((?:(?!\1).)*)\1/g;
+    for (const m of text.matchAll(selector)) {
+      if (m[2].includes("#") || /\[\s*id\s*[~|^$*]?=/.test(m[2])) hidden.push(`${module}: selector ${m[1]}${m[2]}${m[1]}`);
     }
+    // the lookup under another name ($ imported as something else), and forms by name
+    for (const m of text.matchAll(/import\s*\{[^}]*\$\s+as\s+(\w+)/g)) hidden.push(`${module}: $ imported as ${m[1]}`);
+    for (const m of text.matchAll(/\.forms\.namedItem\(|\.forms\[|document\.forms\.\w/g)) hidden.push(`${module}: ${m[0]}`);
   }
   assert.deepEqual(hidden, []);
 });
