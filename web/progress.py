@@ -26,7 +26,6 @@ logged and tried again at the next interval; the stream stays open.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -43,10 +42,10 @@ from actors.core.http.progress import (
     follow,
     next_step,
     settle_missing,
+    task_event,
 )
 from actors.core.models import Task
 from actors.core.principal import Principal
-from actors.core.task_json import task_json
 from web.auth import request_credentials
 from web.dependencies import Dependencies
 from web.openapi import AUTH, declare
@@ -65,12 +64,6 @@ MAX_LIVE_TASKS = 500
 KEEPALIVE = b": keep-alive\n\n"
 
 progress = Blueprint("progress", __name__)
-
-
-def task_event(task: Task) -> bytes:
-    """One ``event: task`` of the stream (the JSON on one ``data:`` line)."""
-    data = json.dumps(task_json(task), separators=(",", ":"), ensure_ascii=False)
-    return f"event: task\ndata: {data}\n\n".encode()
 
 
 class _Reader:
