@@ -11,9 +11,11 @@ A connection reads the database once, on connect: the caller's live tasks and it
 newest, two index ranges in one transaction (``db/store/progress.py``; their plans are
 checked in ``tests/db/test_query_plans.py``). Afterwards the instance's one progress feed
 (``web/progress_feed.py``) reads what changed once per ``FILE_EXPORT_PROGRESS_POLL_SECONDS``
-for every stream, and hands this one the changes its caller may see; only changes are
-sent (``actors/core/http/progress.py``). So the database's load does not grow with the
-number of open pages. A stream that falls behind the feed reads afresh, as on connect.
+for every stream, and hands this one the changes its caller may see, already encoded and
+shared with every stream of the same audience (the caller, or its tenant and app's
+administrators); only changes are sent (``actors/core/http/progress.py``). So the
+database's load does not grow with the number of open pages, nor does the encoding of
+events. A stream that falls behind the feed reads afresh, as on connect.
 Open streams are capped per user and per instance (``FILE_EXPORT_PROGRESS_STREAMS_PER_USER``,
 ``…_PER_INSTANCE``): one more is refused with an envelope 429, and the page polls the list
 instead.
@@ -36,6 +38,7 @@ from quart import Blueprint, Response, current_app, request
 from actors.core.access import sees_all_requesters
 from actors.core.errors import TransientDatabaseError
 from actors.core.http.progress import (
+    Delivery,
     ProgressStep,
     TaskState,
     first_step,
@@ -62,6 +65,8 @@ NEWEST_TASKS = 20
 #: The most live tasks one read returns (a bound on a tenant administrator's stream).
 MAX_LIVE_TASKS = 500
 KEEPALIVE = b": keep-alive\n\n"
+#: No delivery within the keep-alive wait.
+NOTHING = Delivery((), (), b"")
 
 progress = Blueprint("progress", __name__)
 
@@ -136,10 +141,10 @@ async def progress_stream() -> Response:
                 if wait <= 0:  # the token's end is the stream's end
                     ended = "the token expired"
                     return
-                changes: tuple[Task, ...] | None = ()
+                delivery: Delivery | None = NOTHING
                 with trio.move_on_after(wait):
-                    changes = await sub.next()
-                if changes is None:
+                    delivery = await sub.next()
+                if delivery is None:
                     ended = "the service is draining"
                     return
                 if sub.behind:
@@ -153,11 +158,13 @@ async def progress_stream() -> Response:
                             extra={"userId": str(principal.user_id), "error": str(exc)},
                         )
                         continue
+                    out = b"".join(task_event(t) for t in step.send)
                 else:
-                    step = follow(seen, changes)
+                    step = follow(seen, delivery.tasks)
+                    out = delivery.bytes_of(step.send)  # the bytes every such stream shares
                 seen = step.seen
                 # Nothing new: a keep-alive comment, so proxies keep the connection open.
-                yield b"".join(task_event(t) for t in step.send) or KEEPALIVE
+                yield out or KEEPALIVE
         finally:
             feed.unsubscribe(sub)
             log.debug(

@@ -1,6 +1,7 @@
 """The progress stream over real HTTP (web/progress.py): the caller's live tasks on
-connect, then each change in order; it ends on client disconnect and on a drain, and the
-whole service still stops within its drain time with a stream connected."""
+connect, then each change in order; each change encoded once however many streams watch
+it, the same bytes on each; it ends on client disconnect and on a drain, and the whole
+service still stops within its drain time with a stream connected."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import gc
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,8 @@ class Events:
         self.response = response
         self.lines = response.aiter_lines()
         self.comments: list[str] = []
+        #: Each event's ``data:`` line as it came, byte for byte.
+        self.data: list[str] = []
 
     async def next(self, timeout: float = 10) -> dict[str, Any] | None:
         """The next ``event: task``'s task JSON; ``None`` when the stream ended."""
@@ -60,6 +64,7 @@ class Events:
                     event["data"] = line[len("data: ") :]
                 elif line == "" and event:
                     assert event["event"] == "task", event
+                    self.data.append(event["data"])
                     return json.loads(event["data"])  # type: ignore[no-any-return]
         return None
 
@@ -180,6 +185,50 @@ async def test_an_administrator_sees_every_requester_of_its_tenant(
             await claim(store, theirs)
             task = await events.next()
             assert task is not None and task["id"] == str(theirs.id)
+
+
+async def test_each_change_is_encoded_once_however_many_administrators_watch_it(
+    served_app, store: ExportStore, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Issue 35 item 6: the streams that see a change share one encoding of its event (one
+    per change, not one per stream: each stream used to serialise its own copy), every
+    watcher gets the same bytes, and the streams that may not see it get nothing of it."""
+    url, _, _ = served_app
+    task = await create(store, user_id=7)
+    admin = ("platform:download:all",)
+    watchers = [headers(user=9 + n % 3, perms=admin) for n in range(6)]  # 3 administrators
+    watchers += [headers(user=7), headers(user=7)]  # the requester's two pages
+    blind = [headers(user=8), headers(user=9, perms=admin, tenant=1)]
+    async with AsyncExitStack() as stack:
+        c = await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=10))
+        watching = [await stack.enter_async_context(stream(c, headers=h)) for h in watchers]
+        others = [await stack.enter_async_context(stream(c, headers=h)) for h in blind]
+        for events in watching:  # connected: the live task of its first read
+            assert (await events.until(task.id, status="PENDING"))["id"] == str(task.id)
+        for events in others:
+            await events.lines.__anext__()  # connected
+        encoded: Counter[tuple[str, str, str]] = Counter()
+        dumps = json.dumps
+
+        def counting(obj: Any, *args: Any, **kwargs: Any) -> str:
+            if isinstance(obj, dict) and "taskNo" in obj:  # a task's JSON
+                encoded[(obj["id"], obj["status"], obj["processedRows"])] += 1
+            return dumps(obj, *args, **kwargs)
+
+        monkeypatch.setattr(json, "dumps", counting)
+        running = await claim(store, task)
+        await store.report_progress(running, "owner-a", 500, 1000)
+        for events in watching:
+            await events.until(task.id, processedRows="500")
+        monkeypatch.undo()
+        assert encoded[(str(task.id), "RUNNING", "500")] == 1, encoded
+        assert set(encoded.values()) == {1}, encoded  # RUNNING at 0 too, if read apart
+        assert len({events.data[-1] for events in watching}) == 1  # the same bytes
+        # The blind streams' next event is a task of their own: nothing came before it.
+        mark = [await create(store, user_id=8), await create(store, user_id=9, tenant_id=1)]
+        for events, theirs in zip(others, mark, strict=True):
+            first = await events.next()
+            assert first is not None and first["id"] == str(theirs.id)
 
 
 async def test_without_a_credential_the_answer_is_a_401_envelope(served_app) -> None:  # type: ignore[no-untyped-def]
