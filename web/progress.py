@@ -15,7 +15,8 @@ for every stream, and hands this one the changes its caller may see, already enc
 shared with every stream of the same audience (the caller, or its tenant and app's
 administrators); only changes are sent (``actors/core/http/progress.py``). So the
 database's load does not grow with the number of open pages, nor does the encoding of
-events. A stream that falls behind the feed reads afresh, as on connect.
+events. A stream that falls behind the feed drops what it holds and reads afresh, as on
+connect.
 Open streams are capped per user and per instance (``FILE_EXPORT_PROGRESS_STREAMS_PER_USER``,
 ``…_PER_INSTANCE``): one more is refused with an envelope 429, and the page polls the list
 instead.
@@ -148,7 +149,7 @@ async def progress_stream() -> Response:
                     ended = "the service is draining"
                     return
                 if sub.behind:
-                    sub.behind = False
+                    sub.catch_up()  # what it holds is older than the read below
                     try:
                         step = await reader.resync(seen)
                     except TransientDatabaseError as exc:

@@ -24,9 +24,11 @@ committed after a later one is still read; a task read twice is passed on once
 Handing over never waits: a stream that does not keep up — a slow or stuck client whose
 socket stopped taking bytes — holds at most :data:`STREAM_BUFFER` deliveries (references to
 objects other streams share); the next one is dropped and the stream marked behind. When
-it moves again it reads again as on connect. How many streams may be open, per user and
-per instance, is decided by ``actors.core.http.progress.admit_stream``; a refusal is an
-envelope 429, counted in ``export_progress_streams_refused_total``.
+it moves again it discards what it holds (older than what it reads next) and reads again
+as on connect, so it misses no final state and sends no stale one. How many streams may
+be open, per user and per instance, is decided by
+``actors.core.http.progress.admit_stream``; a refusal is an envelope 429, counted in
+``export_progress_streams_refused_total``.
 
 The feed runs in the web server's nursery for as long as the server serves
 (``web/app.py``). A read that fails is logged and tried again at the next interval; the
@@ -84,8 +86,8 @@ class Subscription:
     Attributes:
         principal: the stream's caller.
         audience: the streams it shares deliveries with.
-        behind: set when a delivery did not fit the buffer; the stream then reads afresh
-            and clears it.
+        behind: set when a delivery did not fit the buffer; the stream then catches up
+            (:meth:`catch_up`) and reads afresh.
     """
 
     def __init__(self, principal: Principal) -> None:
@@ -110,6 +112,18 @@ class Subscription:
             return await self._receive.receive()
         except trio.EndOfChannel:
             return None
+
+    def catch_up(self) -> None:
+        """Before reading afresh: clear :attr:`behind` and discard the deliveries held. They
+        are older than that read; followed after it, they would send a task's earlier state
+        after its later one (a finished task shown running again), and the delivery of the
+        end, dropped when the buffer was full, would never come to correct it."""
+        self.behind = False
+        while True:
+            try:
+                self._receive.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel):
+                return
 
     def end(self) -> None:
         """No more deliveries (the feed closes, or the stream left)."""

@@ -5,6 +5,7 @@ service still stops within its drain time with a stream connected."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import logging
@@ -20,6 +21,7 @@ import pytest
 import trio
 
 from actors.composition.http_server import WEB_GRACEFUL_TIMEOUT_SECONDS
+from actors.core.http.progress import Delivery, task_event
 from actors.core.principal import AppCode
 from actors.storage.keys import new_object_key
 from actors.storage.local import LocalDirectoryStorage
@@ -28,6 +30,7 @@ from tests.helpers import API, claim, client_for, complete, create, make_setting
 from tests.servers import API_SECRET, api_app, headers, served
 from web.auth import issue_token
 from web.progress import KEEPALIVE_SECONDS_KEY
+from web.progress_feed import STREAM_BUFFER
 
 PROGRESS = "/api/platform/v1/files/progress"
 
@@ -229,6 +232,33 @@ async def test_each_change_is_encoded_once_however_many_administrators_watch_it(
         for events, theirs in zip(others, mark, strict=True):
             first = await events.next()
             assert first is not None and first["id"] == str(theirs.id)
+
+
+async def test_a_stream_that_fell_behind_sends_nothing_older_than_its_fresh_read(
+    served_app, store: ExportStore
+) -> None:  # type: ignore[no-untyped-def]
+    """A stream whose client stalled holds deliveries older than the read it makes when it
+    moves again: it drops them. Followed after that read, they would show the finished task
+    running again, and the end, dropped from the full buffer, would never come after them."""
+    url, _, deps = served_app
+    task = await create(store, user_id=7)
+    running = await claim(store, task)
+    async with httpx.AsyncClient(base_url=url, timeout=10, headers=headers(user=7)) as c:
+        async with stream(c) as events:
+            await events.until(task.id, status="RUNNING")
+            (sub,) = [s for subs in deps.progress_feed._by_audience.values() for s in subs]
+            assert await store.fail_task(running, "owner-a", "bad data")
+            # What a stalled client's stream would have been handed meanwhile, one more than
+            # it holds (no checkpoint in between: the stream runs after the last one).
+            for rows in range(1, STREAM_BUFFER + 3):
+                stale = dataclasses.replace(running, processed_rows=rows)
+                sub.deliver(Delivery.of((stale,), {task.id: task_event(stale)}))
+            assert sub.behind
+            ended = await events.next()
+            assert ended is not None and (ended["id"], ended["status"]) == (str(task.id), "FAILED")
+            mark = await create(store, user_id=7)
+            after = await events.next()  # nothing of the stale deliveries came before it
+            assert after is not None and after["id"] == str(mark.id), after
 
 
 async def test_without_a_credential_the_answer_is_a_401_envelope(served_app) -> None:  # type: ignore[no-untyped-def]

@@ -172,6 +172,24 @@ async def test_a_stream_that_does_not_keep_up_is_marked_behind() -> None:
     assert sub.behind  # it reads afresh instead of losing the change
 
 
+async def test_a_stream_that_catches_up_drops_what_it_held() -> None:
+    """What a stream held when it fell behind is older than the read it makes next:
+    followed after it, a finished task would be shown running again, and the delivery of
+    its end (dropped) would never come to correct it."""
+    feed, _ = feed_over(ChangeLog())
+    sub = feed.subscribe(principal(7))
+    for rows in range(STREAM_BUFFER + 1):
+        await feed._route((task_value(id=1, requested_by=7, processed_rows=rows),))
+    sub.catch_up()
+    assert not sub.behind
+    with pytest.raises(trio.WouldBlock):
+        sub._receive.receive_nowait()
+    await feed._route((task_value(id=1, requested_by=7, status=TaskStatus.SUCCEEDED),))
+    with trio.fail_after(1):
+        after = await sub.next()
+    assert after is not None and after.tasks[0].status == TaskStatus.SUCCEEDED
+
+
 async def test_every_stream_of_an_audience_shares_one_delivery_and_each_change_is_encoded_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
