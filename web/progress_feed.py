@@ -75,7 +75,7 @@ STREAM_BUFFER = 64
 #: millisecond each; handed to thousands at once, those writes would fill one turn, and
 #: every request would wait for them all. A slice at a time, the loop polls its sockets
 #: between slices and requests wait for one slice at most.
-HAND_OVER_SLICE = 32
+HAND_OVER_SLICE = 8
 
 _REFUSAL_LABEL = {Refusal.STREAMS_PER_USER: "user", Refusal.STREAMS_PER_INSTANCE: "instance"}
 
