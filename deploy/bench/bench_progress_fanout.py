@@ -29,6 +29,8 @@ Usage::
 
     .venv/bin/python deploy/bench/bench_progress_fanout.py [--streams 5000] [--admins 0.5]
         [--exports 2] [--rows 200000] [--seconds 30] [--probes 300]
+    BENCH_SOURCE=/path/to/other/checkout .venv/bin/python deploy/bench/bench_progress_fanout.py
+        # runs the service from another checkout of the code (e.g. before a change)
 """
 
 from __future__ import annotations
@@ -349,7 +351,10 @@ async def main(args: argparse.Namespace) -> None:
     streams = plan(args.streams, args.admins)
     groups = {g: sum(1 for s in streams if s.group == g) for g in ("user", "admin", "foreign")}
     with tempfile.TemporaryDirectory(prefix="bench-fanout-") as tmp:
-        service = Service(Path(tmp), None, provider=args.provider)
+        source = os.environ.get("BENCH_SOURCE")
+        service = Service(
+            Path(tmp), Path(source).resolve() if source else None, provider=args.provider
+        )
         holder: Holder | None = None
         try:
             url = await service.ready()
@@ -374,7 +379,8 @@ async def main(args: argparse.Namespace) -> None:
         f"{args.streams:,} streams ({groups['user']:,} ordinary users', {groups['admin']:,} "
         f"administrators' of the exporting tenant, {groups['foreign']:,} of another tenant's "
         f"administrator), {PER_USER} per user, all open in {connect_s:.1f} s; "
-        f"{args.exports} exports of {args.rows:,} rows kept running, {args.provider} Provider"
+        f"{args.exports} exports of {args.rows:,} rows kept running, {args.provider} Provider; "
+        f"service from {os.environ.get('BENCH_SOURCE') or Path(__file__).resolve().parents[2]}"
     )
     print()
     print(
