@@ -15,7 +15,7 @@ statuses: every answer should be 200) and the task list (``GET …/export-tasks`
 3. streams and exports: ``--streams`` progress streams open (default 5,000, half of them
    administrators': ``--admins``), held by a process of their own over plain sockets, so
    their reading costs little CPU and the probes do not share its event loop; the same
-   exports run meanwhile.
+   exports run meanwhile (the holder: ``deploy/bench/progress_holder.py``).
 
 Each figure is printed beside the idle one (the target for the list's p95 under load is
 1.5 × idle). At the end the stream holder reports what each stream received; the script
@@ -36,10 +36,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -52,178 +49,21 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from actors.core.principal import DOWNLOAD_ALL_PERMISSION, AppCode  # noqa: E402
-from deploy.bench.bench_workers import (  # noqa: E402
-    API,
-    PROVIDERS,
-    SECRET,
-    Service,
-    percentiles,
+from deploy.bench.bench_workers import API, PROVIDERS, Service, percentiles  # noqa: E402
+from deploy.bench.progress_holder import (  # noqa: E402
+    FIRST_USER,
+    PER_USER,
+    TENANT,
+    Holder,
+    Stream,
+    plan,
 )
-from web.auth import issue_token  # noqa: E402
 
-PROGRESS = "/api/platform/v1/files/progress"
-#: Streams per user: the default cap (``FILE_EXPORT_PROGRESS_STREAMS_PER_USER``).
-PER_USER = 20
-FIRST_USER = 80_000
-FIRST_ADMIN = 90_000
-#: The tenant of every stream but the foreign administrators'.
-TENANT = 0
-FOREIGN_TENANT = 1
 #: The user whose requests probe the list (a user of its own, with no stream open).
 PROBER = 99_999
-#: Streams connecting at once while the holder opens them.
-CONNECTING = 100
 #: Pause between two probes, seconds (keeps the probe from becoming the load).
 PROBE_PAUSE = 0.02
 ENDED = ("SUCCEEDED", "FAILED", "CANCELLED")
-EVENT = re.compile(rb"\ndata: ([^\n]*)\n")
-TASK_ID = re.compile(rb'"id":"(\d+)"')
-STATUS = re.compile(rb'"status":"([A-Z]+)"')
-
-
-@dataclass(frozen=True)
-class Stream:
-    """One stream to hold: its group (``user``, ``admin`` or ``foreign``), tenant and user."""
-
-    group: str
-    tenant: int
-    user: int
-
-    def token(self) -> str:
-        perms = ["platform:customer:export"]
-        if self.group != "user":
-            perms.append(DOWNLOAD_ALL_PERMISSION)
-        return issue_token(
-            SECRET, user_id=self.user, tenant_id=self.tenant, app_code=AppCode.PLATFORM, perms=perms
-        )
-
-
-def plan(streams: int, admin_share: float) -> list[Stream]:
-    """The streams to open, :data:`PER_USER` per user: ordinary users first (the first
-    ones export), then administrators of :data:`TENANT`, then one administrator of
-    another tenant (one tenth of the administrators' streams, at least one) whose streams
-    must receive nothing."""
-    admins = round(streams * admin_share)
-    foreign = min(PER_USER, max(1, admins // 10)) if admins >= 2 else 0
-    groups = [
-        ("user", TENANT, FIRST_USER, streams - admins),
-        ("admin", TENANT, FIRST_ADMIN, admins - foreign),
-        ("foreign", FOREIGN_TENANT, FIRST_ADMIN, foreign),
-    ]
-    return [
-        Stream(group, tenant, first + i // PER_USER)
-        for group, tenant, first, count in groups
-        for i in range(count)
-    ]
-
-
-# --- the stream holder (a process of its own) ---------------------------------------------
-
-
-async def hold(url: str, streams: list[Stream]) -> None:
-    """Open every stream, say ``connected`` on stdout, read until stdin says ``report``,
-    then print what each stream received as one JSON line."""
-    host, port = url.removeprefix("http://").split(":")
-    received: list[dict[str, Any]] = [
-        {"events": 0, "bytes": 0, "tasks": {}} for _ in range(len(streams))
-    ]
-    connecting = trio.CapacityLimiter(CONNECTING)
-    connected = 0
-    all_in = trio.Event()
-
-    async def one(i: int, stream: Stream) -> None:
-        nonlocal connected
-        mine = received[i]
-        async with connecting:
-            sock = await trio.open_tcp_stream(host, int(port))
-            await sock.send_all(
-                f"GET {PROGRESS} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: text/event-stream"
-                f"\r\nAuthorization: Bearer {stream.token()}\r\n\r\n".encode()
-            )
-            buffer = b""
-            while b"\r\n\r\n" not in buffer or not buffer.split(b"\r\n\r\n", 1)[1]:
-                chunk = await sock.receive_some(65536)
-                assert chunk, "the service closed a stream while it connected"
-                buffer += chunk
-            head, buffer = buffer.split(b"\r\n\r\n", 1)
-            assert head.startswith(b"HTTP/1.1 200 "), head.decode(errors="replace")
-        connected += 1
-        if connected == len(streams):
-            all_in.set()
-        tasks: dict[str, str] = mine["tasks"]
-        async with sock:
-            while True:
-                end = buffer.rfind(b"\n\n")
-                if end >= 0:
-                    whole, buffer = b"\n" + buffer[: end + 2], buffer[end + 2 :]
-                    for data in EVENT.findall(whole):
-                        task_id, status = TASK_ID.search(data), STATUS.search(data)
-                        assert task_id and status, data[:200]
-                        tasks[task_id.group(1).decode()] = status.group(1).decode()
-                        mine["events"] += 1
-                chunk = await sock.receive_some(65536)
-                if not chunk:
-                    return
-                mine["bytes"] += len(chunk)
-                buffer += chunk
-
-    async with trio.open_nursery() as nursery:
-        started = time.perf_counter()
-        for i, stream in enumerate(streams):
-            nursery.start_soon(one, i, stream)
-        await all_in.wait()
-        print(f"connected {len(streams)} {time.perf_counter() - started:.1f}", flush=True)
-        # Events received while connecting (the live tasks of the first read) are not the
-        # window's: count from here.
-        for mine in received:
-            mine.update(events=0, bytes=0)
-            mine["tasks"].clear()
-        while (await trio.to_thread.run_sync(sys.stdin.readline)).strip() == "report":
-            print(json.dumps(received), flush=True)
-        nursery.cancel_scope.cancel()
-
-
-class Holder:
-    """The stream holder's process (:func:`hold`) and its two lines of answer."""
-
-    def __init__(self, url: str, streams: int, admin_share: float) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--hold", url, f"--streams={streams}"]
-            + [f"--admins={admin_share}"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-
-    async def connected(self) -> float:
-        """Seconds it took to open every stream, once all are open."""
-        assert self.proc.stdout is not None
-        line = await trio.to_thread.run_sync(self.proc.stdout.readline)
-        assert line.startswith("connected "), f"the stream holder failed: {line!r}"
-        return float(line.split()[2])
-
-    async def report(self) -> list[dict[str, Any]]:
-        """What each stream received since all were open (so far)."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write("report\n")
-        self.proc.stdin.flush()
-        line = await trio.to_thread.run_sync(self.proc.stdout.readline)
-        return json.loads(line)  # type: ignore[no-any-return]
-
-    def stop(self) -> None:
-        """Close every stream and end the holder."""
-        if self.proc.poll() is None and self.proc.stdin is not None:
-            self.proc.stdin.write("quit\n")
-            self.proc.stdin.flush()
-            try:
-                self.proc.wait(30)
-                return
-            except subprocess.TimeoutExpired:
-                pass
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
 
 
 # --- the service side: exports and probes -------------------------------------------------
@@ -422,9 +262,4 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--probes", type=int, default=300, help="idle probes")
     parser.add_argument("--provider", choices=PROVIDERS, default="demo")
-    parser.add_argument("--hold", metavar="URL", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.hold:
-        trio.run(hold, args.hold, plan(args.streams, args.admins))
-    else:
-        trio.run(main, args)
+    trio.run(main, parser.parse_args())
