@@ -11,9 +11,12 @@ A connection reads the database once, on connect: the caller's live tasks and it
 newest, two index ranges in one transaction (``db/store/progress.py``; their plans are
 checked in ``tests/db/test_query_plans.py``). Afterwards the instance's one progress feed
 (``web/progress_feed.py``) reads what changed once per ``FILE_EXPORT_PROGRESS_POLL_SECONDS``
-for every stream, and hands this one the changes its caller may see; only changes are
-sent (``actors/core/http/progress.py``). So the database's load does not grow with the
-number of open pages. A stream that falls behind the feed reads afresh, as on connect.
+for every stream, and hands this one the changes its caller may see, already encoded and
+shared with every stream of the same audience (the caller, or its tenant and app's
+administrators); only changes are sent (``actors/core/http/progress.py``). So the
+database's load does not grow with the number of open pages, nor does the encoding of
+events. A stream that falls behind the feed drops what it holds and reads afresh, as on
+connect.
 Open streams are capped per user and per instance (``FILE_EXPORT_PROGRESS_STREAMS_PER_USER``,
 ``…_PER_INSTANCE``): one more is refused with an envelope 429, and the page polls the list
 instead.
@@ -26,7 +29,6 @@ logged and tried again at the next interval; the stream stays open.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -37,16 +39,17 @@ from quart import Blueprint, Response, current_app, request
 from actors.core.access import sees_all_requesters
 from actors.core.errors import TransientDatabaseError
 from actors.core.http.progress import (
+    Delivery,
     ProgressStep,
     TaskState,
     first_step,
     follow,
     next_step,
     settle_missing,
+    task_event,
 )
 from actors.core.models import Task
 from actors.core.principal import Principal
-from actors.core.task_json import task_json
 from web.auth import request_credentials
 from web.dependencies import Dependencies
 from web.openapi import AUTH, declare
@@ -63,14 +66,10 @@ NEWEST_TASKS = 20
 #: The most live tasks one read returns (a bound on a tenant administrator's stream).
 MAX_LIVE_TASKS = 500
 KEEPALIVE = b": keep-alive\n\n"
+#: No delivery within the keep-alive wait.
+NOTHING = Delivery((), (), b"")
 
 progress = Blueprint("progress", __name__)
-
-
-def task_event(task: Task) -> bytes:
-    """One ``event: task`` of the stream (the JSON on one ``data:`` line)."""
-    data = json.dumps(task_json(task), separators=(",", ":"), ensure_ascii=False)
-    return f"event: task\ndata: {data}\n\n".encode()
 
 
 class _Reader:
@@ -143,14 +142,14 @@ async def progress_stream() -> Response:
                 if wait <= 0:  # the token's end is the stream's end
                     ended = "the token expired"
                     return
-                changes: tuple[Task, ...] | None = ()
+                delivery: Delivery | None = NOTHING
                 with trio.move_on_after(wait):
-                    changes = await sub.next()
-                if changes is None:
+                    delivery = await sub.next()
+                if delivery is None:
                     ended = "the service is draining"
                     return
                 if sub.behind:
-                    sub.behind = False
+                    sub.catch_up()  # what it holds is older than the read below
                     try:
                         step = await reader.resync(seen)
                     except TransientDatabaseError as exc:
@@ -160,11 +159,13 @@ async def progress_stream() -> Response:
                             extra={"userId": str(principal.user_id), "error": str(exc)},
                         )
                         continue
+                    out = b"".join(task_event(t) for t in step.send)
                 else:
-                    step = follow(seen, changes)
+                    step = follow(seen, delivery.tasks)
+                    out = delivery.bytes_of(step.send)  # the bytes every such stream shares
                 seen = step.seen
                 # Nothing new: a keep-alive comment, so proxies keep the connection open.
-                yield b"".join(task_event(t) for t in step.send) or KEEPALIVE
+                yield out or KEEPALIVE
         finally:
             feed.unsubscribe(sub)
             log.debug(

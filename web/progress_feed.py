@@ -7,15 +7,28 @@ range of the ``(updated_at, id)`` index, whatever the number of open streams —
 each stream the changes its caller may see, by the list's rule
 (``actors.core.access.owns``). With no stream open it reads nothing.
 
+The streams are grouped by audience (``actors.core.http.progress.audience``): an ordinary
+user's streams share one, every administrator's stream of a tenant and app another. Each
+read's changes are grouped by the audiences listening (``fan_out``), each change's event
+is encoded once, and every stream of an audience is handed the same ``Delivery`` — one
+reference per stream: the feed's work per read grows with the changes and the audiences,
+not with the bytes each stream writes. It hands over :data:`HAND_OVER_SLICE` streams at a
+time and lets the event loop turn between slices, so the streams' writes never hold a
+request up for longer than one slice of them.
+
 ``updated_at`` is the database's clock, written by every transition. Each read goes back
 :data:`OVERLAP_SECONDS` before the newest write it saw, so a write whose transaction
 committed after a later one is still read; a task read twice is passed on once
 (``actors.core.http.progress.feed_round``).
 
-A stream that does not keep up (its buffer of :data:`STREAM_BUFFER` deliveries full) is
-marked behind and reads again as on connect. How many streams may be open, per user and
-per instance, is decided by ``actors.core.http.progress.admit_stream``; a refusal is an
-envelope 429, counted in ``export_progress_streams_refused_total``.
+Handing over never waits: a stream that does not keep up — a slow or stuck client whose
+socket stopped taking bytes — holds at most :data:`STREAM_BUFFER` deliveries (references to
+objects other streams share); the next one is dropped and the stream marked behind. When
+it moves again it discards what it holds (older than what it reads next) and reads again
+as on connect, so it misses no final state and sends no stale one. How many streams may
+be open, per user and per instance, is decided by
+``actors.core.http.progress.admit_stream``; a refusal is an envelope 429, counted in
+``export_progress_streams_refused_total``.
 
 The feed runs in the web server's nursery for as long as the server serves
 (``web/app.py``). A read that fails is logged and tried again at the next interval; the
@@ -31,13 +44,17 @@ from datetime import datetime, timedelta
 
 import trio
 
-from actors.core.access import owns
 from actors.core.errors import Refusal, TransientDatabaseError
 from actors.core.http.progress import (
+    Audience,
+    Delivery,
     StreamLimits,
     TaskState,
     admit_stream,
+    audience,
+    fan_out,
     feed_round,
+    task_event,
 )
 from actors.core.models import Task
 from actors.core.ports.metrics import ApiMetrics
@@ -53,6 +70,12 @@ OVERLAP_SECONDS = 5.0
 PAGE = 1000
 #: Deliveries one stream may be behind by before it is marked behind and reads afresh.
 STREAM_BUFFER = 64
+#: Streams handed a delivery between two checkpoints of the feed. Each one writes its
+#: delivery at its next turn of the event loop, through the HTTP server, a fraction of a
+#: millisecond each; handed to thousands at once, those writes would fill one turn, and
+#: every request would wait for them all. A slice at a time, the loop polls its sockets
+#: between slices and requests wait for one slice at most.
+HAND_OVER_SLICE = 8
 
 _REFUSAL_LABEL = {Refusal.STREAMS_PER_USER: "user", Refusal.STREAMS_PER_INSTANCE: "instance"}
 
@@ -62,32 +85,45 @@ class Subscription:
 
     Attributes:
         principal: the stream's caller.
-        behind: set when a delivery did not fit the buffer; the stream then reads afresh
-            and clears it.
+        audience: the streams it shares deliveries with.
+        behind: set when a delivery did not fit the buffer; the stream then catches up
+            (:meth:`catch_up`) and reads afresh.
     """
 
     def __init__(self, principal: Principal) -> None:
         self.principal = principal
-        self.scope = (principal.tenant_id, principal.app_code.value)
-        self.user = (*self.scope, principal.user_id)
+        self.audience = audience(principal)
+        self.user = _user(principal)
         self.behind = False
-        self._send, self._receive = trio.open_memory_channel[tuple[Task, ...]](STREAM_BUFFER)
+        self._send, self._receive = trio.open_memory_channel[Delivery](STREAM_BUFFER)
 
-    def deliver(self, tasks: tuple[Task, ...]) -> None:
+    def deliver(self, delivery: Delivery) -> None:
         """Hand the stream changes, never waiting: a full buffer marks it behind."""
         try:
-            self._send.send_nowait(tasks)
+            self._send.send_nowait(delivery)
         except trio.WouldBlock:
             self.behind = True
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the stream is gone or the feed closed: nothing to hand over
 
-    async def next(self) -> tuple[Task, ...] | None:
+    async def next(self) -> Delivery | None:
         """The next changes, waiting for them; ``None`` once the feed closed (a drain)."""
         try:
             return await self._receive.receive()
         except trio.EndOfChannel:
             return None
+
+    def catch_up(self) -> None:
+        """Before reading afresh: clear :attr:`behind` and discard the deliveries held. They
+        are older than that read; followed after it, they would send a task's earlier state
+        after its later one (a finished task shown running again), and the delivery of the
+        end, dropped when the buffer was full, would never come to correct it."""
+        self.behind = False
+        while True:
+            try:
+                self._receive.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel):
+                return
 
     def end(self) -> None:
         """No more deliveries (the feed closes, or the stream left)."""
@@ -117,7 +153,7 @@ class ProgressFeed:
         self.metrics = metrics
         #: Database reads made so far (tests and the benchmark count them).
         self.reads = 0
-        self._by_scope: dict[tuple[int, str], set[Subscription]] = defaultdict(set)
+        self._by_audience: dict[Audience, set[Subscription]] = defaultdict(set)
         self._by_user: Counter[tuple[int, str, int]] = Counter()
         self._open = 0
         self._someone = trio.Event()
@@ -142,7 +178,7 @@ class ProgressFeed:
         sub = Subscription(principal)
         if self._closed:
             sub.end()  # a drain: the stream ends after its first read
-        self._by_scope[sub.scope].add(sub)
+        self._by_audience[sub.audience].add(sub)
         self._by_user[sub.user] += 1
         self._open += 1
         self.metrics.progress_streams.set(self._open)
@@ -151,12 +187,12 @@ class ProgressFeed:
 
     def unsubscribe(self, sub: Subscription) -> None:
         """Give the stream's place back (it ended); idempotent."""
-        subs = self._by_scope.get(sub.scope)
+        subs = self._by_audience.get(sub.audience)
         if subs is None or sub not in subs:
             return
         subs.discard(sub)
         if not subs:
-            del self._by_scope[sub.scope]
+            del self._by_audience[sub.audience]
         self._by_user[sub.user] -= 1
         if self._by_user[sub.user] <= 0:
             del self._by_user[sub.user]
@@ -167,7 +203,7 @@ class ProgressFeed:
     def close(self) -> None:
         """End every stream now and any that subscribes later (the service drains)."""
         self._closed = True
-        for subs in self._by_scope.values():
+        for subs in self._by_audience.values():
             for sub in subs:
                 sub.end()
         self._someone.set()
@@ -201,7 +237,7 @@ class ProgressFeed:
             stamps = [t.updated_at for t in tasks if t.updated_at is not None]
             if stamps:
                 since = max(since, *stamps)
-            self._route(changed)
+            await self._route(changed)
 
     async def _read(self, horizon: datetime) -> list[Task]:
         """Every task written at or after ``horizon``, page by page."""
@@ -216,17 +252,22 @@ class ProgressFeed:
                 return out
             key, after_id = page[-1].updated_at, page[-1].id
 
-    def _route(self, tasks: tuple[Task, ...]) -> None:
-        """Hand each stream the changed tasks its caller may see, in one delivery."""
-        if not tasks:
-            return
-        per_stream: dict[Subscription, list[Task]] = defaultdict(list)
-        for task in tasks:
-            for sub in self._by_scope.get((task.tenant_id, str(task.app_code)), ()):
-                if owns(sub.principal, task):
-                    per_stream[sub].append(task)
-        for sub, mine in per_stream.items():
-            sub.deliver(tuple(mine))
+    async def _route(self, tasks: tuple[Task, ...]) -> None:
+        """Hand each stream the changed tasks its caller may see, in one delivery: one
+        per audience, each change encoded once (module docstring), :data:`HAND_OVER_SLICE`
+        streams at a time."""
+        encoded: dict[int, bytes] = {}
+        handed = 0
+        for who, mine in fan_out(tasks, self._by_audience).items():
+            for task in mine:
+                if task.id not in encoded:
+                    encoded[task.id] = task_event(task)
+            delivery = Delivery.of(mine, encoded)
+            for sub in tuple(self._by_audience.get(who, ())):
+                sub.deliver(delivery)
+                handed += 1
+                if handed % HAND_OVER_SLICE == 0:
+                    await trio.lowlevel.checkpoint()
 
 
 def _user(principal: Principal) -> tuple[int, str, int]:

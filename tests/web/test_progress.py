@@ -1,15 +1,18 @@
 """The progress stream over real HTTP (web/progress.py): the caller's live tasks on
-connect, then each change in order; it ends on client disconnect and on a drain, and the
-whole service still stops within its drain time with a stream connected."""
+connect, then each change in order; each change encoded once however many streams watch
+it, the same bytes on each; it ends on client disconnect and on a drain, and the whole
+service still stops within its drain time with a stream connected."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import logging
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,7 @@ import pytest
 import trio
 
 from actors.composition.http_server import WEB_GRACEFUL_TIMEOUT_SECONDS
+from actors.core.http.progress import Delivery, task_event
 from actors.core.principal import AppCode
 from actors.storage.keys import new_object_key
 from actors.storage.local import LocalDirectoryStorage
@@ -26,6 +30,7 @@ from tests.helpers import API, claim, client_for, complete, create, make_setting
 from tests.servers import API_SECRET, api_app, headers, served
 from web.auth import issue_token
 from web.progress import KEEPALIVE_SECONDS_KEY
+from web.progress_feed import STREAM_BUFFER
 
 PROGRESS = "/api/platform/v1/files/progress"
 
@@ -46,6 +51,8 @@ class Events:
         self.response = response
         self.lines = response.aiter_lines()
         self.comments: list[str] = []
+        #: Each event's ``data:`` line as it came, byte for byte.
+        self.data: list[str] = []
 
     async def next(self, timeout: float = 10) -> dict[str, Any] | None:
         """The next ``event: task``'s task JSON; ``None`` when the stream ended."""
@@ -60,6 +67,7 @@ class Events:
                     event["data"] = line[len("data: ") :]
                 elif line == "" and event:
                     assert event["event"] == "task", event
+                    self.data.append(event["data"])
                     return json.loads(event["data"])  # type: ignore[no-any-return]
         return None
 
@@ -180,6 +188,77 @@ async def test_an_administrator_sees_every_requester_of_its_tenant(
             await claim(store, theirs)
             task = await events.next()
             assert task is not None and task["id"] == str(theirs.id)
+
+
+async def test_each_change_is_encoded_once_however_many_administrators_watch_it(
+    served_app, store: ExportStore, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Issue 35 item 6: the streams that see a change share one encoding of its event (one
+    per change, not one per stream: each stream used to serialise its own copy), every
+    watcher gets the same bytes, and the streams that may not see it get nothing of it."""
+    url, _, _ = served_app
+    task = await create(store, user_id=7)
+    admin = ("platform:download:all",)
+    watchers = [headers(user=9 + n % 3, perms=admin) for n in range(6)]  # 3 administrators
+    watchers += [headers(user=7), headers(user=7)]  # the requester's two pages
+    blind = [headers(user=8), headers(user=9, perms=admin, tenant=1)]
+    async with AsyncExitStack() as stack:
+        c = await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=10))
+        watching = [await stack.enter_async_context(stream(c, headers=h)) for h in watchers]
+        others = [await stack.enter_async_context(stream(c, headers=h)) for h in blind]
+        for events in watching:  # connected: the live task of its first read
+            assert (await events.until(task.id, status="PENDING"))["id"] == str(task.id)
+        for events in others:
+            await events.lines.__anext__()  # connected
+        encoded: Counter[tuple[str, str, str]] = Counter()
+        dumps = json.dumps
+
+        def counting(obj: Any, *args: Any, **kwargs: Any) -> str:
+            if isinstance(obj, dict) and "taskNo" in obj:  # a task's JSON
+                encoded[(obj["id"], obj["status"], obj["processedRows"])] += 1
+            return dumps(obj, *args, **kwargs)
+
+        monkeypatch.setattr(json, "dumps", counting)
+        running = await claim(store, task)
+        await store.report_progress(running, "owner-a", 500, 1000)
+        for events in watching:
+            await events.until(task.id, processedRows="500")
+        monkeypatch.undo()
+        assert encoded[(str(task.id), "RUNNING", "500")] == 1, encoded
+        assert set(encoded.values()) == {1}, encoded  # RUNNING at 0 too, if read apart
+        assert len({events.data[-1] for events in watching}) == 1  # the same bytes
+        # The blind streams' next event is a task of their own: nothing came before it.
+        mark = [await create(store, user_id=8), await create(store, user_id=9, tenant_id=1)]
+        for events, theirs in zip(others, mark, strict=True):
+            first = await events.next()
+            assert first is not None and first["id"] == str(theirs.id)
+
+
+async def test_a_stream_that_fell_behind_sends_nothing_older_than_its_fresh_read(
+    served_app, store: ExportStore
+) -> None:  # type: ignore[no-untyped-def]
+    """A stream whose client stalled holds deliveries older than the read it makes when it
+    moves again: it drops them. Followed after that read, they would show the finished task
+    running again, and the end, dropped from the full buffer, would never come after them."""
+    url, _, deps = served_app
+    task = await create(store, user_id=7)
+    running = await claim(store, task)
+    async with httpx.AsyncClient(base_url=url, timeout=10, headers=headers(user=7)) as c:
+        async with stream(c) as events:
+            await events.until(task.id, status="RUNNING")
+            (sub,) = [s for subs in deps.progress_feed._by_audience.values() for s in subs]
+            assert await store.fail_task(running, "owner-a", "bad data")
+            # What a stalled client's stream would have been handed meanwhile, one more than
+            # it holds (no checkpoint in between: the stream runs after the last one).
+            for rows in range(1, STREAM_BUFFER + 3):
+                stale = dataclasses.replace(running, processed_rows=rows)
+                sub.deliver(Delivery.of((stale,), {task.id: task_event(stale)}))
+            assert sub.behind
+            ended = await events.next()
+            assert ended is not None and (ended["id"], ended["status"]) == (str(task.id), "FAILED")
+            mark = await create(store, user_id=7)
+            after = await events.next()  # nothing of the stale deliveries came before it
+            assert after is not None and after["id"] == str(mark.id), after
 
 
 async def test_without_a_credential_the_answer_is_a_401_envelope(served_app) -> None:  # type: ignore[no-untyped-def]

@@ -1,9 +1,10 @@
 """The progress feed (``web/progress_feed.py``, issue 24 item 1): one read per interval for
 every open stream, none with no stream open, each change routed only to the streams
-allowed to see it, caps, a stream that falls behind, a drain. On trio's mock clock, over a
-store stand-in that records its reads (what is read is the database's business:
-``tests/db`` checks the statement and its plan; ``tests/web/test_progress.py`` the stream
-over HTTP)."""
+allowed to see it, caps, a stream that falls behind, a drain; the fan-out of issue 35
+item 6: one delivery per audience, each change encoded once, handed over a slice of
+streams at a time. On trio's mock clock, over a store stand-in that records its reads
+(what is read is the database's business: ``tests/db`` checks the statement and its plan;
+``tests/web/test_progress.py`` the stream over HTTP)."""
 
 from __future__ import annotations
 
@@ -16,15 +17,17 @@ import trio
 import trio.testing
 
 from actors.core.errors import Refusal, Refused
-from actors.core.http.progress import StreamLimits
+from actors.core.http.progress import StreamLimits, task_event
 from actors.core.models import Task, TaskStatus
 from actors.core.principal import DOWNLOAD_ALL_PERMISSION, AppCode, Principal
 from actors.plumbing.metrics import Metrics
 from tests.helpers import task_value
-from web.progress_feed import STREAM_BUFFER, ProgressFeed
+from web import progress_feed
+from web.progress_feed import HAND_OVER_SLICE, STREAM_BUFFER, ProgressFeed
 
 T0 = datetime(2026, 12, 5, 8, 0, tzinfo=UTC)
 INTERVAL = 1.0
+ADMIN = DOWNLOAD_ALL_PERMISSION
 
 
 class ChangeLog:
@@ -105,8 +108,8 @@ async def test_each_change_reaches_only_the_streams_allowed_to_see_it(
         with trio.fail_after(5):
             mine = await owner.next()
             theirs = await admin.next()
-        assert mine is not None and [t.id for t in mine] == [1]
-        assert theirs is not None and [t.id for t in theirs] == [1]
+        assert mine is not None and [t.id for t in mine.tasks] == [1]
+        assert theirs is not None and [t.id for t in theirs.tasks] == [1]
         await trio.sleep(5 * INTERVAL)  # re-read in the overlap, unchanged: not again
         for sub in (owner, other, admin, foreign_admin):
             with pytest.raises(trio.WouldBlock):
@@ -114,7 +117,7 @@ async def test_each_change_reaches_only_the_streams_allowed_to_see_it(
         log.write(id=1, requested_by=7, status=TaskStatus.SUCCEEDED, processed_rows=20)
         with trio.fail_after(5):
             ended = await owner.next()
-        assert ended is not None and ended[0].status == TaskStatus.SUCCEEDED
+        assert ended is not None and ended.tasks[0].status == TaskStatus.SUCCEEDED
         nursery.cancel_scope.cancel()
 
 
@@ -134,11 +137,11 @@ async def test_a_late_commit_inside_the_overlap_is_still_delivered(
         log.tasks = [t for t in log.tasks if t.id != 3]
         with trio.fail_after(5):
             first = await sub.next()
-        assert first is not None and [t.id for t in first] == [2]
+        assert first is not None and [t.id for t in first.tasks] == [2]
         log.tasks.append(dataclasses.replace(late, updated_at=T0 + timedelta(seconds=1)))
         with trio.fail_after(5):
             second = await sub.next()
-        assert second is not None and [t.id for t in second] == [3]
+        assert second is not None and [t.id for t in second.tasks] == [3]
         nursery.cancel_scope.cancel()
 
 
@@ -164,10 +167,83 @@ def test_caps_refuse_and_count_and_give_places_back() -> None:
 async def test_a_stream_that_does_not_keep_up_is_marked_behind() -> None:
     feed, _ = feed_over(ChangeLog())
     sub = feed.subscribe(principal(7))
-    task = task_value(id=1, requested_by=7)
-    for _ in range(STREAM_BUFFER + 1):
-        feed._route((task,))
+    for rows in range(STREAM_BUFFER + 1):
+        await feed._route((task_value(id=1, requested_by=7, processed_rows=rows),))
     assert sub.behind  # it reads afresh instead of losing the change
+
+
+async def test_a_stream_that_catches_up_drops_what_it_held() -> None:
+    """What a stream held when it fell behind is older than the read it makes next:
+    followed after it, a finished task would be shown running again, and the delivery of
+    its end (dropped) would never come to correct it."""
+    feed, _ = feed_over(ChangeLog())
+    sub = feed.subscribe(principal(7))
+    for rows in range(STREAM_BUFFER + 1):
+        await feed._route((task_value(id=1, requested_by=7, processed_rows=rows),))
+    sub.catch_up()
+    assert not sub.behind
+    with pytest.raises(trio.WouldBlock):
+        sub._receive.receive_nowait()
+    await feed._route((task_value(id=1, requested_by=7, status=TaskStatus.SUCCEEDED),))
+    with trio.fail_after(1):
+        after = await sub.next()
+    assert after is not None and after.tasks[0].status == TaskStatus.SUCCEEDED
+
+
+async def test_every_stream_of_an_audience_shares_one_delivery_and_each_change_is_encoded_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    encoded: list[int] = []
+
+    def counting(task: Task) -> bytes:
+        encoded.append(task.id)
+        return task_event(task)
+
+    monkeypatch.setattr(progress_feed, "task_event", counting)
+    feed, _ = feed_over(ChangeLog())
+    admins = [feed.subscribe(principal(100 + n // 20, 0, ADMIN)) for n in range(200)]
+    owners = [feed.subscribe(principal(7)) for _ in range(3)]
+    other = feed.subscribe(principal(8))
+    foreign = [feed.subscribe(principal(9, 1, ADMIN)), feed.subscribe(principal(7, 1))]
+    mine = task_value(id=1, requested_by=7, status=TaskStatus.RUNNING, processed_rows=5)
+    theirs = task_value(id=2, requested_by=11)  # nobody of user 11 listens: admins only
+    await feed._route((theirs, mine))
+    assert sorted(encoded) == [1, 2]  # once each, for 206 streams
+    handed = {id(sub): sub._receive.receive_nowait() for sub in [*admins, *owners]}
+    to_admins = {handed[id(sub)] for sub in admins}
+    to_owners = {handed[id(sub)] for sub in owners}
+    assert len(to_admins) == len(to_owners) == 1  # one object per audience
+    (admins_got,), (owners_got,) = to_admins, to_owners
+    assert [t.id for t in admins_got.tasks] == [1, 2] and [t.id for t in owners_got.tasks] == [1]
+    assert admins_got.payload == task_event(mine) + task_event(theirs)  # bytes as before
+    assert owners_got.events[0] is admins_got.events[0]  # one encoding, shared
+    for sub in [other, *foreign]:
+        with pytest.raises(trio.WouldBlock):
+            sub._receive.receive_nowait()
+
+
+async def test_the_hand_over_lets_the_event_loop_run_between_slices() -> None:
+    """Thousands of streams handed a delivery at once would all write in one turn of the
+    loop, and a request would wait for them all: the feed checkpoints every slice."""
+    feed, _ = feed_over(ChangeLog())
+    for n in range(10 * HAND_OVER_SLICE):
+        feed.subscribe(principal(100 + n // 20, 0, ADMIN))
+    turns = 0
+    handing = True
+
+    async def another_task() -> None:
+        nonlocal turns
+        while handing:
+            turns += 1
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(another_task)
+        await trio.lowlevel.checkpoint()
+        before = turns
+        await feed._route((task_value(id=1, requested_by=7),))
+        handing = False
+    assert turns - before >= 9, turns - before  # a turn between every two slices
 
 
 async def test_a_drain_ends_every_stream_and_any_that_comes_later() -> None:

@@ -16,17 +16,31 @@ total rows differ from what the connection last saw. The rules, pure:
   (:func:`next_step`); a live task that left that read is looked up by id
   (:func:`settle_missing`), so its final state is never missed.
 * How many streams may be open, per user and per instance: :func:`admit_stream`.
+
+The feed's fan-out, pure too. Streams that see the same tasks form an *audience*: an
+ordinary user's streams are one (tenant, app, user), an administrator's
+(``platform:download:all``) are one (tenant, app) with every requester (:func:`audience`);
+a task goes to its requester's audience and to its tenant and app's administrators'
+(:func:`audiences`), which is the list's rule (``actors.core.access.owns``). Each read's
+changes are grouped by the audiences listening (:func:`fan_out`), and every stream of an
+audience is handed the same :class:`Delivery`. An event's bytes (:func:`task_event`) do
+not depend on who reads them — the task JSON names no viewer — so each change is encoded
+once, whatever the number of audiences and streams it goes to.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeAlias
+from typing import NamedTuple, TypeAlias
 
+from actors.core.access import sees_all_requesters
 from actors.core.errors import Refusal, Refused
 from actors.core.models import ACTIVE_STATUSES, Task, TaskStatus
+from actors.core.principal import Principal
+from actors.core.task_json import task_json
 
 #: What the stream reports a change of.
 TaskState: TypeAlias = tuple[TaskStatus, int, int | None]
@@ -213,3 +227,99 @@ def follow(seen: Mapping[int, TaskState], tasks: Iterable[Task]) -> ProgressStep
         else:
             now_seen.pop(i, None)
     return ProgressStep(tuple(send), (), now_seen)
+
+
+def task_event(task: Task) -> bytes:
+    """One ``event: task`` of the stream: the task JSON of ``GET …/export-tasks/{id}``
+    (:func:`actors.core.task_json.task_json`) on one ``data:`` line. The same bytes for
+    every reader: nothing in them depends on who sees the task."""
+    data = json.dumps(task_json(task), separators=(",", ":"), ensure_ascii=False)
+    return f"event: task\ndata: {data}\n\n".encode()
+
+
+class Audience(NamedTuple):
+    """The streams that see the same tasks.
+
+    Attributes:
+        tenant_id: the tenant of the streams' callers.
+        app_code: their app.
+        user_id: the requester whose tasks they see; ``None`` for administrators, who see
+            every requester of the tenant and app.
+    """
+
+    tenant_id: int
+    app_code: str
+    user_id: int | None
+
+
+def audience(principal: Principal) -> Audience:
+    """The audience of ``principal``'s streams: its (tenant, app) with every requester when
+    it sees all of them (``actors.core.access.sees_all_requesters``), else its own
+    (tenant, app, user)."""
+    user = None if sees_all_requesters(principal) else principal.user_id
+    return Audience(principal.tenant_id, principal.app_code.value, user)
+
+
+def audiences(task: Task) -> tuple[Audience, Audience]:
+    """The two audiences that see ``task``: its requester's and its tenant and app's
+    administrators'. ``audience(p) in audiences(task)`` exactly when
+    ``actors.core.access.owns(p, task)``."""
+    return (
+        Audience(task.tenant_id, task.app_code, task.requested_by),
+        Audience(task.tenant_id, task.app_code, None),
+    )
+
+
+def fan_out(
+    changes: Iterable[Task], listening: Container[Audience]
+) -> dict[Audience, tuple[Task, ...]]:
+    """Which audience is handed which of one feed read's changes.
+
+    Args:
+        changes: the tasks the read passes on (:func:`feed_round`).
+        listening: the audiences with a stream open.
+
+    Returns:
+        Each listening audience that may see a change, with those changes in id order (a
+        task read twice counts once: its last state); audiences with nothing to see are
+        left out. The work is one look-up per change and audience, whatever the number of
+        streams.
+    """
+    by_audience: dict[Audience, dict[int, Task]] = {}
+    for task in changes:
+        for who in audiences(task):
+            if who in listening:
+                by_audience.setdefault(who, {})[task.id] = task
+    return {who: tuple(t for _, t in sorted(mine.items())) for who, mine in by_audience.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One feed read's changes for one audience, encoded: every stream of the audience is
+    handed this same object.
+
+    Attributes:
+        tasks: the changes, in id order (:func:`fan_out`).
+        events: each one's :func:`task_event`, in the same order (encoded once per
+            change, shared with the other audiences that see it).
+        payload: ``events`` joined: what a stream writes when it sends them all.
+    """
+
+    tasks: tuple[Task, ...]
+    events: tuple[bytes, ...]
+    payload: bytes
+
+    @classmethod
+    def of(cls, tasks: tuple[Task, ...], encoded: Mapping[int, bytes]) -> Delivery:
+        """The delivery of ``tasks`` with their events taken from ``encoded`` (by id)."""
+        events = tuple(encoded[t.id] for t in tasks)
+        return cls(tasks, events, b"".join(events))
+
+    def bytes_of(self, send: tuple[Task, ...]) -> bytes:
+        """What a stream writes to send ``send``, tasks of this delivery in its order
+        (:func:`follow`): the shared ``payload`` when it is all of them, else their events
+        joined."""
+        if len(send) == len(self.tasks):
+            return self.payload
+        wanted = {t.id for t in send}
+        return b"".join(e for t, e in zip(self.tasks, self.events, strict=True) if t.id in wanted)
