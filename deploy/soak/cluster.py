@@ -1,5 +1,6 @@
-"""What the soaks share: service instances as processes of their own against one database,
-the schema made by ``export-center migrate``, an API client, the outbox's sends per task.
+"""What the soaks share: a throwaway MariaDB and a work directory, service instances as
+processes of their own against them, the schema made by ``export-center migrate``, an API
+client, the verdict, the outbox's sends per task.
 
 Each instance is an ``export-center serve`` process (``python -m actors``) with a data
 directory of its own, as on separate hosts; its stderr goes to a log file in the soak's
@@ -12,16 +13,22 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import trio
 
 from actors.core.principal import AppCode
+from tests.own_mariadb import OwnMariaDB
 from web.auth import issue_token
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,6 +105,47 @@ class Instance:
         return "".join(p.read_text() for p in self.logs)
 
 
+@dataclass
+class Soak:
+    """A soak's world: its database, its work directory, the settings every instance
+    shares (the database, one storage directory, the registry file, the demo Provider)
+    and the instances, which the soak adds."""
+
+    db: OwnMariaDB
+    work: Path
+    env: dict[str, str]
+    instances: list[Instance] = field(default_factory=list)
+
+
+@contextmanager
+def soak_world(database: str, registry_yaml: str, keep: bool) -> Iterator[Soak]:
+    """Start a throwaway MariaDB (``tests/own_mariadb.py``) with ``database`` and make a
+    work directory with the registry file; at the end stop every instance of the soak,
+    stop the database and remove the work directory, unless ``keep``."""
+    db = OwnMariaDB(database)
+    work = Path(tempfile.mkdtemp(prefix="ec-soak-work-"))
+    env = {
+        "FILE_EXPORT_DATABASE_URL": db.url,
+        "FILE_EXPORT_STORAGE_DIR": str(work / "shared-files"),
+        "FILE_EXPORT_REGISTRY": str(work / "registry.yaml"),
+        # off by default on MySQL (production's default); the soaks export demo data
+        "FILE_EXPORT_DEMO_PROVIDER": "true",
+    }
+    soak = Soak(db, work, env)
+    try:
+        db.start()
+        (work / "registry.yaml").write_text(registry_yaml)
+        yield soak
+    finally:
+        for inst in soak.instances:
+            inst.stop()
+        db.close()
+        if keep:
+            print(f"kept logs and files in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
 async def migrate(env: dict[str, str], work: Path, code: Path = ROOT) -> str | None:
     """``export-center migrate`` with ``env``, from ``code``; its stderr if it failed."""
     result = await trio.run_process(
@@ -123,6 +171,37 @@ def verdict(
         for inst in instances:
             print(f"  logs of {inst.name}: {', '.join(str(p) for p in inst.logs)}")
     return 0 if not any(checks.values()) else 1
+
+
+async def create_exports(
+    instances: Sequence[Instance],
+    secret: str,
+    count: int,
+    rows: Callable[[int], int],
+    user: Callable[[int], int],
+) -> list[int] | None:
+    """Create ``count`` demo exports (``CUSTOMER_LIST``) one after the other, round robin
+    over ``instances``: export ``i`` of ``rows(i)`` rows, by user ``user(i)``.
+
+    Returns:
+        Their task ids; ``None`` once a create is refused (printed to stderr).
+    """
+    started = time.monotonic()
+    ids: list[int] = []
+    for i in range(count):
+        inst = instances[i % len(instances)]
+        async with client(inst.url, secret, user(i)) as c:
+            r = await c.post(
+                API,
+                json={"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": rows(i), "i": i}},
+            )
+            body = r.json()
+            if body.get("code") != "200":
+                print(f"create {i} refused: {body}", file=sys.stderr)
+                return None
+            ids.append(int(body["data"]["id"]))
+    print(f"created {len(ids)} tasks in {time.monotonic() - started:.1f} s")
+    return ids
 
 
 def client(url: str, secret: str, user: int) -> httpx.AsyncClient:

@@ -31,10 +31,8 @@ from __future__ import annotations
 import argparse
 import random
 import re
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -44,11 +42,11 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from deploy.soak.cluster import (  # noqa: E402
-    API,
     SENDS_PER_TASK_SQL,
     Instance,
-    client,
+    create_exports,
     migrate,
+    soak_world,
     verdict,
 )
 from tests.own_mariadb import OwnMariaDB  # noqa: E402
@@ -74,35 +72,16 @@ SERVICE_ENV = {
 
 
 async def soak(args: argparse.Namespace) -> int:
-    db = OwnMariaDB(DATABASE)
-    work = Path(tempfile.mkdtemp(prefix="ec-soak-work-"))
-    instances: list[Instance] = []
-    try:
-        db.start()
-        (work / "registry.yaml").write_text(REGISTRY)
-        common = {
-            "FILE_EXPORT_DATABASE_URL": db.url,
-            "FILE_EXPORT_STORAGE_DIR": str(work / "shared-files"),
-            "FILE_EXPORT_REGISTRY": str(work / "registry.yaml"),
-            # off by default on MySQL (production's default); the soak exports demo data
-            "FILE_EXPORT_DEMO_PROVIDER": "true",
-        }
-        failed = await migrate({**SERVICE_ENV, **common}, work)
+    with soak_world(DATABASE, REGISTRY, args.keep) as world:
+        env = {**SERVICE_ENV, **world.env}
+        failed = await migrate(env, world.work)
         if failed:
             print(failed, file=sys.stderr)
             return 2
-        instances = [Instance(n, work, {**SERVICE_ENV, **common}) for n in ("soak-a", "soak-b")]
-        for inst in instances:
+        world.instances += [Instance(n, world.work, env) for n in ("soak-a", "soak-b")]
+        for inst in world.instances:
             await inst.start()
-        return await run(args, db, work, instances)
-    finally:
-        for inst in instances:
-            inst.stop()
-        db.close()
-        if args.keep:
-            print(f"kept logs and files in {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        return await run(args, world.db, world.work, world.instances)
 
 
 async def run(
@@ -110,20 +89,16 @@ async def run(
 ) -> int:
     rng = random.Random(args.seed)
     started = time.monotonic()
-    ids: list[int] = []
-    for i in range(args.tasks):
-        inst = instances[i % 2]
-        async with client(inst.url, SECRET, 100 + i % 20) as c:
-            rows = rng.randint(args.rows_min, args.rows_max)
-            r = await c.post(
-                API, json={"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": rows, "i": i}}
-            )
-            body = r.json()
-            if body.get("code") != "200":
-                print(f"create {i} refused: {body}", file=sys.stderr)
-                return 2
-            ids.append(int(body["data"]["id"]))
-    print(f"created {len(ids)} tasks in {time.monotonic() - started:.1f} s")
+    created = await create_exports(
+        instances,
+        SECRET,
+        args.tasks,
+        rows=lambda i: rng.randint(args.rows_min, args.rows_max),
+        user=lambda i: 100 + i % 20,
+    )
+    if created is None:
+        return 2
+    ids = created
 
     kills = 0
     sigkills: list[str] = []

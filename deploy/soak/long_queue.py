@@ -36,9 +36,7 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -49,12 +47,12 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from deploy.soak.cluster import (  # noqa: E402
-    API,
     ROOT,
     SENDS_PER_TASK_SQL,
     Instance,
-    client,
+    create_exports,
     migrate,
+    soak_world,
     verdict,
 )
 from tests.own_mariadb import OwnMariaDB  # noqa: E402
@@ -77,8 +75,6 @@ def service_env(args: argparse.Namespace) -> dict[str, str]:
         "FILE_EXPORT_MAX_ACTIVE_TASKS_PER_TYPE": "10000",
         "FILE_EXPORT_CONSUMER_CONCURRENCY": str(args.slots),
         "FILE_EXPORT_SHUTDOWN_GRACE_SECONDS": "1",
-        # off by default on MySQL (production's default); the soak exports demo data
-        "FILE_EXPORT_DEMO_PROVIDER": "true",
     }
 
 
@@ -90,63 +86,37 @@ async def counters(url: str) -> Counter[tuple[str, str]]:
 
 
 async def soak(args: argparse.Namespace) -> int:
-    db = OwnMariaDB(DATABASE)
-    work = Path(tempfile.mkdtemp(prefix="ec-soak-work-"))
     code = Path(args.code).resolve() if args.code else ROOT
-    instances: list[Instance] = []
-    try:
-        db.start()
-        (work / "registry.yaml").write_text(demo_registry_yaml(batch_size=500))
-        env = {
-            **service_env(args),
-            "FILE_EXPORT_DATABASE_URL": db.url,
-            "FILE_EXPORT_STORAGE_DIR": str(work / "shared-files"),
-            "FILE_EXPORT_REGISTRY": str(work / "registry.yaml"),
-        }
-        failed = await migrate(env, work, code)
+    with soak_world(DATABASE, demo_registry_yaml(batch_size=500), args.keep) as world:
+        env = {**service_env(args), **world.env}
+        failed = await migrate(env, world.work, code)
         if failed:
             print(failed, file=sys.stderr)
             return 2
         second = dict(env)
         if args.storage_down:
             # A file where the probe makes its folder: every probe fails, nothing else.
-            broken = work / "broken-files"
+            broken = world.work / "broken-files"
             broken.mkdir()
             (broken / ".probe").write_text("not a folder")
             second["FILE_EXPORT_STORAGE_DIR"] = str(broken)
-        instances = [
-            Instance("soak-a", work, env, code),
-            Instance("soak-b", work, second, code),
+        world.instances += [
+            Instance("soak-a", world.work, env, code),
+            Instance("soak-b", world.work, second, code),
         ]
-        for inst in instances:
+        for inst in world.instances:
             await inst.start()
-        return await run(args, db, instances)
-    finally:
-        for inst in instances:
-            inst.stop()
-        db.close()
-        if args.keep:
-            print(f"kept logs and files in {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        return await run(args, world.db, world.instances)
 
 
 async def run(args: argparse.Namespace, db: OwnMariaDB, instances: list[Instance]) -> int:
     started = time.monotonic()
-    ids: list[int] = []
-    for i in range(args.tasks):
-        inst = instances[i % 2]
-        async with client(inst.url, SECRET, 100 + i % args.users) as c:
-            r = await c.post(
-                API,
-                json={"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": args.rows, "i": i}},
-            )
-            body = r.json()
-            if body.get("code") != "200":
-                print(f"create {i} refused: {body}", file=sys.stderr)
-                return 2
-            ids.append(int(body["data"]["id"]))
-    print(f"created {len(ids)} tasks in {time.monotonic() - started:.1f} s")
+    created = await create_exports(
+        instances, SECRET, args.tasks, rows=lambda i: args.rows, user=lambda i: 100 + i % args.users
+    )
+    if created is None:
+        return 2
+    ids = created
 
     async def terminal() -> int:
         rows = await db.rows(
