@@ -177,6 +177,29 @@ STEPS: tuple[Step, ...] = (
             ),
         ),
     ),
+    Step(
+        8,
+        "file_export_outbox.seen_at and resent_at columns: only a lost command is re-sent",
+        (
+            # Rows written before it keep NULL in both: unseen and never re-sent, so the
+            # reconciler sends each of them again once at most, if no slot sees it first.
+            AddColumn(
+                "file_export_outbox",
+                "seen_at",
+                sqlite="INTEGER NULL",
+                mysql="DATETIME(3) NULL COMMENT 'first ack of a delivery without a claim: the"
+                " command is not lost, its task waits for a slot; never re-sent"
+                " (actors/core/dispatch.py)'",
+            ),
+            AddColumn(
+                "file_export_outbox",
+                "resent_at",
+                sqlite="INTEGER NULL",
+                mysql="DATETIME(3) NULL COMMENT 'when the reconciler sent it again, unseen"
+                " (case B): a command is sent again once (actors/core/dispatch.py)'",
+            ),
+        ),
+    ),
 )
 
 #: The version this code reads and writes.

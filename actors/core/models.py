@@ -145,3 +145,10 @@ class OutboxRow:
     due_at: datetime | None = None
     """When the row first became due since it was written or re-queued; send back-off
     moves ``next_retry_at``, never this. ``None`` for a row written before the column."""
+    seen_at: datetime | None = None
+    """When a consumer slot first acked a delivery of this command without claiming its
+    task (``actors.core.dispatch.marks_command_seen``): the command is not lost, and the
+    reconciler never sends it again. ``None`` while no slot has."""
+    resent_at: datetime | None = None
+    """When the reconciler sent this command again because no slot had seen it (§8.5-1
+    case B); it does so once. ``None`` while it has not."""

@@ -3,10 +3,11 @@
 It carries out the fair-share rules of ``actors.core.fairness``:
 
 * ``claim_commanded`` — a command arrived. If the task is due and its requester already
-  holds its share of this instance's slots, the claim is *deferred*: nothing is written,
-  the caller acks, and the task stays PENDING at the same version (no re-send, no new
-  version: the reconciler stays the only re-send path). Otherwise the ordinary
-  fenced claim runs.
+  holds its share of this instance's slots, the claim is *deferred*: no claim is tried,
+  the caller acks (and marks the command seen, ``actors.core.dispatch.marks_command_seen``),
+  and the task stays PENDING at the same version (no re-send, no new version: the
+  reconciler stays the only re-send path, and leaves a seen command alone). Otherwise
+  the ordinary fenced claim runs.
 * ``claim_next`` — a slot is free (a run settled, or a command needed no run). It claims
   the fairest due PENDING task straight from the database, with the same fenced claim at
   the task's current version. That task's own command, still in flight or arriving
@@ -15,8 +16,9 @@ It carries out the fair-share rules of ``actors.core.fairness``:
 Neither claims while the instance's storage is not known to work (its probe failed, or
 has not run since the start): a run could only end at its upload, spending an attempt of
 every task it took — a wrong secret key or a missing bucket would burn them all. A
-command is then acked unclaimed (``STORAGE_UNAVAILABLE``); its task waits PENDING at the
-same version, and the idle slots' claim rounds pick it up once the probe passes.
+command is then acked unclaimed (``STORAGE_UNAVAILABLE``) and marked seen; its task waits
+PENDING at the same version, and the idle slots' claim rounds pick it up once the probe
+passes.
 
 The instance's slots decide and claim under one lock, so the count of slots a requester
 holds here cannot change between the decision and the claim. Time decisions stay in SQL

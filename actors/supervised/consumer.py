@@ -9,10 +9,15 @@ Per delivery:
    rejected, redelivered, and dead-lettered after ``maxReconsumeTimes``.
 2. Claim with the full §8.2 update, through the instance's ``ClaimGate``, which first
    applies fair share: a task whose requester already holds its share of the slots is
-   deferred (left PENDING, nothing written). Whatever the outcome (claimed, deferred, any
-   of the seven no-claim branches, even a database error) the command is acked right
-   after: the queue never holds a message for the length of an export, and the
-   reconciler is the only re-send path (docs/design-rules.md §3 principle 6).
+   deferred (left PENDING). Whatever the outcome (claimed, deferred, any of the seven
+   no-claim branches, even a database error) the command is acked right after: the queue
+   never holds a message for the length of an export, and the reconciler is the only
+   re-send path (docs/design-rules.md §3 principle 6). A no-claim whose task still waits
+   PENDING at the command's version (deferred, storage unavailable, in back-off, a claimer
+   a moment faster: ``actors.core.dispatch.marks_command_seen``) then marks the command
+   *seen*, so the reconciler does not send it again (§8.5-1): the task waits for a slot,
+   which pulls it from the database. Only after the ack: a slot that dies between the two
+   leaves an unseen command, which the reconciler re-sends as it would a lost one.
 3. Execute a claimed task: the slot's ``TaskExecutor`` (``actors/supervised/execution.py``) runs the
    export under its lease watchdog and deadline guard and settles the outcome; the slot
    is free again when it returns.
@@ -40,7 +45,7 @@ from typing import Any
 import trio
 
 from actors.core.command_message import Command
-from actors.core.dispatch import NoClaim
+from actors.core.dispatch import NoClaim, marks_command_seen
 from actors.core.errors import CommandDecodeError, TransientDatabaseError
 from actors.core.log_context import bind_context, task_fields
 from actors.core.ports.storage import ExportStorage
@@ -97,6 +102,7 @@ class ConsumerSlot:
         self.gate = gate or ClaimGate(store, settings)
         self.local = local if local is not None else LocalClaims()
         self.rounds = rounds if rounds is not None else ClaimRounds()
+        self.store = store
         self.executor = TaskExecutor(
             store, storage, settings, metrics, pipeline, self.local, rand=rand
         )
@@ -248,5 +254,24 @@ class ConsumerSlot:
                     command.task_id, command.dispatch_version, reason=claim.no_claim.value
                 ),
             )
+            if marks_command_seen(claim.no_claim):
+                await self._mark_seen(command)
             return
         await self.executor.execute(claim.task, command.trace_id)
+
+    async def _mark_seen(self, command: Command) -> None:
+        """Mark an acked command seen (its task waits for a slot); a failure is logged,
+        never raised: the command then looks lost and may be re-sent, a harmless
+        duplicate (§8.5-1)."""
+        try:
+            await self.store.mark_command_seen(command.task_id, command.dispatch_version)
+        except TransientDatabaseError as exc:
+            log.warning(
+                "could not mark the command seen; the reconciler may send it again",
+                extra=task_fields(command.task_id, command.dispatch_version, error=str(exc)),
+            )
+        except Exception:
+            log.exception(
+                "could not mark the command seen; the reconciler may send it again",
+                extra=task_fields(command.task_id, command.dispatch_version),
+            )

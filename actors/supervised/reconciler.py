@@ -4,9 +4,12 @@ Each duty is an idempotent conditional update by DB time, safe to run on several
 instances at once:
 
 * ``redispatch``: case A (no outbox row for the current version → insert one) and case B
-  (SENT too long while the task is PENDING → same row back to PENDING). Never a version
-  bump, never limited by ``max_attempts``, never touching QUARANTINED rows, never inside a
-  backoff window (the grace is counted from ``next_retry_at``).
+  (SENT too long while the task is PENDING, and no slot saw it → same row back to
+  PENDING, once). Never a version bump, never limited by ``max_attempts``, never touching
+  QUARANTINED rows, never inside a backoff window (the grace is counted from
+  ``next_retry_at``), never re-sending a command a slot acked without a claim (it is not
+  lost: its task waits for a slot), nor one it sent again already
+  (``actors.core.dispatch.command_state``).
 * ``lease_recover``: expired RUNNING leases → new version + new outbox row, or FAILED when
   the attempts are spent. The dead run's partial file is deleted (§9.5).
 * ``outbox_release``: CLAIMED rows whose publisher lease expired → PENDING.

@@ -68,6 +68,8 @@ CREATE TABLE IF NOT EXISTS file_export_outbox (
   created_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
   updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
   due_at DATETIME(3) NULL COMMENT 'first due since written or re-queued; send back-off never moves it (NULL: written by a release before it)',
+  seen_at DATETIME(3) NULL COMMENT 'first ack of a delivery without a claim: the command is not lost, its task waits for a slot; never re-sent (actors/core/dispatch.py)',
+  resent_at DATETIME(3) NULL COMMENT 'when the reconciler sent it again, unseen (case B): a command is sent again once (actors/core/dispatch.py)',
   PRIMARY KEY (id),
   UNIQUE KEY uk_file_export_outbox_event (event_id),
   UNIQUE KEY uk_file_export_outbox_task_version (task_id, dispatch_version)

@@ -65,7 +65,9 @@ CREATE TABLE IF NOT EXISTS file_export_outbox (
   last_error TEXT NULL,
   created_at INTEGER NOT NULL,
   updated_at INTEGER NOT NULL,
-  due_at INTEGER NULL
+  due_at INTEGER NULL,
+  seen_at INTEGER NULL,
+  resent_at INTEGER NULL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS uk_file_export_outbox_event ON file_export_outbox (event_id);
 CREATE UNIQUE INDEX IF NOT EXISTS uk_file_export_outbox_task_version

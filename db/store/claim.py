@@ -83,6 +83,22 @@ class ClaimTransitions(StoreBase):
         return ClaimResult(None, dispatch.classify_no_claim(task, dispatch_version, now))
 
     @retrying
+    async def mark_command_seen(self, task_id: int, dispatch_version: int) -> bool:
+        """A slot acked a delivery of this version without claiming its task, which waits
+        for a slot (``actors.core.dispatch.marks_command_seen``): its outbox row is marked
+        seen, by DB time, so the reconciler never sends it again (§8.5-1). ``False`` when
+        the row was already marked, or there is none.
+
+        Re-run: after a commit that landed the row is marked and the update matches 0 rows
+        (``False``: nothing but the answer differs)."""
+        async with self.db.transaction() as tx:
+            return await fenced(
+                tx,
+                self._sql.MARK_COMMAND_SEEN,
+                {"task_id": task_id, "dispatch_version": dispatch_version},
+            )
+
+    @retrying
     async def fair_share_load(self, owner: str, limit: int = 500) -> fairness.SlotLoad:
         """What ``owner``'s slots hold and what waits, by DB time, in one read.
 

@@ -192,8 +192,9 @@ class OutboxTransitions(StoreBase):
     async def requeue_sent_of_pending_tasks(self) -> int:
         """At start-up of an embedded instance: SENT rows whose task is still PENDING at
         that version go back to PENDING (same row, same version), because the in-process
-        bus that held them is gone. A duplicate, if another process still holds one, is
-        absorbed by the claim. Returns rows requeued.
+        bus that held them is gone. Not a row a slot saw (``seen_at``): that command was
+        acked, not held, and its task waits for a slot (§8.5-1). A duplicate, if another
+        process still holds one, is absorbed by the claim. Returns rows requeued.
 
         The rows are found from the PENDING tasks, not from the SENT rows (nearly all of
         them history), and reset one by one in one transaction, each with the condition

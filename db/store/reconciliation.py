@@ -68,7 +68,9 @@ class ReconciliationTransitions(StoreBase):
         self, stale_seconds: float, grace_seconds: float, limit: int
     ) -> int:
         """Case B of §8.5-1: a SENT row whose task is still PENDING at that version after
-        ``stale_seconds`` goes back to PENDING (same row, same version). Returns rows reset.
+        ``stale_seconds``, that no slot saw (``seen_at``) and that was not sent again yet
+        (``resent_at``), goes back to PENDING (same row, same version) and records the
+        re-send (``actors.core.dispatch.command_state``). Returns rows reset.
 
         Re-run: each reset re-checks the whole condition; after one that landed the row is
         PENDING and the re-run matches nothing (the count is for metrics). A row that keeps

@@ -27,6 +27,8 @@ _OUTBOX_TIMES = (
     "created_at",
     "updated_at",
     "due_at",
+    "seen_at",
+    "resent_at",
 )
 
 

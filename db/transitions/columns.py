@@ -14,7 +14,7 @@ TASK_COLUMNS = (
 OUTBOX_COLUMNS = (
     "id, event_id, task_id, dispatch_version, topic, tag, message_key, payload_json, status, "
     "attempt_count, next_retry_at, lease_owner, lease_until, sent_at, last_error, created_at, "
-    "updated_at, due_at"
+    "updated_at, due_at, seen_at, resent_at"
 )
 
 OF_SCOPE = "tenant_id = :tenant_id AND app_code = :app_code"

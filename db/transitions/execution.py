@@ -41,6 +41,17 @@ UPDATE file_export_outbox
  WHERE task_id = :task_id AND dispatch_version = :dispatch_version AND status = 'PENDING'
 """
 
+    # A slot acked a delivery of this version without claiming its task, which waits for a
+    # slot (actors.core.dispatch.marks_command_seen): the command is not lost, and the
+    # reconciler never sends it again (§8.5-1). The first sighting is kept; the row of any
+    # status, since whether it is re-sent is the reconciler's question, asked of the task's
+    # current version only. uk_file_export_outbox_task_version.
+    MARK_COMMAND_SEEN: str = """
+UPDATE file_export_outbox
+   SET seen_at = {now}, updated_at = {now}
+ WHERE task_id = :task_id AND dispatch_version = :dispatch_version AND seen_at IS NULL
+"""
+
     # Fair share (actors.core.fairness): what one instance's slots hold, and what waits.
     # RUNNING rows are few (at most the slots of all instances): the status prefix of
     # idx_file_export_lease finds them. The caller counts them by requester: a GROUP BY would

@@ -11,13 +11,15 @@ class InstanceStatements:
 
     # The in-process bus starts empty: commands it held when the process stopped are gone.
     # Send them again at once (same rows, same version) instead of after sentStaleSeconds.
+    # Not a command a slot saw (seen_at): it was acked, not held, and its task waits for a
+    # slot, which pulls it from the database (actors.core.dispatch.command_state).
     # Found from the PENDING tasks (idx_file_export_dispatch, then idx_file_export_outbox_task),
     # not from the SENT rows, which are nearly all history (CROSS JOIN: see above); each row
     # is reset by id with the condition checked again.
     SELECT_SENT_OF_PENDING_TASKS: str = """
 SELECT o.id FROM file_export_task t
  CROSS JOIN file_export_outbox o ON o.task_id = t.id AND o.dispatch_version = t.dispatch_version
- WHERE t.status = 'PENDING' AND o.status = 'SENT'
+ WHERE t.status = 'PENDING' AND o.status = 'SENT' AND o.seen_at IS NULL
 """
 
     REQUEUE_SENT: str = """
@@ -26,6 +28,7 @@ UPDATE file_export_outbox
        lease_owner = NULL, lease_until = NULL, updated_at = {now}
  WHERE id = :id
    AND status = 'SENT'
+   AND seen_at IS NULL
    AND EXISTS (SELECT 1 FROM file_export_task t
                 WHERE t.id = file_export_outbox.task_id
                   AND t.dispatch_version = file_export_outbox.dispatch_version

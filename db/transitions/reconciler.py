@@ -22,8 +22,11 @@ SELECT t.id, t.export_type, t.dispatch_version, t.trace_id FROM file_export_task
  ORDER BY t.next_retry_at, t.id LIMIT :limit
 """
 
-    # (1) case B: SENT long ago while the task is still PENDING at that version -> the same
-    # row back to PENDING (same version; status 'SENT' excludes QUARANTINED rows).
+    # (1) case B: SENT long ago while the task is still PENDING at that version, no slot saw
+    # it (seen_at: a slot acked a delivery without a claim, so the task only waits for a
+    # slot) and it was not sent again yet (resent_at: once is enough; a third copy would
+    # meet the same busy slots) -> the same row back to PENDING (same version; status 'SENT'
+    # excludes QUARANTINED rows). The table: actors.core.dispatch.command_state.
     # The select starts from the due PENDING tasks (idx_file_export_dispatch, in its order) and
     # looks up each one's outbox row of its version (idx_file_export_outbox_task): SENT rows
     # are nearly all history, PENDING tasks are the live queue. CROSS JOIN keeps the task
@@ -35,6 +38,8 @@ SELECT o.id FROM file_export_task t
    AND t.next_retry_at <= {now-:grace_seconds}
    AND o.status = 'SENT'
    AND o.sent_at <= {now-:stale_seconds}
+   AND o.seen_at IS NULL
+   AND o.resent_at IS NULL
  ORDER BY t.next_retry_at, t.id LIMIT :limit
 """
 
@@ -43,11 +48,13 @@ SELECT o.id FROM file_export_task t
     # again, it is due again from now (due_at), not from when it was first written.
     REDISPATCH_STALE_SENT: str = """
 UPDATE file_export_outbox
-   SET status = 'PENDING', next_retry_at = {now}, due_at = {now},
+   SET status = 'PENDING', next_retry_at = {now}, due_at = {now}, resent_at = {now},
        lease_owner = NULL, lease_until = NULL, updated_at = {now}
  WHERE id = :id
    AND status = 'SENT'
    AND sent_at <= {now-:stale_seconds}
+   AND seen_at IS NULL
+   AND resent_at IS NULL
    AND EXISTS (SELECT 1 FROM file_export_task t
                 WHERE t.id = file_export_outbox.task_id
                   AND t.dispatch_version = file_export_outbox.dispatch_version

@@ -12,7 +12,8 @@ At the end it checks, and prints:
 * stuck: tasks not terminal when the soak gives up (must be 0);
 * orphan files: files in storage that no SUCCEEDED task references (must be 0);
 * reconciler crashes: reconciler restarts or duty failures with a traceback (must be 0);
-* and how long the database blips lasted, as the services measured them.
+* and how long the database blips lasted, as the services measured them, and the commands
+  sent per task (lease recoveries and hand-backs write new ones; re-sends count too).
 
 By default it starts its own throwaway MariaDB (``tests/own_mariadb.py``:
 ``deploy/mariadb/server.sh`` on a free port, in a temporary directory) and stops it at the
@@ -28,34 +29,31 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import re
-import shutil
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-import httpx
 import trio
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from actors.core.principal import AppCode  # noqa: E402
+from deploy.soak.cluster import (  # noqa: E402
+    SENDS_PER_TASK_SQL,
+    Instance,
+    create_exports,
+    migrate,
+    soak_world,
+    verdict,
+)
 from tests.own_mariadb import OwnMariaDB  # noqa: E402
-from web.auth import issue_token  # noqa: E402
 from web.demo_provider.data import demo_registry_yaml  # noqa: E402
 
-API = "/api/platform/v1/files/export-tasks"
 SECRET = "soak-db-blips-secret-" + "s" * 32
 DATABASE = "export_center_soak"
-READY = re.compile(r"ready at (http://127\.0\.0\.1:\d+)")
 REGISTRY = demo_registry_yaml(batch_size=100, max_attempts=5)
 SERVICE_ENV = {
     "FILE_EXPORT_JWT_SECRET": SECRET,
@@ -73,101 +71,17 @@ SERVICE_ENV = {
 }
 
 
-class Instance:
-    def __init__(self, name: str, work: Path, env: dict[str, str]) -> None:
-        self.name = name
-        self.work = work
-        self.env = env
-        self.logs: list[Path] = []
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.url = ""
-
-    async def start(self) -> None:
-        log = self.work / f"{self.name}-{len(self.logs) + 1}.log"
-        self.logs.append(log)
-        env = {
-            **os.environ,
-            **SERVICE_ENV,
-            **self.env,
-            "FILE_EXPORT_DATA_DIR": str(self.work / self.name),
-            "FILE_EXPORT_INSTANCE_ID": self.name,
-        }
-        with open(log, "w") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "actors"], env=env, stdout=subprocess.DEVNULL, stderr=out
-            )
-        with trio.fail_after(60):
-            while not (m := READY.search(log.read_text())):
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"{self.name} exited:\n{log.read_text()[-3000:]}")
-                await trio.sleep(0.1)
-        self.url = m.group(1)
-
-    def sigkill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def log_text(self) -> str:
-        return "".join(p.read_text() for p in self.logs)
-
-
-def client(url: str, user: int) -> httpx.AsyncClient:
-    token = issue_token(
-        SECRET,
-        user_id=user,
-        tenant_id=0,
-        app_code=AppCode.PLATFORM,
-        perms=["platform:customer:export", "platform:download:all"],
-    )
-    return httpx.AsyncClient(base_url=url, timeout=30, headers={"Authorization": f"Bearer {token}"})
-
-
 async def soak(args: argparse.Namespace) -> int:
-    db = OwnMariaDB(DATABASE)
-    work = Path(tempfile.mkdtemp(prefix="ec-soak-work-"))
-    instances: list[Instance] = []
-    try:
-        db.start()
-        (work / "registry.yaml").write_text(REGISTRY)
-        common = {
-            "FILE_EXPORT_DATABASE_URL": db.url,
-            "FILE_EXPORT_STORAGE_DIR": str(work / "shared-files"),
-            "FILE_EXPORT_REGISTRY": str(work / "registry.yaml"),
-            # off by default on MySQL (production's default); the soak exports demo data
-            "FILE_EXPORT_DEMO_PROVIDER": "true",
-        }
-        migrate = await trio.run_process(
-            [sys.executable, "-c", "from actors.cli.main import main; main()", "migrate"],
-            env={**os.environ, **SERVICE_ENV, **common, "FILE_EXPORT_DATA_DIR": str(work / "m")},
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-        if migrate.returncode:
-            print(migrate.stderr.decode(), file=sys.stderr)
+    with soak_world(DATABASE, REGISTRY, args.keep) as world:
+        env = {**SERVICE_ENV, **world.env}
+        failed = await migrate(env, world.work)
+        if failed:
+            print(failed, file=sys.stderr)
             return 2
-        instances = [Instance(n, work, common) for n in ("soak-a", "soak-b")]
-        for inst in instances:
+        world.instances += [Instance(n, world.work, env) for n in ("soak-a", "soak-b")]
+        for inst in world.instances:
             await inst.start()
-        return await run(args, db, work, instances)
-    finally:
-        for inst in instances:
-            inst.stop()
-        db.close()
-        if args.keep:
-            print(f"kept logs and files in {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        return await run(args, world.db, world.work, world.instances)
 
 
 async def run(
@@ -175,20 +89,16 @@ async def run(
 ) -> int:
     rng = random.Random(args.seed)
     started = time.monotonic()
-    ids: list[int] = []
-    for i in range(args.tasks):
-        inst = instances[i % 2]
-        async with client(inst.url, 100 + i % 20) as c:
-            rows = rng.randint(args.rows_min, args.rows_max)
-            r = await c.post(
-                API, json={"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": rows, "i": i}}
-            )
-            body = r.json()
-            if body.get("code") != "200":
-                print(f"create {i} refused: {body}", file=sys.stderr)
-                return 2
-            ids.append(int(body["data"]["id"]))
-    print(f"created {len(ids)} tasks in {time.monotonic() - started:.1f} s")
+    created = await create_exports(
+        instances,
+        SECRET,
+        args.tasks,
+        rows=lambda i: rng.randint(args.rows_min, args.rows_max),
+        user=lambda i: 100 + i % 20,
+    )
+    if created is None:
+        return 2
+    ids = created
 
     kills = 0
     sigkills: list[str] = []
@@ -258,12 +168,14 @@ async def run(
     blips = sorted(float(x) for x in re.findall(r"database reachable again after ([\d.]+)s", logs))
     attempts = Counter(int(r[3]) for r in tasks.values())
     versions = Counter(int(r[4]) for r in tasks.values())
+    [[sends, _]] = await db.rows(SENDS_PER_TASK_SQL.format(db=DATABASE))
 
     print(f"\n== soak: {len(ids)} tasks on 2 instances, {elapsed:.0f} s")
     print(
         f"statuses {dict(statuses)}; attempts {dict(sorted(attempts.items()))}; "
         f"dispatch versions {dict(sorted(versions.items()))}"
     )
+    print(f"commands sent: {sends}, {int(sends) / max(1, len(ids)):.2f} per task")
     print(f"chaos: {kills} connections killed; SIGKILLs: {', '.join(sigkills) or 'none'}")
     if blips:
         print(
@@ -279,14 +191,9 @@ async def run(
         "orphan files": len(orphans),
         "reconciler crashes": reconciler_crashes,
     }
-    print("checks: " + ", ".join(f"{k} {v}" for k, v in checks.items()))
-    for name, bad in (("lost", lost), ("duplicated", duplicated), ("orphans", orphans)):
-        if bad:
-            print(f"  {name}: {bad[:10]}")
-    if args.keep:
-        for inst in instances:
-            print(f"  logs of {inst.name}: {', '.join(str(p) for p in inst.logs)}")
-    return 0 if not any(checks.values()) else 1
+    bad = (("lost", lost), ("duplicated", duplicated), ("orphans", orphans))
+    details = [f"{name}: {found[:10]}" for name, found in bad if found]
+    return verdict(checks, instances, args.keep, details)
 
 
 def main() -> None:

@@ -101,7 +101,7 @@ CHECKS: dict[str, Expect] = {
     "INSERT_OUTBOX_AT": uses(),
     # reads
     "GET_TASK": uses(PRIMARY),
-    "GET_TASK_FILE_STATE": uses(PRIMARY),
+    "GET_TASK_FILE_HOLD": uses(PRIMARY),
     "GET_OUTBOX": uses(PRIMARY),
     "GET_OUTBOX_BY_EVENT": uses("uk_file_export_outbox_event"),
     "LIST_OUTBOX_FOR_TASK": uses(*_OUTBOX_OF_VERSION),
@@ -124,6 +124,7 @@ CHECKS: dict[str, Expect] = {
     "CANCEL_TASK": uses(PRIMARY),
     "CLOSE_UNSENT_OUTBOX_OF_TASK": uses(*_OUTBOX_OF_VERSION),
     "CLOSE_UNSENT_OUTBOX_OF_CLAIM": uses(*_OUTBOX_OF_VERSION),
+    "MARK_COMMAND_SEEN": uses(*_OUTBOX_OF_VERSION),
     # task history
     "INSERT_TASK_EVENT": uses(),
     "LIST_TASK_EVENTS": uses("idx_file_export_task_event_task"),

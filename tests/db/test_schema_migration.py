@@ -148,13 +148,15 @@ async def test_sqlite_database_migrated_before_the_version_table_gets_only_what_
     tmp_path: Path,
 ) -> None:
     """A release without a version table already created the event table and indexes:
-    step 2 finds them and does nothing, steps 3, 5 and 7 add the columns."""
+    step 2 finds them and does nothing, steps 3, 5, 7 and 8 add the columns."""
     fresh = SqliteDatabase(tmp_path / "fresh.db")
     fresh.migrate()
     expected = await shape(fresh)
     async with fresh.transaction() as tx:
         await tx.execute(f"DROP TABLE {VERSION_TABLE}")
         # and the columns of later steps, which such a release did not have either
+        await tx.execute("ALTER TABLE file_export_outbox DROP COLUMN resent_at")
+        await tx.execute("ALTER TABLE file_export_outbox DROP COLUMN seen_at")
         await tx.execute("ALTER TABLE file_export_task DROP COLUMN requester_name")
         await tx.execute("ALTER TABLE file_export_task DROP COLUMN failure_code")
         await tx.execute("ALTER TABLE file_export_task DROP COLUMN handback_count")
@@ -376,6 +378,8 @@ async def backfill_case(db: Database) -> None:
     recorded = "0" if db.dialect.is_sqlite else "CURRENT_TIMESTAMP(3)"
     async with db.transaction() as tx:
         await tx.execute("ALTER TABLE file_export_outbox DROP COLUMN due_at")
+        await tx.execute("ALTER TABLE file_export_outbox DROP COLUMN resent_at")
+        await tx.execute("ALTER TABLE file_export_outbox DROP COLUMN seen_at")
         await tx.execute("ALTER TABLE file_export_task DROP COLUMN requester_name")
         await tx.execute("ALTER TABLE file_export_task DROP COLUMN failure_code")
         await tx.execute("ALTER TABLE file_export_task DROP COLUMN handback_count")

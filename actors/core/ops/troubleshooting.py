@@ -288,7 +288,20 @@ def _stuck_reason(task: Task, command: OutboxRow | None, now: datetime) -> str:
     if command is None:
         return f"{due}; no outbox row for version {task.dispatch_version}"
     if command.status == OutboxStatus.SENT and command.sent_at is not None:
-        return f"{due}; its command was sent {relative_time(command.sent_at, now)}, not claimed"
+        sent = f"{due}; its command was sent {relative_time(command.sent_at, now)}"
+        if command.seen_at is not None:
+            return (
+                f"{sent} and a slot acked it {relative_time(command.seen_at, now)} without "
+                "claiming it (fair share, storage unavailable, back-off): it waits for a free "
+                "slot and is not sent again"
+            )
+        if command.resent_at is not None:
+            return (
+                f"{sent}, a second time since no slot took the first, not claimed: every "
+                "slot is busy or no consumer runs; a free slot claims it from the database, "
+                "and it is not sent a third time"
+            )
+        return f"{sent}, not claimed"
     return f"{due}; its command is {command.status.value}"
 
 

@@ -115,6 +115,11 @@ class ClaimStore(Protocol):
         """The atomic claim; on no claim, the branch why."""
         ...
 
+    async def mark_command_seen(self, task_id: int, dispatch_version: int) -> bool:
+        """A slot acked a delivery of this version without a claim: its command is not
+        lost (``actors.core.dispatch.marks_command_seen``)."""
+        ...
+
     async def fair_share_load(self, owner: str, limit: int = 500) -> SlotLoad:
         """What ``owner``'s slots hold and the due PENDING tasks, in one read."""
         ...

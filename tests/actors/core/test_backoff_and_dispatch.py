@@ -1,4 +1,5 @@
-"""Pure schedules and decisions: backoff (§7.4, §9.2), the §8.2 branches, limits (§12)."""
+"""Pure schedules and decisions: backoff (§7.4, §9.2), the §8.2 branches, what the
+reconciler makes of a waiting task's command (§8.5-1), limits (§12)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,16 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from actors.core.backoff import publish_backoff, retry_backoff, should_retry
-from actors.core.dispatch import NoClaim, classify_no_claim
+from actors.core.dispatch import (
+    CommandState,
+    NoClaim,
+    classify_no_claim,
+    command_state,
+    marks_command_seen,
+)
 from actors.core.errors import ParameterError
 from actors.core.limits import normalise_parameters
-from actors.core.models import TaskStatus
+from actors.core.models import OutboxStatus, TaskStatus
 from tests.helpers import DB_EPOCH_MS, task_value
 from web.errors import envelope_code
 
@@ -67,6 +74,79 @@ def test_every_no_claim_branch_of_8_2(
 ) -> None:
     task = None if task_kwargs is None else _task(**task_kwargs)
     assert classify_no_claim(task, version, NOW) == branch  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("reason", "seen"),
+    [
+        (NoClaim.TASK_MISSING, False),
+        (NoClaim.STALE_VERSION, False),
+        (NoClaim.TERMINAL, False),
+        (NoClaim.RUNNING_ELSEWHERE, False),
+        (NoClaim.RUNNING_LEASE_EXPIRED, False),
+        (NoClaim.IN_BACKOFF, True),
+        (NoClaim.LOST_RACE, True),
+        (NoClaim.DEFERRED_FAIR_SHARE, True),
+        (NoClaim.STORAGE_UNAVAILABLE, True),
+    ],
+)
+def test_a_no_claim_whose_task_waits_marks_its_command_seen(reason: NoClaim, seen: bool) -> None:
+    """docs/design-rules.md §8.5-1: a delivery acked without a claim while its task waits
+    PENDING for a slot proves the command was not lost; the others leave nothing that the
+    reconciler would re-send."""
+    assert marks_command_seen(reason) is seen
+
+
+def test_the_seen_table_covers_every_no_claim() -> None:
+    covered = {
+        NoClaim.TASK_MISSING, NoClaim.STALE_VERSION, NoClaim.TERMINAL,
+        NoClaim.RUNNING_ELSEWHERE, NoClaim.RUNNING_LEASE_EXPIRED, NoClaim.IN_BACKOFF,
+        NoClaim.LOST_RACE, NoClaim.DEFERRED_FAIR_SHARE, NoClaim.STORAGE_UNAVAILABLE,
+    }  # fmt: skip
+    assert covered == set(NoClaim)
+
+
+STALE = 600.0
+
+
+@pytest.mark.parametrize(
+    ("status", "seen", "resent", "sent_age", "state"),
+    [
+        (None, False, False, None, CommandState.MISSING),
+        (OutboxStatus.QUARANTINED, False, False, 10_000, CommandState.QUARANTINED),
+        (OutboxStatus.QUARANTINED, True, True, 10_000, CommandState.QUARANTINED),
+        (OutboxStatus.PENDING, False, False, None, CommandState.UNSENT),
+        (OutboxStatus.PENDING, True, True, 10_000, CommandState.UNSENT),
+        (OutboxStatus.CLAIMED, False, True, None, CommandState.UNSENT),
+        (OutboxStatus.SENT, False, False, 0, CommandState.IN_FLIGHT),
+        (OutboxStatus.SENT, False, False, STALE - 0.001, CommandState.IN_FLIGHT),
+        (OutboxStatus.SENT, False, False, STALE, CommandState.LOST),
+        (OutboxStatus.SENT, False, False, 10 * STALE, CommandState.LOST),
+        (OutboxStatus.SENT, False, True, STALE - 0.001, CommandState.IN_FLIGHT),
+        (OutboxStatus.SENT, False, True, STALE, CommandState.RESENT),
+        (OutboxStatus.SENT, False, True, 100 * STALE, CommandState.RESENT),
+        (OutboxStatus.SENT, True, False, 0, CommandState.WAITING),
+        (OutboxStatus.SENT, True, False, STALE, CommandState.WAITING),
+        (OutboxStatus.SENT, True, False, 100 * STALE, CommandState.WAITING),
+        (OutboxStatus.SENT, True, True, 100 * STALE, CommandState.WAITING),
+    ],
+)
+def test_the_reconciler_resends_only_a_lost_command(
+    status: OutboxStatus | None,
+    seen: bool,
+    resent: bool,
+    sent_age: float | None,
+    state: CommandState,
+) -> None:
+    """docs/design-rules.md §8.5-1: a missing command is written, and a SENT one that no
+    slot saw within sentStaleSeconds is sent again, once; a seen one waits for a slot,
+    however long, and is never sent again; unsent and quarantined rows are not the
+    reconciler's."""
+    got = command_state(
+        status, seen=seen, resent=resent, sent_age_seconds=sent_age, stale_seconds=STALE
+    )
+    assert got == state
+    assert got.redispatched is (state in (CommandState.MISSING, CommandState.LOST))
 
 
 def test_parameters_are_normalised_for_the_duplicate_check() -> None:

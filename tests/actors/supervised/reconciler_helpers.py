@@ -1,7 +1,10 @@
 """Helpers shared by the reconciler tests: a reconciler on a fixed file clock, stored files,
-outbox rows forced to SENT."""
+outbox rows forced to SENT, the settings of a queue that waits longer than the re-send
+interval."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import trio
 import trio.testing
@@ -12,9 +15,23 @@ from actors.storage.keys import new_object_key
 from actors.storage.local import LocalDirectoryStorage
 from actors.supervised.reconciler import Reconciler
 from db.store import ExportStore
-from tests.helpers import claim, create, exec_sql
+from tests.helpers import claim, create, exec_sql, make_settings
 
 Clock = trio.testing.MockClock
+
+
+def queue_settings(tmp_path: Path, slots: int = 1) -> Settings:
+    """``slots`` consumer slots, short leases, a re-send after 30 s (a redispatch grace of
+    5 s): a queued task waits many re-send intervals in a test."""
+    return make_settings(
+        tmp_path,
+        consumer_concurrency=slots,
+        task_lease_seconds=10,
+        task_heartbeat_seconds=2,
+        max_duration_minutes=60,
+        sent_stale_seconds=30,
+        redispatch_grace_seconds=5,
+    )
 
 
 def reconciler_for(

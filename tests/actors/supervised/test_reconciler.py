@@ -29,9 +29,10 @@ from tests.actors.supervised.reconciler_helpers import (
     Clock,
     force_outbox_sent,
     mark_all_sent,
+    queue_settings,
     reconciler_for,
 )
-from tests.helpers import claim, create, exec_sql, make_settings, new_task
+from tests.helpers import claim, create, exec_sql, new_task
 from tests.servers import json_log
 
 
@@ -268,15 +269,7 @@ async def test_a_queued_task_is_not_starved_by_redispatch(
     """§19.1 排队任务不被饿死: with the only slot busy, a second task waits in the queue longer
     than sentStaleSeconds; the reconciler re-sends the same version; when the slot frees,
     a command for the original version still claims it and the task SUCCEEDS once."""
-    settings = make_settings(
-        tmp_path,
-        consumer_concurrency=1,
-        task_lease_seconds=10,
-        task_heartbeat_seconds=2,
-        max_duration_minutes=60,
-        sent_stale_seconds=30,
-        redispatch_grace_seconds=5,
-    )
+    settings = queue_settings(tmp_path)
     bus = EmbeddedBus()
     publisher = Publisher(store, bus, settings, metrics, Wakeup())
     rec = reconciler_for(store, storage, settings, metrics)

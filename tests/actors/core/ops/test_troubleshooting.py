@@ -311,6 +311,31 @@ def test_reasons_name_the_facts() -> None:
     assert "3 min 20 s ago" in backlog.reason and "topic not exist" in backlog.reason
     (stuck,) = diagnose(facts(next_retry_at=ago(601)))
     assert stuck.reason == "due since 10 min 1 s ago; no outbox row for version 1"
+    (lost,) = diagnose(facts((command(sent_at=ago(700)),), next_retry_at=ago(700)))
+    assert lost.reason == (
+        "due since 11 min 40 s ago; its command was sent 11 min 40 s ago, not claimed"
+    )
+
+
+def test_a_stuck_task_says_whether_its_command_is_sent_again() -> None:
+    """A stuck task whose command a slot saw (``seen_at``) waits for a free slot; one the
+    reconciler sent again already (``resent_at``) is not sent a third time; neither is
+    lost for good, a free slot claims the task (docs/design-rules.md §8.5-1)."""
+    seen = command(sent_at=ago(700), seen_at=ago(650))
+    (stuck,) = diagnose(facts((seen,), next_retry_at=ago(700)))
+    assert stuck.symptom == Symptom.STUCK_PENDING
+    assert stuck.reason == (
+        "due since 11 min 40 s ago; its command was sent 11 min 40 s ago and a slot acked it "
+        "10 min 50 s ago without claiming it (fair share, storage unavailable, back-off): it "
+        "waits for a free slot and is not sent again"
+    )
+    again = command(sent_at=ago(700), resent_at=ago(700))
+    (behind,) = diagnose(facts((again,), next_retry_at=ago(1300)))
+    assert behind.reason == (
+        "due since 21 min 40 s ago; its command was sent 11 min 40 s ago, a second time since "
+        "no slot took the first, not claimed: every slot is busy or no consumer runs; a free "
+        "slot claims it from the database, and it is not sent a third time"
+    )
 
 
 @pytest.mark.parametrize(
