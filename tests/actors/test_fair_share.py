@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -296,8 +296,9 @@ async def test_a_deferred_command_is_acked_changes_nothing_and_runs_when_a_slot_
 ) -> None:
     """3 slots, the user already holds 2: the command for the user's third task is acked
     and counted as ``deferred_fair_share``; the task stays PENDING at version 1 with no
-    attempt spent and no new outbox row (no re-dispatch). When one of the user's runs
-    ends, the freed slot claims and runs it from the database."""
+    attempt spent and no new outbox row (no re-dispatch): its one row only marked seen, so
+    the reconciler does not re-send it. When one of the user's runs ends, the freed slot
+    claims and runs it from the database."""
     settings = fair_settings(tmp_path, slots=3)
     recorder = Recorder()
     gate = ClaimGate(store, settings)
@@ -327,7 +328,9 @@ async def test_a_deferred_command_is_acked_changes_nothing_and_runs_when_a_slot_
         1,
         0,
     )
-    assert await store.list_outbox(tasks[2].id) == outbox_before
+    [seen] = await store.list_outbox(tasks[2].id)
+    assert seen.seen_at is not None
+    assert [replace(seen, seen_at=None)] == outbox_before
     sample = metrics.registry.get_sample_value(
         "export_consumer_no_claim_total", {"reason": "deferred_fair_share"}
     )
