@@ -87,6 +87,9 @@ class S3Storage:
             else self._client
         )
         self._offload = offload
+        # Probe keys whose put may have landed but whose delete did not happen (an answer
+        # lost with the connection): deleted by the next probe, before its own put.
+        self._unsure_probe_keys: set[str] = set()
 
     async def _call(
         self, op: str, key: str, fn: Callable[..., _T], *, missing_ok: bool = False, **kwargs: Any
@@ -205,18 +208,29 @@ class S3Storage:
     async def probe(self) -> StorageProbe:
         """Put, read back and delete a small object under ``.probe/`` (a name of this
         process's own). Never raises; ``free_bytes`` is ``None``: a bucket has no free
-        space to tell (``export_storage_free_bytes`` is meaningless here)."""
+        space to tell (``export_storage_free_bytes`` is meaningless here).
+
+        A put whose answer is lost may still have landed, so a probe that could not
+        delete its object remembers the key and the next probe deletes it first (deleting
+        a missing key is not an error in S3). The orphan scan sweeps what a killed
+        process left (``actors/core/orphans.py``)."""
         key = probe_key(os.getpid(), uuid.uuid4().hex)
         payload = uuid.uuid4().bytes
+        unsure = self._unsure_probe_keys
 
         def _probe() -> StorageProbe:
             client = self._probe_client
             try:
+                for left in sorted(unsure):
+                    client.delete_object(Bucket=self._bucket, Key=left)
+                    unsure.discard(left)
+                unsure.add(key)
                 client.put_object(Bucket=self._bucket, Key=key, Body=payload)
                 try:
                     got = client.get_object(Bucket=self._bucket, Key=key)["Body"].read()
                 finally:
                     client.delete_object(Bucket=self._bucket, Key=key)
+                    unsure.discard(key)
             except S3_ERRORS as exc:
                 return StorageProbe(False, None, describe(exc, self._bucket))
             if got != payload:

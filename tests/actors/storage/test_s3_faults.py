@@ -15,9 +15,11 @@ import uuid
 from collections.abc import AsyncIterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
+from botocore.exceptions import ConnectionClosedError
 
 from actors.core.errors import StorageUnavailableError, TransientExportError
 from actors.storage.keys import new_object_key
@@ -78,6 +80,46 @@ async def test_an_endpoint_that_is_not_there_is_unreachable_not_a_crash() -> Non
     assert probe.error is not None and "unreachable" in probe.error, probe.error
     with pytest.raises(StorageUnavailableError, match="storage size failed .* unreachable"):
         await storage.size(new_object_key(1))
+
+
+class AnswerLost:
+    """A real S3 client whose next put lands but whose answer is lost with the connection,
+    and whose calls then fail until :attr:`down` is cleared: the store went away between
+    the probe's put and its delete (the store-outage test met exactly this)."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.lose_next_put = True
+        self.down = False
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(self._client, name)
+
+        def call(**kwargs: Any) -> Any:
+            if self.down:
+                raise ConnectionClosedError(endpoint_url="http://store")
+            answer = real(**kwargs)
+            if name == "put_object" and self.lose_next_put:
+                self.lose_next_put, self.down = False, True
+                raise ConnectionClosedError(endpoint_url="http://store")
+            return answer
+
+        return call
+
+
+async def test_a_probe_object_whose_answer_was_lost_is_deleted_by_the_next_probe(
+    bucket: str,
+) -> None:
+    config = s3_config(bucket)
+    client = AnswerLost(open_client(config))
+    storage = S3Storage(config, client=client)
+    assert not (await storage.probe()).writable
+    left = await trio.to_thread.run_sync(object_keys, bucket)
+    assert len(left) == 1 and left[0].startswith(".probe/"), left
+
+    client.down = False  # the store is back
+    assert (await storage.probe()).writable
+    assert await trio.to_thread.run_sync(object_keys, bucket) == []
 
 
 class _Throttling(BaseHTTPRequestHandler):
