@@ -40,7 +40,23 @@ from tests.browser import (
     token_for,
     wait_for,
 )
-from tests.helpers import running_service
+from tests.helpers import make_settings, running_service, wait_for_status
+from tests.s3_helpers import drop_bucket, new_bucket, object_keys, s3_settings
+
+#: Counts the Blob URLs the page makes from now on: a download fetched into the page's
+#: memory makes one; a download the browser handles makes none.
+BLOB_SPY = """
+window.blobUrls = 0;
+const made = URL.createObjectURL;
+URL.createObjectURL = (...args) => { window.blobUrls += 1; return made(...args); };
+"""
+#: After a download: Blob URLs made, and the class of the focused element if it is in the
+#: row of the task ``arguments[0]``.
+AFTER_DOWNLOAD = """
+const focused = document.activeElement;
+const inRow = focused && focused.closest(`tr[data-task-id="${arguments[0]}"]`);
+return {blobs: window.blobUrls, focus: inRow ? focused.className : String(focused?.tagName)};
+"""
 
 
 async def test_sign_in_create_from_the_form_watch_progress_download_and_sign_out(
@@ -133,12 +149,14 @@ async def test_sign_in_create_from_the_form_watch_progress_download_and_sign_out
                 .find_element(By.TAG_NAME, "time")
                 .get_attribute("title"),
             }
+            browser.execute_script(BLOB_SPY)
             press(browser, task_id, "download")
             wait_for(
                 browser,
                 lambda d: [p for p in downloads.iterdir() if p.suffix == ".xlsx"],
                 "downloaded the file",
             )
+            after_download = browser.execute_script(AFTER_DOWNLOAD, task_id)
             # What the live stream saves: the list requests the page made meanwhile.
             lists = browser.execute_script(
                 "return performance.getEntriesByType('resource')"
@@ -159,6 +177,7 @@ async def test_sign_in_create_from_the_form_watch_progress_download_and_sign_out
                 "after_sign_out": {c["name"] for c in browser.get_cookies()},
                 "form": form,
                 "accepted": accepted,
+                "after_download": after_download,
                 **shown,
             }
 
@@ -196,6 +215,9 @@ async def test_sign_in_create_from_the_form_watch_progress_download_and_sign_out
     assert saved.name == task["fileName"]
     sheet = openpyxl.load_workbook(saved, read_only=True).worksheets[0]
     assert sheet.max_row == 100_001  # the header and every row
+    # The browser's own download: the page never held the file (no Blob URL) and the
+    # keyboard focus stayed on the row's Download button.
+    assert seen["after_download"] == {"blobs": 0, "focus": "download primary"}
     assert console_errors(browser) == []
 
 
@@ -267,3 +289,47 @@ async def test_a_rejected_token_says_so_and_an_ended_session_asks_again(
         seen = await in_thread(drive)
     assert seen["asked"] and "paste a new one" in seen["banner"] and "user 4004" in seen["who"]
     assert "session has ended" in seen["ended"]
+
+
+async def test_in_redirect_mode_the_browser_downloads_from_the_bucket(
+    tmp_path: Path, browser: WebDriver, downloads: Path
+) -> None:
+    """``FILE_EXPORT_DOWNLOAD_MODE=redirect``: the page's Download follows the service's
+    302 to the bucket's presigned address, and the browser saves the file under its name."""
+    bucket = await in_thread(new_bucket)
+    settings = make_settings(tmp_path, **s3_settings(bucket), download_mode="redirect")
+    try:
+        async with running_service(settings) as rt:
+            async with client(rt, 4002) as c:
+                body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 2000}}
+                task_id = (await c.post(API, json=body)).json()["data"]["id"]
+                task = await wait_for_status(c, task_id, "SUCCEEDED", "FAILED")
+                first = await c.get(f"{API}/{task_id}/download")
+            assert task["status"] == "SUCCEEDED", task
+            assert first.status_code == 302 and first.headers["Location"].startswith(
+                settings.s3_endpoint or ""
+            )
+            token = token_for(rt, 4002)
+
+            def drive() -> dict[str, Any]:
+                sign_in(browser, rt.base_url, token)
+                wait_for(browser, lambda d: row_state(d, task_id) == "succeeded", "listed it")
+                browser.execute_script(BLOB_SPY)
+                press(browser, task_id, "download")
+                wait_for(
+                    browser,
+                    lambda d: [p for p in downloads.iterdir() if p.suffix == ".xlsx"],
+                    "downloaded the file from the bucket",
+                )
+                return dict(browser.execute_script(AFTER_DOWNLOAD, task_id))
+
+            after = await in_thread(drive)
+        (saved,) = downloads.iterdir()
+        assert saved.name == task["fileName"]
+        sheet = openpyxl.load_workbook(saved, read_only=True).worksheets[0]
+        assert sheet.max_row == 2001
+        assert after == {"blobs": 0, "focus": "download primary"}
+        assert len(await in_thread(lambda: object_keys(bucket))) == 1
+        assert console_errors(browser) == []
+    finally:
+        await in_thread(lambda: drop_bucket(bucket))

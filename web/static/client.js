@@ -266,10 +266,22 @@ export async function loadExportTypes() {
   return /** @type {ExportType[]} */ (await api(TYPES));
 }
 
+/** The address of task ``id``'s file (the browser follows it with the session cookie).
+ * @param {string} id */
+export function fileUrl(id) {
+  return `${TASKS}/${id}/download`;
+}
+
+/** Whether task ``id``'s file can be had: the HEAD answer (no body; 200 when it can).
+ * @param {string} id */
+export function fileHead(id) {
+  return send(fileUrl(id), { method: "HEAD" });
+}
+
 /** The file of task ``id``: the raw answer (the file, or an envelope saying why not).
  * @param {string} id */
 export function fetchFile(id) {
-  return send(`${TASKS}/${id}/download`);
+  return send(fileUrl(id));
 }
 
 /** The current session's data or null.
