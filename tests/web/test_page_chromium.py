@@ -333,3 +333,31 @@ async def test_in_redirect_mode_the_browser_downloads_from_the_bucket(
         assert console_errors(browser) == []
     finally:
         await in_thread(lambda: drop_bucket(bucket))
+
+
+async def test_a_download_refused_is_told_in_the_banner_and_saves_nothing(
+    settings: Settings, browser: WebDriver, downloads: Path
+) -> None:
+    """The file of a SUCCEEDED export gone from storage: Download says so in the banner (the
+    envelope read after the HEAD was refused); the browser saves nothing, not even the
+    envelope as a file."""
+    async with running_service(settings) as rt:
+        async with client(rt, 4003) as c:
+            body = {"exportType": "CUSTOMER_LIST", "parameters": {"rowCount": 20}}
+            task_id = (await c.post(API, json=body)).json()["data"]["id"]
+            assert (await wait_for_status(c, task_id, "SUCCEEDED", "FAILED"))["status"] == (
+                "SUCCEEDED"
+            )
+        for path in Path(settings.storage_dir).rglob("*.xlsx"):
+            path.unlink()
+        token = token_for(rt, 4003)
+
+        def drive() -> str:
+            sign_in(browser, rt.base_url, token)
+            wait_for(browser, lambda d: row_state(d, task_id) == "succeeded", "listed it")
+            press(browser, task_id, "download")
+            return str(wait_for(browser, banner, "told why"))
+
+        said = await in_thread(drive)
+    assert said == "This export was not found."
+    assert list(downloads.iterdir()) == []

@@ -15,6 +15,8 @@ import { showSection } from "./sign-in.js";
 
 /** @import { Envelope, Task } from "./client.js" */
 
+const JSON_TYPE = "application/json";
+
 /** Buttons whose check is under way: a second press meanwhile does nothing. The button
  * is not disabled, because a disabled button drops the keyboard focus. */
 const busy = new WeakSet();
@@ -28,7 +30,10 @@ export async function download(task, button) {
   button.setAttribute("aria-busy", "true");
   try {
     const check = await fileHead(task.id);
-    if (!check.ok && (await refused(task.id, check.status))) return;
+    // A refusal may come as HTTP 200 with the envelope's own code (web/errors.py): the
+    // file is the answer only when it is not JSON.
+    const isFile = check.ok && !(check.headers.get("Content-Type") || "").startsWith(JSON_TYPE);
+    if (!isFile && (await refused(task.id, check.status))) return;
     const link = el("a");
     link.href = fileUrl(task.id);
     // Empty: the name comes from the answer's Content-Disposition (the task's file name,
@@ -61,7 +66,7 @@ async function refused(id, status) {
   const response = await fetchFile(id);
   const type = response.headers.get("Content-Type") || "";
   /** @type {Partial<Envelope>} */
-  const body = type.startsWith("application/json") ? await response.json().catch(() => ({})) : {};
+  const body = type.startsWith(JSON_TYPE) ? await response.json().catch(() => ({})) : {};
   if (response.ok && !body.code) {
     // It became downloadable between the two requests (a storage back meanwhile).
     await response.body?.cancel();
