@@ -225,6 +225,9 @@ async def test_every_state_in_both_languages_at_two_widths_is_accessible(
             cancel = browser.find_element(By.CSS_SELECTOR, f"{row_css(queued)} .cancel")
             browser.execute_script("arguments[0].focus()", cancel)
             cancel.send_keys(Keys.ENTER)
+            wait_for(browser, lambda d: shows(d, "confirm-stop"), "asked before stopping")
+            _check(browser, screenshot, found, f"{tag}-stop-question")
+            browser.find_element(By.ID, "confirm-stop-yes").click()
             wait_for(browser, lambda d: row_state(d, queued) == "cancelled", "cancelled it")
             # The banner follows a switch of language, and back.
             said = banner(browser)

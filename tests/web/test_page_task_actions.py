@@ -2,7 +2,8 @@
 whole service on SQLite with the demo Provider (issue 10, item 4), what a person does to
 one export of the list: a failed export told in plain words, edited and exported again
 and its history read in the drawer (by keyboard), which follows the task while open; a
-running export cancelled, then retried.
+running export stopped after a confirmation (a double tap, Enter or Escape keep it
+running), then retried.
 
 Each page state is saved as a screenshot under ``var/test-output/screenshots/``; the
 paths are printed when each test ends (``tests/web/conftest.py``).
@@ -14,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import trio
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -148,6 +151,8 @@ async def test_cancel_of_a_running_export_from_the_page(
                 )
                 screenshot(browser, "before-cancel", row_css(task_id))
                 press(browser, task_id, "cancel")
+                wait_for(browser, lambda d: shows(d, "confirm-stop"), "asked before stopping")
+                browser.find_element(By.ID, "confirm-stop-yes").click()
                 wait_for(
                     browser, lambda d: row_state(d, task_id) == "cancelled", "showed CANCELLED"
                 )
@@ -244,4 +249,66 @@ async def test_the_open_history_drawer_follows_the_task(
             seen = await in_thread(drive)
     assert seen.pop("heading").endswith(f"Trace id {created['traceId']}")  # to quote
     assert seen == {"answer": "CANCELLED", "open": True, "focus": "drawer-close"}
+    assert console_errors(browser) == []
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+async def test_stopping_an_export_asks_first_and_a_double_tap_keeps_it_running(
+    tmp_path: Path, browser: WebDriver, screenshot: Shoot, language: str
+) -> None:
+    """One tap on Stop never stops: it asks, "Keep it running" first and focused. A
+    double tap on the row's button (the second tap lands on the question's backdrop), Enter
+    and Escape all keep the export; only "Stop export" stops it. The words say "stop",
+    never 取消 (which reads as "dismiss" in Chinese interfaces)."""
+    async with running_service(make_settings(tmp_path, consumer_enabled=False)) as rt:
+        async with client(rt, 4006) as c:
+            body = {"exportType": "CUSTOMER_LIST", "taskName": "Audit", "parameters": {}}
+            task_id = (await c.post(API, json=body)).json()["data"]["id"]
+
+            def drive() -> dict[str, Any]:
+                browser.get(rt.base_url + "/")
+                browser.find_element(
+                    By.CSS_SELECTOR, f'#language option[value="{language}"]'
+                ).click()
+                sign_in(browser, rt.base_url, token_for(rt, 4006))
+                wait_for(browser, lambda d: row_state(d, task_id) == "queued", "listed it")
+                stop = row(browser, task_id).find_element(By.CLASS_NAME, "cancel")
+                seen: dict[str, Any] = {"button": stop.text}
+                ActionChains(browser).move_to_element(stop).click().pause(0.15).click().perform()
+                seen["after_double_tap"] = (
+                    shows(browser, "confirm-stop"),
+                    row_state(browser, task_id),
+                )
+                press(browser, task_id, "cancel", Keys.ENTER)
+                wait_for(browser, lambda d: shows(d, "confirm-stop"), "asked")
+                seen["question"] = browser.find_element(By.ID, "confirm-stop").text
+                seen["focused"] = browser.switch_to.active_element.get_attribute("id")
+                screenshot(browser, f"{language}-stop-question")
+                browser.switch_to.active_element.send_keys(Keys.ENTER)  # Keep it running
+                wait_for(browser, lambda d: not shows(d, "confirm-stop"), "kept it")
+                press(browser, task_id, "cancel")
+                wait_for(browser, lambda d: shows(d, "confirm-stop"), "asked again")
+                browser.switch_to.active_element.send_keys(Keys.ESCAPE)
+                wait_for(browser, lambda d: not shows(d, "confirm-stop"), "kept it again")
+                seen["kept"] = row_state(browser, task_id)
+                press(browser, task_id, "cancel")
+                wait_for(browser, lambda d: shows(d, "confirm-stop"), "asked a third time")
+                browser.find_element(By.ID, "confirm-stop-yes").click()
+                wait_for(browser, lambda d: row_state(d, task_id) == "cancelled", "stopped it")
+                return seen
+
+            seen = await in_thread(drive)
+            task = (await c.get(f"{API}/{task_id}")).json()["data"]
+    assert seen["after_double_tap"] == (False, "queued")
+    assert seen["kept"] == "queued" and seen["focused"] == "confirm-keep"
+    assert task["status"] == "CANCELLED"
+    if language == "en":
+        assert seen["button"] == "Stop"
+        assert seen["question"].startswith("Stop this export?\n“Audit” stops")
+        assert seen["question"].endswith("Keep it running\nStop export")
+    else:
+        assert seen["button"] == "停止"
+        assert seen["question"].startswith("停止这个导出？\n“Audit”将停止")
+        assert seen["question"].endswith("继续导出\n停止导出")
+        assert "取消" not in seen["question"] + seen["button"]
     assert console_errors(browser) == []

@@ -25,6 +25,7 @@ import {
   setViewer,
 } from "./drawer.js";
 import { announce, banner, reword, setUpBanner, showError } from "./banner.js";
+import { confirmStop, setUpConfirm } from "./confirm.js";
 import { $, el, option } from "./dom.js";
 import { download } from "./download.js";
 import {
@@ -267,10 +268,11 @@ function keepFocus(task, button) {
   if (kept && kept.tr.isConnected) refocus(kept.tr, button);
 }
 
-/** Cancel ``task`` (``button`` is disabled meanwhile).
+/** Stop ``task`` once the person confirms it (``button`` is disabled meanwhile).
  * @param {Task} task
  * @param {HTMLButtonElement} button */
 async function cancel(task, button) {
+  if (!(await confirmStop(task.taskName))) return;
   button.disabled = true;
   try {
     await cancelTask(task.id);
@@ -452,6 +454,7 @@ async function start() {
   whenSignedOut(leave);
   setUpBanner();
   setUpDrawer();
+  setUpConfirm();
   setUpPanel(created);
   setUpFilters(readFilters);
   setUpSignIn((session) => {
