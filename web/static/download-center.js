@@ -26,6 +26,7 @@ import {
 } from "./drawer.js";
 import { announce, banner, reword, setUpBanner, showError } from "./banner.js";
 import { confirmStop, setUpConfirm } from "./confirm.js";
+import { finished, retitle, setUpNotices } from "./notices.js";
 import { $, el, option } from "./dom.js";
 import { download } from "./download.js";
 import {
@@ -122,7 +123,7 @@ function applyWords() {
     node.setAttribute("aria-label", word(node.getAttribute("data-i18n-label") || ""));
   }
   rewordDrawer();
-  document.title = t("pageTitle");
+  retitle();
   $("language", HTMLSelectElement).value = language();
   reword();
   if (state.session) enterWords();
@@ -148,6 +149,9 @@ function rowFor(task) {
     announce(describe(task));
   }
   if (kept) historyTaskChanged(task); // an open drawer on it reloads its events
+  if (kept && ACTIVE.has(kept.task.status) && !ACTIVE.has(task.status)) {
+    finished(task, task.taskName);
+  }
   const tr = taskRow(task, actions, typeName);
   if (state.highlight.has(task.id)) tr.classList.add("highlight");
   drawn.set(task.id, { json, tr, task });
@@ -455,6 +459,7 @@ async function start() {
   setUpBanner();
   setUpDrawer();
   setUpConfirm();
+  setUpNotices(spotlight);
   setUpPanel(created);
   setUpFilters(readFilters);
   setUpSignIn((session) => {
