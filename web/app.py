@@ -12,8 +12,10 @@ reports not ready.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import trio
 from prometheus_client import CONTENT_TYPE_LATEST
 from quart import Response, jsonify, request
 from quart_trio import QuartTrio
@@ -34,6 +36,7 @@ from web.progress import progress
 from web.schemas import Health, HealthDetails
 from web.serialize import envelope
 from web.session import session
+from web.sign_in import sign_in
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +47,18 @@ RETRY_AFTER_SECONDS = 5
 
 #: Largest request body, bytes: create bodies are tiny (§12: parameters at most 4 KB).
 MAX_BODY_BYTES = 64 * 1024
+
+
+async def _until_stopped(run: Callable[..., Awaitable[None]], *args: Any) -> None:
+    """Run a background reader until the server stops. Its cancellation at the stop may
+    come out of its own nursery as a group of ``Cancelled`` alone, which quart-trio would
+    log as an ERROR with a traceback: that is a normal stop, and ends quietly here."""
+    try:
+        await run(*args)
+    except BaseExceptionGroup as group:
+        _, rest = group.split(trio.Cancelled)
+        if rest is not None:
+            raise rest from None
 
 
 def create_app(deps: Dependencies, *, extra_blueprints: list[Any] | None = None) -> QuartTrio:
@@ -64,6 +79,7 @@ def create_app(deps: Dependencies, *, extra_blueprints: list[Any] | None = None)
     app.register_blueprint(api)
     app.register_blueprint(page)
     app.register_blueprint(session)
+    app.register_blueprint(sign_in)
     app.register_blueprint(export_types)
     app.register_blueprint(progress)
     for bp in extra_blueprints or []:
@@ -80,9 +96,9 @@ def create_app(deps: Dependencies, *, extra_blueprints: list[Any] | None = None)
     async def _start_background_readers() -> None:
         # One reader of task changes for every progress stream, for as long as the
         # server serves (web/progress_feed.py); it reads nothing while no stream is open.
-        app.add_background_task(deps.progress_feed.run)
+        app.add_background_task(_until_stopped, deps.progress_feed.run)
         # An identity provider's keys, fetched at start and kept fresh (web/identity.py).
-        app.add_background_task(deps.tokens.run, deps.health)
+        app.add_background_task(_until_stopped, deps.tokens.run, deps.health)
 
     @app.errorhandler(ApiError)
     async def _api_error(exc: ApiError) -> Any:

@@ -22,6 +22,7 @@ from actors.core.ports.store import ApiStore
 from actors.core.ports.wakeups import PublisherWakeup, RunWakeup
 from web.health import DatabaseProbe
 from web.identity import TokenVerifier
+from web.openid import OpenIdSignIn
 from web.progress_feed import ProgressFeed
 
 #: How long a request retries a database fault (a dead pooled connection is replaced at
@@ -68,6 +69,9 @@ class Dependencies:
         download_url_seconds: a download answers a redirect to a presigned URL of the
             bucket valid this many seconds (``FILE_EXPORT_DOWNLOAD_MODE=redirect``);
             ``None``: the service streams the file.
+        openid: the company's OpenID Provider the page signs people in with
+            (``FILE_EXPORT_OIDC_*``, ``web/sign_in.py``); ``None``: the page asks for a
+            token.
     """
 
     store: ApiStore
@@ -85,6 +89,7 @@ class Dependencies:
     progress_stream_limits: StreamLimits = field(default_factory=StreamLimits)
     health: HealthBoard = field(default_factory=HealthBoard)
     download_url_seconds: int | None = None
+    openid: OpenIdSignIn | None = None
     ready: trio.Event = field(default_factory=trio.Event)
 
     def __post_init__(self) -> None:

@@ -216,7 +216,9 @@ class TokenVerifier:
         jwks: an identity provider's published keys, when configured.
         public_key: one PEM public key, when configured (instead of a JWKS).
         issuer: the required ``iss``, if any.
-        audience: the required ``aud`` (one of), if any.
+        audience: the accepted ``aud`` values (a token must name one), if any: the
+            configured audience, and the page's OpenID client id whose ID tokens are
+            the page's sessions.
         claim_names: which claims carry the user, tenant, app code and permissions.
     """
 
@@ -225,7 +227,7 @@ class TokenVerifier:
     jwks: JwksKeys | None = None
     public_key: str | None = None
     issuer: str | None = None
-    audience: str | None = None
+    audience: str | tuple[str, ...] | None = None
     claim_names: ClaimNames = field(default_factory=ClaimNames)
 
     @property
@@ -276,7 +278,7 @@ class TokenVerifier:
                 self._key(token),
                 algorithms=list(self.algorithms),
                 issuer=self.issuer,
-                audience=self.audience,
+                audience=list(self.audience) if isinstance(self.audience, tuple) else self.audience,
                 options={
                     "require": [*_REQUIRED, *self._identity_claims()],
                     "verify_aud": self.audience is not None,
@@ -359,7 +361,7 @@ def token_verifier(
     jwks_url: str | None = None,
     public_key: str | None = None,
     issuer: str | None = None,
-    audience: str | None = None,
+    audience: str | tuple[str, ...] | None = None,
     claim_names: Mapping[str, str] | None = None,
 ) -> TokenVerifier:
     """The verifier the settings describe (``FILE_EXPORT_JWT_*``).
@@ -369,7 +371,7 @@ def token_verifier(
         algorithms: accepted algorithms; default HS256, or RS256 and ES256 with an
             identity provider.
         jwks_url, public_key: an identity provider's keys (at most one of them).
-        issuer, audience: required ``iss`` and ``aud``.
+        issuer, audience: required ``iss`` and accepted ``aud`` values (one, or a tuple).
         claim_names: ``user``, ``tenant``, ``app``, ``perms`` -> claim name, for those
             that differ from the defaults.
 

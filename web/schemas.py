@@ -332,12 +332,19 @@ class SessionEnvelope(_Model):
     data: Session | None
 
 
-class EmptyEnvelope(_Model):
-    """An envelope without data (e.g. signed out, or a refusal)."""
+class SignedOut(_Model):
+    """What signing out left to do: ``signOutUrl`` ends the session at the company's
+    identity provider too (the page goes there); null when there is none."""
+
+    signOutUrl: str | None
+
+
+class SignOutEnvelope(_Model):
+    """The envelope of a sign-out: ``data`` is null unless ``code`` is ``"200"``."""
 
     code: Code
     message: str
-    data: None
+    data: SignedOut | None
 
 
 class ParameterHintModel(_Model):

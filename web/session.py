@@ -35,7 +35,7 @@ from web.auth import (
 from web.dependencies import Dependencies
 from web.errors import ApiError
 from web.openapi import AUTH, declare
-from web.schemas import EmptyEnvelope, SessionEnvelope, SignInRequest
+from web.schemas import SessionEnvelope, SignInRequest, SignOutEnvelope
 from web.serialize import envelope
 
 PATH = "/api/platform/v1/session"
@@ -84,16 +84,35 @@ def _set_cookies(response: Response, token: str, csrf_token: str, max_age: int) 
     )
 
 
-def _signed_in(token: str, principal: Principal, expires_at: int, csrf: str | None) -> Response:
-    """The answer that (re)sets both cookies; a fresh CSRF token unless ``csrf`` is still
-    valid for this session."""
+def _csrf_for(token: str, expires_at: int, csrf: str | None) -> str:
+    """``csrf`` when it is still valid for the session of ``token``, else a fresh one."""
     key = csrf_key(_deps().jwt_secret)
-    now = time.time()
-    if csrf is None or not csrf_token_valid(key, token, csrf, now):
+    if csrf is None or not csrf_token_valid(key, token, csrf, time.time()):
         csrf = mint_csrf_token(key, token, secrets.token_urlsafe(16), expires_at)
-    response = jsonify(envelope(_session_json(principal, expires_at, csrf)))
-    _set_cookies(response, token, csrf, max(0, expires_at - int(now)))
+    return csrf
+
+
+def start_session(response: Response, token: str, expires_at: int, csrf: str | None = None) -> str:
+    """Set the session cookie holding ``token`` and its CSRF cookie on ``response``, both
+    until ``expires_at`` (epoch seconds): a fresh CSRF token unless ``csrf`` is still
+    valid for this session. The token sign-in and the company sign-in
+    (``web/sign_in.py``) both start sessions here.
+
+    Returns:
+        The CSRF token set.
+    """
+    csrf = _csrf_for(token, expires_at, csrf)
+    _set_cookies(response, token, csrf, max(0, expires_at - int(time.time())))
     response.headers["Cache-Control"] = "no-store"
+    return csrf
+
+
+def _signed_in(token: str, principal: Principal, expires_at: int, csrf: str | None) -> Response:
+    """The answer that (re)sets both cookies (:func:`start_session`) and tells the
+    session."""
+    csrf = _csrf_for(token, expires_at, csrf)
+    response = jsonify(envelope(_session_json(principal, expires_at, csrf)))
+    start_session(response, token, expires_at, csrf)
     return response
 
 
@@ -151,18 +170,29 @@ async def who_am_i() -> Response:
 
 
 @session.delete(PATH)
-@declare(EmptyEnvelope, http=(403,))
+@declare(SignOutEnvelope, http=(403,))
 async def sign_out() -> Any:
     """Clear both cookies. With a session cookie this is a state-changing request like any
-    other: it needs the CSRF token (403 without it); without one it simply succeeds."""
-    if request.cookies.get(SESSION_COOKIE) and not request.headers.get("Authorization"):
+    other: it needs the CSRF token (403 without it); without one it simply succeeds.
+
+    A session that came from the company's identity provider (``web/sign_in.py``) answers
+    ``signOutUrl``, the provider's address that ends its session too; otherwise null.
+    """
+    token = request.cookies.get(SESSION_COOKIE)
+    signed_in = False
+    if token and not request.headers.get("Authorization"):
         try:
             request_principal(_deps().tokens)
+            signed_in = True
         except ApiError as exc:
             if exc.http_status == 403:
                 raise
             # An invalid or expired session may always be cleared.
-    response = jsonify(envelope(None, message="signed out"))
+    openid = _deps().openid
+    url = None
+    if openid is not None and token and signed_in:
+        url = await openid.sign_out_url(token, request.host_url)
+    response = jsonify(envelope({"signOutUrl": url}, message="signed out"))
     for name in (SESSION_COOKIE, CSRF_COOKIE):
         response.delete_cookie(name, path="/", samesite="Strict")
     response.headers["Cache-Control"] = "no-store"

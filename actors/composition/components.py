@@ -19,7 +19,7 @@ import trio
 from actors.composition.adapters import build_transport, build_transport_link, open_storage
 from actors.composition.http_server import hypercorn_config
 from actors.composition.registry import allowed_services, read_registry
-from actors.composition.tokens import build_token_verifier
+from actors.composition.tokens import build_openid, build_token_verifier
 from actors.core.db_retry import DbRetryPolicy
 from actors.core.health import Component, HealthBoard
 from actors.core.ports.storage import ExportStorage
@@ -200,6 +200,7 @@ async def build_components(
         health=health,
         jwt_secret=jwt_secret,
         verifier=verifier,
+        openid=build_openid(settings),
         runs=local,  # the API wakes this process's run of a task it cancels
         cookie_secure=settings.cookie_secure,
         progress_poll_seconds=settings.progress_poll_seconds,

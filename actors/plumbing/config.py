@@ -146,6 +146,24 @@ class Settings(BaseSettings):
     """FILE_EXPORT_JWT_CLAIM_APP: the claim holding the app code (PLATFORM, MERCHANT)."""
     jwt_claim_perms: str = "perms"
     """FILE_EXPORT_JWT_CLAIM_PERMS: the claim holding the permission list."""
+    # -- company sign-in for the download center (web/sign_in.py) ------------------------
+    oidc_issuer: str | None = None
+    """FILE_EXPORT_OIDC_ISSUER: the OpenID Provider people sign in with on the page (its
+    ``/.well-known/openid-configuration`` is read); unset, the page asks for a token."""
+    oidc_client_id: str | None = None
+    """FILE_EXPORT_OIDC_CLIENT_ID: this service's client id at that provider."""
+    oidc_client_secret: SecretStr | None = None
+    """FILE_EXPORT_OIDC_CLIENT_SECRET: its client secret; unset, a public client (PKCE
+    protects the code either way)."""
+    oidc_scopes: str = "openid profile"
+    """FILE_EXPORT_OIDC_SCOPES: the scopes asked for, space-separated; they must bring the
+    identity claims (``FILE_EXPORT_JWT_CLAIM_*``) into the ID token."""
+    oidc_redirect_url: str | None = None
+    """FILE_EXPORT_OIDC_REDIRECT_URL: the callback registered at the provider; default
+    ``<the page's origin>/auth/callback``."""
+    oidc_display_name: str | None = None
+    """FILE_EXPORT_OIDC_DISPLAY_NAME: the provider's name on the sign-in button ("Sign in
+    with Acme SSO"); unset, "your company account"."""
     internal_service_token: str | None = Field(None, validation_alias="INTERNAL_SERVICE_TOKEN")
     instance_id: str = Field(
         default_factory=lambda: default_instance_id(
@@ -332,6 +350,17 @@ class Settings(BaseSettings):
                 "FILE_EXPORT_JWT_JWKS_URL and FILE_EXPORT_JWT_PUBLIC_KEY_FILE are both set: "
                 "name the identity provider's keys in one place"
             )
+        if self.oidc_issuer:
+            if not self.oidc_client_id:
+                raise ValueError("FILE_EXPORT_OIDC_ISSUER needs FILE_EXPORT_OIDC_CLIENT_ID")
+            if not (self.jwt_jwks_url or self.jwt_public_key_file):
+                raise ValueError(
+                    "FILE_EXPORT_OIDC_ISSUER needs FILE_EXPORT_JWT_JWKS_URL: a page's session "
+                    "is the provider's ID token, verified with its keys (the jwks_uri of "
+                    f"{self.oidc_issuer.rstrip('/')}/.well-known/openid-configuration)"
+                )
+            if self.jwt_issuer is None:
+                self.jwt_issuer = self.oidc_issuer
         if self.storage == "s3" and not self.s3_bucket:
             raise ValueError("FILE_EXPORT_S3_BUCKET must be set when FILE_EXPORT_STORAGE=s3")
         if self.download_mode == "redirect" and self.storage != "s3":
