@@ -50,7 +50,8 @@ _LOGIN_SALT = "export-center openid login v1"
 #: The callback's page: moves on to this site's page by itself (module docstring).
 _MOVE_ON = """<!doctype html>
 <html><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={url}">
-<title>Export Center</title></head><body><p><a href="{url}">Export Center</a></p></body></html>
+<link rel="icon" href="data:,"><title>Export Center</title></head>
+<body><p><a href="{url}">Export Center</a></p></body></html>
 """
 
 sign_in = Blueprint("sign_in", __name__)
@@ -179,7 +180,7 @@ async def callback() -> Any:
     response = Response(_MOVE_ON.format(url=url), content_type="text/html")
     start_session(response, id_token, expires_at)
     response.delete_cookie(LOGIN_COOKIE, path="/auth")
-    response.headers["Content-Security-Policy"] = "default-src 'none'"
+    response.headers["Content-Security-Policy"] = "default-src 'none'; img-src data:"
     response.headers["Referrer-Policy"] = "no-referrer"
     log.info("signed in through the identity provider", extra={"userId": principal.user_id})
     return response

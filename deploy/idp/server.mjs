@@ -25,7 +25,7 @@ const escape = (text) =>
 function loginPage(uid, clientId, problem = "") {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Test company sign-in</title></head><body>
+<link rel="icon" href="data:,"><title>Test company sign-in</title></head><body>
 <main><h1>Test company sign-in · 公司登录</h1>
 <p>Sign in to continue to ${escape(clientId)} · 登录以继续</p>
 ${problem ? `<p id="problem" role="alert">${escape(problem)}</p>` : ""}
@@ -78,7 +78,7 @@ async function start() {
         enabled: true,
         // No question: the page's Sign out is the person's answer already.
         logoutSource: async (ctx, form) => {
-          ctx.body = `<!doctype html><html><head><title>Signing out</title></head><body>
+          ctx.body = `<!doctype html><html><head><link rel="icon" href="data:,"><title>Signing out</title></head><body>
 ${form}<noscript><button form="op.logoutForm" type="submit" name="logout" value="yes">Sign out</button></noscript>
 <script>var f=document.getElementById('op.logoutForm');var i=document.createElement('input');
 i.type='hidden';i.name='logout';i.value='yes';f.appendChild(i);f.submit();</script></body></html>`;
@@ -93,7 +93,7 @@ i.type='hidden';i.name='logout';i.value='yes';f.appendChild(i);f.submit();</scri
     interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
     renderError: async (ctx, out) => {
       ctx.type = "html";
-      ctx.body = `<!doctype html><html><head><title>Sign-in error</title></head><body>
+      ctx.body = `<!doctype html><html><head><link rel="icon" href="data:,"><title>Sign-in error</title></head><body>
 <h1>Sign-in error</h1><pre id="error">${escape(JSON.stringify(out))}</pre></body></html>`;
     },
   });

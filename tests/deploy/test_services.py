@@ -107,8 +107,12 @@ def interrupt(env: Env, when: Callable[[int], object]) -> tuple[int, str]:
         _, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+            # The whole session: a server it started holds stderr open, and a wait for
+            # the pipe's end alone would outlast the test's timeout.
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=30)
+        if proc.stderr is not None:
+            proc.stderr.close()
     return proc.returncode, stderr
 
 

@@ -311,10 +311,25 @@ export async function signIn(token) {
   return /** @type {Session} */ (body.data);
 }
 
-/** End the session: the server clears both cookies. */
+/** End the session: the server clears both cookies.
+ * @returns {Promise<string | null>}  the identity provider's address that ends its
+ *   session too (the page goes there), or null */
 export async function signOut() {
   const response = await send(SESSION, { method: "DELETE" });
   if (!response.ok && response.status !== 401) {
     throw refusal(await envelope(response));
   }
+  if (response.status === 401) return null;
+  const body = await envelope(response);
+  const data = /** @type {{signOutUrl?: string | null} | null} */ (body.data);
+  return (data && data.signOutUrl) || null;
+}
+
+/** How this service signs people in: through the company's identity provider (``oidc``,
+ * with its ``name`` for the button) or by a pasted token (GET /auth/options).
+ * @returns {Promise<{oidc: boolean, name?: string | null}>} */
+export async function signInOptions() {
+  const response = await send("/auth/options");
+  if (!response.ok) return { oidc: false };
+  return response.json();
 }

@@ -7,15 +7,7 @@
 // framework, no build step (see web/page.py).
 "use strict";
 
-import {
-  ApiError,
-  cancelTask,
-  currentSession,
-  listTasks,
-  loadExportTypes,
-  retryTask,
-  whenSignedOut,
-} from "./client.js";
+import { currentSession, listTasks, loadExportTypes, whenSignedOut } from "./client.js";
 import {
   closeHistory,
   historyTaskChanged,
@@ -25,7 +17,7 @@ import {
   setViewer,
 } from "./drawer.js";
 import { announce, banner, reword, setUpBanner, showError } from "./banner.js";
-import { confirmStop, setUpConfirm } from "./confirm.js";
+import { setUpConfirm } from "./confirm.js";
 import { finished, retitle, setUpNotices } from "./notices.js";
 import { $, el, option } from "./dom.js";
 import { download } from "./download.js";
@@ -52,9 +44,19 @@ import {
   unfoldFilters,
   writeUrl,
 } from "./filters.js";
-import { closePanel, exportTypes, fillTypes, openPanel, setUpPanel, typeName } from "./panel.js";
+import {
+  closePanel,
+  exportTypes,
+  fillTypes,
+  keepDraft,
+  openPanel,
+  reopenDraft,
+  setUpPanel,
+  typeName,
+} from "./panel.js";
 import { startProgress, stopProgress } from "./progress.js";
-import { askForToken, setUpSignIn, showSection } from "./sign-in.js";
+import { rowActions } from "./row-actions.js";
+import { askToSignIn, rewordSignIn, setUpSignIn, showSection } from "./sign-in.js";
 import { ACTIVE, progressStep, stateOf } from "./task-state.js";
 import { describe, refocus, replaceRow, taskRow } from "./tasks.js";
 
@@ -123,6 +125,7 @@ function applyWords() {
     node.setAttribute("aria-label", word(node.getAttribute("data-i18n-label") || ""));
   }
   rewordDrawer();
+  rewordSignIn();
   retitle();
   $("language", HTMLSelectElement).value = language();
   reword();
@@ -137,7 +140,13 @@ function isAdmin() {
 
 // ``only`` (filter by a requester's name) is an administrator's: set on sign-in.
 /** @type {Actions} */
-const actions = { download, cancel, retry, edit, only: null, history: openHistory };
+const actions = {
+  download,
+  ...rowActions({ refresh, drawnRow: (id) => drawn.get(id) }),
+  edit,
+  only: null,
+  history: openHistory,
+};
 
 /** The row for ``task``: the drawn one when nothing changed, else a new one.
  * @param {Task} task */
@@ -260,58 +269,6 @@ function setMode(mode) {
   if (mode === "polling" && state.session) schedule(ACTIVE_REFRESH_MS);
 }
 
-// --- actions -----------------------------------------------------------------------------
-
-/** After an action on ``task`` by ``button`` (disabled meanwhile, so the focus fell to the
- * page), give the keyboard focus back to the task's row.
- * @param {Task} task
- * @param {HTMLButtonElement} button */
-function keepFocus(task, button) {
-  if (document.activeElement && document.activeElement !== document.body) return;
-  const kept = drawn.get(task.id);
-  if (kept && kept.tr.isConnected) refocus(kept.tr, button);
-}
-
-/** Stop ``task`` once the person confirms it (``button`` is disabled meanwhile).
- * @param {Task} task
- * @param {HTMLButtonElement} button */
-async function cancel(task, button) {
-  if (!(await confirmStop(task.taskName))) return;
-  button.disabled = true;
-  try {
-    await cancelTask(task.id);
-    banner(() => t("cancelledBanner", { name: task.taskName }), "info");
-  } catch (error) {
-    button.disabled = false;
-    await refresh();
-    const now = drawn.get(task.id);
-    // Too late: it finished meanwhile. Say so, not "changed meanwhile".
-    if (error instanceof ApiError && error.code === "409" && now && now.task.status === "SUCCEEDED") {
-      banner(() => t("alreadyDone", { name: task.taskName }), "info");
-    } else {
-      showError(error);
-    }
-  }
-  await refresh();
-  keepFocus(task, button);
-}
-
-/** Run ``task`` again (``button`` is disabled meanwhile).
- * @param {Task} task
- * @param {HTMLButtonElement} button */
-async function retry(task, button) {
-  button.disabled = true;
-  try {
-    const again = await retryTask(task.id);
-    banner(() => t("retried", { name: task.taskName, max: again.maxAttempts }), "info");
-  } catch (error) {
-    showError(error);
-    button.disabled = false;
-  }
-  await refresh();
-  keepFocus(task, button);
-}
-
 // --- the new-export panel ----------------------------------------------------------------
 
 /** Load the export types the caller may request, and offer them. */
@@ -325,6 +282,7 @@ async function loadTypes() {
   }
   showTypes(loaded);
   redraw(); // type names in the rows
+  if (reopenDraft()) banner(() => t("draftKept"), "info");
 }
 
 /** Offer the ``loaded`` types (or the current ones again) in the page's language, in the
@@ -443,7 +401,14 @@ function leave() {
   $("who").textContent = "";
   closeHistory();
   closePanel();
-  askForToken();
+  askToSignIn();
+}
+
+/** The server says the session has ended: keep the new export's input, then sign in. */
+function sessionEnded() {
+  keepDraft();
+  leave();
+  banner(() => t("sessionEnded"), "error");
 }
 
 async function start() {
@@ -455,14 +420,14 @@ async function start() {
   }));
   applyWords();
   ({ filters: state.filters, page: state.page } = filtersFromUrl());
-  whenSignedOut(leave);
+  whenSignedOut(sessionEnded);
   setUpBanner();
   setUpDrawer();
   setUpConfirm();
   setUpNotices(spotlight);
   setUpPanel(created);
   setUpFilters(readFilters);
-  setUpSignIn((session) => {
+  await setUpSignIn((session) => {
     enter(session);
     $("list-heading").focus(); // the keyboard starts at the list, not the page's top
   }, leave);
@@ -482,7 +447,7 @@ async function start() {
     showError(error);
   }
   if (session) enter(session);
-  else showSection("sign-in");
+  else askToSignIn();
 }
 
 start();

@@ -106,6 +106,51 @@ export function openPanel(task = null) {
   (first || panel.type()).focus();
 }
 
+/** Where the form's input waits while the person signs in again (this tab only). */
+const DRAFT_KEY = "export-center-draft";
+
+/** The session ended with the panel open: keep what the person typed, field by field (a
+ * half-typed value too), for :func:`reopenDraft` after they sign in again. */
+export function keepDraft() {
+  if (!panel.dialog().open) return;
+  /** @type {Record<string, string>} */
+  const fields = {};
+  for (const node of $("create-form", HTMLFormElement).elements) {
+    if (node.id && "value" in node && typeof node.value === "string") fields[node.id] = node.value;
+  }
+  sessionStorage.setItem(DRAFT_KEY, JSON.stringify(fields));
+}
+
+/** Open the panel as :func:`keepDraft` left it, once; false when nothing was kept. */
+export function reopenDraft() {
+  const kept = sessionStorage.getItem(DRAFT_KEY);
+  if (kept === null) return false;
+  sessionStorage.removeItem(DRAFT_KEY);
+  /** @type {Record<string, string>} */
+  let fields;
+  try {
+    fields = JSON.parse(kept);
+  } catch {
+    return false;
+  }
+  formError("");
+  const type = fields[panel.type().id];
+  if (type && types.some((x) => x.exportType === type)) {
+    panel.type().value = type;
+    showTypeForm(); // the type's own fields, then their values
+  }
+  for (const node of $("create-form", HTMLFormElement).elements) {
+    const value = fields[node.id];
+    if (node.id && value !== undefined && node !== panel.type() && "value" in node) {
+      node.value = value;
+    }
+  }
+  const dialog = panel.dialog();
+  if (!dialog.open) dialog.showModal();
+  (firstParameterField() || panel.name()).focus();
+  return true;
+}
+
 /** Close the panel if it is open (sign-out). */
 export function closePanel() {
   const dialog = panel.dialog();
