@@ -290,7 +290,21 @@ async def test_twenty_one_exports_take_two_pages_newest_first(
             set_date(browser, "filter-to", 0)
             wait_for(browser, lambda d: len(shown_ids(d)) == 20, "filtered to today")
             today = browser.find_element(By.ID, "page-label").text
+            # An old link past the end opens the last page; a status that is not one is
+            # no filter (the summary counts none).
+            browser.get(rt.base_url + "/?page=99")
+            wait_for(browser, lambda d: shown_ids(d) == {ids[0]}, "opened the last page")
+            past_end = (
+                browser.find_element(By.ID, "page-label").text,
+                browser.execute_script("return location.search"),
+                browser.find_element(By.ID, "newer").text,
+            )
+            browser.get(rt.base_url + "/?status=BOGUS")
+            wait_for(browser, lambda d: len(shown_ids(d)) == 20, "listed everything")
+            bogus = browser.find_element(By.ID, "filters-summary").text
             return {
+                "past_end": past_end,
+                "bogus": bogus,
                 "first": first,
                 "label": label,
                 "second": second,
@@ -305,6 +319,8 @@ async def test_twenty_one_exports_take_two_pages_newest_first(
     assert not seen["older"]
     assert seen["until_yesterday"] == "No exports match these filters."
     assert seen["today"] == "Page 1 of 2"
+    assert seen["past_end"] == ("Page 2 of 2", "?page=2", "Previous")
+    assert seen["bogus"] == "Filters"
     assert console_errors(browser) == []
 
 

@@ -84,6 +84,14 @@ async def test_a_refused_parameter_offers_edit_not_retry_and_the_drawer_tells_it
                 }
                 screenshot(browser, "edit-and-export-again")
                 browser.find_element(By.ID, "new-export-close").click()
+                # Abandoned: "New export" then starts empty, not from the failed export.
+                browser.find_element(By.ID, "new-export").click()
+                wait_for(browser, lambda d: shows(d, "new-export-panel"), "opened it anew")
+                fresh = [
+                    browser.find_element(By.ID, field).get_attribute("value")
+                    for field in ("task-name", "extra-parameters")
+                ]
+                browser.find_element(By.ID, "new-export-close").click()
                 # The drawer, by keyboard: Enter opens it, Escape closes it, and the focus
                 # goes back to the History button.
                 press(browser, task_id, "history", Keys.ENTER)
@@ -110,6 +118,7 @@ async def test_a_refused_parameter_offers_edit_not_retry_and_the_drawer_tells_it
                     "folded": folded,
                     "unfolded": unfolded,
                     "filled": filled,
+                    "fresh": fresh,
                     "kinds": kinds,
                     "text": text,
                     "raw": raw,
@@ -123,6 +132,7 @@ async def test_a_refused_parameter_offers_edit_not_retry_and_the_drawer_tells_it
     assert "status must be one of" not in seen["texts"]["reason"]
     assert not seen["folded"] and "status must be one of" in seen["unfolded"]
     assert seen["buttons"] == ["edit", "history"]  # no Retry: it would fail the same way
+    assert seen["fresh"] == ["", ""]
     assert seen["filled"] == {"name": "Deleted customers", "other": '{"status":"DELETED"}'}
     kinds = seen["kinds"]
     assert kinds[0] == "created" and "claimed" in kinds and "attempt_failed" in kinds

@@ -170,6 +170,12 @@ function rowFor(task) {
 /** Draw a page of the list, keeping the rows that did not change and the focus.
  * @param {TaskPage} data */
 function render(data) {
+  const past = Math.max(1, Math.ceil(Number(data.total) / PAGE_SIZE));
+  if (data.items.length === 0 && !data.totalCapped && Number(data.total) > 0 && state.page > past) {
+    state.page = past; // a page past the end (an old link): its last page instead
+    refresh();
+    return;
+  }
   state.lastData = data;
   const body = $("tasks", HTMLTableElement).tBodies[0];
   const rows = data.items.map(rowFor);

@@ -24,6 +24,11 @@ export const NO_FILTERS = Object.freeze({
   requestedTo: "",
 });
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
+/** The statuses a task can be in: any other value in the URL is not a filter. */
+export const STATUSES = Object.freeze(["PENDING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "EXPIRED"]);
+/** What an export type's key looks like (the registry's keys); the page drops a
+ * well-formed key it is not offered once the types are loaded. */
+const TYPE_KEY = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
 
 /** How many filters are on.
  * @param {Filters} f
@@ -60,7 +65,9 @@ export function listQuery(filters, page, admin) {
 }
 
 /** ``{filters, page}`` from the page URL's query ``search`` (``location.search``). Values
- * that are not well formed are left out, not trusted.
+ * that are not well formed — an unknown status, a type key no registry could hold, a day
+ * that is not one — are left out, not trusted, so the filters said to be on are the ones
+ * the list applies.
  * @param {string} search
  * @returns {{filters: Filters, page: number}} */
 export function readUrl(search) {
@@ -73,8 +80,8 @@ export function readUrl(search) {
     return pattern.test(value) ? value : "";
   };
   const filters = {
-    statuses: query.getAll("status").filter((s) => /^[A-Z]+$/.test(s)),
-    exportType: query.get("type") || "",
+    statuses: [...new Set(query.getAll("status").filter((s) => STATUSES.includes(s)))],
+    exportType: valid("type", TYPE_KEY),
     requestedBy: valid("by", /^\d+$/),
     requestedFrom: valid("from", DATE),
     requestedTo: valid("to", DATE),

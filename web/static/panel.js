@@ -90,10 +90,24 @@ function formError(message, detail = "") {
   $("form-error").hidden = !message;
 }
 
-/** Open the panel, empty, or filled from ``task`` ("Edit and export again").
+/** The form was last filled from an earlier export ("Edit and export again"). */
+let filledFromTask = false;
+
+/** Empty the form: no name, the chosen type's fields empty, no extra parameters. */
+function emptyForm() {
+  panel.name().value = "";
+  clearExtraParameters();
+  showTypeForm();
+}
+
+/** Open the panel, filled from ``task`` ("Edit and export again"), or for a new export:
+ * as the person left it, unless it was last filled from an earlier export, which a new
+ * export does not start from.
  * @param {Task | null} [task] */
 export function openPanel(task = null) {
   formError("");
+  if (!task && filledFromTask) emptyForm();
+  filledFromTask = Boolean(task);
   if (task && types.some((x) => x.exportType === task.exportType)) {
     panel.type().value = task.exportType;
     showTypeForm();
@@ -196,9 +210,8 @@ async function submit(event, onCreated) {
   if (!task) return;
   panel.dialog().close();
   // The next export starts from an empty form, not this one's filters.
-  panel.name().value = "";
-  clearExtraParameters();
-  showTypeForm();
+  emptyForm();
+  filledFromTask = false;
   await onCreated(task);
 }
 

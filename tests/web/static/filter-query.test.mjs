@@ -67,7 +67,10 @@ const URLS = [
   ["", filters(), 1],
   ["?status=FAILED&status=RUNNING", filters({ statuses: ["FAILED", "RUNNING"] }), 1],
   ["?status=failed&status=RUN1&status=&status=EXPIRED", filters({ statuses: ["EXPIRED"] }), 1],
+  ["?status=BOGUS", filters(), 1], // not a status: no filter said to be on
+  ["?status=FAILED&status=FAILED", filters({ statuses: ["FAILED"] }), 1],
   ["?type=CUSTOMER_LIST", filters({ exportType: "CUSTOMER_LIST" }), 1],
+  ["?type=%3Cscript%3E", filters(), 1],
   ["?by=42", filters({ requestedBy: "42" }), 1],
   ["?by=4x", filters(), 1],
   ["?by=-1", filters(), 1],
