@@ -72,111 +72,211 @@ class Explanation:
 
 
 _R, _E, _S = Remedy.RETRY, Remedy.EDIT, Remedy.SUPPORT
+#: A failure's words in one language: (what happened, what to do).
+Words = tuple[str, str]
 
-#: Failure code → (remedy, English, Chinese).
-_FAILURES: dict[str, tuple[Remedy, str, str]] = {
+#: Failure code → (remedy, English, Chinese); each language's words are (what happened,
+#: what to do). While the service retries by itself the page shows what happened alone:
+#: "try again later" would tell a person to do what the service is already doing.
+_FAILURES: dict[str, tuple[Remedy, Words, Words]] = {
     "row-limit": (
         _E,
-        "The export has more rows than this export type allows. Narrow the filters (a"
-        " shorter period, fewer statuses) or split it into several exports, then export"
-        " again.",
-        "导出的行数超过了该导出类型允许的上限。请缩小筛选范围（更短的时间段、更少的状态），"
-        "或拆分成几次导出，然后重新导出。",
+        (
+            "The export has more rows than this export type allows.",
+            (
+                "Narrow the filters (a shorter period, fewer statuses) or split it into several "
+                "exports, then export again."
+            ),
+        ),
+        (
+            "导出的行数超过了该导出类型允许的上限。",
+            "请缩小筛选范围（更短的时间段、更少的状态），或拆分成几次导出，然后重新导出。",
+        ),
     ),
     "size-limit": (
         _E,
-        "The file would be larger than the service allows. Narrow the filters so that"
-        " fewer rows are exported, then export again.",
-        "文件大小超过了服务允许的上限。请缩小筛选范围以减少导出的行数，然后重新导出。",
+        (
+            "The file would be larger than the service allows.",
+            "Narrow the filters so that fewer rows are exported, then export again.",
+        ),
+        (
+            "文件大小超过了服务允许的上限。",
+            "请缩小筛选范围以减少导出的行数，然后重新导出。",
+        ),
     ),
     "column-limit": (
         _S,
-        "The data has more columns than a spreadsheet can hold. Retrying will not help:"
-        " tell support the task number, so the team that owns this export can fix it.",
-        "数据的列数超过了表格能容纳的上限，重试无法解决。请把任务编号告诉技术支持，"
-        "由负责该导出的团队修复。",
+        (
+            "The data has more columns than a spreadsheet can hold.",
+            (
+                "Retrying will not help: tell support the task number, so the team that owns this "
+                "export can fix it."
+            ),
+        ),
+        (
+            "数据的列数超过了表格能容纳的上限，重试无法解决。",
+            "请把任务编号告诉技术支持，由负责该导出的团队修复。",
+        ),
     ),
     "limit": (
         _S,
-        "The data source sent more than the service accepts. Retrying will not help: tell"
-        " support the task number.",
-        "数据来源返回的内容超过了服务接受的上限，重试无法解决。请把任务编号告诉技术支持。",
+        (
+            "The data source sent more than the service accepts.",
+            "Retrying will not help: tell support the task number.",
+        ),
+        (
+            "数据来源返回的内容超过了服务接受的上限，重试无法解决。",
+            "请把任务编号告诉技术支持。",
+        ),
     ),
     "provider-refused": (
         _E,
-        "The data source refused this request, most often because of a filter value."
-        " Check the filters and export again; the details show what it answered.",
-        "数据来源拒绝了这次请求，通常是某个筛选条件的取值不被接受。请检查筛选条件后"
-        "重新导出；详情中有数据来源的原始答复。",
+        (
+            "The data source refused this request, most often because of a filter value.",
+            "Check the filters and export again; the details show what it answered.",
+        ),
+        (
+            "数据来源拒绝了这次请求，通常是某个筛选条件的取值不被接受。",
+            "请检查筛选条件后重新导出；详情中有数据来源的原始答复。",
+        ),
     ),
     "provider-contract": (
         _S,
-        "The data source answered in a way the service cannot use. Retrying will not"
-        " help: tell support the task number, so the team that owns this export can fix"
-        " it.",
-        "数据来源的答复格式有误，服务无法使用，重试无法解决。请把任务编号告诉技术支持，"
-        "由负责该导出的团队修复。",
+        (
+            "The data source answered in a way the service cannot use.",
+            (
+                "Retrying will not help: tell support the task number, so the team that owns this "
+                "export can fix it."
+            ),
+        ),
+        (
+            "数据来源的答复格式有误，服务无法使用，重试无法解决。",
+            "请把任务编号告诉技术支持，由负责该导出的团队修复。",
+        ),
     ),
     "provider-unavailable": (
         _R,
-        "The data source could not be reached or did not answer in time. Try again later;"
-        " if it keeps failing, tell support the task number.",
-        "无法连接数据来源，或其未能及时答复。请稍后重试；如果一直失败，请把任务编号告诉技术支持。",
+        (
+            "The data source could not be reached or did not answer in time.",
+            "Try again later; if it keeps failing, tell support the task number.",
+        ),
+        (
+            "无法连接数据来源，或其未能及时答复。",
+            "请稍后重试；如果一直失败，请把任务编号告诉技术支持。",
+        ),
     ),
     "provider-stuck": (
         _R,
-        "The data source kept sending the same data without moving on. Try again later;"
-        " if it keeps failing, tell support the task number.",
-        "数据来源反复发送相同的数据而没有继续。请稍后重试；如果一直失败，请把任务编号告诉技术支持。",
+        (
+            "The data source kept sending the same data without moving on.",
+            "Try again later; if it keeps failing, tell support the task number.",
+        ),
+        (
+            "数据来源反复发送相同的数据而没有继续。",
+            "请稍后重试；如果一直失败，请把任务编号告诉技术支持。",
+        ),
     ),
     "storage-unavailable": (
         _R,
-        "The file could not be saved. Try again later.",
-        "文件未能保存。请稍后重试。",
+        (
+            "The file could not be saved.",
+            "Try again later.",
+        ),
+        (
+            "文件未能保存。",
+            "请稍后重试。",
+        ),
     ),
     "deadline": (
         _E,
-        "The export took longer than the service allows. Narrow the filters so that fewer"
-        " rows are exported, then export again.",
-        "导出耗时超过了服务允许的上限。请缩小筛选范围以减少导出的行数，然后重新导出。",
+        (
+            "The export took longer than the service allows.",
+            "Narrow the filters so that fewer rows are exported, then export again.",
+        ),
+        (
+            "导出耗时超过了服务允许的上限。",
+            "请缩小筛选范围以减少导出的行数，然后重新导出。",
+        ),
     ),
     "worker-died": (
         _R,
-        "The process writing the file stopped unexpectedly. Try again; if it happens"
-        " again, tell support the task number.",
-        "写入文件的进程意外停止。请重试；如果再次发生，请把任务编号告诉技术支持。",
+        (
+            "The process writing the file stopped unexpectedly.",
+            "Try again; if it happens again, tell support the task number.",
+        ),
+        (
+            "写入文件的进程意外停止。",
+            "请重试；如果再次发生，请把任务编号告诉技术支持。",
+        ),
     ),
     "database": (
         _R,
-        "The service's database was unavailable during the export. Try again later.",
-        "导出期间服务的数据库不可用。请稍后重试。",
+        (
+            "The service's database was unavailable during the export.",
+            "Try again later.",
+        ),
+        (
+            "导出期间服务的数据库不可用。",
+            "请稍后重试。",
+        ),
     ),
     "handed-back": (
         _R,
-        "The export was interrupted several times (the service was restarting or its"
-        " database was unavailable). Try again.",
-        "导出多次被中断（服务正在重启或其数据库不可用）。请重试。",
+        (
+            (
+                "The export was interrupted several times (the service was restarting or its "
+                "database was unavailable)."
+            ),
+            "Try again.",
+        ),
+        (
+            "导出多次被中断（服务正在重启或其数据库不可用）。",
+            "请重试。",
+        ),
     ),
     "worker-lost": (
         _R,
-        "The server running the export stopped responding. Try again.",
-        "运行导出的服务器停止了响应。请重试。",
+        (
+            "The server running the export stopped responding.",
+            "Try again.",
+        ),
+        (
+            "运行导出的服务器停止了响应。",
+            "请重试。",
+        ),
     ),
     "cancelled": (
         _R,
-        "The export was cancelled. Start it again if you still need the file.",
-        "导出已取消。如果仍需要该文件，请重新开始。",
+        (
+            "The export was cancelled.",
+            "Start it again if you still need the file.",
+        ),
+        (
+            "导出已取消。",
+            "如果仍需要该文件，请重新开始。",
+        ),
     ),
     "command-corrupted": (
         _R,
-        "The service could not read its own instruction for this export. Start it again.",
-        "服务无法读取这次导出的内部指令。请重新开始导出。",
+        (
+            "The service could not read its own instruction for this export.",
+            "Start it again.",
+        ),
+        (
+            "服务无法读取这次导出的内部指令。",
+            "请重新开始导出。",
+        ),
     ),
     "export-failed": (
         _R,
-        "The export failed unexpectedly. Try again; if it fails again, tell support the"
-        " task number.",
-        "导出意外失败。请重试；如果再次失败，请把任务编号告诉技术支持。",
+        (
+            "The export failed unexpectedly.",
+            "Try again; if it fails again, tell support the task number.",
+        ),
+        (
+            "导出意外失败。",
+            "请重试；如果再次失败，请把任务编号告诉技术支持。",
+        ),
     ),
 }
 
@@ -212,8 +312,8 @@ def explain_failure(code: str | None) -> Explanation:
     """The plain words for failure ``code``; an unknown or missing code (a task failed
     before codes were stored) gets those of :data:`FALLBACK_CODE`."""
     known = code if code in _FAILURES else FALLBACK_CODE
-    remedy, en, _ = _FAILURES[known]
-    return Explanation(known, remedy, en)
+    remedy, (happened, todo), _ = _FAILURES[known]
+    return Explanation(known, remedy, f"{happened} {todo}")
 
 
 #: History event kind → (English, Chinese): what a person reads in a task's history.
@@ -298,6 +398,12 @@ def _pick(texts: dict[str, tuple[str, str]], language: str) -> dict[str, str]:
     return {key: pair[index] for key, pair in texts.items()}
 
 
+def _sentence(words: Words, language: str) -> str:
+    """What happened and what to do as one text: with a space between the sentences in
+    English, none in Chinese."""
+    return words[0] + (" " if language == "en" else "") + words[1]
+
+
 def catalogue_json(language: str) -> dict[str, Any]:
     """The catalogue in one language, as the page loads it (``GET /i18n/{language}.json``).
 
@@ -305,7 +411,8 @@ def catalogue_json(language: str) -> dict[str, Any]:
         language: one of :data:`LANGUAGES`.
 
     Returns:
-        ``{"language", "failures": {code: text}, "events": {kind: text},
+        ``{"language", "failures": {code: text}, "causes": {code: what happened},
+        "events": {kind: text},
         "warnings": {kind: text}, "refusals": {code: text}, "notices": {reason: text}}``.
         What may help a failure is
         the task's own ``remedy`` (the task JSON), not repeated here.
@@ -318,7 +425,10 @@ def catalogue_json(language: str) -> dict[str, Any]:
     index = LANGUAGES.index(language)
     return {
         "language": language,
-        "failures": {code: texts[index] for code, (_, *texts) in _FAILURES.items()},
+        "failures": {
+            code: _sentence(texts[index], language) for code, (_, *texts) in _FAILURES.items()
+        },
+        "causes": {code: texts[index][0] for code, (_, *texts) in _FAILURES.items()},
         "events": _pick(_EVENTS, language),
         "warnings": _pick(_WARNINGS, language),
         "refusals": _pick(_REFUSALS, language),

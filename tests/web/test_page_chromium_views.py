@@ -20,6 +20,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from actors.core.messages import catalogue_json
 from actors.plumbing.config import Settings
 from tests.browser import (
     ADMIN_PERMS,
@@ -109,8 +110,11 @@ async def test_a_retrying_export_shows_its_next_attempt_and_last_error_at_phone_
     assert seen["next"].startswith(
         f"Attempt {task['attemptCount'] + 1} of {task['maxAttempts']} in "
     )
-    # The last attempt in plain words; the technical message is folded under Details.
-    assert seen["error"] == f"Last attempt: {task['failureReason']}"
+    # The last attempt in plain words — what happened, not "try again later": the service
+    # is trying again by itself; the technical message is folded under Details.
+    cause = catalogue_json("en")["causes"]["provider-unavailable"]
+    assert seen["error"] == f"Last attempt: {cause}" and "later" not in seen["error"]
+    assert task["failureReason"].startswith(cause)
     assert task["failureCode"] == "provider-unavailable"
     assert seen["unnamed"] == []
     assert seen["widths"][0] <= seen["widths"][1] == 375, seen["widths"]

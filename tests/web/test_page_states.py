@@ -46,6 +46,8 @@ from tests.helpers import claim, complete, make_settings, running_service, wait_
 
 USER = 4501
 #: Widths a person uses: a laptop and a phone (CSS pixels).
+#: An automatic retry whose time has come (web/static/i18n.js, dueNow).
+DUE_NOW = {"en": "starting now", "zh-CN": "即将开始"}
 DESKTOP = {"width": 1366, "height": 900, "deviceScaleFactor": 1, "mobile": False}
 PHONE = {"width": 375, "height": 800, "deviceScaleFactor": 2, "mobile": True}
 #: What the page calls each state, by language (the row's status label).
@@ -108,7 +110,7 @@ async def _exports(tmp_path: Path) -> dict[str, str]:
                 waiting,
                 "other-instance",
                 "provider demo-service unreachable: ConnectError: [Errno 111] Connection refused",
-                3600,
+                0,  # due at once, and never claimed here (no consumer): an overdue retry
                 "ProviderUnavailableError",
             )
             assert outcome == RetryOutcome.SCHEDULED
@@ -323,6 +325,11 @@ async def test_every_state_in_both_languages_at_two_widths_is_accessible(
         assert seen["switched"] != seen["said"] == seen["back"]  # the banner is re-worded
         assert seen["put_away"]
         assert "demo-service" not in rows["refused"][0]["reason"]
+        # While the service retries by itself: what happened, not "try again later"; a
+        # retry that is due says so, not "37 seconds ago".
+        cause = words["causes"]["provider-unavailable"]
+        assert rows["retrying"][0]["last-error"].endswith(cause)
+        assert rows["retrying"][0]["next-attempt"].endswith(DUE_NOW[language])
     if language == "zh-CN":
         assert desktop["rejected"].startswith("令牌被拒绝")
         assert desktop["nothing"].startswith("还没有导出")

@@ -102,6 +102,7 @@ const EN = {
   left: "about {time} left",
   attempt: "Attempt {attempt} of {max}",
   lastError: "Last attempt: {reason}",
+  dueNow: "starting now",
   queuedAgain: "Queued again after a retry",
   fileGone: "The file was deleted when its retention ended.",
   expires: "expires {when}",
@@ -261,6 +262,7 @@ const ZH = {
   left: "约剩 {time}",
   attempt: "第 {attempt} 次尝试，共 {max} 次",
   lastError: "上次尝试：{reason}",
+  dueNow: "即将开始",
   queuedAgain: "重试后重新排队",
   fileGone: "文件已在保留期结束时删除。",
   expires: "{when}过期",
@@ -331,6 +333,8 @@ let current = "en";
 /**
  * @typedef {object} Catalogue  The service's words in one language (GET /i18n/{language}.json).
  * @property {Record<string, string>} failures  By failure code.
+ * @property {Record<string, string>} causes  By failure code: what happened, without what
+ *   to do (shown while the service retries by itself).
  * @property {Record<string, string>} events  By history event kind.
  * @property {Record<string, string>} warnings  By data warning kind ("note": any other).
  * @property {Record<string, string>} refusals  By envelope code.
@@ -339,7 +343,7 @@ let current = "en";
 // The service's catalogue in the current language (failures, events, warnings, refusals,
 // notices).
 /** @type {Catalogue} */
-let catalogue = { failures: {}, events: {}, warnings: {}, refusals: {}, notices: {} };
+let catalogue = { failures: {}, causes: {}, events: {}, warnings: {}, refusals: {}, notices: {} };
 
 /** Whether ``tag`` is a language of the page.
  * @param {string | null} tag
@@ -403,6 +407,13 @@ export function failureWords(code) {
   return (code && catalogue.failures[code]) || "";
 }
 
+/** What happened in a failure, without what to do, or "" when unknown: while the service
+ * retries by itself, "try again later" would be the wrong advice.
+ * @param {string | null | undefined} code */
+export function causeWords(code) {
+  return (code && catalogue.causes[code]) || "";
+}
+
 /** The service's words for a history event's ``kind`` (the kind itself when unknown).
  * @param {string} kind */
 export function eventWords(kind) {
@@ -443,15 +454,18 @@ export function formatDuration(seconds) {
 
 /** A <time> element: relative text ("3 min ago"), inside the page's words ``key`` (with
  * ``{when}``) when given; the exact time with its zone on hover (title); the instant as
- * its datetime. :func:`tickTimes` keeps the relative text current.
+ * its datetime. :func:`tickTimes` keeps the relative text current. A ``due`` time (when
+ * something is to happen) reads "starting now" once it has passed.
  * @param {string | null} iso
  * @param {"" | WordKey} [key]
+ * @param {boolean} [due]
  * @returns {HTMLTimeElement} */
-export function timeEl(iso, key = "") {
+export function timeEl(iso, key = "", due = false) {
   const node = document.createElement("time");
   if (!iso) return node;
   node.dateTime = iso;
   if (key) node.dataset.words = key;
+  if (due) node.dataset.due = "1";
   node.title = locale.formatExact(iso, current);
   tick(node);
   return node;
@@ -459,6 +473,10 @@ export function timeEl(iso, key = "") {
 
 /** @param {HTMLTimeElement} node */
 function tick(node) {
+  if (node.dataset.due && Date.parse(node.dateTime) <= Date.now()) {
+    node.textContent = t("dueNow"); // an automatic retry that is due: not "37 seconds ago"
+    return;
+  }
   const when = locale.formatRelative(node.dateTime, current, Date.now());
   const key = node.dataset.words;
   node.textContent = key && isWord(key) ? t(key, { when }) : when;

@@ -8,6 +8,7 @@
 
 import { button, el } from "./dom.js";
 import {
+  causeWords,
   failureWords,
   formatBytes,
   formatDuration,
@@ -99,9 +100,11 @@ function statusCell(task) {
   if (state === "retrying") {
     const next = el("div", undefined, "next-attempt");
     next.append(t("attempt", { attempt: task.attemptCount + 1, max: task.maxAttempts }), " ");
-    next.append(timeEl(task.nextRetryAt));
+    next.append(timeEl(task.nextRetryAt, "", true));
     cell.append(next);
-    cell.append(el("div", t("lastError", { reason: reasonOf(task) }), "last-error"));
+    // What happened, not what to do: the service is trying again by itself.
+    const cause = causeWords(task.failureCode) || reasonOf(task);
+    cell.append(el("div", t("lastError", { reason: cause }), "last-error"));
     cell.append(details(task, task.lastError || task.failureMessage));
   } else if (state === "queued" && task.dispatchVersion > 1) {
     cell.append(el("div", `${t("queuedAgain")} · ${attemptText(task)}`, "note restarted"));
