@@ -15,6 +15,7 @@ violation in any of them, and each is saved as a screenshot
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -325,6 +326,9 @@ async def test_every_state_in_both_languages_at_two_widths_is_accessible(
         assert seen["switched"] != seen["said"] == seen["back"]  # the banner is re-worded
         assert seen["put_away"]
         assert "demo-service" not in rows["refused"][0]["reason"]
+        # The exact time is text, not only a hover title (out of reach on a phone).
+        exact = rows["ready"][0]["exact"]
+        assert str(datetime.now(UTC).year) in exact and ("UTC" in exact or "GMT" in exact), exact
         # While the service retries by itself: what happened, not "try again later"; a
         # retry that is due says so, not "37 seconds ago".
         cause = words["causes"]["provider-unavailable"]

@@ -74,8 +74,9 @@ const IDLE_REFRESH_MS = 15000;
 const POLL_IDLE_MS = 5000;
 // A pushed change the list must show (new task, finished task) refreshes it this soon.
 const PUSH_REFRESH_MS = 200;
-// Relative times ("3 min ago") are brought up to date this often, milliseconds.
-const CLOCK_MS = 30000;
+// Relative times ("3 min ago") are brought up to date this often, milliseconds: often
+// enough that "10 seconds ago" never reads for half a minute.
+const CLOCK_MS = 5000;
 // A row just created (or found a duplicate of) stays highlighted this long, milliseconds.
 const HIGHLIGHT_MS = 8000;
 

@@ -452,6 +452,13 @@ export function formatDuration(seconds) {
   return locale.formatDuration(seconds, current);
 }
 
+/** ``iso`` as an exact date and time (to the minute) with its zone, in the page's
+ * language; "" for none.
+ * @param {string | null | undefined} iso */
+export function exactTime(iso) {
+  return locale.formatStamp(iso || "", current);
+}
+
 /** A <time> element: relative text ("3 min ago"), inside the page's words ``key`` (with
  * ``{when}``) when given; the exact time with its zone on hover (title); the instant as
  * its datetime. :func:`tickTimes` keeps the relative text current. A ``due`` time (when

@@ -50,6 +50,25 @@ export function formatExact(iso, locale) {
   });
 }
 
+/** The exact time to the minute with the time zone, short enough for one line beside a
+ * relative time on a phone, e.g. "7 Dec 2026, 22:59 UTC" / "2026年12月7日 UTC 22:59";
+ * "" without one.
+ * @param {string} iso
+ * @param {string} locale
+ * @returns {string} */
+export function formatStamp(iso, locale) {
+  if (!iso) return "";
+  return new Date(iso).toLocaleString(locale, {
+    year: "numeric",
+    month: "short",
+    day: "numeric",
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+    timeZoneName: "short",
+  });
+}
+
 /** @type {[Intl.RelativeTimeFormatUnit, number][]} */
 const STEPS = [
   ["second", 60],

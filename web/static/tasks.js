@@ -9,6 +9,7 @@
 import { button, el } from "./dom.js";
 import {
   causeWords,
+  exactTime,
   failureWords,
   formatBytes,
   formatDuration,
@@ -183,6 +184,8 @@ function requestedCell(task) {
   const cell = el("td", undefined, "requested");
   cell.dataset.label = t("colRequested");
   cell.append(timeEl(task.requestedAt));
+  // The exact time as text too: a hover title alone is out of reach on a phone.
+  cell.append(el("span", exactTime(task.requestedAt), "exact"));
   if (task.status === "SUCCEEDED" && task.startedAt && task.completedAt) {
     const seconds = (new Date(task.completedAt).getTime() - new Date(task.startedAt).getTime()) / 1000;
     const took = seconds < 1 ? t("tookUnderSecond") : t("took", { time: formatDuration(seconds) });

@@ -4,7 +4,13 @@
 import assert from "node:assert/strict";
 import test from "node:test";
 
-import { formatBytes, formatDuration, formatNumber, formatRelative } from "../../../web/static/locale.js";
+import {
+  formatBytes,
+  formatDuration,
+  formatNumber,
+  formatRelative,
+  formatStamp,
+} from "../../../web/static/locale.js";
 
 /** [value, English, Simplified Chinese] */
 const SIZES = [
@@ -73,3 +79,10 @@ for (const [iso, en, zh] of TIMES) {
     assert.equal(formatRelative(iso, "zh-CN", NOW), zh);
   });
 }
+
+test("formatStamp writes the exact time to the minute with its zone, on one short line", () => {
+  process.env.TZ = "UTC";
+  assert.equal(formatStamp("2026-12-07T22:59:29Z", "en"), "Dec 7, 2026, 22:59 UTC");
+  assert.equal(formatStamp("2026-12-07T22:59:29Z", "zh-CN"), "2026年12月7日 UTC 22:59");
+  assert.equal(formatStamp("", "en"), "");
+});
