@@ -65,6 +65,7 @@ async def _exports(tmp_path: Path) -> dict[str, str]:
     async with running_service(settings) as rt, client(rt, USER) as c:
         for name, parameters in (
             ("ready", {"rowCount": 20}),
+            ("warned", {"rowCount": 20, "edgeCases": True}),  # a cell cut: a data warning
             ("no-rows", {"keyword": "no customer is called this"}),
         ):
             body = {"exportType": "CUSTOMER_LIST", "taskName": name, "parameters": parameters}
@@ -190,6 +191,18 @@ async def test_every_state_in_both_languages_at_two_widths_is_accessible(
             wait_for(browser, lambda d: row_state(d, queued) == "queued", "showed it queued")
             _check(browser, screenshot, found, f"{tag}-list")
             rows = {name: read_row(browser, task_id) for name, task_id in ids.items()}
+            # Scrolled so the top card is at the top of the screen, with a banner shown:
+            # what is there is the card, not the banner over it.
+            covered = browser.execute_script(
+                "const tr = document.querySelector('tr[data-task-id]');"
+                "tr.scrollIntoView({block: 'start'});"
+                "const box = tr.getBoundingClientRect();"
+                "const hit = document.elementFromPoint(box.left + box.width / 2, box.top + 4);"
+                "return Boolean(hit) && !tr.contains(hit);"
+            )
+            note_lang = browser.execute_script(
+                "return [...document.querySelectorAll('.notes .technical ul')].map((u) => u.lang)"
+            )
             rows["queued"] = read_row(browser, queued)
             heights = browser.execute_script(
                 "return [...document.querySelectorAll('tr[data-task-id]')]"
@@ -273,6 +286,8 @@ async def test_every_state_in_both_languages_at_two_widths_is_accessible(
                 "rejected": rejected,
                 "nothing": nothing,
                 "rows": rows,
+                "note_lang": note_lang,
+                "covered": covered,
                 "heights": heights,
                 "widths": widths,
                 "duplicate": duplicate,
@@ -326,6 +341,11 @@ async def test_every_state_in_both_languages_at_two_widths_is_accessible(
         assert seen["switched"] != seen["said"] == seen["back"]  # the banner is re-worded
         assert seen["put_away"]
         assert "demo-service" not in rows["refused"][0]["reason"]
+        # One language per note: the warning in the person's words, the service's English
+        # line folded under technical details (and marked as English).
+        assert rows["warned"][0]["notes"] == words["warnings"]["truncated-cells"], rows["warned"]
+        assert seen["note_lang"] == ["en"]
+        assert not seen["covered"], "the banner covers the top card"
         # The exact time is text, not only a hover title (out of reach on a phone).
         exact = rows["ready"][0]["exact"]
         assert str(datetime.now(UTC).year) in exact and ("UTC" in exact or "GMT" in exact), exact

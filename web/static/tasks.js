@@ -80,10 +80,16 @@ function notes(task) {
   const box = el("details", undefined, "notes");
   const kinds = [...new Set(warnings.map((w) => w.kind))];
   box.append(el("summary", kinds.map(warningWords).join(" ")));
+  // The service's own lines are English: folded one level further, marked as English, so
+  // the note a person reads is in one language.
+  const technical = el("details", undefined, "technical");
+  technical.append(el("summary", t("technicalDetails")));
   const list = el("ul");
+  list.lang = "en";
   list.setAttribute("aria-label", t("warningsOf"));
   for (const warning of warnings) list.append(el("li", warning.detail));
-  box.append(list);
+  technical.append(list);
+  box.append(technical);
   return box;
 }
 
