@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import subprocess
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -14,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import trio
+
+from actors.plumbing.config import Settings
+from tests.helpers import make_settings, running_service
 
 IDP = Path(__file__).resolve().parents[1] / "deploy" / "idp" / "server.mjs"
 CLIENT_ID = "export-center"
@@ -103,3 +107,38 @@ async def openid_provider(
         if process.stdout is not None:
             process.stdout.close()
         log.close()
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 now (the service's, known before the provider starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def oidc_settings(tmp_path: Path, port: int, issuer: str, **more: Any) -> Settings:
+    """The service on ``port``, signing people in at ``issuer`` as the client above."""
+    return make_settings(
+        tmp_path,
+        http_bind=f"127.0.0.1:{port}",
+        oidc_issuer=issuer,
+        oidc_client_id=CLIENT_ID,
+        oidc_client_secret=CLIENT_SECRET,
+        oidc_scopes="openid profile export_center",
+        oidc_display_name="Test company",
+        jwt_jwks_url=f"{issuer}/jwks",
+        **more,
+    )
+
+
+@contextlib.asynccontextmanager
+async def service_with_provider(
+    tmp_path: Path, id_token_seconds: int = 3600
+) -> AsyncIterator[tuple[str, str]]:
+    """The provider and the whole service signing people in at it, until the block ends;
+    yields ``(the service's origin, the provider's issuer)``."""
+    port = free_port()
+    service = f"http://127.0.0.1:{port}"
+    async with openid_provider(tmp_path, service, id_token_seconds=id_token_seconds) as issuer:
+        async with running_service(oidc_settings(tmp_path, port, issuer)):
+            yield service, issuer

@@ -9,7 +9,6 @@ which ends the provider's session too. The page's side, in Chromium, is
 from __future__ import annotations
 
 import re
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,33 +20,19 @@ import pytest
 import trio
 
 from actors.plumbing.config import Settings
-from tests.helpers import make_settings, running_service
-from tests.oidc_provider import ALICE, CLIENT_ID, CLIENT_SECRET, NOBODY, openid_provider
+from tests.helpers import running_service
+from tests.oidc_provider import (
+    ALICE,
+    CLIENT_ID,
+    NOBODY,
+    free_port,
+    oidc_settings,
+    openid_provider,
+)
 from web.auth import CSRF_COOKIE, CSRF_HEADER, SESSION_COOKIE
 from web.sign_in import LOGIN_COOKIE
 
 SESSION = "/api/platform/v1/session"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def oidc_settings(tmp_path: Path, port: int, issuer: str, **more: Any) -> Settings:
-    """The service on ``port``, signing people in at ``issuer``."""
-    return make_settings(
-        tmp_path,
-        http_bind=f"127.0.0.1:{port}",
-        oidc_issuer=issuer,
-        oidc_client_id=CLIENT_ID,
-        oidc_client_secret=CLIENT_SECRET,
-        oidc_scopes="openid profile export_center",
-        oidc_display_name="Test company",
-        jwt_jwks_url=f"{issuer}/jwks",
-        **more,
-    )
 
 
 @dataclass

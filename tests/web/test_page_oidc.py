@@ -8,7 +8,6 @@ unfinished is told in the person's language. Every new state is checked by axe-c
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,6 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from actors.plumbing.config import Settings
 from tests.browser import (
     Shoot,
     axe_violations,
@@ -29,31 +27,11 @@ from tests.browser import (
     shows,
     wait_for,
 )
-from tests.helpers import make_settings, running_service
-from tests.oidc_provider import ALICE, CLIENT_ID, CLIENT_SECRET, openid_provider
+from tests.oidc_provider import ALICE, service_with_provider
 
 DESKTOP = {"width": 1366, "height": 900, "deviceScaleFactor": 1, "mobile": False}
 PHONE = {"width": 375, "height": 800, "deviceScaleFactor": 2, "mobile": True}
 BUTTON = {"en": "Sign in with Test company", "zh-CN": "使用 Test company 登录"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def settings_for(tmp_path: Path, port: int, issuer: str) -> Settings:
-    return make_settings(
-        tmp_path,
-        http_bind=f"127.0.0.1:{port}",
-        oidc_issuer=issuer,
-        oidc_client_id=CLIENT_ID,
-        oidc_client_secret=CLIENT_SECRET,
-        oidc_scopes="openid profile export_center",
-        oidc_display_name="Test company",
-        jwt_jwks_url=f"{issuer}/jwks",
-    )
 
 
 def choose_language(driver: WebDriver, base_url: str, language: str) -> None:
@@ -84,59 +62,56 @@ async def test_sign_in_at_the_company_provider_export_and_download(
     language: str,
     width: str,
 ) -> None:
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    async with openid_provider(tmp_path, base_url) as issuer:
-        async with running_service(settings_for(tmp_path, port, issuer)):
+    async with service_with_provider(tmp_path) as (base_url, _):
 
-            def drive() -> dict[str, Any]:
-                seen: dict[str, Any] = {}
-                tag = f"{language}-{width}"
-                browser.execute_cdp_cmd(
-                    "Emulation.setDeviceMetricsOverride", PHONE if width == "phone" else DESKTOP
-                )
-                choose_language(browser, base_url, language)
-                wait_for(browser, lambda d: shows(d, "company-sign-in"), "offered the button")
-                link = browser.find_element(By.ID, "company-sign-in-link")
-                seen["button"] = link.text
-                seen["token_form_shown"] = shows(browser, "token-sign-in")
-                screenshot(browser, f"{tag}-sign-in")
-                seen["axe_sign_in"] = axe_violations(browser)
-                link.click()
-                log_in_at_provider(browser, "not-the-password")
-                wait_for(browser, lambda d: d.find_elements(By.ID, "problem"), "refused")
-                seen["refused"] = browser.find_element(By.ID, "problem").text
-                screenshot(browser, f"{tag}-provider-refused")
-                log_in_at_provider(browser, ALICE.password)
-                wait_for(browser, lambda d: d.current_url.startswith(base_url), "came back")
-                wait_for(browser, lambda d: shows(d, "center"), "signed in")
-                seen["who"] = wait_for(
-                    browser, lambda d: d.find_element(By.ID, "who").text, "named the person"
-                )
-                screenshot(browser, f"{tag}-signed-in")
-                seen["axe_signed_in"] = axe_violations(browser)
-                # An export from the form, downloaded by the browser itself.
-                browser.find_element(By.ID, "new-export").click()
-                wait_for(browser, lambda d: shows(d, "new-export-panel"), "opened the form")
-                browser.find_element(By.ID, "param-rowCount").send_keys("300")
-                browser.find_element(By.ID, "create").click()
-                task_id = wait_for(
-                    browser,
-                    lambda d: d.find_element(By.CSS_SELECTOR, "tr.highlight").get_attribute(
-                        "data-task-id"
-                    ),
-                    "showed the new export",
-                )
-                wait_for(browser, lambda d: row_state(d, task_id) == "succeeded", "ready")
-                press(browser, task_id, "download")
-                seen["file"] = wait_for(
-                    browser,
-                    lambda d: [p for p in downloads.iterdir() if p.suffix == ".xlsx"],
-                    "downloaded the file",
-                )[0]
-                return seen
+        def drive() -> dict[str, Any]:
+            seen: dict[str, Any] = {}
+            tag = f"{language}-{width}"
+            browser.execute_cdp_cmd(
+                "Emulation.setDeviceMetricsOverride", PHONE if width == "phone" else DESKTOP
+            )
+            choose_language(browser, base_url, language)
+            wait_for(browser, lambda d: shows(d, "company-sign-in"), "offered the button")
+            link = browser.find_element(By.ID, "company-sign-in-link")
+            seen["button"] = link.text
+            seen["token_form_shown"] = shows(browser, "token-sign-in")
+            screenshot(browser, f"{tag}-sign-in")
+            seen["axe_sign_in"] = axe_violations(browser)
+            link.click()
+            log_in_at_provider(browser, "not-the-password")
+            wait_for(browser, lambda d: d.find_elements(By.ID, "problem"), "refused")
+            seen["refused"] = browser.find_element(By.ID, "problem").text
+            screenshot(browser, f"{tag}-provider-refused")
+            log_in_at_provider(browser, ALICE.password)
+            wait_for(browser, lambda d: d.current_url.startswith(base_url), "came back")
+            wait_for(browser, lambda d: shows(d, "center"), "signed in")
+            seen["who"] = wait_for(
+                browser, lambda d: d.find_element(By.ID, "who").text, "named the person"
+            )
+            screenshot(browser, f"{tag}-signed-in")
+            seen["axe_signed_in"] = axe_violations(browser)
+            # An export from the form, downloaded by the browser itself.
+            browser.find_element(By.ID, "new-export").click()
+            wait_for(browser, lambda d: shows(d, "new-export-panel"), "opened the form")
+            browser.find_element(By.ID, "param-rowCount").send_keys("300")
+            browser.find_element(By.ID, "create").click()
+            task_id = wait_for(
+                browser,
+                lambda d: d.find_element(By.CSS_SELECTOR, "tr.highlight").get_attribute(
+                    "data-task-id"
+                ),
+                "showed the new export",
+            )
+            wait_for(browser, lambda d: row_state(d, task_id) == "succeeded", "ready")
+            press(browser, task_id, "download")
+            seen["file"] = wait_for(
+                browser,
+                lambda d: [p for p in downloads.iterdir() if p.suffix == ".xlsx"],
+                "downloaded the file",
+            )[0]
+            return seen
 
-            seen = await in_thread(drive)
+        seen = await in_thread(drive)
     assert seen["button"] == BUTTON[language]
     assert not seen["token_form_shown"]
     assert seen["refused"] == "Wrong username or password · 用户名或密码错误"
@@ -150,44 +125,41 @@ async def test_sign_in_at_the_company_provider_export_and_download(
 async def test_a_session_that_ends_mid_form_signs_in_again_and_keeps_the_input(
     tmp_path: Path, browser: WebDriver, screenshot: Shoot
 ) -> None:
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    async with openid_provider(tmp_path, base_url) as issuer:
-        async with running_service(settings_for(tmp_path, port, issuer)):
+    async with service_with_provider(tmp_path) as (base_url, _):
 
-            def drive() -> dict[str, Any]:
-                choose_language(browser, base_url, "en")
-                wait_for(browser, lambda d: shows(d, "company-sign-in"), "offered the button")
-                browser.find_element(By.ID, "company-sign-in-link").click()
-                log_in_at_provider(browser, ALICE.password)
-                wait_for(browser, lambda d: shows(d, "center"), "signed in")
-                browser.find_element(By.ID, "new-export").click()
-                wait_for(browser, lambda d: shows(d, "new-export-panel"), "opened the form")
-                browser.find_element(By.ID, "task-name").send_keys("Quarter audit")
-                browser.find_element(By.ID, "param-rowCount").send_keys("1234")
-                # The session ends (its cookie gone, as when the ID token expires).
-                browser.execute_cdp_cmd(
-                    "Network.deleteCookies", {"name": "export_center_session", "url": base_url}
-                )
-                create = browser.find_element(By.ID, "create")
-                if create.is_displayed():  # else a list refresh met the ended session first
-                    create.click()
-                wait_for(browser, lambda d: shows(d, "sign-in"), "asked to sign in again")
-                ended = banner(browser)
-                browser.find_element(By.ID, "company-sign-in-link").click()
-                # The provider still knows the person: no password asked (single sign-on).
-                wait_for(browser, lambda d: shows(d, "new-export-panel"), "reopened the form")
-                screenshot(browser, "draft-kept")
-                return {
-                    "ended": ended,
-                    "kept": banner(browser),
-                    "name": browser.find_element(By.ID, "task-name").get_attribute("value"),
-                    "rows": browser.find_element(By.ID, "param-rowCount").get_attribute("value"),
-                    "stored": browser.execute_script("return sessionStorage.length"),
-                    "axe": axe_violations(browser),
-                }
+        def drive() -> dict[str, Any]:
+            choose_language(browser, base_url, "en")
+            wait_for(browser, lambda d: shows(d, "company-sign-in"), "offered the button")
+            browser.find_element(By.ID, "company-sign-in-link").click()
+            log_in_at_provider(browser, ALICE.password)
+            wait_for(browser, lambda d: shows(d, "center"), "signed in")
+            browser.find_element(By.ID, "new-export").click()
+            wait_for(browser, lambda d: shows(d, "new-export-panel"), "opened the form")
+            browser.find_element(By.ID, "task-name").send_keys("Quarter audit")
+            browser.find_element(By.ID, "param-rowCount").send_keys("1234")
+            # The session ends (its cookie gone, as when the ID token expires).
+            browser.execute_cdp_cmd(
+                "Network.deleteCookies", {"name": "export_center_session", "url": base_url}
+            )
+            create = browser.find_element(By.ID, "create")
+            if create.is_displayed():  # else a list refresh met the ended session first
+                create.click()
+            wait_for(browser, lambda d: shows(d, "sign-in"), "asked to sign in again")
+            ended = banner(browser)
+            browser.find_element(By.ID, "company-sign-in-link").click()
+            # The provider still knows the person: no password asked (single sign-on).
+            wait_for(browser, lambda d: shows(d, "new-export-panel"), "reopened the form")
+            screenshot(browser, "draft-kept")
+            return {
+                "ended": ended,
+                "kept": banner(browser),
+                "name": browser.find_element(By.ID, "task-name").get_attribute("value"),
+                "rows": browser.find_element(By.ID, "param-rowCount").get_attribute("value"),
+                "stored": browser.execute_script("return sessionStorage.length"),
+                "axe": axe_violations(browser),
+            }
 
-            seen = await in_thread(drive)
+        seen = await in_thread(drive)
     assert seen["ended"] == "Your session has ended: please sign in again."
     assert seen["kept"] == "Signed in again: your new export is as you left it."
     assert (seen["name"], seen["rows"]) == ("Quarter audit", "1234")
@@ -207,19 +179,16 @@ async def test_a_session_that_ends_mid_form_signs_in_again_and_keeps_the_input(
 async def test_a_sign_in_that_came_back_unfinished_is_told_in_the_persons_language(
     tmp_path: Path, browser: WebDriver, screenshot: Shoot, language: str, problem: str, said: str
 ) -> None:
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    async with openid_provider(tmp_path, base_url) as issuer:
-        async with running_service(settings_for(tmp_path, port, issuer)):
+    async with service_with_provider(tmp_path) as (base_url, _):
 
-            def drive() -> tuple[str, str, list[Any]]:
-                choose_language(browser, base_url, language)
-                browser.get(f"{base_url}/?status=FAILED&signInProblem={problem}")
-                told = wait_for(browser, banner, "told why")
-                screenshot(browser, f"{language}-sign-in-problem-{problem}")
-                return told, browser.current_url, axe_violations(browser)
+        def drive() -> tuple[str, str, list[Any]]:
+            choose_language(browser, base_url, language)
+            browser.get(f"{base_url}/?status=FAILED&signInProblem={problem}")
+            told = wait_for(browser, banner, "told why")
+            screenshot(browser, f"{language}-sign-in-problem-{problem}")
+            return told, browser.current_url, axe_violations(browser)
 
-            told, url, found = await in_thread(drive)
+        told, url, found = await in_thread(drive)
     assert said in told
     assert url == f"{base_url}/?status=FAILED"  # told once: the reason left the address
     assert found == []

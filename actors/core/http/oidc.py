@@ -2,7 +2,7 @@
 authorization code flow with PKCE. Pure; the protocol's messages are Authlib's and the
 routes are ``web/sign_in.py``'s.
 
-How a sign-in goes (README, "Company sign-in"):
+How a sign-in goes (docs/operations.md, "Company sign-in for the download center"):
 
 1. ``GET /auth/login?next=<path>`` makes a fresh ``state``, ``nonce`` and PKCE verifier,
    keeps them with the path to come back to in a signed, HttpOnly cookie that lives
