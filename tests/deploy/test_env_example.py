@@ -111,6 +111,12 @@ OTHER_VALUE = {
     "FILE_EXPORT_JWT_PUBLIC_KEY_FILE": "/etc/export-center/idp.pem",
     "FILE_EXPORT_JWT_ALGORITHMS": "RS256",
     "FILE_EXPORT_JWT_ISSUER": "https://idp.example",
+    "FILE_EXPORT_OIDC_ISSUER": "https://idp.example/realms/company",
+    "FILE_EXPORT_OIDC_CLIENT_ID": "export-center",
+    "FILE_EXPORT_OIDC_CLIENT_SECRET": "client-secret",
+    "FILE_EXPORT_OIDC_SCOPES": "openid profile export_center",
+    "FILE_EXPORT_OIDC_REDIRECT_URL": "https://exports.example/auth/callback",
+    "FILE_EXPORT_OIDC_DISPLAY_NAME": "Acme SSO",
     "FILE_EXPORT_JWT_AUDIENCE": "export-center",
     "FILE_EXPORT_JWT_CLAIM_USER": "uid",
     "FILE_EXPORT_JWT_CLAIM_TENANT": "org",
@@ -166,6 +172,10 @@ COMPANIONS = {
     "FILE_EXPORT_TRANSPORT": {"MQ_TOPIC_PREFIX": "", "ROCKETMQ_NAME_SERVER": "ns:9876"},
     "FILE_EXPORT_STORAGE": {"FILE_EXPORT_S3_BUCKET": "exports"},
     "FILE_EXPORT_DOWNLOAD_MODE": {"FILE_EXPORT_STORAGE": "s3", "FILE_EXPORT_S3_BUCKET": "b"},
+    "FILE_EXPORT_OIDC_ISSUER": {
+        "FILE_EXPORT_OIDC_CLIENT_ID": "ec",
+        "FILE_EXPORT_JWT_JWKS_URL": "https://idp.example/jwks",
+    },
 }
 
 
