@@ -9,6 +9,7 @@ database time and test time together (see ``tests.helpers.trio_db_clock``).
 
 from __future__ import annotations
 
+import signal
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,15 @@ from tests.helpers import (
 )
 from tests.isolation import LoggingState, stray_settings
 from tests.mock_clock import held_to_thread, hold_mock_clock
+
+# A run started as a background job of a script (`cmd &`) inherits SIGINT ignored, and so
+# would every process it starts: Ctrl-C would not reach the run, the timeout that stops a
+# hung trio test by raising SIGINT (tests/trio_timeout.py) would end the whole session
+# instead, and the tests that press Ctrl-C on a child (tests/deploy/test_services.py)
+# would press it in vain. With Python's own handler here, children start with SIGINT at
+# its default again (exec resets handled signals, not ignored ones).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 from tests.processes import ServeProcess
 
 # The session's RocketMQ broker, for every directory that needs it (the transport tests,
