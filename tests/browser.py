@@ -202,6 +202,20 @@ def sign_in(driver: WebDriver, base_url: str, token: str) -> None:
     assert token not in driver.current_url  # never in a URL
 
 
+def choose_language(driver: WebDriver, base_url: str, language: str) -> None:
+    """Open the page and choose ``language`` in its switch (remembered in this browser),
+    once the script has offered the languages."""
+    driver.get(base_url + "/")
+    option = f'#language option[value="{language}"]'
+    wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, option), "offered the languages")
+    driver.find_element(By.CSS_SELECTOR, option).click()
+    wait_for(
+        driver,
+        lambda d: d.execute_script("return document.documentElement.lang") == language,
+        "switched the language",
+    )
+
+
 def open_filters(driver: WebDriver) -> None:
     """Unfold the filters (folded while none is on, so the list comes first)."""
     if not driver.find_element(By.ID, "filters").get_attribute("open"):

@@ -15,7 +15,17 @@ import trio
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from tests.browser import API, Shoot, client, in_thread, row_state, shows, sign_in, token_for
+from tests.browser import (
+    API,
+    Shoot,
+    choose_language,
+    client,
+    in_thread,
+    row_state,
+    shows,
+    sign_in,
+    token_for,
+)
 from tests.browser import wait_for as wait_in_browser
 from tests.helpers import make_settings, running_service, wait_for_status
 from tests.provider_server import (
@@ -64,10 +74,7 @@ async def test_an_export_finished_while_the_page_is_hidden_is_counted_and_notifi
             page = browser.current_window_handle
 
             def before() -> dict[str, Any]:
-                browser.get(rt.base_url + "/")
-                browser.find_element(
-                    By.CSS_SELECTOR, f'#language option[value="{language}"]'
-                ).click()
+                choose_language(browser, rt.base_url, language)
                 sign_in(browser, rt.base_url, token_for(rt, 4007))
                 wait_in_browser(
                     browser, lambda d: row_state(d, task_id) == "running", "showed it running"

@@ -20,6 +20,7 @@ from tests.browser import (
     Shoot,
     axe_violations,
     banner,
+    choose_language,
     console_errors,
     in_thread,
     press,
@@ -32,16 +33,6 @@ from tests.oidc_provider import ALICE, service_with_provider
 DESKTOP = {"width": 1366, "height": 900, "deviceScaleFactor": 1, "mobile": False}
 PHONE = {"width": 375, "height": 800, "deviceScaleFactor": 2, "mobile": True}
 BUTTON = {"en": "Sign in with Test company", "zh-CN": "使用 Test company 登录"}
-
-
-def choose_language(driver: WebDriver, base_url: str, language: str) -> None:
-    driver.get(base_url + "/")
-    driver.find_element(By.CSS_SELECTOR, f'#language option[value="{language}"]').click()
-    wait_for(
-        driver,
-        lambda d: d.execute_script("return document.documentElement.lang") == language,
-        "switched the language",
-    )
 
 
 def log_in_at_provider(driver: WebDriver, password: str) -> None:

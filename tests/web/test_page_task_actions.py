@@ -28,6 +28,7 @@ from tests.browser import (
     WAIT,
     Shoot,
     banner,
+    choose_language,
     client,
     console_errors,
     in_thread,
@@ -276,10 +277,7 @@ async def test_stopping_an_export_asks_first_and_a_double_tap_keeps_it_running(
             task_id = (await c.post(API, json=body)).json()["data"]["id"]
 
             def drive() -> dict[str, Any]:
-                browser.get(rt.base_url + "/")
-                browser.find_element(
-                    By.CSS_SELECTOR, f'#language option[value="{language}"]'
-                ).click()
+                choose_language(browser, rt.base_url, language)
                 sign_in(browser, rt.base_url, token_for(rt, 4006))
                 wait_for(browser, lambda d: row_state(d, task_id) == "queued", "listed it")
                 stop = row(browser, task_id).find_element(By.CLASS_NAME, "cancel")
